@@ -1,0 +1,5 @@
+"""Allow `python -m crustacean`."""
+
+from crustacean.cli.app import main
+
+main()

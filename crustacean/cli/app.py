@@ -1,0 +1,82 @@
+"""The root command and its global options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from crustacean import __version__
+from crustacean.cli import config_cmd, history_cmd, init_cmd, review_cmd
+from crustacean.cli.common import CrustaceanGroup, console, state
+
+app = typer.Typer(
+    cls=CrustaceanGroup,
+    name="crustacean",
+    help="Keep an AI agent's markdown memory workspace alive: the 4C pipeline, versioned "
+    "writes and recall.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from crustacean.workspace import data_dir
+
+        doc = (data_dir("pipeline") / "HOW-IT-WORKS.md").read_text("utf-8")
+        line = next((x for x in doc.splitlines() if x.startswith("Version:")), "Version: ?")
+        console.print(f"crustacean {__version__} (pipeline docs {line.split(':', 1)[1].strip()})")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Workspace folder. Default: $CRUSTACEAN_WORKSPACE, then the nearest folder "
+            "upwards holding crustacean.toml.",
+            show_default=False,
+        ),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            "-c",
+            help="Override a config key for this run, as KEY=VALUE (repeatable), "
+            "e.g. -c memory.write=off.",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Exit codes: 0 ok, 1 failed, 2 usage or config error, 75 another run holds the lock."""
+    st = state(ctx)
+    st.workspace = workspace
+    st.overrides = list(set_ or [])
+
+
+app.command("init")(init_cmd.init)
+app.add_typer(config_cmd.config_app, name="config")
+app.command("paths")(config_cmd.paths)
+app.command("history")(history_cmd.history)
+app.command("show")(history_cmd.show)
+app.command("rollback")(history_cmd.rollback)
+app.add_typer(review_cmd.review_app, name="review")
+
+
+def main() -> None:
+    app(prog_name="crustacean")

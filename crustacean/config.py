@@ -1,0 +1,550 @@
+"""Layered, typed configuration.
+
+Layers, lowest first: defaults < org file (`CRUSTACEAN_ORG_CONFIG`) < user file (platformdirs
+config dir) < workspace `crustacean.toml` < environment (`CRUSTACEAN_SECTION__KEY`) < flags
+(`-c key=value`). A key listed in the org file's `governance.locked` keeps the org value; a lower
+layer that sets it gets a warning naming the file and the key.
+
+The schema is the dataclasses below: every key has a default and a one-line doc, so the default
+`crustacean.toml`, `config show` and the docs are all generated from one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from crustacean.errors import ConfigError
+
+ENV_PREFIX = "CRUSTACEAN_"
+ORG_ENV = "CRUSTACEAN_ORG_CONFIG"
+CONFIG_DIR_ENV = "CRUSTACEAN_CONFIG_DIR"
+WORKSPACE_FILE = "crustacean.toml"
+
+Tier = Literal["small", "mid", "large"]
+
+
+def _opt(default: Any, doc: str, check: str | None = None) -> Any:
+    """A config field: default, one-line doc, optional named validator."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"doc": doc, "check": check})
+    return field(default=default, metadata={"doc": doc, "check": check})
+
+
+@dataclass(frozen=True)
+class WorkspaceConfig:
+    timezone: str = _opt("", "IANA zone that decides what 'today' is; empty = system zone", "tz")
+    daily_dir: Literal["root", "daily"] = _opt(
+        "root", "daily logs in memory/ (root) or memory/daily/ (daily)"
+    )
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    small: str = _opt("claude-haiku-5-5", "model id of the small tier (collect)")
+    mid: str = _opt("claude-sonnet-5-5", "model id of the mid tier (curate)")
+    large: str = _opt("claude-opus-5-5", "model id of the large tier (compile, calibrate)")
+
+
+@dataclass(frozen=True)
+class StageConfig:
+    enabled: bool = _opt(True, "whether tick and cron run this stage")
+    tier: Tier = _opt("mid", "model tier this stage runs on")
+    schedule: str = _opt(
+        "0 3 * * *", "5-field cron expression (minute hour day month weekday)", "cron"
+    )
+
+
+def _stage(tier: str, schedule: str, what: str) -> Any:
+    return field(
+        default_factory=lambda: StageConfig(tier=tier, schedule=schedule),  # type: ignore[arg-type]
+        metadata={"doc": what},
+    )
+
+
+@dataclass(frozen=True)
+class StagesConfig:
+    collect: StageConfig = _stage("small", "0 */2 * * *", "collect: every 2 hours")
+    curate: StageConfig = _stage("mid", "30 3 * * *", "curate: daily")
+    compile: StageConfig = _stage("large", "0 4 * * 0", "compile: weekly, Sunday")
+    calibrate: StageConfig = _stage("large", "0 5 1 * *", "calibrate: monthly, on the 1st")
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    write: Literal["direct", "review", "off"] = _opt(
+        "direct", "model writes: direct, review (every write is a proposal) or off (read-only)"
+    )
+    max_entries: int = _opt(50, "context: at most this many memory entries, newest first", "pos")
+    budget_chars: int = _opt(20000, "context: character budget of the memory section", "pos")
+    working_lines: int = _opt(500, "MEMORY.md line cap", "pos")
+    working_chars: int = _opt(12000, "MEMORY.md character cap (OpenClaw's bootstrap limit)", "pos")
+
+
+@dataclass(frozen=True)
+class TiersConfig:
+    hot_days: int = _opt(7, "hot to warm after this many days without recall...", "pos")
+    hot_min_uses: int = _opt(5, "...and fewer than this many total uses", "pos")
+    warm_days: int = _opt(30, "warm to cold after this many days without recall", "pos")
+    cold_days: int = _opt(90, "cold to archive after this many days without recall", "pos")
+    hot_limit: int = _opt(20, "at most this many hot memories", "pos")
+    memory_cap: int = _opt(10000, "total memories before the lowest cold ones are archived", "pos")
+
+
+@dataclass(frozen=True)
+class ArchiveConfig:
+    daily_after_days: int = _opt(30, "archive daily logs older than this many days", "pos")
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    max_file_bytes: int = _opt(262144, "largest file a write may leave behind (256 KB)", "pos")
+    max_files_per_call: int = _opt(20, "most files one write_context call may change", "pos")
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    max_turns: int = _opt(40, "model turns per run before it stops as partial", "pos")
+    max_input_tokens: int = _opt(400000, "input tokens per run before it stops as partial", "pos")
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    base_url: str = _opt("", "Anthropic-compatible API URL; empty = ANTHROPIC_BASE_URL or default")
+    max_retries: int = _opt(2, "retries on 408/409/429/5xx and connection errors", "nonneg")
+    timeout_seconds: float = _opt(120.0, "timeout of one model request", "posf")
+    env_file: str = _opt("", "file with ANTHROPIC_API_KEY=... for cron; empty = the default")
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    foundation_chars: int = _opt(30000, "context: budget of foundation files + daily logs", "pos")
+
+
+@dataclass(frozen=True)
+class CurateConfig:
+    days: int = _opt(3, "curate the daily entries of this many last days", "pos")
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    kind: Literal["auto", "openclaw", "claude_code", "plain"] = _opt("auto", "transcript format")
+    path: str = _opt("", "folder of transcripts (~ is expanded)", "required")
+    glob: str = _opt("", "file pattern inside path; empty = the format's default")
+
+
+@dataclass(frozen=True)
+class GovernanceConfig:
+    locked: list[str] = _opt([], "keys lower layers may not override (read from the org file)")
+
+
+@dataclass(frozen=True)
+class Settings:
+    workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    stages: StagesConfig = field(default_factory=StagesConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    tiers: TiersConfig = field(default_factory=TiersConfig)
+    archive: ArchiveConfig = field(default_factory=ArchiveConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    llm: LlmConfig = field(default_factory=LlmConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    curate: CurateConfig = field(default_factory=CurateConfig)
+    sources: list[SourceConfig] = _opt([], "transcript sources collect reads ([[sources]] tables)")
+    governance: GovernanceConfig = field(default_factory=GovernanceConfig)
+
+
+# ---------------------------------------------------------------- schema
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """One leaf key of the schema."""
+
+    name: str
+    type: Any
+    default: Any
+    doc: str
+    check: str | None
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _is_dataclass_type(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def schema(cls: type = Settings, prefix: str = "", defaults: Any = None) -> list[KeySpec]:
+    """Every leaf key in declaration order (`sources` is one list-of-tables key)."""
+    defaults = cls() if defaults is None else defaults
+    keys: list[KeySpec] = []
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        name, tp, value = f"{prefix}{f.name}", hints[f.name], getattr(defaults, f.name)
+        if _is_dataclass_type(tp):
+            keys.extend(schema(tp, f"{name}.", value))
+        else:
+            keys.append(KeySpec(name, tp, value, f.metadata["doc"], f.metadata["check"]))
+    return keys
+
+
+SCHEMA: dict[str, KeySpec] = {k.name: k for k in schema()}
+SECTIONS: set[str] = {
+    ".".join(k.split(".")[:i]) for k in SCHEMA for i in range(1, k.count(".") + 1)
+}
+
+
+def describe_type(tp: Any) -> str:
+    """Say what a value must be, in the words of an error message."""
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(f'"{a}"' for a in typing.get_args(tp))
+    if origin is list:
+        inner = typing.get_args(tp)[0]
+        return "an array of tables" if _is_dataclass_type(inner) else "an array of strings"
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[tp]
+
+
+def _check_cron(value: str) -> str | None:
+    if len(value.split()) != 5:
+        return "a 5-field cron expression (minute hour day month weekday); 6 fields read as seconds"
+    from croniter import croniter  # lazy: only files that set a schedule pay for the import
+
+    return None if croniter.is_valid(value) else "a valid 5-field cron expression"
+
+
+def _check_tz(value: str) -> str | None:
+    if not value:
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        return 'an IANA time zone such as "Europe/Berlin", or "" for the system zone'
+    return None
+
+
+CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "cron": _check_cron,
+    "tz": _check_tz,
+    "pos": lambda v: None if v >= 1 else "an integer of at least 1",
+    "nonneg": lambda v: None if v >= 0 else "an integer of at least 0",
+    "posf": lambda v: None if v > 0 else "a number greater than 0",
+    "required": lambda v: None if v else "a non-empty string",
+}
+
+
+def coerce(tp: Any, value: Any, check: str | None) -> tuple[Any, str | None]:
+    """Validate one value against its type; return (value, None) or (None, what was expected)."""
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        ok = value in typing.get_args(tp)
+    elif origin is list:
+        inner = typing.get_args(tp)[0]
+        if _is_dataclass_type(inner):
+            return _coerce_tables(inner, value)
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        return None, describe_type(tp)
+    problem = CHECKS[check](value) if check else None
+    return (None, problem) if problem else (value, None)
+
+
+def _coerce_tables(cls: type, value: Any) -> tuple[Any, str | None]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        return None, "an array of tables ([[sources]] with kind, path, glob)"
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    items = []
+    for i, table in enumerate(value):
+        for key, raw in table.items():
+            if key not in fields:
+                return None, f"known keys only in item {i + 1} ({', '.join(fields)}); not '{key}'"
+            _, problem = coerce(hints[key], raw, fields[key].metadata["check"])
+            if problem:
+                return None, f"item {i + 1}: '{key}' must be {problem}"
+        missing = [
+            k for k, f in fields.items() if f.metadata["check"] == "required" and k not in table
+        ]
+        if missing:
+            return None, f"item {i + 1}: '{missing[0]}' must be set"
+        items.append(cls(**table))
+    return items, None
+
+
+def parse_text_value(tp: Any, text: str) -> Any:
+    """Turn an env or flag string into the key's type, so `coerce` can check it."""
+    if tp is bool:
+        low = text.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        return text
+    if tp is int:
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    if tp is float:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    if typing.get_origin(tp) is list and not _is_dataclass_type(typing.get_args(tp)[0]):
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return text
+
+
+# ---------------------------------------------------------------- layers
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of values: its label (shown by `config show`) and the values it set."""
+
+    name: str  # default | org | user | workspace | env | flag
+    source: str  # a file path, an env var list, or "-c"
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    settings: Settings
+    origins: dict[str, str]  # key -> layer name
+    sources: dict[str, str]  # layer name -> file / description
+    locked: frozenset[str]
+    warnings: tuple[str, ...]
+    values: dict[str, Any]
+
+    def get(self, key: str) -> Any:
+        return self.values[key]
+
+
+def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """One place for the user's config, with an env override for tests and odd setups."""
+    env = os.environ if env is None else env
+    if env.get(CONFIG_DIR_ENV):
+        return Path(env[CONFIG_DIR_ENV]).expanduser()
+    from platformdirs import user_config_dir as _ucd
+
+    return Path(_ucd("crustacean", appauthor=False))
+
+
+def user_config_file(env: Mapping[str, str] | None = None) -> Path:
+    return user_config_dir(env) / "config.toml"
+
+
+def flatten(table: Mapping[str, Any], path: str, origin: str) -> dict[str, Any]:
+    """Validate a parsed TOML table against the schema and return dotted key -> value."""
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{path}{key}"
+        if name in SCHEMA:
+            spec = SCHEMA[name]
+            coerced, problem = coerce(spec.type, value, spec.check)
+            if problem:
+                raise ConfigError(f"{origin}: key '{name}' must be {problem} (got {value!r}).")
+            out[name] = coerced
+        elif name in SECTIONS and isinstance(value, dict):
+            out.update(flatten(value, f"{name}.", origin))
+        else:
+            raise ConfigError(f"{origin}: unknown key '{name}'. {_known_hint(path)}")
+    return out
+
+
+def _known_hint(path: str) -> str:
+    section = path.rstrip(".")
+    keys = sorted(
+        {k[len(path) :].split(".")[0] for k in SCHEMA if k.startswith(path)}
+        if path
+        else {k.split(".")[0] for k in SCHEMA}
+    )
+    where = f"in [{section}]" if section else "at the top level"
+    return f"Known keys {where}: {', '.join(keys)} (see `crustacean config show`)."
+
+
+def read_toml_layer(name: str, path: Path) -> Layer:
+    """Read one TOML file as a layer; a missing file is an empty layer."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Layer(name, str(path), {})
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config file ({e.strerror}).") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: config file is not UTF-8 text; save it as UTF-8.") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: TOML syntax error: {e}. Fix that line and try again.") from None
+    return Layer(name, str(path), flatten(data, "", str(path)))
+
+
+def env_layer(env: Mapping[str, str]) -> Layer:
+    """`CRUSTACEAN_MEMORY__WRITE=off` sets `memory.write`; only names with `__` are keys."""
+    values: dict[str, Any] = {}
+    for var, text in env.items():
+        if not var.startswith(ENV_PREFIX) or "__" not in var:
+            continue
+        key = var[len(ENV_PREFIX) :].lower().replace("__", ".")
+        values.update(_text_value(key, text, f"environment variable {var}"))
+    return Layer("env", "environment", values)
+
+
+def flag_layer(pairs: list[str]) -> Layer:
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"-c {pair!r}: expected KEY=VALUE, for example -c memory.write=off.")
+        values.update(_text_value(key.strip(), text, f"-c {key.strip()}"))
+    return Layer("flag", "-c", values)
+
+
+def _text_value(key: str, text: str, origin: str) -> dict[str, Any]:
+    spec = SCHEMA.get(key)
+    if spec is None or key == "sources":
+        raise ConfigError(f"{origin}: unknown key '{key}'. See `crustacean config show` for keys.")
+    coerced, problem = coerce(spec.type, parse_text_value(spec.type, text), spec.check)
+    if problem:
+        raise ConfigError(f"{origin}: key '{key}' must be {problem} (got {text!r}).")
+    return {key: coerced}
+
+
+def merge(layers: list[Layer]) -> LoadedConfig:
+    """Apply layers in order, honouring the org file's locks."""
+    org = next((lay for lay in layers if lay.name == "org"), None)
+    locked = frozenset(org.values.get("governance.locked", [])) if org else frozenset()
+    unknown = sorted(k for k in locked if k not in SCHEMA)
+    if unknown and org:
+        raise ConfigError(f"{org.source}: governance.locked names unknown key '{unknown[0]}'.")
+    values = {k: spec.default for k, spec in SCHEMA.items()}
+    origins = dict.fromkeys(SCHEMA, "default")
+    warnings: list[str] = []
+    for layer in layers:
+        for key, value in layer.values.items():
+            if key in locked and layer.name not in ("org", "default"):
+                warnings.append(
+                    f"{layer.source}: '{key}' is locked by the org config; its value is ignored."
+                )
+                continue
+            if key == "governance.locked" and layer.name != "org":
+                warnings.append(
+                    f"{layer.source}: governance.locked is only read from the org file."
+                )
+                continue
+            values[key] = value
+            origins[key] = layer.name
+    return LoadedConfig(
+        settings=build_settings(values),
+        origins=origins,
+        sources={lay.name: lay.source for lay in layers},
+        locked=locked,
+        warnings=tuple(warnings),
+        values=values,
+    )
+
+
+def build_settings(values: Mapping[str, Any]) -> Settings:
+    """Turn dotted keys back into the nested, frozen dataclasses."""
+    return _build(Settings, values, "")
+
+
+def _build(cls: type, values: Mapping[str, Any], prefix: str) -> Any:
+    hints = _hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        name = f"{prefix}{f.name}"
+        tp = hints[f.name]
+        kwargs[f.name] = _build(tp, values, f"{name}.") if _is_dataclass_type(tp) else values[name]
+    return cls(**kwargs)
+
+
+def load_config(
+    workspace: Path | None,
+    env: Mapping[str, str] | None = None,
+    overrides: list[str] | None = None,
+) -> LoadedConfig:
+    """Load every layer for a workspace (or none, outside one)."""
+    env = os.environ if env is None else env
+    layers = [Layer("default", "built-in", {})]
+    if env.get(ORG_ENV):
+        org_path = Path(env[ORG_ENV]).expanduser()
+        if not org_path.is_file():
+            raise ConfigError(
+                f"{ORG_ENV} points to {org_path}, which is not a file; fix or unset it."
+            )
+        layers.append(read_toml_layer("org", org_path))
+    layers.append(read_toml_layer("user", user_config_file(env)))
+    if workspace is not None:
+        layers.append(read_toml_layer("workspace", workspace / WORKSPACE_FILE))
+    layers.append(env_layer(env))
+    layers.append(flag_layer(overrides or []))
+    return merge(layers)
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def toml_value(value: Any) -> str:
+    """Render a scalar or list of strings as TOML."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def render_default_toml(overrides: Mapping[str, Any] | None = None) -> str:
+    """The workspace `crustacean.toml` that `init` writes: every key, a comment each."""
+    overrides = overrides or {}
+    lines = [
+        "# crustacean workspace config. Every key is shown at its default with what it does.",
+        "# Layers: org file < user file < this file < CRUSTACEAN_SECTION__KEY env < -c flags.",
+        "# `crustacean config show` prints the effective value of each key and where it came from.",
+    ]
+    section = None
+    for spec in SCHEMA.values():
+        if spec.name.startswith("governance.") or spec.name == "sources":
+            continue
+        sec, _, key = spec.name.rpartition(".")
+        if sec != section:
+            lines += ["", f"[{sec}]"]
+            section = sec
+        value = overrides.get(spec.name, spec.default)
+        lines.append(f"{key} = {toml_value(value)}  # {spec.doc}")
+    lines += [
+        "",
+        "# Transcript sources for collect, one [[sources]] table each. kind is auto, openclaw,",
+        "# claude_code or plain; glob is optional. For example:",
+        "# [[sources]]",
+        '# kind = "openclaw"',
+        '# path = "~/.openclaw/agents/main/sessions"',
+        "",
+        "# [governance] locked = [...] is read only from the org file (CRUSTACEAN_ORG_CONFIG).",
+        "",
+    ]
+    return "\n".join(lines)

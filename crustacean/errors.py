@@ -1,0 +1,78 @@
+"""One error family. The CLI translates it once into `Error: …` and an exit code.
+
+Every message says what was wrong and how to fix it, in one or two lines, and never echoes a
+secret value.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_LOCKED = 75
+
+
+class CrustaceanError(Exception):
+    """Base of every error the user is meant to read."""
+
+    exit_code = EXIT_FAILED
+
+
+class ConfigError(CrustaceanError):
+    """A config file, key, value or flag is wrong."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(CrustaceanError):
+    """A command was called with arguments that cannot work."""
+
+    exit_code = EXIT_USAGE
+
+
+class WorkspaceNotFoundError(CrustaceanError):
+    """No workspace could be located."""
+
+    exit_code = EXIT_USAGE
+
+
+class LockedError(CrustaceanError):
+    """Another run holds the workspace lock."""
+
+    exit_code = EXIT_LOCKED
+
+
+class WriteError(CrustaceanError):
+    """A `write_context` call was refused; nothing of the call was applied."""
+
+
+class StaleWriteError(WriteError):
+    """A file changed since it was read (`expected_sha256` mismatch)."""
+
+
+class PathError(WriteError):
+    """A path escapes the workspace or names a protected place."""
+
+
+class LimitError(WriteError):
+    """A size or count limit was exceeded."""
+
+
+class SecretError(WriteError):
+    """Content looks like a credential."""
+
+
+class PolicyError(WriteError):
+    """The actor may not make this change."""
+
+
+class VersionError(CrustaceanError):
+    """A version id is unknown, or versioning cannot do what was asked."""
+
+    exit_code = EXIT_USAGE
+
+
+class ProposalError(CrustaceanError):
+    """A proposal id is unknown or cannot be applied."""
+
+    exit_code = EXIT_USAGE

@@ -1,0 +1,507 @@
+"""The one write path: `write_context`, and the read side that goes with it.
+
+One call is one version. Every change is validated against a view of the workspace before any
+byte is written; then the files are written atomically (temp file in the same folder, fsync,
+rename) under a journal, and the version is committed last. A failure midway restores what the
+call had written; a crash midway is undone by the next call (see `recover`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets as pyrandom
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from filelock import FileLock
+from filelock import Timeout as LockTimeout
+
+from crustacean.errors import (
+    LimitError,
+    LockedError,
+    PathError,
+    PolicyError,
+    SecretError,
+    StaleWriteError,
+    WriteError,
+)
+from crustacean.store import policy, proposals
+from crustacean.store.changes import Change, parse_changes, sha256_hex
+from crustacean.store.paths import jail
+from crustacean.store.secrets import find_secrets
+from crustacean.store.versions import TRAILER_ACTOR, TRAILER_CALL, TRAILER_RUN, Git
+from crustacean.workspace import STATE_DIR, Workspace
+
+SKIP_DIRS = {".git", STATE_DIR}
+TRASH = "archive/trash"
+WRITE_LOCK_SECONDS = 60.0
+_TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    size: int
+    modified: str
+    tier: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"path": self.path, "size": self.size, "modified": self.modified}
+        if self.tier:
+            out["tier"] = self.tier
+        return out
+
+
+@dataclass(frozen=True)
+class FileContent:
+    path: str
+    content: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a call did: a version, or a proposal id when it was ask-first."""
+
+    files: tuple[str, ...]
+    version: str | None = None
+    proposal: int | None = None
+    call_id: str = ""
+    snapshot: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        if self.proposal is not None:
+            return {"proposal": self.proposal, "files": list(self.files)}
+        return {"version": self.version, "files": list(self.files)}
+
+
+@dataclass
+class Plan:
+    """The outcome of a call, computed without touching the disk."""
+
+    changes: list[Change]
+    before: dict[str, bytes | None] = field(default_factory=dict)
+    after: dict[str, bytes | None] = field(default_factory=dict)
+    ask: list[str] = field(default_factory=list)
+
+    @property
+    def touched(self) -> list[str]:
+        return [p for p in self.after if self.after[p] != self.before.get(p)]
+
+
+def new_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + pyrandom.token_hex(3)
+
+
+class Store:
+    """Reads and writes one workspace."""
+
+    def __init__(self, ws: Workspace, clock: Callable[[], datetime] | None = None) -> None:
+        self.ws = ws
+        self.root = ws.root
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.git = Git(self.root)
+        self._versioned: bool | None = None
+
+    @property
+    def versioned(self) -> bool:
+        if self._versioned is None:
+            self._versioned = self.git.is_repo() and self._is_top()
+        return self._versioned
+
+    def _is_top(self) -> bool:
+        top = self.git.out("rev-parse", "--show-toplevel")
+        return Path(top).resolve() == self.root.resolve()
+
+    # ------------------------------------------------------------ read side
+
+    def list_context_files(self, prefix: str | None = None) -> list[FileInfo]:
+        """Every file a writer may see, sorted; state, git and the trash are left out."""
+        pre = (prefix or "").replace("\\", "/").lstrip("./")
+        if ".." in pre.split("/"):
+            raise PathError(f"prefix {prefix!r} uses '..'; prefixes are workspace-relative.")
+        out = []
+        for rel, full in self._walk():
+            if rel.startswith(pre):
+                st = full.stat()
+                modified = datetime.fromtimestamp(st.st_mtime, UTC).isoformat(timespec="seconds")
+                out.append(FileInfo(rel, st.st_size, modified, _tier_of(full, rel)))
+        return sorted(out, key=lambda f: f.path)
+
+    def _walk(self) -> Iterable[tuple[str, Path]]:
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
+            rel_dir = "" if rel_dir == "." else rel_dir + "/"
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if not (rel_dir == "" and d in SKIP_DIRS)
+                and f"{rel_dir}{d}" != TRASH
+                and not os.path.islink(os.path.join(dirpath, d))
+            )
+            for name in filenames:
+                full = Path(dirpath) / name
+                if full.is_symlink() or not full.is_file():
+                    continue
+                yield f"{rel_dir}{name}", full
+
+    def read_bytes(self, path: str) -> bytes | None:
+        try:
+            return (self.root / path).read_bytes()
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            raise WriteError(f"{path} is a folder, not a file.") from None
+
+    def read_context_file(self, path: str) -> FileContent:
+        rel = jail(self.root, path)
+        data = self.read_bytes(rel)
+        if data is None:
+            raise WriteError(f"{rel} does not exist; list_context_files shows what is there.")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise WriteError(f"{rel} is not UTF-8 text, so it cannot be read as memory.") from None
+        return FileContent(rel, text, sha256_hex(data))
+
+    # ------------------------------------------------------------ planning
+
+    def plan(self, raw_changes: object, *, actor: str, max_files: int | None = None) -> Plan:
+        """Validate a call completely and compute each file's new bytes; write nothing."""
+        changes = parse_changes(raw_changes)
+        limit = self.ws.settings.store.max_files_per_call if max_files is None else max_files
+        if len(changes) > limit:
+            raise LimitError(
+                f"{len(changes)} changes in one call; the limit is {limit} "
+                "(store.max_files_per_call). Split it into several calls."
+            )
+        plan = Plan(changes=[])
+        for ch in changes:
+            ch = Change(
+                **{
+                    **ch.__dict__,
+                    "path": jail(self.root, ch.path),
+                    "to": jail(self.root, ch.to) if ch.to is not None else None,
+                }
+            )
+            plan.changes.append(ch)
+            self._check_policy(plan, ch, actor)
+            self._apply_to_view(plan, ch)
+        self._check_limits(plan)
+        return plan
+
+    def _current(self, plan: Plan, path: str) -> bytes | None:
+        if path in plan.after:
+            return plan.after[path]
+        if path not in plan.before:
+            if (self.root / path).is_dir():
+                raise WriteError(f"{path} is a folder, not a file.")
+            plan.before[path] = self.read_bytes(path)
+        return plan.before[path]
+
+    def _check_policy(self, plan: Plan, ch: Change, actor: str) -> None:
+        decision = policy.decide(
+            actor,
+            ch.mode,
+            ch.path,
+            daily=self.ws.daily_dir,
+            write_setting=self.ws.settings.memory.write,
+            to=ch.to,
+        )
+        if decision.verdict is policy.Verdict.DENY:
+            raise PolicyError(decision.reason)
+        if decision.verdict is policy.Verdict.ASK:
+            plan.ask.append(decision.reason)
+
+    def _apply_to_view(self, plan: Plan, ch: Change) -> None:
+        cur = self._current(plan, ch.path)
+        if ch.expected_sha256 is not None:
+            disk = plan.before.get(ch.path)
+            if disk is None or sha256_hex(disk) != ch.expected_sha256:
+                raise StaleWriteError(
+                    f"{ch.path} changed since it was read (expected_sha256 does not match); "
+                    "read it again and redo the change. Nothing was written."
+                )
+        if ch.mode != "create" and ch.mode != "append" and cur is None:
+            raise WriteError(f"{ch.mode}: {ch.path} does not exist; use create for a new file.")
+        match ch.mode:
+            case "create":
+                if cur is not None:
+                    raise WriteError(
+                        f"create: {ch.path} already exists; read it, then use edit or append."
+                    )
+                plan.after[ch.path] = ch.content
+            case "append":
+                base = cur or b""
+                sep = b"\n" if base and not base.endswith(b"\n") else b""
+                plan.after[ch.path] = base + sep + (ch.content or b"")
+            case "edit":
+                assert cur is not None and ch.old is not None and ch.new is not None
+                count = cur.count(ch.old) if ch.old else 0
+                if count == 0:
+                    raise WriteError(
+                        f"edit: the old snippet does not occur in {ch.path} (0 times); "
+                        "read the file and copy the snippet exactly."
+                    )
+                if count > 1:
+                    raise WriteError(
+                        f"edit: the old snippet occurs {count} times in {ch.path}; it must "
+                        "occur exactly once. Quote more surrounding text so it is unique."
+                    )
+                plan.after[ch.path] = cur.replace(ch.old, ch.new, 1)
+            case "overwrite":
+                plan.after[ch.path] = ch.content
+            case "delete":
+                dest = self._trash_path(plan, ch.path)
+                plan.after[dest] = cur
+                plan.after[ch.path] = None
+            case "move":
+                assert ch.to is not None
+                if self._current(plan, ch.to) is not None:
+                    raise WriteError(f"move: {ch.to} already exists; choose another target.")
+                plan.after[ch.to] = cur
+                plan.after[ch.path] = None
+
+    def _trash_path(self, plan: Plan, path: str) -> str:
+        day = self.ws.today(self.clock()).isoformat()
+        base = f"{TRASH}/{day}/{path}"
+        candidate, n = base, 1
+        while self._current(plan, candidate) is not None:
+            n += 1
+            p = PurePosixPath(base)
+            candidate = str(p.with_name(f"{p.stem}~{n}{p.suffix}"))
+        return candidate
+
+    def _check_limits(self, plan: Plan) -> None:
+        cap = self.ws.settings.store.max_file_bytes
+        for path, data in plan.after.items():
+            if data is not None and len(data) > cap:
+                raise LimitError(
+                    f"{path} would be {len(data):,} bytes; the limit is {cap:,} "
+                    "(store.max_file_bytes). Split it into smaller files."
+                )
+        for ch in plan.changes:
+            found = find_secrets(ch.added_text().decode("utf-8", "replace"))
+            if found:
+                raise SecretError(
+                    f"refused: the content for {ch.path} looks like a {found[0].kind} "
+                    f"(line {found[0].line}). Never write credentials to memory; remove it."
+                )
+
+    # ------------------------------------------------------------ writing
+
+    def write_context(
+        self,
+        changes: object,
+        *,
+        actor: str,
+        message: str,
+        run_id: str | None = None,
+        approved: bool = False,
+        max_files: int | None = None,
+    ) -> WriteResult:
+        """Apply one call as one version, or queue it as a proposal when it is ask-first."""
+        if not isinstance(message, str) or not message.strip():
+            raise WriteError("message must say what the change is (a non-empty string).")
+        call_id = new_id()
+        with self._lock():
+            self.recover()
+            plan = self.plan(changes, actor=actor, max_files=max_files)
+            if plan.ask and not approved:
+                pid = proposals.add(
+                    self, plan, actor=actor, message=message, run_id=run_id, reason=plan.ask[0]
+                )
+                return WriteResult(files=tuple(_named(plan)), proposal=pid, call_id=call_id)
+            touched = plan.touched
+            if not touched:
+                return WriteResult(files=(), call_id=call_id)
+            snapshot = self._snapshot_dirty(plan, actor)
+            self._apply(plan, touched, call_id)
+            version = None
+            try:
+                if self.versioned:
+                    trailers = {
+                        TRAILER_ACTOR: actor,
+                        TRAILER_RUN: run_id or call_id,
+                        TRAILER_CALL: call_id,
+                    }
+                    version = self.git.commit_paths(
+                        touched, actor=actor, message=message, trailers=trailers
+                    )
+            except BaseException:
+                self._restore(self._read_journal())
+                raise
+            finally:
+                self._journal_path.unlink(missing_ok=True)
+            return WriteResult(
+                files=tuple(touched), version=version, call_id=call_id, snapshot=snapshot
+            )
+
+    def _lock(self) -> FileLock:
+        self.ws.state_dir.mkdir(exist_ok=True)
+        return _TimedLock(self.ws.state_dir / "write.lock")
+
+    @property
+    def _journal_path(self) -> Path:
+        return self.ws.state_dir / "journal.json"
+
+    def _apply(self, plan: Plan, touched: list[str], call_id: str) -> None:
+        originals = {
+            p: plan.before.get(p) if p in plan.before else self.read_bytes(p) for p in touched
+        }
+        journal = {
+            "call_id": call_id,
+            "head": self.git.head() if self.versioned else None,
+            "originals": {
+                p: None if b is None else base64.b64encode(b).decode() for p, b in originals.items()
+            },
+        }
+        atomic_write(self._journal_path, json.dumps(journal).encode())
+        try:
+            for path in touched:
+                self._put(path, plan.after[path])
+                _fault_point(path)
+        except BaseException:
+            self._restore(originals)
+            self._journal_path.unlink(missing_ok=True)
+            raise
+
+    def _put(self, path: str, data: bytes | None) -> None:
+        full = self.root / path
+        if data is None:
+            full.unlink(missing_ok=True)  # the bytes live on at the move/trash target written first
+        else:
+            full.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(full, data)
+
+    def _restore(self, originals: dict[str, bytes | None]) -> None:
+        for path, data in originals.items():
+            self._put(path, data)
+
+    def _read_journal(self) -> dict[str, bytes | None]:
+        data = json.loads(self._journal_path.read_bytes())
+        return {p: None if b is None else base64.b64decode(b) for p, b in data["originals"].items()}
+
+    def recover(self) -> bool:
+        """Undo a call that a crash interrupted, unless its version was already committed."""
+        if not self._journal_path.exists():
+            return False
+        try:
+            data = json.loads(self._journal_path.read_bytes())
+        except (OSError, ValueError):
+            self._journal_path.unlink(missing_ok=True)  # torn before any file was touched
+            return False
+        committed = False
+        if self.versioned and self.git.head() not in (None, data.get("head")):
+            committed = data["call_id"] in self.git.message_of("HEAD")
+        if not committed:
+            self._restore(self._read_journal())
+        self._journal_path.unlink(missing_ok=True)
+        return not committed
+
+    def _snapshot_dirty(self, plan: Plan, actor: str) -> str | None:
+        """Commit the user's uncommitted edits to files this call replaces, so none is lost."""
+        if not self.versioned or self.git.head() is None:
+            return None
+        existing = [p for p, b in plan.before.items() if b is not None and p in plan.touched]
+        head_ids = self.git.blob_ids("HEAD", existing)
+        dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
+        if not dirty:
+            return None
+        return self.git.commit_paths(
+            dirty,
+            actor="user",
+            message=f"snapshot of uncommitted edits before a {actor} write",
+            trailers={TRAILER_ACTOR: "user"},
+        )
+
+
+def _named(plan: Plan) -> list[str]:
+    names = [c.path for c in plan.changes] + [c.to for c in plan.changes if c.to]
+    return list(dict.fromkeys(names))
+
+
+def _git_blob_id(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _tier_of(full: Path, rel: str) -> str | None:
+    if not rel.endswith(".md"):
+        return None
+    try:
+        with full.open("rb") as fh:
+            head = fh.read(2048)
+    except OSError:
+        return None
+    if not head.startswith(b"---"):
+        return None
+    end = head.find(b"\n---", 3)
+    m = _TIER_RE.search(head[: end if end > 0 else len(head)])
+    return m.group(1).decode() if m else None
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class _TimedLock(FileLock):
+    """The store's write lock: writers queue briefly, then fail with a clear error."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path), timeout=WRITE_LOCK_SECONDS)
+
+    def acquire(self, *args: object, **kwargs: object):  # type: ignore[override]
+        try:
+            return super().acquire(*args, **kwargs)  # type: ignore[arg-type]
+        except LockTimeout:
+            raise LockedError(
+                "another crustacean writer held the workspace for over a minute; try again."
+            ) from None
+
+
+_FAULT_HOOK: Callable[[str], None] | None = None
+
+
+def _fault_point(path: str) -> None:
+    """Tests set `_FAULT_HOOK` to fail between two files of one call."""
+    if _FAULT_HOOK is not None:
+        _FAULT_HOOK(path)
+
+
+def write_context(
+    ws: Workspace, changes: object, *, actor: str, message: str, run_id: str | None = None
+) -> WriteResult:
+    """The single entry point every writer uses (stages, CLI commands, MCP)."""
+    return Store(ws).write_context(changes, actor=actor, message=message, run_id=run_id)

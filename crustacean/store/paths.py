@@ -1,0 +1,66 @@
+"""The path jail: every path a writer names becomes a clean, workspace-relative POSIX path, or
+is refused. Nothing outside the workspace, nothing in `.git/` or `.crustacean/`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+from crustacean.errors import PathError
+
+PROTECTED_TOP = (".git", ".crustacean")
+MAX_PATH_BYTES = 1024
+MAX_NAME_BYTES = 255
+
+
+def jail(root: Path, raw: object) -> str:
+    """Return `raw` as a normalized relative path inside `root`, or raise `PathError`.
+
+    Symlinks are resolved: one that leads outside the workspace (or into a protected folder) is
+    refused; one that stays inside is followed, so the write lands on the real file.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathError(f"path must be a non-empty string, got {raw!r}.")
+    if "\x00" in raw:
+        raise PathError(f"path {raw!r} contains a NUL character; use a plain file name.")
+    if len(raw.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise PathError(f"path is longer than {MAX_PATH_BYTES} bytes; use a shorter name.")
+    text = raw.replace("\\", "/")
+    if text.startswith("/") or PurePosixPath(text).is_absolute() or _has_drive(text):
+        raise PathError(f"path {raw!r} is absolute; give a path relative to the workspace root.")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise PathError(f"path {raw!r} uses '..'; paths must stay inside the workspace.")
+    if not parts:
+        raise PathError(f"path {raw!r} names the workspace root, not a file.")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise PathError(f"a name in {raw!r} is longer than {MAX_NAME_BYTES} bytes.")
+    _refuse_protected(parts, raw)
+    rel = "/".join(parts)
+    return _follow_links(root, rel, raw)
+
+
+def _has_drive(text: str) -> bool:
+    return len(text) >= 2 and text[1] == ":" and text[0].isalpha()
+
+
+def _refuse_protected(parts: list[str], raw: str) -> None:
+    if parts[0] in PROTECTED_TOP:
+        raise PathError(f"path {raw!r} is inside {parts[0]}/, which crustacean never writes.")
+
+
+def _follow_links(root: Path, rel: str, raw: str) -> str:
+    """Resolve symlinks on the way; the result must still be inside `root`."""
+    real_root = Path(os.path.realpath(root))
+    target = Path(os.path.realpath(real_root / rel))
+    try:
+        resolved = target.relative_to(real_root).as_posix()
+    except ValueError:
+        raise PathError(
+            f"path {raw!r} leads outside the workspace through a symlink; write the real file."
+        ) from None
+    if resolved == ".":
+        raise PathError(f"path {raw!r} names the workspace root, not a file.")
+    _refuse_protected(resolved.split("/"), raw)
+    return resolved

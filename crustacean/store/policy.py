@@ -1,0 +1,138 @@
+"""Who may write where: one table of (modes, path globs) per actor.
+
+Code enforces it, whatever a prompt says. Foundation files are ask-first for every model actor:
+such a call becomes a proposal in the review queue. `memory.write = "review"` makes every model
+write ask-first; `"off"` refuses model writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+
+import pathspec
+
+from crustacean.workspace import FOUNDATION_FILES, MEMORY_SUBDIRS
+
+MODEL_ACTORS = ("collect", "curate", "compile", "calibrate", "mcp")
+ACTORS = (*MODEL_ACTORS, "user")
+MODES = ("create", "append", "edit", "overwrite", "delete", "move")
+WRITE = frozenset({"create", "append", "edit"})
+
+_MEMORY_HOMES = tuple(f"memory/{d}/**" for d in MEMORY_SUBDIRS)
+DAILY = "{daily}/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].md"
+
+# actor -> rules; a rule is (modes, globs). "move_to" rules say where a move may land.
+# `{daily}` is the configured daily-log folder (memory or memory/daily).
+POLICY: dict[str, tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = {
+    "collect": ((frozenset({"create", "append"}), (DAILY,)),),
+    "curate": ((WRITE, (*_MEMORY_HOMES, "knowledge/**", "MEMORY.md", "memory/README.md")),),
+    "compile": (
+        (
+            WRITE,
+            (
+                *_MEMORY_HOMES,
+                "knowledge/**",
+                "MEMORY.md",
+                "memory/README.md",
+                "archive/digests/**",
+                "archive/lessons/**",
+            ),
+        ),
+        (frozenset({"move", "delete"}), ("memory/**", "knowledge/**")),
+        (frozenset({"move_to"}), ("archive/**", "knowledge/**", *_MEMORY_HOMES)),
+    ),
+    "calibrate": (
+        (WRITE, ("archive/audits/**", "memory/lessons/**", "MEMORY.md")),
+        (frozenset({"move"}), ("memory/lessons/**",)),
+        (frozenset({"move_to"}), ("archive/lessons/**",)),
+    ),
+    "mcp": (
+        (frozenset({"create", "append"}), (DAILY,)),
+        (
+            WRITE,
+            (
+                "memory/notes/**",
+                "memory/lessons/**",
+                "memory/reminders/**",
+                "memory/contacts/**",
+                "memory/groups/**",
+                "MEMORY.md",
+            ),
+        ),
+    ),
+}
+
+
+class Verdict(Enum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str = ""
+
+
+@cache
+def _spec(actor: str, mode: str, daily: str) -> pathspec.PathSpec:
+    globs = [
+        g.replace("{daily}", daily)
+        for modes, gl in POLICY.get(actor, ())
+        for g in gl
+        if mode in modes
+    ]
+    return pathspec.PathSpec.from_lines("gitwildmatch", ["/" + g for g in globs])
+
+
+def allowed(actor: str, mode: str, path: str, daily: str) -> bool:
+    if actor == "user":
+        return True
+    return _spec(actor, mode, daily).match_file(path)
+
+
+def decide(
+    actor: str, mode: str, path: str, *, daily: str, write_setting: str, to: str | None = None
+) -> Decision:
+    """The verdict on one change, with a reason a model can act on."""
+    if actor not in ACTORS:
+        return Decision(Verdict.DENY, f"unknown actor {actor!r}; known: {', '.join(ACTORS)}.")
+    if actor == "user":
+        return Decision(Verdict.ALLOW)
+    if write_setting == "off":
+        return Decision(
+            Verdict.DENY,
+            "memory.write is off, so model writes are disabled; report what you would have "
+            "written in your finish summary instead.",
+        )
+    if path in FOUNDATION_FILES or (to is not None and to in FOUNDATION_FILES):
+        return Decision(Verdict.ASK, f"{path} is a foundation file: changes need human approval.")
+    if not allowed(actor, mode, path, daily):
+        return Decision(Verdict.DENY, _denial(actor, mode, path, daily))
+    if mode == "move" and to is not None and not allowed(actor, "move_to", to, daily):
+        return Decision(Verdict.DENY, f"{actor} may not move files to {to}.{_where(actor, daily)}")
+    if write_setting == "review":
+        return Decision(Verdict.ASK, "memory.write is review: every model write needs approval.")
+    return Decision(Verdict.ALLOW)
+
+
+def _denial(actor: str, mode: str, path: str, daily: str) -> str:
+    can = [m for m in MODES if allowed(actor, m, path, daily)]
+    if can:
+        hint = f"it may {_words(can)} there"
+        if mode in ("delete", "overwrite") and "move" not in can:
+            hint += "; nothing is ever deleted or overwritten by this stage"
+        return f"{actor} may not {mode} {path}; {hint}."
+    return f"{actor} may not write {path}.{_where(actor, daily)}"
+
+
+def _where(actor: str, daily: str) -> str:
+    places = sorted({g.replace("{daily}", daily) for _, gl in POLICY.get(actor, ()) for g in gl})
+    return f" Places it may write: {', '.join(places)}." if places else ""
+
+
+def _words(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]

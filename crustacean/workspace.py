@@ -1,0 +1,192 @@
+"""Workspace layout, discovery and the packaged data (pipeline docs, scaffold)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, tzinfo
+from functools import cached_property
+from pathlib import Path
+
+from crustacean.config import WORKSPACE_FILE, LoadedConfig, Settings, load_config
+from crustacean.errors import ConfigError, WorkspaceNotFoundError
+
+WORKSPACE_ENV = "CRUSTACEAN_WORKSPACE"
+STATE_DIR = ".crustacean"
+
+FOUNDATION_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md")
+WORKING_MEMORY = "MEMORY.md"
+PIPELINE_DOCS = ("HOW-IT-WORKS.md", "COLLECT.md", "CURATE.md", "COMPILE.md", "CALIBRATE.md")
+SYSTEM_DIR = "memory/.system"
+
+MEMORY_SUBDIRS = ("contacts", "groups", "lessons", "reminders", "goals", "ideas", "lists", "notes")
+KNOWLEDGE_SUBDIRS = ("topics", "research", "procedures", "notes")
+ARCHIVE_SUBDIRS = ("daily", "lessons", "digests", "audits", "trash")
+ARTIFACT_SUBDIRS = ("images", "diagrams", "exports")
+
+LAYOUT_DIRS: tuple[str, ...] = (
+    "memory",
+    SYSTEM_DIR,
+    *(f"memory/{d}" for d in MEMORY_SUBDIRS),
+    "knowledge",
+    *(f"knowledge/{d}" for d in KNOWLEDGE_SUBDIRS),
+    "archive",
+    *(f"archive/{d}" for d in ARCHIVE_SUBDIRS),
+    "projects",
+    "artifacts",
+    *(f"artifacts/{d}" for d in ARTIFACT_SUBDIRS),
+)
+
+
+def data_dir(name: str) -> Path:
+    """Packaged data (`pipeline`, `templates`): in the wheel, or beside the package."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_data" / name, here.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(
+        f"crustacean's packaged {name}/ folder is missing; reinstall crustacean."
+    )
+
+
+def find_workspace(
+    explicit: Path | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> Path:
+    """`--workspace`, then `CRUSTACEAN_WORKSPACE`, then walk up from the cwd to crustacean.toml."""
+    env = os.environ if env is None else env
+    if explicit is not None:
+        return _checked(Path(explicit), "--workspace")
+    if env.get(WORKSPACE_ENV):
+        return _checked(Path(env[WORKSPACE_ENV]), WORKSPACE_ENV)
+    start = (cwd or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if (folder / WORKSPACE_FILE).is_file():
+            return folder
+    raise WorkspaceNotFoundError(
+        f"no crustacean workspace in {start} or above it. Run `crustacean init` to make one here, "
+        f"or pass --workspace DIR (or set {WORKSPACE_ENV})."
+    )
+
+
+def _checked(path: Path, via: str) -> Path:
+    path = path.expanduser().resolve()
+    if not path.is_dir():
+        raise WorkspaceNotFoundError(f"{via} names {path}, which is not a folder.")
+    if not (path / WORKSPACE_FILE).is_file():
+        raise WorkspaceNotFoundError(
+            f"{via} names {path}, which is not a crustacean workspace (no {WORKSPACE_FILE}). "
+            f"Run `crustacean init {path}` first."
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A located workspace and its effective config."""
+
+    root: Path
+    config: LoadedConfig
+
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def daily_dir(self) -> str:
+        return "memory" if self.settings.workspace.daily_dir == "root" else "memory/daily"
+
+    def daily_log(self, day: date) -> str:
+        """Workspace-relative path of the daily log of `day`."""
+        return f"{self.daily_dir}/{day.isoformat()}.md"
+
+    @cached_property
+    def tz(self) -> tzinfo:
+        return resolve_timezone(self.settings.workspace.timezone)
+
+    def today(self, now: datetime) -> date:
+        """What 'today' is for daily logs: `now` seen in the workspace's zone."""
+        return now.astimezone(self.tz).date()
+
+
+def resolve_timezone(name: str) -> tzinfo:
+    """The configured zone, or the system's when empty (what cron and the user see)."""
+    from zoneinfo import ZoneInfo
+
+    if name:
+        return ZoneInfo(name)
+    try:
+        from tzlocal import get_localzone
+
+        return get_localzone()
+    except Exception as e:  # tzlocal raises several kinds on broken systems
+        raise ConfigError(
+            f"cannot tell the system time zone ({e}); set workspace.timezone in crustacean.toml."
+        ) from None
+
+
+def open_workspace(
+    explicit: Path | None,
+    overrides: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Workspace:
+    """Locate the workspace and load its layered config."""
+    root = find_workspace(explicit, env, cwd)
+    return Workspace(root, load_config(root, env, overrides))
+
+
+def locations(
+    explicit: Path | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> list[tuple[str, str]]:
+    """Every place crustacean reads or writes, for `crustacean paths`."""
+    from crustacean.config import ORG_ENV, user_config_file
+
+    env = os.environ if env is None else env
+    try:
+        root: Path | None = find_workspace(explicit, env, cwd)
+    except WorkspaceNotFoundError:
+        if explicit is not None or env.get(WORKSPACE_ENV):
+            raise
+        root = None
+    rows = [("workspace", str(root) if root else "(none here; run `crustacean init`)")]
+    if root:
+        state = root / STATE_DIR
+        rows += [
+            ("workspace config", str(root / WORKSPACE_FILE)),
+            ("state dir", str(state)),
+            ("logs", str(state / "logs")),
+            ("proposals", str(state / "proposals")),
+            ("pipeline docs", str(root / SYSTEM_DIR)),
+        ]
+    rows += [
+        ("user config", str(user_config_file(env))),
+        ("org config", env.get(ORG_ENV) or f"(not set; ${ORG_ENV})"),
+        ("packaged pipeline docs", str(data_dir("pipeline"))),
+    ]
+    return rows
+
+
+def load_for(
+    explicit: Path | None,
+    overrides: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> LoadedConfig:
+    """The config of the workspace here, or of no workspace when there is none."""
+    env = os.environ if env is None else env
+    try:
+        root: Path | None = find_workspace(explicit, env, cwd)
+    except WorkspaceNotFoundError:
+        if explicit is not None or env.get(WORKSPACE_ENV):
+            raise
+        root = None
+    return load_config(root, env, overrides)

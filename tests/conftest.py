@@ -1,0 +1,82 @@
+"""Every test runs isolated: workspace, user config and HOME point into tmp_path, no API key,
+no colours, no network."""
+
+from __future__ import annotations
+
+import os
+
+# typer and rich read these at import time, so they are cleared before the app is imported.
+for _var in (
+    "FORCE_COLOR",
+    "PY_COLORS",
+    "GITHUB_ACTIONS",
+    "CRUSTACEAN_WORKSPACE",
+    "CRUSTACEAN_ORG_CONFIG",
+    "CRUSTACEAN_CONFIG_DIR",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+):
+    os.environ.pop(_var, None)
+os.environ.update(
+    {
+        "TERM": "dumb",
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+        "_TYPER_FORCE_DISABLE_TERMINAL": "1",
+        "TZ": "UTC",
+    }
+)
+
+import hashlib  # noqa: E402  (after the environment is fixed)
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from crustacean.cli.app import app  # noqa: E402
+from crustacean.config import load_config  # noqa: E402
+from crustacean.init import init_workspace  # noqa: E402
+from crustacean.workspace import Workspace  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CRUSTACEAN_CONFIG_DIR", str(tmp_path / "userconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for var in ("CRUSTACEAN_WORKSPACE", "CRUSTACEAN_ORG_CONFIG", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    for var in [v for v in os.environ if v.startswith("CRUSTACEAN_") and "__" in v]:
+        monkeypatch.delenv(var)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A freshly initialized, versioned workspace."""
+    root = tmp_path / "ws"
+    init_workspace(root)
+    return Workspace(root, load_config(root))
+
+
+def run_cli(*args: str, code: int = 0, env: dict[str, str] | None = None):
+    """Invoke the CLI in-process and check the exit code."""
+    result = CliRunner().invoke(app, list(args), prog_name="crustacean", env=env)
+    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
+    return result
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """sha256 of every file under root (git refs and state included): proof nothing moved."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            rel = path.relative_to(root).as_posix()
+            if rel.startswith(".git/") and not rel.startswith((".git/refs", ".git/HEAD")):
+                continue  # object files and logs: HEAD and refs say whether a commit happened
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out

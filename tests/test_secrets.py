@@ -1,0 +1,240 @@
+"""Tests for crustacean.store.secrets.
+
+Every fake credential is built by concatenation so this file never holds a literal one
+(`test_this_file_holds_no_literal_secret` checks that).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crustacean.store.secrets import SecretFinding, find_secrets, redact
+
+HEX64 = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b"
+HEX40 = HEX64[:40]
+UUID = "123e4567-e89b-12d3-a456-426614174000"
+JWT = (
+    "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    "." + "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    "." + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM_BODY = "\n" + "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" + "\n"
+
+
+def pem(label: str, block: str = "KEY") -> str:
+    """A fake PEM private-key block with the given algorithm label."""
+    label = label + " " if label else ""
+    head = "-----" + "BEGIN " + label + "PRIVATE " + block + "-----"
+    return head + PEM_BODY + "-----END " + label + "PRIVATE " + block + "-----"
+
+
+# (kind, text before, secret value, text after): the value is what `redact` must replace.
+POSITIVE = [
+    ("Anthropic API key", "key: ", "sk-ant-" + "api03-" + "A" * 40, " (prod)"),
+    ("Anthropic API key", "export X=", "sk-ant-" + "admin01-" + "Zq9_x-Lp3" * 4, ""),
+    ("OpenAI API key", "use ", "sk-" + "T3BlbkFJ" + "a1B2c3D4" * 5, " here"),
+    ("OpenAI API key", "", "sk-" + "proj-" + "Ab1_Cd2-" * 10, ""),
+    ("AWS access key id", "id ", "AKIA" + "IOSFODNN7ABCDEFG", " ok"),
+    ("AWS access key id", "", "ASIA" + "Z" * 8 + "12345678", ""),
+    (
+        "AWS secret access key",
+        "aws_secret_access_key = ",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "1234567890",
+        "",
+    ),
+    ("AWS secret access key", 'AWS_SECRET_ACCESS_KEY="', "wJalrXUtnFEMI+K7MDENG" + "a" * 19, '"'),
+    *[
+        ("GitHub token", "t=", p + "_" + "aB3" * 12, ";")
+        for p in ("ghp", "gho", "ghu", "ghs", "ghr")
+    ],
+    ("GitHub token", "", "github_pat_" + "11ABCDEFG0" + "a1" * 6 + "_" + "b2" * 29 + "c", ""),
+    (
+        "Slack token",
+        "bot ",
+        "xoxb-" + "123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx",
+        "",
+    ),
+    ("Slack token", "", "xoxp-" + "1234567890-" + "0987654321-abcdef", " user"),
+    (
+        "Slack webhook URL",
+        "post to ",
+        "https://hooks.slack.com/" + "services/T0123ABCD/B0456EFGH/" + "aBcDeFgHiJkLmN",
+        "",
+    ),
+    ("Stripe key", "", "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc", ""),
+    ("Stripe key", "", "rk_" + "live_" + "0123456789abcdefGHIJ", ""),
+    ("Stripe key", "test: ", "sk_" + "test_" + "4eC39HqLyjWDarjt", ""),
+    ("Google API key", "maps ", "AIza" + "Sy" + "A1b2C3d4E5" * 3 + "f6G", "."),
+    ("bearer token", "Authorization: Bearer ", "abc123DEF456ghi789JKL0", ""),
+    ("bearer token", "curl -H 'bearer ", "0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d", "' https://api"),
+    ("JWT", "cookie session=", JWT, "; Path=/"),
+    ("JWT", "Authorization: Bearer ", JWT, ""),
+    *[
+        ("private key block", "before\n", pem(label), "\nafter")
+        for label in ("OPENSSH", "RSA", "EC", "DSA", "")
+    ],
+    ("private key block", "", pem("ENCRYPTED"), ""),
+    ("private key block", "", pem("PGP", "KEY BLOCK"), ""),
+    ("private key block", "", "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA", ""),
+    ("URL credentials", "postgres://app:", "s3cret" + "Pass", "@db.internal:5432/app"),
+    ("credential assignment", "password = ", "hunter2" + "secret", ""),
+    ("credential assignment", 'PASSWORD: "', "Tr0ub4" + "dor", '"'),
+    ("credential assignment", 'api_key="', "a1b2c3" + "d4e5f6", '"'),
+    ("credential assignment", "client_secret=", "Zx9kLm" + "2Pq7Rt", ""),
+    ("credential assignment", "DB_PASSWORD=", "s3cr3t" + "-pass", "\n"),
+    ("credential assignment", "DB_PASSWORD=", "correcthorse" + "battery", ""),
+    ("credential assignment", "passwd: ", "Tr0ub4" + "dor&3", ""),
+    ("credential assignment", "pwd=", "qwerty" + "12345", ""),
+    ("credential assignment", "the password: ", "Summer" + "2024!", " for now"),
+    ("credential assignment", "auth_token: ", "abc123" + "xyz789", " # ci"),
+    ("credential assignment", '{"apiKey": "', "q1w2e3" + "r4t5y6", '"}'),
+    ("credential assignment", "secretKey := `", "k9-Lm" + "2xQ", "`"),
+    ("credential assignment", "aws_access_key: ", "Kf8s2L" + "q0Zp", ""),
+    ("credential assignment", "--password=", "p@ssw0" + "rd!", " --user bob"),
+    ("credential assignment", "**Password:** `", "Tr0ub4" + "dor&3", "`"),
+]
+POSITIVE_IDS = [f"{kind}-{i}" for i, (kind, *_) in enumerate(POSITIVE)]
+
+NEGATIVE = [
+    # prose that only mentions the words
+    "The password policy requires 12 characters.",
+    "Reset your password: go to settings.",
+    "reset your password: navigate to Settings > Security.",
+    "token budget: 4000 tokens",
+    "Token budget: 4000 tokens per call; max_tokens: 4096000.",
+    "We rotate the API key every 90 days; the secret: consistency.",
+    "Password: see the team vault",
+    "Token: authentication happens upstream",
+    "The bearer token is sent in the Authorization header.",
+    "passwords: must never be stored in notes",
+    "tokenizer: cl100k_base",
+    "token_type: bearer",
+    # placeholders
+    "api_key: <your-key>",
+    "Authorization: Bearer <token>",
+    "Authorization: Bearer $TOKEN",
+    "Authorization: Bearer ${GITHUB_TOKEN}",
+    "password: ***",
+    "password: ****************",
+    "token=${GITHUB_TOKEN}",
+    "api_key=$ANTHROPIC_API_KEY",
+    "token: ${{ secrets.GITHUB_TOKEN }} and url = f'https://x?api_key={api_key}'",
+    "password=%(db_password)s",
+    "api_key=xxxxxxxxxxxxxxxx",
+    "password: changeme",
+    "api_key = ...",
+    "token: REDACTED",
+    "secret: <redacted>",
+    "api_key: YOUR_API_KEY_HERE",
+    "webhook: https://hooks.slack.com/services/...",
+    "AKIA" + "X" * 16,
+    "ghp_" + "x" * 36,
+    # digests, commit ids, UUIDs
+    "expected_sha256: " + HEX64,
+    "sha256:" + HEX64,
+    "secret_sha256: " + HEX64,
+    "password_hash: " + HEX64,
+    "commit " + HEX40 + " fixed it; short id 3a7bd3e",
+    "request_id: " + UUID,
+    "session " + UUID + " ended",
+    # URLs without credentials
+    "https://docs.anthropic.com/en/api/getting-started",
+    "https://user@example.com/repo.git and http://localhost:8080/api?page=2",
+    "git@github.com:owner/repo.git",
+    # code that references a secret instead of holding it
+    "client = Anthropic(api_key=api_key)",
+    'api_key = os.environ["ANTHROPIC_API_KEY"]',
+    "token = settings.GITHUB_TOKEN",
+    "password_file: /run/secrets/db_password",
+    "api_key: Optional[str] = None",
+    "secret_key = secrets.token_hex(32)",
+]
+
+
+def joined(case: tuple[str, str, str, str]) -> str:
+    """The full text of a positive case."""
+    _, before, value, after = case
+    return before + value + after
+
+
+@pytest.mark.parametrize("case", POSITIVE, ids=POSITIVE_IDS)
+def test_detects_each_kind(case: tuple[str, str, str, str]) -> None:
+    kind, before, _, _ = case
+    assert find_secrets(joined(case)) == [SecretFinding(kind, before.count("\n") + 1)]
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_ignores_non_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("case", POSITIVE, ids=POSITIVE_IDS)
+def test_redact_replaces_only_the_value(case: tuple[str, str, str, str]) -> None:
+    kind, before, value, after = case
+    redacted = redact(joined(case))
+    assert redacted == f"{before}[REDACTED:{kind}]{after}"
+    assert value not in redacted
+    assert find_secrets(redacted) == []
+
+
+@pytest.mark.parametrize("case", POSITIVE, ids=POSITIVE_IDS)
+def test_finding_never_contains_the_value(case: tuple[str, str, str, str]) -> None:
+    value = case[2]
+    for finding in find_secrets(joined(case)):
+        assert value not in repr(finding)
+        assert value not in str(finding)
+        assert all(value not in str(field) for field in vars(finding).values())
+
+
+def test_line_numbers_in_multiline_text() -> None:
+    text = "\n".join(
+        [
+            "# Deploy notes",
+            "The password policy requires 12 characters.",
+            "api_key=" + "a1b2c3" + "d4e5f6",
+            "",
+            "then export " + "AKIA" + "IOSFODNN7ABCDEFG" + " and done",
+            "expected_sha256: " + HEX64,
+            pem("RSA"),
+            "Authorization: Bearer " + "abc123DEF456ghi789JKL0",
+        ]
+    )
+    assert find_secrets(text) == [
+        SecretFinding("credential assignment", 3),
+        SecretFinding("AWS access key id", 5),
+        SecretFinding("private key block", 7),
+        SecretFinding("bearer token", 10),
+    ]
+
+
+def test_redact_keeps_surrounding_text_and_several_secrets() -> None:
+    key = "sk-ant-" + "api03-" + "B" * 40
+    token = "ghp_" + "aB3" * 12
+    text = f"Notes:\nuse {key} for prod\ntoken={token}\nexpected_sha256: {HEX64}\n"
+    assert redact(text) == (
+        "Notes:\nuse [REDACTED:Anthropic API key] for prod\n"
+        f"token=[REDACTED:GitHub token]\nexpected_sha256: {HEX64}\n"
+    )
+
+
+def test_overlapping_rules_report_once_with_the_specific_kind() -> None:
+    text = 'api_key="' + "sk-ant-" + "api03-" + "C" * 40 + '"'
+    assert find_secrets(text) == [SecretFinding("Anthropic API key", 1)]
+
+
+def test_empty_text() -> None:
+    assert find_secrets("") == []
+    assert redact("") == ""
+
+
+def test_finding_is_frozen() -> None:
+    finding = SecretFinding("JWT", 1)
+    with pytest.raises(AttributeError):
+        finding.line = 2  # type: ignore[misc]
+
+
+def test_this_file_holds_no_literal_secret() -> None:
+    assert find_secrets(Path(__file__).read_text(encoding="utf-8")) == []
