@@ -1,0 +1,231 @@
+"""Layered config: defaults, layers, locks, env and flags, and every bad-input error."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, snapshot
+from crustacean.config import SCHEMA, load_config, render_default_toml
+from crustacean.errors import ConfigError
+from crustacean.init import init_workspace
+
+
+def test_defaults_match_the_seeds() -> None:
+    s = load_config(None, env={}).settings
+    assert (s.memory.max_entries, s.memory.budget_chars, s.memory.working_lines) == (50, 20000, 500)
+    assert (s.tiers.hot_days, s.tiers.hot_min_uses, s.tiers.warm_days, s.tiers.cold_days) == (
+        7,
+        5,
+        30,
+        90,
+    )
+    assert (s.tiers.hot_limit, s.tiers.memory_cap, s.archive.daily_after_days) == (20, 10000, 30)
+    assert (s.store.max_file_bytes, s.store.max_files_per_call) == (262144, 20)
+    assert s.memory.write == "direct"
+    assert (s.models.small, s.models.mid, s.models.large) == (
+        "claude-haiku-5-5",
+        "claude-sonnet-5-5",
+        "claude-opus-5-5",
+    )
+    stages = {
+        n: (getattr(s.stages, n).tier, getattr(s.stages, n).schedule)
+        for n in ("collect", "curate", "compile", "calibrate")
+    }
+    assert stages == {
+        "collect": ("small", "0 */2 * * *"),
+        "curate": ("mid", "30 3 * * *"),
+        "compile": ("large", "0 4 * * 0"),
+        "calibrate": ("large", "0 5 1 * *"),
+    }
+
+
+def test_rendered_default_toml_round_trips_every_key() -> None:
+    text = render_default_toml()
+    data = tomllib.loads(text)
+    lines = [x for x in text.splitlines() if " = " in x and not x.startswith("#")]
+    assert all("  # " in x for x in lines), "every key carries a one-line comment"
+    assert len(lines) == len(SCHEMA) - 2  # sources and governance.locked are comments
+    (Path("crustacean.toml")).write_text(text)
+    loaded = load_config(Path("."), env={})
+    assert all(loaded.values[k] == SCHEMA[k].default for k in SCHEMA)
+    assert data["stages"]["collect"]["schedule"] == "0 */2 * * *"
+
+
+def _workspace(tmp_path: Path, toml: str) -> Path:
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "crustacean.toml").write_text(toml)
+    return root
+
+
+BAD_CONFIGS = [
+    ("[memory]\nmax_entrys = 5\n", "unknown key 'memory.max_entrys'. Known keys in [memory]"),
+    ("colour = 1\n", "unknown key 'colour'. Known keys at the top level"),
+    ('[memory]\nmax_entries = "fifty"\n', "key 'memory.max_entries' must be an integer"),
+    ("[memory]\nmax_entries = 0\n", "must be an integer of at least 1"),
+    ('[memory]\nwrite = "sometimes"\n', 'must be one of "direct", "review", "off"'),
+    ('[stages.collect]\nschedule = "61 * * * *"\n', "must be a valid 5-field cron expression"),
+    ('[stages.collect]\nschedule = "0 0 9 * * *"\n', "6 fields read as seconds"),
+    ('[workspace]\ntimezone = "Mars/Olympus"\n', "an IANA time zone"),
+    ("[memory\nwrite = 1\n", "TOML syntax error"),
+    ('[[sources]]\nkind = "openclaw"\n', "'path' must be set"),
+    ('[[sources]]\npath = "x"\nkind = "slack"\n', "'kind' must be one of"),
+]
+
+
+@pytest.mark.parametrize(("toml", "expected"), BAD_CONFIGS)
+def test_bad_config_is_one_clear_line_with_exit_2(tmp_path: Path, toml: str, expected: str) -> None:
+    root = _workspace(tmp_path, toml)
+    before = snapshot(root)
+    result = run_cli("-w", str(root), "config", "show", code=2)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) <= 2 and lines[0].startswith("Error: ")
+    assert str(root / "crustacean.toml") in result.stderr
+    assert expected in result.stderr
+    assert "Traceback" not in result.output
+    assert snapshot(root) == before
+
+
+def test_non_utf8_config_is_a_clear_error(tmp_path: Path) -> None:
+    root = _workspace(tmp_path, "")
+    (root / "crustacean.toml").write_bytes(b'[memory]\nwrite = "\xff"\n')
+    result = run_cli("-w", str(root), "config", "show", code=2)
+    assert "not UTF-8" in result.stderr
+
+
+def test_layers_apply_in_order_and_show_their_origin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user_dir = tmp_path / "userconfig"
+    user_dir.mkdir()
+    (user_dir / "config.toml").write_text("[memory]\nmax_entries = 10\nbudget_chars = 999\n")
+    org = tmp_path / "org.toml"
+    org.write_text("[curate]\ndays = 5\n[memory]\nmax_entries = 7\n")
+    monkeypatch.setenv("CRUSTACEAN_ORG_CONFIG", str(org))
+    root = _workspace(tmp_path, "[memory]\nbudget_chars = 1234\n")
+    monkeypatch.setenv("CRUSTACEAN_MEMORY__WORKING_LINES", "300")
+    result = run_cli(
+        "-w", str(root), "-c", "archive.daily_after_days=14", "config", "show", "--json"
+    )
+    rows = {r["key"]: r for r in json.loads(result.stdout)}
+    assert (rows["curate.days"]["value"], rows["curate.days"]["layer"]) == (5, "org")
+    assert (rows["memory.max_entries"]["value"], rows["memory.max_entries"]["layer"]) == (
+        10,
+        "user",
+    )
+    assert (rows["memory.budget_chars"]["value"], rows["memory.budget_chars"]["layer"]) == (
+        1234,
+        "workspace",
+    )
+    assert (rows["memory.working_lines"]["value"], rows["memory.working_lines"]["layer"]) == (
+        300,
+        "env",
+    )
+    assert rows["archive.daily_after_days"]["layer"] == "flag"
+    assert rows["tiers.hot_days"]["layer"] == "default"
+
+
+def test_locked_key_keeps_the_org_value_and_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    org = tmp_path / "org.toml"
+    org.write_text('[memory]\nwrite = "review"\n[governance]\nlocked = ["memory.write"]\n')
+    monkeypatch.setenv("CRUSTACEAN_ORG_CONFIG", str(org))
+    root = _workspace(tmp_path, '[memory]\nwrite = "direct"\n')
+    result = run_cli("-w", str(root), "-c", "memory.write=off", "config", "show")
+    assert f"Warning: {root / 'crustacean.toml'}: 'memory.write' is locked by the org config" in (
+        result.stderr
+    )
+    assert "Warning: -c: 'memory.write' is locked" in result.stderr
+    row = next(x for x in result.stdout.splitlines() if x.strip().startswith("memory.write "))
+    assert '"review"' in row and "org" in row and "locked" in row
+
+
+def test_org_file_that_is_missing_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRUSTACEAN_ORG_CONFIG", str(tmp_path / "nope.toml"))
+    result = run_cli("config", "show", code=2)
+    assert "CRUSTACEAN_ORG_CONFIG points to" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "expected"),
+    [
+        ("CRUSTACEAN_MEMORY__MAX_ENTRIES", "many", "must be an integer"),
+        ("CRUSTACEAN_NOPE__KEY", "1", "unknown key 'nope.key'"),
+    ],
+)
+def test_bad_environment_values(
+    monkeypatch: pytest.MonkeyPatch, var: str, value: str, expected: str
+) -> None:
+    monkeypatch.setenv(var, value)
+    result = run_cli("config", "show", code=2)
+    assert f"environment variable {var}" in result.stderr and expected in result.stderr
+
+
+def test_bad_flag_value() -> None:
+    result = run_cli("-c", "memory.write", "config", "show", code=2)
+    assert "expected KEY=VALUE" in result.stderr
+
+
+def test_env_and_flag_values_are_typed() -> None:
+    loaded = load_config(
+        None,
+        env={"CRUSTACEAN_STAGES__CURATE__ENABLED": "false"},
+        overrides=["llm.timeout_seconds=2.5", "governance.locked=a"],
+    )
+    assert loaded.settings.stages.curate.enabled is False
+    assert loaded.settings.llm.timeout_seconds == 2.5
+    assert loaded.warnings  # governance.locked is read only from the org file
+
+
+def test_config_error_names_the_file_key_and_expectation(tmp_path: Path) -> None:
+    root = _workspace(tmp_path, "[store]\nmax_file_bytes = true\n")
+    with pytest.raises(ConfigError, match=r"key 'store.max_file_bytes' must be an integer"):
+        load_config(root, env={})
+
+
+# ------------------------------------------------------------ discovery
+
+
+def test_discovery_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for root in (a, b, c):
+        init_workspace(root)
+    (c / "memory" / "deep").mkdir()
+    monkeypatch.chdir(c / "memory" / "deep")
+    assert run_cli("paths", "--json").stdout.count(str(c)) >= 1
+    monkeypatch.setenv("CRUSTACEAN_WORKSPACE", str(b))
+    assert json.loads(run_cli("paths", "--json").stdout)["workspace"] == str(b)
+    assert json.loads(run_cli("-w", str(a), "paths", "--json").stdout)["workspace"] == str(a)
+
+
+def test_outside_a_workspace_commands_say_how_to_make_one(tmp_path: Path) -> None:
+    result = run_cli("history", code=2)
+    assert "no crustacean workspace in" in result.stderr
+    assert "Run `crustacean init`" in result.stderr
+
+
+def test_workspace_flag_pointing_at_a_plain_folder(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    result = run_cli("-w", str(tmp_path / "plain"), "history", code=2)
+    assert "is not a crustacean workspace (no crustacean.toml)" in result.stderr
+
+
+def test_paths_lists_every_location(ws) -> None:
+    out = run_cli("-w", str(ws.root), "paths").stdout
+    for name in (
+        "workspace:",
+        "workspace config:",
+        "state dir:",
+        "logs:",
+        "user config:",
+        "org config:",
+        "packaged pipeline docs:",
+    ):
+        assert name in out

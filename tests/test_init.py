@@ -1,0 +1,166 @@
+"""`crustacean init`: the full tree, adoption without touching a byte, idempotence, git."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, snapshot
+from crustacean.config import load_config
+from crustacean.workspace import FOUNDATION_FILES, LAYOUT_DIRS, PIPELINE_DOCS
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_init_creates_the_whole_tree(tmp_path: Path) -> None:
+    root = tmp_path / "agent"
+    result = run_cli("init", str(root))
+    for rel in LAYOUT_DIRS:
+        assert (root / rel).is_dir(), rel
+    for name in (
+        *FOUNDATION_FILES,
+        "MEMORY.md",
+        "crustacean.toml",
+        ".gitignore",
+        "memory/README.md",
+        "knowledge/README.md",
+    ):
+        assert (root / name).is_file(), name
+    for doc in PIPELINE_DOCS:
+        assert (root / "memory/.system" / doc).read_text().startswith("# ")
+    assert "## 📂 Memory Structure Map" in (root / "MEMORY.md").read_text()
+    assert "## Index" in (root / "memory/README.md").read_text()
+    assert "## Index" in (root / "knowledge/README.md").read_text()
+    assert ".crustacean/" in (root / ".gitignore").read_text()
+    assert "created" in result.stdout and "Next steps:" in result.stdout
+    assert "memorySearch.extraPaths" in result.stdout and "dreaming" in result.stdout
+    assert "ANTHROPIC_API_KEY" in result.stdout and "ANTHROPIC_BASE_URL" in result.stdout
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "log", "--format=%an|%s").strip() == (
+        "crustacean user|crustacean init: scaffold workspace"
+    )
+    load_config(root, env={})  # the written config is valid
+
+
+def test_init_defaults_to_the_current_folder(tmp_path: Path) -> None:
+    run_cli("init")
+    assert (tmp_path / "crustacean.toml").is_file()
+
+
+def test_every_config_key_is_in_the_written_toml(tmp_path: Path) -> None:
+    run_cli("init", str(tmp_path / "w"))
+    text = (tmp_path / "w/crustacean.toml").read_text()
+    for key in (
+        "max_entries = 50",
+        "budget_chars = 20000",
+        "working_lines = 500",
+        "hot_days = 7",
+        "hot_min_uses = 5",
+        "warm_days = 30",
+        "cold_days = 90",
+        "hot_limit = 20",
+        "memory_cap = 10000",
+        "daily_after_days = 30",
+        "max_file_bytes = 262144",
+        "max_files_per_call = 20",
+        'timezone = ""',
+    ):
+        assert key in text
+
+
+def test_daily_dir_option_is_written_to_the_config(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    run_cli("init", str(root), "--daily-dir", "daily")
+    assert load_config(root, env={}).settings.workspace.daily_dir == "daily"
+    assert (root / "memory/daily").is_dir()
+
+
+def test_bad_daily_dir_is_a_usage_error_and_creates_nothing(tmp_path: Path) -> None:
+    result = run_cli("init", str(tmp_path / "w"), "--daily-dir", "weekly", code=2)
+    assert "Error: --daily-dir must be root or daily" in result.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_init_on_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    result = run_cli("init", str(tmp_path / "f"), code=2)
+    assert "is a file; give a folder" in result.stderr
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def _openclaw_workspace(root: Path) -> None:
+    """What an OpenClaw user already has: their own foundation files, logs and notes."""
+    (root / "memory/contacts").mkdir(parents=True)
+    (root / "SOUL.md").write_text("# Soul\nI am Pinch.   \n\n\n")  # odd whitespace on purpose
+    (root / "MEMORY.md").write_bytes(b"# Memory\r\n- likes tea\r\n")  # CRLF on purpose
+    (root / "memory/2026-11-29.md").write_text("### [09:00] chat\n- hello\n")
+    (root / "memory/contacts/telegram-alice.md").write_text("---\nname: Alice\n---\nfriend\n")
+    (root / ".gitignore").write_text("node_modules/\n")
+
+
+def test_adoption_keeps_every_existing_file_byte_identical(tmp_path: Path) -> None:
+    root = tmp_path / "workspace"
+    _openclaw_workspace(root)
+    before = snapshot(root)
+    result = run_cli("init", str(root), "--verbose")
+    after = snapshot(root)
+    assert {k: after[k] for k in before} == before
+    assert "kept" in result.stdout
+    assert "Committed the files that were already here as the baseline" in result.stdout
+    assert ".git/info/exclude" in result.stdout
+    assert ".crustacean/" in (root / ".git/info/exclude").read_text()
+    log = git(root, "log", "--format=%s").splitlines()
+    assert log == [
+        "crustacean init: scaffold workspace",
+        "crustacean init: baseline of the files already here",
+    ]
+    assert "SOUL.md" in git(root, "show", "--name-only", "--format=", "HEAD~1")
+    assert "SOUL.md" not in git(root, "show", "--name-only", "--format=", "HEAD")
+
+
+def test_init_twice_creates_nothing_the_second_time(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    run_cli("init", str(root))
+    before = snapshot(root)
+    result = run_cli("init", str(root))
+    assert result.stdout.count("created") == 1 and "0 created" in result.stdout
+    assert snapshot(root) == before
+
+
+def test_existing_repo_with_uncommitted_work_is_left_alone(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "notes.md").write_text("draft\n")
+    (root / "USER.md").write_text("me\n")
+    result = run_cli("init", str(root))
+    assert "2 path(s) had uncommitted changes; crustacean left them uncommitted." in result.stdout
+    status = git(root, "status", "--porcelain")
+    assert "?? notes.md" in status and "?? USER.md" in status
+    committed = git(root, "show", "--name-only", "--format=", "HEAD")
+    assert "notes.md" not in committed and "USER.md" not in committed
+    assert (root / "USER.md").read_text() == "me\n"
+
+
+def test_without_git_the_workspace_still_works_unversioned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    root = tmp_path / "w"
+    result = run_cli("init", str(root))
+    assert "git was not found: the workspace works, but unversioned" in result.stdout
+    assert not (root / ".git").exists()
+    assert (root / "MEMORY.md").is_file()
+    result = run_cli("-w", str(root), "history", code=2)
+    assert "versioning is off" in result.stderr
+
+
+def test_version_flag_names_the_pipeline_docs_version() -> None:
+    out = run_cli("--version").stdout
+    assert out.startswith("crustacean 0.") and "pipeline docs 1" in out

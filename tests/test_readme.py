@@ -1,0 +1,80 @@
+"""The README's commands run, so the README cannot drift from the tool."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+BIN = Path(sys.executable).parent
+INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q . && "
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+
+
+def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_main_job_command_runs(tmp_path: Path) -> None:
+    """The first set-up command, after its install step (tests/test_wheel.py covers that)."""
+    first = _blocks("sh")[0].strip()
+    assert first.startswith(INSTALL)
+    done = _run(first.removeprefix(INSTALL).replace(".venv/bin/", ""), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "demo/MEMORY.md").is_file() and "memory.write" in done.stdout
+
+
+def test_the_test_command_is_what_ci_runs() -> None:
+    second = _blocks("sh")[1].strip()
+    ci = (REPO / ".ci/run").read_text()
+    assert second in ci
+
+
+def test_the_tour_runs_in_order(tmp_path: Path) -> None:
+    tour = _blocks("console")[0]
+    commands = [line[2:] for line in tour.splitlines() if line.startswith("$ ")]
+    assert len(commands) >= 8
+    done = _run("\n".join(commands), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "snapshot of uncommitted edits" in done.stdout
+    assert "rollback MEMORY.md to version" in done.stdout
+    assert "- an edit I regret" not in (tmp_path / "my-agent/MEMORY.md").read_text()
+
+
+def test_every_command_in_the_table_exists() -> None:
+    from typer.testing import CliRunner
+
+    from crustacean.cli.app import app
+
+    rows = re.findall(r"^\| `crustacean ([a-z ]+?)(?: [A-Z\[\-].*?)?` \|", README, flags=re.M)
+    assert len(rows) >= 9
+    for row in rows:
+        result = CliRunner().invoke(app, [*row.split(), "--help"], prog_name="crustacean")
+        assert result.exit_code == 0, row
+
+
+def test_help_lists_only_commands_that_work() -> None:
+    from typer.testing import CliRunner
+
+    from crustacean.cli.app import app
+
+    out = CliRunner().invoke(app, ["--help"], prog_name="crustacean").stdout
+    listed = set(re.findall(r"^│ (\w[\w-]*)\s", out, flags=re.M))
+    assert listed == {"init", "config", "paths", "history", "show", "rollback", "review"}
+    for name in listed:
+        assert f"`crustacean {name}" in README
