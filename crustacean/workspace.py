@@ -50,6 +50,18 @@ def data_dir(name: str) -> Path:
     )
 
 
+def stage_doc(root: Path | None, name: str) -> str:
+    """A stage's instructions: the workspace's own copy (users tune it), else the packaged one."""
+    if name not in PIPELINE_DOCS:
+        raise ValueError(f"unknown pipeline doc {name!r}")
+    if root is not None:
+        try:
+            return (root / SYSTEM_DIR / name).read_text("utf-8")
+        except (FileNotFoundError, UnicodeDecodeError):
+            pass
+    return (data_dir("pipeline") / name).read_text("utf-8")
+
+
 def find_workspace(
     explicit: Path | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> Path:

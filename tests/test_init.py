@@ -164,3 +164,16 @@ def test_without_git_the_workspace_still_works_unversioned(
 def test_version_flag_names_the_pipeline_docs_version() -> None:
     out = run_cli("--version").stdout
     assert out.startswith("crustacean 0.") and "pipeline docs 1" in out
+
+
+def test_stage_docs_come_from_the_workspace_then_the_package(tmp_path: Path) -> None:
+    from crustacean.workspace import stage_doc
+
+    root = tmp_path / "w"
+    run_cli("init", str(root))
+    (root / "memory/.system/CURATE.md").write_text("# Curate, tuned\n")
+    (root / "memory/.system/COMPILE.md").unlink()
+    assert stage_doc(root, "CURATE.md") == "# Curate, tuned\n"
+    assert stage_doc(root, "COMPILE.md").startswith("# ") and "Version: 1" in stage_doc(
+        root, "COMPILE.md"
+    )
