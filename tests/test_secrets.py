@@ -236,5 +236,27 @@ def test_finding_is_frozen() -> None:
         finding.line = 2  # type: ignore[misc]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password_token_secret_" * 20_000,
+        "a." * 200_000,
+        "-----BEGIN RSA " + "PRIVATE KEY-----\n" * 2_000,
+        "sk-" + "a-" * 200_000,
+        "Bearer " * 50_000,
+    ],
+    ids=["keyword-run", "dotted-run", "pem-headers", "dash-run", "bearer-run"],
+)
+def test_pathological_input_completes(text: str) -> None:
+    # Runs on every write: a pattern that backtracked quadratically would hang here for minutes
+    # (speed itself is measured in bench/, not asserted).
+    assert find_secrets(text) is not None
+
+
+def test_truncated_key_block_redacts_only_the_key_lines() -> None:
+    text = "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nNext paragraph here."
+    assert redact(text) == "[REDACTED:private key block]\nNext paragraph here."
+
+
 def test_this_file_holds_no_literal_secret() -> None:
     assert find_secrets(Path(__file__).read_text(encoding="utf-8")) == []

@@ -29,7 +29,10 @@ _PEM_TAIL = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern))
     for kind, pattern in (
-        ("private key block", rf"{_PEM_HEAD}(?:[\s\S]*?{_PEM_TAIL}|[A-Za-z0-9+/=\s]*)"),
+        (
+            "private key block",
+            rf"{_PEM_HEAD}(?:(?:(?!-----)[\s\S])*{_PEM_TAIL}|(?:\s+[\w+/=]{{16,}})*)",
+        ),
         ("Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
         ("OpenAI API key", r"\bsk-(?!ant-)(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{32,}"),
         ("AWS access key id", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
@@ -44,11 +47,11 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("Stripe key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
         ("Google API key", r"\bAIza[\w-]{35}(?![\w-])"),
         ("JWT", r"\beyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}"),
-        ("URL credentials", r"\b[A-Za-z][\w+.-]*://[^\s:/@\"'<>]+:(?P<v>[^\s:/@\"'<>]+)@"),
+        ("URL credentials", r"\b[A-Za-z][\w+.-]{0,20}://[^\s:/@\"'<>]+:(?P<v>[^\s:/@\"'<>]+)@"),
         ("bearer token", r"(?i:\bbearer)[ \t]+(?P<v>(?=[\w.~+/-]*\d)[\w.~+/-]{20,}=*)"),
         (
             "credential assignment",
-            rf"(?i)(?<![\w.-])(?P<key>[\w.-]*?{_KW}(?![a-z])[\w.-]*)[*\"'`]{{0,2}}"
+            rf"(?i)(?<![\w.-])(?P<key>[\w.-]{{0,40}}?{_KW}(?![a-z])[\w.-]{{0,40}})[*\"'`]{{0,2}}"
             r"[ \t]*(?P<sep>:=|[:=])[ \t*]*(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{6,})(?P=q)",
         ),
     )
@@ -71,6 +74,7 @@ _REFERENCE = re.compile(
     r"|(?:~|\.{1,2})?/.*|[A-Za-z][\w+.-]*://.*|[\d,._]+"
 )
 _PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)*")
+_DIGIT_OR_SYMBOL = re.compile(r"\d|[^\w-]")
 
 
 def _is_assigned_secret(m: re.Match[str]) -> bool:
@@ -79,7 +83,7 @@ def _is_assigned_secret(m: re.Match[str]) -> bool:
     core = value.rstrip(".,;:!?)]}")
     if len(core) < 6 or _META_KEY.search(key) or _REFERENCE.fullmatch(core):
         return False
-    if m["q"] or re.search(r"\d|[^\w-]", core):
+    if m["q"] or _DIGIT_OR_SYMBOL.search(core):
         return True
     config_style = m["sep"] != ":" or not key.isalpha() or key.isupper()
     return len(core) >= 12 and (config_style or not _PLAIN_WORD.fullmatch(core))
