@@ -123,7 +123,10 @@ class Store:
 
     def list_context_files(self, prefix: str | None = None) -> list[FileInfo]:
         """Every file a writer may see, sorted; state, git and the trash are left out."""
-        pre = (prefix or "").replace("\\", "/").lstrip("./")
+        pre = (prefix or "").replace("\\", "/")
+        while pre.startswith(("/", "./")):  # not lstrip("./"): it would eat ".gitignore"'s dot
+            pre = pre[1:] if pre.startswith("/") else pre[2:]
+        pre = "" if pre == "." else pre
         if ".." in pre.split("/"):
             raise PathError(f"prefix {prefix!r} uses '..'; prefixes are workspace-relative.")
         out = []

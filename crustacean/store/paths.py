@@ -48,6 +48,17 @@ def _has_drive(text: str) -> bool:
 def _refuse_protected(parts: list[str], raw: str) -> None:
     if parts[0] in PROTECTED_TOP:
         raise PathError(f"path {raw!r} is inside {parts[0]}/, which crustacean never writes.")
+    if any(_is_git_name(p) for p in parts):
+        raise PathError(
+            f"path {raw!r} has a .git folder in it; git refuses to version such paths, so "
+            "crustacean never writes them. Choose another name."
+        )
+
+
+def _is_git_name(part: str) -> bool:
+    """`.git` as git itself sees it (any case, NTFS trailing dots/spaces, 8.3 and stream names)."""
+    low = part.lower()
+    return low.rstrip(". ") in (".git", "git~1") or low.startswith(".git:")
 
 
 def _follow_links(root: Path, rel: str, raw: str) -> str:

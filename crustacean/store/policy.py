@@ -13,7 +13,7 @@ from functools import cache
 
 import pathspec
 
-from crustacean.workspace import FOUNDATION_FILES, MEMORY_SUBDIRS
+from crustacean.workspace import FOUNDATION_FILES, MEMORY_SUBDIRS, SYSTEM_DIR
 
 MODEL_ACTORS = ("collect", "curate", "compile", "calibrate", "mcp")
 ACTORS = (*MODEL_ACTORS, "user")
@@ -85,7 +85,7 @@ def _spec(actor: str, mode: str, daily: str) -> pathspec.PathSpec:
         for g in gl
         if mode in modes
     ]
-    return pathspec.PathSpec.from_lines("gitwildmatch", ["/" + g for g in globs])
+    return pathspec.PathSpec.from_lines("gitignore", ["/" + g for g in globs])
 
 
 def allowed(actor: str, mode: str, path: str, daily: str) -> bool:
@@ -107,6 +107,12 @@ def decide(
             Verdict.DENY,
             "memory.write is off, so model writes are disabled; report what you would have "
             "written in your finish summary instead.",
+        )
+    if any(p == SYSTEM_DIR or p.startswith(SYSTEM_DIR + "/") for p in (path, to or "")):
+        return Decision(  # compile's move/delete rule covers memory/**, but never these
+            Verdict.DENY,
+            f"{SYSTEM_DIR}/ holds the pipeline instructions; no stage writes, moves or deletes "
+            "there (a human edits them).",
         )
     if path in FOUNDATION_FILES or (to is not None and to in FOUNDATION_FILES):
         return Decision(Verdict.ASK, f"{path} is a foundation file: changes need human approval.")

@@ -143,7 +143,7 @@ class Git:
         try:
             head = self.head()
             self.run("read-tree", *(["HEAD"] if head else ["--empty"]), env=env)
-            self.run(
+            added = self.run(
                 "update-index",
                 "--add",
                 "--remove",
@@ -152,6 +152,9 @@ class Git:
                 env=env,
                 input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
             )
+            if b"Ignoring path" in added.stderr:  # git skips some names with exit code 0
+                detail = added.stderr.decode("utf-8", "replace").strip().splitlines()[0]
+                raise VersionError(f"git cannot version this change ({detail}); rename the file.")
             tree = self.out("write-tree", env=env)
             body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
             parent = ["-p", head] if head else []

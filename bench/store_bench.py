@@ -1,0 +1,162 @@
+"""Benchmark of the write layer: what one version costs next to a bare `git commit`.
+
+Run it with `python bench/store_bench.py [-n REPS]` (the project's venv). It builds a fresh
+workspace in a temp folder and an identical plain git repository (a byte copy of it), then times,
+interleaved so drift hits both alike:
+
+- a one-file append through `Store.write_context` (one version), against writing the same bytes
+  to the same file in the copy and running `git add <file>` and `git commit -q -m x`;
+- a 20-file version (20 appends in one call), against the same 20 appends then
+  `git add <20 files>` and `git commit -q -m x`.
+
+`write_context` does more than the baseline by design: it validates the whole call (path jail,
+policy, sha256, limits, secret scan), writes each file through a temp file with fsync and rename
+under a journal, and commits on a private index so the user's own index is never swept in. The
+ratio says what those guarantees cost. Git runs with no system or global config in both cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
+
+N_FILES = 20
+ONE = "memory/notes/bench.md"
+MANY = [f"memory/notes/bench-{i:02d}.md" for i in range(N_FILES)]
+LINE = "- 2024-05-01 10:00 a line the benchmark appends, like a short memory entry ✓\n"
+
+
+def _isolate(tmp: Path) -> None:
+    """No user or system git config, no user crustacean config: both sides run the same git."""
+    home = tmp / "home"
+    home.mkdir()
+    os.environ.update(
+        {
+            "HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "CRUSTACEAN_CONFIG_DIR": str(tmp / "userconfig"),
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@localhost",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@localhost",
+        }
+    )
+    for var in [v for v in os.environ if v.startswith("CRUSTACEAN_") and "__" in v]:
+        del os.environ[var]
+    os.environ.pop("CRUSTACEAN_WORKSPACE", None)
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def _ms(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def _p95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=100, method="inclusive")[94]
+
+
+def run(reps: int, warmup: int = 3) -> list[tuple[str, list[float], list[float]]]:
+    from crustacean.config import load_config
+    from crustacean.init import init_workspace
+    from crustacean.store import Store
+    from crustacean.workspace import Workspace
+
+    tmp = Path(tempfile.mkdtemp(prefix="crustacean-bench-"))
+    try:
+        _isolate(tmp)
+        root = tmp / "ws"
+        init_workspace(root)
+        store = Store(Workspace(root, load_config(root)))
+        store.write_context(
+            [{"path": p, "mode": "create", "content": "# bench\n"} for p in [ONE, *MANY]],
+            actor="user",
+            message="bench: setup",
+            max_files=N_FILES + 1,
+        )
+        plain = tmp / "plain"
+        shutil.copytree(root, plain, symlinks=True)  # the identical repository, used bare
+
+        def crustacean(paths: list[str]) -> Callable[[], object]:
+            changes = [{"path": p, "mode": "append", "content": LINE} for p in paths]
+            return lambda: store.write_context(changes, actor="curate", message="bench: append")
+
+        def bare(paths: list[str]) -> Callable[[], object]:
+            def go() -> None:
+                for p in paths:
+                    with (plain / p).open("a", encoding="utf-8") as fh:
+                        fh.write(LINE)
+                _git(plain, "add", "--", *paths)
+                _git(plain, "commit", "-q", "-m", "x")
+
+            return go
+
+        results = []
+        for name, paths in (("one-file append", [ONE]), (f"{N_FILES}-file version", MANY)):
+            ours, base = crustacean(paths), bare(paths)
+            for _ in range(warmup):
+                ours()
+                base()
+            a, b = [], []
+            for _ in range(reps):  # interleaved: the same load and caches for both
+                a.append(_ms(ours))
+                b.append(_ms(base))
+            results.append((name, a, b))
+        return results
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(results: list[tuple[str, list[float], list[float]]]) -> str:
+    rows = [
+        "| figure | median ms | p95 ms | baseline median ms | ratio |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, ours, base in results:
+        med, bmed = statistics.median(ours), statistics.median(base)
+        rows.append(f"| {name} | {med:.1f} | {_p95(ours):.1f} | {bmed:.1f} | {med / bmed:.2f}x |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--reps", type=int, default=30, help="timed repetitions per figure")
+    args = parser.parse_args(argv)
+    if args.reps < 2:
+        parser.error("--reps must be at least 2")
+    if shutil.which("git") is None:
+        print("git is not installed; the benchmark compares against git.", file=sys.stderr)
+        return 1
+    git_version = subprocess.run(
+        ["git", "--version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    results = run(args.reps)
+    print(
+        f"crustacean write layer, {args.reps} runs each (after 3 warm-up runs); "
+        f"{git_version}; Python {platform.python_version()}; {platform.system()} "
+        f"{platform.machine()}, {os.cpu_count()} CPU(s).\n"
+        "Baseline: the same appends, then `git add <files>` and `git commit -q -m x` "
+        "on an identical plain repository.\n"
+    )
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

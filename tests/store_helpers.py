@@ -1,0 +1,45 @@
+"""Shared by the test_store_* files: a fast copy of a freshly initialized workspace.
+
+`init_workspace` costs ~150 ms (scaffold, git init, first version); a byte copy of one made per
+module costs a few. The copy is the same repository: same files, same commits, same index.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from crustacean.config import load_config
+from crustacean.init import init_workspace
+from crustacean.workspace import Workspace
+
+
+def make_template(
+    factory: pytest.TempPathFactory, seed: Callable[[Workspace], object] | None = None
+) -> Path:
+    """Initialize a workspace once, isolated like the autouse fixture (which is per test)."""
+    base = factory.mktemp("template")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(base))
+        mp.setenv("CRUSTACEAN_CONFIG_DIR", str(base / "userconfig"))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        root = base / "ws"
+        init_workspace(root)
+        if seed is not None:
+            seed(Workspace(root, load_config(root)))
+    return root
+
+
+def copy_workspace(template: Path, tmp_path: Path) -> Workspace:
+    root = tmp_path / "ws"
+    shutil.copytree(template, root, symlinks=True)
+    return Workspace(root, load_config(root))
+
+
+def git(root: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+    return proc.stdout

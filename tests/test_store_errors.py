@@ -1,0 +1,726 @@
+"""Bad input to the write layer (issue 3, "Bad input"): every refusal says what was wrong in words
+a model can act on, and leaves every byte of the workspace (and its git refs) as it was. Plus the
+all-or-nothing guarantees: a failure between two files, a failed commit and a hard crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from store_helpers import copy_workspace, git, make_template
+
+from conftest import run_cli, snapshot
+from crustacean.config import load_config
+from crustacean.errors import (
+    LimitError,
+    PathError,
+    PolicyError,
+    SecretError,
+    StaleWriteError,
+    VersionError,
+    WriteError,
+)
+from crustacean.store import Store
+from crustacean.store import files as store_files
+from crustacean.store import history as hist
+from crustacean.store.versions import Git
+from crustacean.workspace import Workspace
+
+NOTE = "memory/notes/a.md"
+NOTE_TEXT = "one\ntwo\ntwo\ntwo\n"
+STATUS = "?? memory/notes/outfile.md\n?? memory/out\n"  # the seeded symlinks, nothing else
+LIMIT = 262_144  # store.max_file_bytes default
+SECRET = "sk-ant-" + "api03-" + "A" * 40
+
+
+def _seed(ws: Workspace) -> None:
+    Store(ws).write_context(
+        [
+            {"path": NOTE, "mode": "create", "content": NOTE_TEXT},
+            {"path": "memory/notes/b.md", "mode": "create", "content": "bee\n"},
+        ],
+        actor="user",
+        message="seed",
+    )
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_template(tmp_path_factory, _seed)
+
+
+@pytest.fixture
+def seeded(template: Path, tmp_path: Path) -> Workspace:
+    """A workspace with a committed note, a clean tree, and two symlinks that lead outside."""
+    ws = copy_workspace(template, tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "file.md").write_text("outside\n")
+    os.symlink(outside, ws.root / "memory" / "out")
+    os.symlink(outside / "file.md", ws.root / "memory" / "notes" / "outfile.md")
+    return ws
+
+
+def outside_state(tmp_path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((tmp_path / "outside").iterdir())}
+
+
+def sha_of(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+GOOD = {"path": "memory/notes/new.md", "mode": "create", "content": "fine\n"}
+
+# (id, changes, actor, error type, message pattern). Where a valid change comes first, the test
+# also shows that nothing of the call was applied.
+CASES: list[tuple[str, object, str, type[Exception], str]] = [
+    # ---- stale reads
+    (
+        "stale-sha",
+        [GOOD, {"path": NOTE, "mode": "append", "content": "x\n", "expected_sha256": "0" * 64}],
+        "user",
+        StaleWriteError,
+        r"memory/notes/a\.md changed since it was read .*Nothing was written",
+    ),
+    (
+        "stale-sha-of-missing-file",
+        [
+            {
+                "path": "memory/notes/gone.md",
+                "mode": "append",
+                "content": "x",
+                "expected_sha256": "a" * 64,
+            }
+        ],
+        "user",
+        StaleWriteError,
+        r"gone\.md changed since it was read",
+    ),
+    (
+        "stale-after-earlier-change-in-call",
+        [
+            {"path": NOTE, "mode": "append", "content": "x\n"},
+            {"path": NOTE, "mode": "append", "content": "y\n", "expected_sha256": sha_of("nope")},
+        ],
+        "user",
+        StaleWriteError,
+        r"changed since it was read",
+    ),
+    # ---- mode preconditions
+    (
+        "create-over-existing",
+        [GOOD, {"path": NOTE, "mode": "create", "content": "x\n"}],
+        "user",
+        WriteError,
+        r"create: memory/notes/a\.md already exists; read it, then use edit or append",
+    ),
+    (
+        "edit-snippet-absent",
+        [{"path": NOTE, "mode": "edit", "old": "three", "new": "3"}],
+        "user",
+        WriteError,
+        r"does not occur in memory/notes/a\.md \(0 times\)",
+    ),
+    (
+        "edit-snippet-empty",
+        [{"path": NOTE, "mode": "edit", "old": "", "new": "3"}],
+        "user",
+        WriteError,
+        r"\(0 times\)",
+    ),
+    (
+        "edit-snippet-ambiguous",
+        [GOOD, {"path": NOTE, "mode": "edit", "old": "two", "new": "2"}],
+        "user",
+        WriteError,
+        r"occurs 3 times in memory/notes/a\.md; it must occur exactly once",
+    ),
+    (
+        "edit-missing-file",
+        [{"path": "memory/notes/none.md", "mode": "edit", "old": "a", "new": "b"}],
+        "user",
+        WriteError,
+        r"edit: memory/notes/none\.md does not exist; use create",
+    ),
+    (
+        "overwrite-missing-file",
+        [{"path": "memory/notes/none.md", "mode": "overwrite", "content": "b"}],
+        "user",
+        WriteError,
+        r"overwrite: memory/notes/none\.md does not exist",
+    ),
+    (
+        "delete-missing-file",
+        [{"path": "memory/notes/none.md", "mode": "delete"}],
+        "user",
+        WriteError,
+        r"delete: memory/notes/none\.md does not exist",
+    ),
+    (
+        "move-onto-existing",
+        [GOOD, {"path": NOTE, "mode": "move", "to": "memory/notes/b.md"}],
+        "user",
+        WriteError,
+        r"move: memory/notes/b\.md already exists",
+    ),
+    (
+        "write-to-a-folder",
+        [{"path": "memory/notes", "mode": "overwrite", "content": "x"}],
+        "user",
+        WriteError,
+        r"memory/notes is a folder, not a file",
+    ),
+    # ---- limits
+    (
+        "file-over-size-limit",
+        [{"path": "memory/notes/big.md", "mode": "create", "content": "a" * (LIMIT + 1)}],
+        "user",
+        LimitError,
+        r"memory/notes/big\.md would be 262,145 bytes; the limit is 262,144 "
+        r"\(store\.max_file_bytes\)",
+    ),
+    (
+        "append-pushes-over-size-limit",
+        [GOOD, {"path": NOTE, "mode": "append", "content": "a" * (LIMIT - len(NOTE_TEXT) + 1)}],
+        "user",
+        LimitError,
+        r"memory/notes/a\.md would be 262,145 bytes",
+    ),
+    (
+        "21-changes",
+        [{"path": f"memory/notes/n{i}.md", "mode": "create", "content": "x\n"} for i in range(21)],
+        "user",
+        LimitError,
+        r"21 changes in one call; the limit is 20 \(store\.max_files_per_call\)",
+    ),
+    # ---- the path jail
+    *[
+        (
+            f"path-{name}",
+            [GOOD, {"path": path, "mode": "create", "content": "x"}],
+            "user",
+            PathError,
+            pat,
+        )
+        for name, path, pat in [
+            ("dotdot-etc-passwd", "../../etc/passwd", r"'\.\./\.\./etc/passwd' uses '\.\.'"),
+            ("absolute", "/etc/passwd", r"'/etc/passwd' is absolute"),
+            ("inner-dotdot", "memory/../../x", r"uses '\.\.'; paths must stay inside"),
+            ("backslash-dotdot", "memory\\..\\..\\x", r"uses '\.\.'"),
+            ("windows-drive", "C:/x.md", r"is absolute"),
+            (
+                "symlink-dir-out",
+                "memory/out/x.md",
+                r"leads outside the workspace through a symlink",
+            ),
+            ("symlink-file-out", "memory/notes/outfile.md", r"leads outside the workspace"),
+            ("git-config", ".git/config", r"'\.git/config' is inside \.git/"),
+            ("git-dot-slash", "./.git/hooks/pre-commit", r"is inside \.git/"),
+            ("state-dir", ".crustacean/x", r"'\.crustacean/x' is inside \.crustacean/"),
+            # git silently refuses to version any `.git` component, so the jail refuses them all
+            ("nested-git", "memory/.git/config", r"has a \.git folder in it"),
+            ("nested-git-upper", "memory/notes/.GIT/HEAD", r"has a \.git folder in it"),
+            ("top-git-upper", ".Git/config", r"has a \.git folder in it"),
+            ("git-trailing-dot", "memory/.git./x", r"has a \.git folder in it"),
+            ("git-short-name", "memory/GIT~1/x", r"has a \.git folder in it"),
+            ("empty", "", r"path must be a non-empty string"),
+            ("root", "./", r"names the workspace root"),
+            ("nul", "memory/a\x00.md", r"contains a NUL character"),
+        ]
+    ],
+    (
+        "path-not-a-string",
+        [{"path": 7, "mode": "create", "content": "x"}],
+        "user",
+        WriteError,
+        r"changes\[0\]\.path must be a string",
+    ),
+    (
+        "move-target-outside",
+        [{"path": NOTE, "mode": "move", "to": "../elsewhere.md"}],
+        "user",
+        PathError,
+        r"'\.\./elsewhere\.md' uses '\.\.'",
+    ),
+    (
+        "move-target-into-git",
+        [{"path": NOTE, "mode": "move", "to": ".git/hooks/post-commit"}],
+        "user",
+        PathError,
+        r"is inside \.git/",
+    ),
+    (
+        "move-target-through-symlink",
+        [{"path": NOTE, "mode": "move", "to": "memory/out/a.md"}],
+        "user",
+        PathError,
+        r"leads outside the workspace",
+    ),
+    # ---- content
+    (
+        "lone-surrogate",
+        [GOOD, {"path": "memory/notes/s.md", "mode": "create", "content": "bad \ud800 text"}],
+        "user",
+        WriteError,
+        r"changes\[1\]\.content is not valid UTF-8 text \(it has a lone surrogate\)",
+    ),
+    (
+        "lone-surrogate-in-edit",
+        [{"path": NOTE, "mode": "edit", "old": "one", "new": "\udfff"}],
+        "user",
+        WriteError,
+        r"changes\[0\]\.new is not valid UTF-8",
+    ),
+    (
+        "nul-in-content",
+        [{"path": "memory/notes/s.md", "mode": "create", "content": "a\x00b"}],
+        "user",
+        WriteError,
+        r"changes\[0\]\.content contains a NUL character",
+    ),
+    # ---- shape
+    (
+        "unknown-mode",
+        [{"path": NOTE, "mode": "truncate"}],
+        "user",
+        WriteError,
+        r"mode must be one of create, append, edit, overwrite, delete, move; got 'truncate'",
+    ),
+    ("no-mode", [{"path": NOTE}], "user", WriteError, r"changes\[0\]\.mode must be one of"),
+    ("no-path", [{"mode": "create", "content": "x"}], "user", WriteError, r"path must be a string"),
+    (
+        "create-no-content",
+        [{"path": "memory/notes/s.md", "mode": "create"}],
+        "user",
+        WriteError,
+        r"mode create needs 'content' as a string",
+    ),
+    (
+        "append-content-not-str",
+        [{"path": NOTE, "mode": "append", "content": 5}],
+        "user",
+        WriteError,
+        r"mode append needs 'content'",
+    ),
+    (
+        "edit-no-new",
+        [{"path": NOTE, "mode": "edit", "old": "one"}],
+        "user",
+        WriteError,
+        r"mode edit needs 'new' as a string",
+    ),
+    (
+        "move-no-to",
+        [{"path": NOTE, "mode": "move"}],
+        "user",
+        WriteError,
+        r"mode move needs 'to' as a string",
+    ),
+    (
+        "unknown-field",
+        [{"path": NOTE, "mode": "append", "content": "x", "sha": "1"}],
+        "user",
+        WriteError,
+        r"unknown field 'sha'",
+    ),
+    (
+        "bad-sha-length",
+        [{"path": NOTE, "mode": "append", "content": "x", "expected_sha256": "abc"}],
+        "user",
+        WriteError,
+        r"expected_sha256 must be the 64-hex sha256",
+    ),
+    (
+        "sha-on-create",
+        [
+            {
+                "path": "memory/notes/s.md",
+                "mode": "create",
+                "content": "x",
+                "expected_sha256": "a" * 64,
+            }
+        ],
+        "user",
+        WriteError,
+        r"create takes no expected_sha256",
+    ),
+    (
+        "changes-not-a-list",
+        {"path": NOTE, "mode": "delete"},
+        "user",
+        WriteError,
+        r"changes must be a non-empty list",
+    ),
+    ("changes-empty", [], "user", WriteError, r"changes must be a non-empty list"),
+    (
+        "change-not-an-object",
+        ["memory/notes/a.md"],
+        "user",
+        WriteError,
+        r"changes\[0\] must be an object",
+    ),
+    # ---- policy
+    (
+        "curate-may-not-delete",
+        [{"path": NOTE, "mode": "delete"}],
+        "curate",
+        PolicyError,
+        r"curate may not delete memory/notes/a\.md; it may create, append or edit there; "
+        r"nothing is ever deleted or overwritten by this stage",
+    ),
+    (
+        "curate-may-not-overwrite",
+        [{"path": NOTE, "mode": "overwrite", "content": "x"}],
+        "curate",
+        PolicyError,
+        r"curate may not overwrite memory/notes/a\.md; it may create, append or edit there",
+    ),
+    (
+        "collect-only-daily-logs",
+        [
+            {"path": "memory/2024-05-01.md", "mode": "append", "content": "ok\n"},
+            {"path": NOTE, "mode": "append", "content": "x\n"},
+        ],
+        "collect",
+        PolicyError,
+        r"collect may not write memory/notes/a\.md\. Places it may write: memory/\[0-9\]",
+    ),
+    (
+        "compile-move-outside-archive",
+        [{"path": NOTE, "mode": "move", "to": "projects/a.md"}],
+        "compile",
+        PolicyError,
+        r"compile may not move files to projects/a\.md\. Places it may write:",
+    ),
+    ("unknown-actor", [GOOD], "intruder", PolicyError, r"unknown actor 'intruder'; known: collect"),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "actor", "error", "pattern"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_bad_input_is_refused_and_nothing_changes(
+    seeded: Workspace,
+    tmp_path: Path,
+    changes: object,
+    actor: str,
+    error: type[Exception],
+    pattern: str,
+) -> None:
+    before, outside = snapshot(seeded.root), outside_state(tmp_path)
+    with pytest.raises(error, match=pattern):
+        Store(seeded).write_context(changes, actor=actor, message="bad")
+    assert snapshot(seeded.root) == before
+    assert outside_state(tmp_path) == outside
+    assert not (seeded.root / "memory/notes/new.md").exists()
+
+
+@pytest.mark.parametrize("where", ["content", "new"])
+def test_secret_is_refused_naming_kind_and_path_never_the_value(
+    seeded: Workspace, where: str
+) -> None:
+    before = snapshot(seeded.root)
+    change = (
+        {"path": NOTE, "mode": "append", "content": f"the key is {SECRET}\n"}
+        if where == "content"
+        else {"path": NOTE, "mode": "edit", "old": "one", "new": f"key={SECRET}"}
+    )
+    with pytest.raises(SecretError) as info:
+        Store(seeded).write_context([GOOD, change], actor="curate", message="oops")
+    msg = str(info.value)
+    assert "Anthropic API key" in msg
+    assert NOTE in msg
+    assert SECRET not in msg and "A" * 20 not in msg and "api03" not in msg
+    assert snapshot(seeded.root) == before
+
+
+def test_password_assignment_is_refused_without_the_value(seeded: Workspace) -> None:
+    before = snapshot(seeded.root)
+    with pytest.raises(SecretError) as info:
+        Store(seeded).write_context(
+            [
+                {
+                    "path": "memory/notes/s.md",
+                    "mode": "create",
+                    "content": "password = " + "Hunter2!x9",
+                }
+            ],
+            actor="user",
+            message="x",
+        )
+    assert "credential assignment" in str(info.value) and "Hunter2" not in str(info.value)
+    assert snapshot(seeded.root) == before
+
+
+def test_empty_message_is_refused(seeded: Workspace) -> None:
+    before = snapshot(seeded.root)
+    with pytest.raises(WriteError, match=r"message must say what the change is"):
+        Store(seeded).write_context([GOOD], actor="user", message="  ")
+    assert snapshot(seeded.root) == before
+
+
+def test_lower_per_call_file_limit_from_config(seeded: Workspace) -> None:
+    ws = Workspace(seeded.root, load_config(seeded.root, overrides=["store.max_files_per_call=2"]))
+    before = snapshot(ws.root)
+    changes = [
+        {"path": f"memory/notes/n{i}.md", "mode": "create", "content": "x"} for i in range(3)
+    ]
+    with pytest.raises(LimitError, match=r"3 changes in one call; the limit is 2"):
+        Store(ws).write_context(changes, actor="user", message="x")
+    assert snapshot(ws.root) == before
+
+
+# ------------------------------------------------------------------ versions
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (
+            lambda s: hist.show(s, "deadbeef"),
+            r"unknown version 'deadbeef'; see `crustacean history`",
+        ),
+        (lambda s: hist.show(s, "--all"), r"unknown version '--all'"),
+        (
+            lambda s: hist.rollback(s, "0123456789abcdef0123"),
+            r"unknown version '0123456789abcdef0123'",
+        ),
+        (lambda s: hist.rollback(s, "HEAD~99"), r"unknown version 'HEAD~99'"),
+        (
+            lambda s: hist.rollback(s, "HEAD", ["memory/notes/never.md"]),
+            r"memory/notes/never\.md did not exist at version [0-9a-f]{12}, so there is nothing",
+        ),
+        (
+            lambda s: hist.rollback(s, "HEAD~1", ["memory/notes/b.md"]),
+            r"memory/notes/b\.md did not exist at version",
+        ),
+    ],
+    ids=[
+        "show-unknown",
+        "show-option-like",
+        "rollback-unknown",
+        "rollback-too-far",
+        "rollback-path-never",
+        "rollback-path-not-yet",
+    ],
+)
+def test_version_errors(seeded: Workspace, call, pattern: str) -> None:
+    before = snapshot(seeded.root)
+    with pytest.raises(VersionError, match=pattern):
+        call(Store(seeded))
+    assert snapshot(seeded.root) == before
+
+
+def test_rollback_path_outside_is_refused(seeded: Workspace) -> None:
+    before = snapshot(seeded.root)
+    with pytest.raises(PathError, match=r"uses '\.\.'"):
+        hist.rollback(Store(seeded), "HEAD~1", ["../../etc/passwd"])
+    assert snapshot(seeded.root) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (("show", "deadbeef"), "Error: unknown version 'deadbeef'"),
+        (("rollback", "deadbeef"), "Error: unknown version 'deadbeef'"),
+        (
+            ("rollback", "HEAD", "memory/notes/never.md"),
+            "Error: memory/notes/never.md did not exist",
+        ),
+    ],
+)
+def test_version_errors_through_the_cli(
+    seeded: Workspace, args: tuple[str, ...], pattern: str
+) -> None:
+    before = snapshot(seeded.root)
+    result = run_cli("-w", str(seeded.root), *args, code=2)
+    assert pattern in result.stderr
+    assert "Traceback" not in result.output
+    assert snapshot(seeded.root) == before
+
+
+# ------------------------------------------------------------------ all or nothing
+
+THREE = [
+    {"path": "MEMORY.md", "mode": "append", "content": "- appended\n"},
+    {"path": NOTE, "mode": "overwrite", "content": "replaced\n"},
+    {"path": "knowledge/topics/new.md", "mode": "create", "content": "brand new\n"},
+]
+MIXED = [
+    {"path": "MEMORY.md", "mode": "edit", "old": "# MEMORY.md", "new": "# Memory"},
+    {"path": NOTE, "mode": "delete"},
+    {"path": "memory/notes/b.md", "mode": "move", "to": "archive/lessons/b.md"},
+    {"path": "memory/notes/c.md", "mode": "create", "content": "c\n"},
+]
+
+
+def _fail_after(n: int):
+    seen: list[str] = []
+
+    def hook(path: str) -> None:
+        seen.append(path)
+        if len(seen) == n:
+            raise OSError(f"injected failure after {path}")
+
+    return hook, seen
+
+
+@pytest.mark.parametrize(
+    ("changes", "fail_at"),
+    [(THREE, 1), (THREE, 2), (THREE, 3), (MIXED, 1), (MIXED, 3), (MIXED, 5)],
+    ids=["three@1", "three@2", "three@3", "mixed@1", "mixed@3", "mixed@5"],
+)
+def test_failure_between_files_restores_everything(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch, changes: list[dict], fail_at: int
+) -> None:
+    root = seeded.root
+    before, head = snapshot(root), git(root, "rev-parse", "HEAD")
+    hook, seen = _fail_after(fail_at)
+    monkeypatch.setattr(store_files, "_FAULT_HOOK", hook)
+    with pytest.raises(OSError, match="injected failure"):
+        Store(seeded).write_context(changes, actor="user", message="doomed")
+    assert len(seen) == fail_at  # the failure really came after `fail_at` files were written
+    assert snapshot(root) == before  # every file byte-identical, no temp file left, no commit
+    assert git(root, "rev-parse", "HEAD") == head
+    assert not (root / ".crustacean" / "journal.json").exists()
+    assert git(root, "status", "--porcelain") == STATUS
+
+
+def test_a_path_git_would_skip_fails_the_commit_instead_of_going_unversioned(
+    seeded: Workspace,
+) -> None:
+    """Belt and braces behind the jail: `git update-index` skips some names with exit code 0."""
+    root = seeded.root
+    (root / "memory/.git").mkdir()
+    (root / "memory/.git/x").write_text("x\n")
+    head = git(root, "rev-parse", "HEAD")
+    with pytest.raises(VersionError, match=r"git cannot version this change"):
+        Git(root).commit_paths(["memory/.git/x"], actor="user", message="m", trailers={})
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_failed_commit_restores_the_files(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = seeded.root
+    before = snapshot(root)
+
+    def broken(*args, **kwargs):
+        raise VersionError("git commit-tree failed: disk full")
+
+    monkeypatch.setattr(Git, "commit_paths", broken)
+    with pytest.raises(VersionError, match="disk full"):
+        Store(seeded).write_context(THREE, actor="user", message="doomed")
+    assert snapshot(root) == before
+    assert not (root / ".crustacean" / "journal.json").exists()
+
+
+CRASH_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    from pathlib import Path
+    from crustacean.config import load_config
+    from crustacean.store import files
+    from crustacean.store.versions import Git
+    from crustacean.workspace import Workspace
+
+    root, where, changes = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+    if where.startswith("file"):
+        n, seen = int(where[4:]), []
+        def hook(path):
+            seen.append(path)
+            if len(seen) == n:
+                os._exit(9)  # power cut: no except, no finally, no atexit
+        files._FAULT_HOOK = hook
+    else:
+        real = Git.commit_paths
+        def commit_then_die(self, *a, **kw):
+            real(self, *a, **kw)
+            os._exit(9)
+        Git.commit_paths = commit_then_die
+    store = files.Store(Workspace(root, load_config(root)))
+    store.write_context(changes, actor="user", message="crash test")
+    sys.exit(0)
+    """
+)
+
+
+def _crash(root: Path, where: str, changes: list[dict]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASH_SCRIPT, str(root), where, json.dumps(changes)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 9, proc.stderr
+
+
+def _fsck(root: Path) -> None:
+    proc = subprocess.run(
+        ["git", "fsck", "--no-progress"], cwd=root, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "error" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("where", ["file1", "file2", "file3"])
+def test_crash_before_commit_is_undone_by_recover(seeded: Workspace, where: str) -> None:
+    root = seeded.root
+    before, head = snapshot(root), git(root, "rev-parse", "HEAD")
+    _crash(root, where, THREE)
+    journal = root / ".crustacean" / "journal.json"
+    assert journal.exists()  # the crash left a half-applied call behind ...
+    assert snapshot(root) != before
+    assert Store(seeded).recover() is True  # ... and recovery puts every file back
+    assert not journal.exists()
+    assert snapshot(root) == before
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == STATUS
+    _fsck(root)
+
+
+def test_crash_is_recovered_by_the_next_write(seeded: Workspace) -> None:
+    root = seeded.root
+    original = {p: (root / p).read_bytes() for p in ("MEMORY.md", NOTE)}
+    _crash(root, "file2", THREE)
+    result = Store(seeded).write_context(
+        [{"path": "memory/notes/b.md", "mode": "append", "content": "later\n"}],
+        actor="user",
+        message="next call",
+    )
+    assert result.files == ("memory/notes/b.md",)
+    assert {p: (root / p).read_bytes() for p in original} == original
+    assert not (root / "knowledge/topics/new.md").exists()
+    assert git(root, "status", "--porcelain") == STATUS
+    _fsck(root)
+
+
+def test_crash_after_commit_keeps_the_version(seeded: Workspace) -> None:
+    root = seeded.root
+    count = int(git(root, "rev-list", "--count", "HEAD"))
+    _crash(root, "commit", THREE)
+    assert (root / ".crustacean" / "journal.json").exists()
+    assert Store(seeded).recover() is False  # committed: nothing to undo
+    assert not (root / ".crustacean" / "journal.json").exists()
+    assert int(git(root, "rev-list", "--count", "HEAD")) == count + 1
+    assert (root / NOTE).read_bytes() == b"replaced\n"
+    assert (root / "knowledge/topics/new.md").read_bytes() == b"brand new\n"
+    assert git(root, "status", "--porcelain") == STATUS
+    _fsck(root)
+
+
+def test_torn_journal_is_discarded(seeded: Workspace) -> None:
+    root = seeded.root
+    (root / ".crustacean" / "journal.json").write_bytes(b'{"call_id": "x", "orig')
+    before = snapshot(root)
+    assert Store(seeded).recover() is False
+    assert not (root / ".crustacean" / "journal.json").exists()
+    before.pop(".crustacean/journal.json")
+    assert snapshot(root) == before
