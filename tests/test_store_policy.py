@@ -396,7 +396,7 @@ def test_unknown_proposal_id_is_a_usage_error(ws: Workspace, verb: tuple[str, ..
 
 def test_non_numeric_proposal_id_is_a_usage_error(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "review", "approve", "abc", code=2)
-    assert "Invalid value for 'pid'" in result.stderr and "Traceback" not in result.output
+    assert "Invalid value for 'ID'" in result.stderr and "Traceback" not in result.output
 
 
 def test_empty_review_queue(ws: Workspace) -> None:

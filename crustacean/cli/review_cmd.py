@@ -42,7 +42,9 @@ def review(
 
 
 @review_app.command("show")
-def show(ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal id.")]) -> None:
+def show(
+    ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")]
+) -> None:
     """Print a proposal and the diff it would apply to the files as they are now."""
     store = Store(state(ctx).open())
     prop = proposals.get(store, pid)
@@ -59,7 +61,9 @@ def show(ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal i
 
 
 @review_app.command("approve")
-def approve(ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal id.")]) -> None:
+def approve(
+    ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")]
+) -> None:
     """Apply a proposal as one new version (refused if its files changed since)."""
     result = proposals.approve(Store(state(ctx).open()), pid)
     console.print(
@@ -71,7 +75,7 @@ def approve(ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposa
 @review_app.command("reject")
 def reject(
     ctx: typer.Context,
-    pid: Annotated[int, typer.Argument(help="Proposal id.")],
+    pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")],
     reason: Annotated[str, typer.Option("--reason", help="Why, kept with the proposal.")] = "",
 ) -> None:
     """Drop a proposal; nothing is written to the workspace."""

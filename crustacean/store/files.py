@@ -89,6 +89,7 @@ class Plan:
     before: dict[str, bytes | None] = field(default_factory=dict)
     after: dict[str, bytes | None] = field(default_factory=dict)
     ask: list[str] = field(default_factory=list)
+    moved: set[str] = field(default_factory=set)  # targets holding a file's bytes unchanged
 
     @property
     def touched(self) -> list[str]:
@@ -264,12 +265,14 @@ class Store:
                 dest = self._trash_path(plan, ch.path)
                 plan.after[dest] = cur
                 plan.after[ch.path] = None
+                plan.moved.add(dest)
             case "move":
                 assert ch.to is not None
                 if self._current(plan, ch.to) is not None:
                     raise WriteError(f"move: {ch.to} already exists; choose another target.")
                 plan.after[ch.to] = cur
                 plan.after[ch.path] = None
+                plan.moved.add(ch.to)
 
     def _trash_path(self, plan: Plan, path: str) -> str:
         day = self.ws.today(self.clock()).isoformat()
@@ -284,7 +287,7 @@ class Store:
     def _check_limits(self, plan: Plan) -> None:
         cap = self.ws.settings.store.max_file_bytes
         for path, data in plan.after.items():
-            if data is not None and len(data) > cap:
+            if data is not None and len(data) > cap and path not in plan.moved:
                 raise LimitError(
                     f"{path} would be {len(data):,} bytes; the limit is {cap:,} "
                     "(store.max_file_bytes). Split it into smaller files."
@@ -324,8 +327,10 @@ class Store:
             touched = plan.touched
             if not touched:
                 return WriteResult(files=(), call_id=call_id)
-            snapshot = self._snapshot_dirty(plan, actor)
-            self._apply(plan, touched, call_id)
+            head = self.git.head() if self.versioned else None
+            snapshot = self._snapshot_dirty(plan, actor, head)
+            head = snapshot or head
+            self._apply(plan, touched, call_id, head)
             version = None
             try:
                 if self.versioned:
@@ -335,7 +340,7 @@ class Store:
                         TRAILER_CALL: call_id,
                     }
                     version = self.git.commit_paths(
-                        touched, actor=actor, message=message, trailers=trailers
+                        touched, actor=actor, message=message, trailers=trailers, parent=head
                     )
             except BaseException:
                 self._restore(self._read_journal())
@@ -354,13 +359,13 @@ class Store:
     def _journal_path(self) -> Path:
         return self.ws.state_dir / "journal.json"
 
-    def _apply(self, plan: Plan, touched: list[str], call_id: str) -> None:
+    def _apply(self, plan: Plan, touched: list[str], call_id: str, head: str | None) -> None:
         originals = {
             p: plan.before.get(p) if p in plan.before else self.read_bytes(p) for p in touched
         }
         journal = {
             "call_id": call_id,
-            "head": self.git.head() if self.versioned else None,
+            "head": head,
             "originals": {
                 p: None if b is None else base64.b64encode(b).decode() for p, b in originals.items()
             },
@@ -370,6 +375,8 @@ class Store:
             for path in touched:
                 self._put(path, plan.after[path])
                 _fault_point(path)
+            for folder in {(self.root / p).parent for p in touched}:
+                _fsync_dir(folder)  # once per folder: the renames are durable before the commit
         except BaseException:
             self._restore(originals)
             self._journal_path.unlink(missing_ok=True)
@@ -381,7 +388,7 @@ class Store:
             full.unlink(missing_ok=True)  # the bytes live on at the move/trash target written first
         else:
             full.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(full, data)
+            atomic_write(full, data, sync_dir=False)
 
     def _restore(self, originals: dict[str, bytes | None]) -> None:
         for path, data in originals.items():
@@ -408,12 +415,12 @@ class Store:
         self._journal_path.unlink(missing_ok=True)
         return not committed
 
-    def _snapshot_dirty(self, plan: Plan, actor: str) -> str | None:
+    def _snapshot_dirty(self, plan: Plan, actor: str, head: str | None) -> str | None:
         """Commit the user's uncommitted edits to files this call replaces, so none is lost."""
-        if not self.versioned or self.git.head() is None:
+        if head is None:
             return None
         existing = [p for p, b in plan.before.items() if b is not None and p in plan.touched]
-        head_ids = self.git.blob_ids("HEAD", existing)
+        head_ids = self.git.blob_ids(head, existing)
         dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
         if not dirty:
             return None
@@ -422,6 +429,7 @@ class Store:
             actor="user",
             message=f"snapshot of uncommitted edits before a {actor} write",
             trailers={TRAILER_ACTOR: "user"},
+            parent=head,
         )
 
 
@@ -451,7 +459,7 @@ def _tier_of(full: Path, rel: str) -> str | None:
     return m.group(1).decode() if m else None
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -463,7 +471,8 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    if sync_dir:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(folder: Path) -> None:

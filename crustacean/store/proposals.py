@@ -144,6 +144,12 @@ def _lines(data: bytes | None) -> list[str]:
 def approve(store: Store, pid: int) -> WriteResult:
     """Apply a proposal as it was proposed; stale files refuse it and keep it pending."""
     prop = _pending(store, pid)
+    appeared = [p for p, sha in prop.reads.items() if sha is None and store.read_bytes(p)]
+    if appeared:
+        raise StaleWriteError(
+            f"proposal {pid} is stale: {appeared[0]} did not exist when it was proposed and does "
+            f"now. It stays pending; reject it with `crustacean review reject {pid}`."
+        )
     pinned = []
     for ch in prop.changes:
         sha = prop.reads.get(ch.path)

@@ -40,6 +40,10 @@ class Version:
     run_id: str | None
 
 
+class LookUp:
+    """Sentinel: find HEAD yourself."""
+
+
 class Git:
     """A thin runner for the git CLI inside one workspace."""
 
@@ -124,8 +128,13 @@ class Git:
         message: str,
         trailers: dict[str, str],
         now: datetime | None = None,
+        parent: str | type[LookUp] | None = LookUp,
     ) -> str:
-        """Commit the working-tree state of `paths` on top of HEAD; return the new commit id."""
+        """Commit the working-tree state of `paths` on top of HEAD; return the new commit id.
+
+        `parent` is HEAD when the caller already knows it (saves a git call); the ref update
+        still checks HEAD did not move meanwhile.
+        """
         paths = sorted(set(paths))
         state = self.root / ".crustacean"
         state.mkdir(exist_ok=True)
@@ -141,8 +150,8 @@ class Git:
         if now is not None:
             env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
         try:
-            head = self.head()
-            self.run("read-tree", *(["HEAD"] if head else ["--empty"]), env=env)
+            head = self.head() if parent is LookUp else parent
+            self.run("read-tree", *([head] if head else ["--empty"]), env=env)
             added = self.run(
                 "update-index",
                 "--add",
