@@ -366,3 +366,20 @@ def test_a_workspace_without_git_still_writes(tmp_path: Path) -> None:
     assert (root / "archive/trash/2024-05-01/memory/notes/a.md").read_bytes() == b"x\ny\n"
     assert not (root / ".git").exists()
     assert not (root / ".crustacean" / "journal.json").exists()
+
+
+def test_an_oversize_file_can_still_be_moved_and_trashed(ws: Workspace) -> None:
+    big = b"x" * (ws.settings.store.max_file_bytes + 10)
+    (ws.root / "memory/notes/big.md").write_bytes(big)
+    store = Store(ws)
+    store.write_context(
+        [{"path": "memory/notes/big.md", "mode": "move", "to": "knowledge/notes/big.md"}],
+        actor="user",
+        message="move a big file",
+    )
+    assert (ws.root / "knowledge/notes/big.md").read_bytes() == big
+    store.write_context(
+        [{"path": "knowledge/notes/big.md", "mode": "delete"}], actor="user", message="trash it"
+    )
+    assert not (ws.root / "knowledge/notes/big.md").exists()
+    assert next((ws.root / "archive/trash").rglob("big.md")).read_bytes() == big

@@ -402,3 +402,22 @@ def test_non_numeric_proposal_id_is_a_usage_error(ws: Workspace) -> None:
 def test_empty_review_queue(ws: Workspace) -> None:
     assert "No pending proposals." in run_cli("-w", str(ws.root), "review").stdout
     assert json.loads(run_cli("-w", str(ws.root), "review", "--json").stdout) == []
+
+
+def test_approval_is_stale_when_a_file_it_creates_by_append_appeared(ws: Workspace) -> None:
+    changes = [{"path": "memory/notes/new.md", "mode": "append", "content": "- proposed\n"}]
+    store = Store(ws)
+    with_review = Store(copy_ws_with_review(ws))
+    pid = with_review.write_context(changes, actor="curate", message="note").proposal
+    assert pid is not None
+    (ws.root / "memory/notes/new.md").write_text("- typed by the human meanwhile\n")
+    before = snapshot(ws.root)
+    with pytest.raises(StaleWriteError, match="did not exist when it was proposed"):
+        proposals.approve(store, pid)
+    assert snapshot(ws.root) == before
+
+
+def copy_ws_with_review(ws: Workspace) -> Workspace:
+    from crustacean.config import load_config
+
+    return Workspace(ws.root, load_config(ws.root, overrides=["memory.write=review"]))
