@@ -76,3 +76,9 @@ class ProposalError(CrustaceanError):
     """A proposal id is unknown or cannot be applied."""
 
     exit_code = EXIT_USAGE
+
+
+class SearchQueryError(CrustaceanError):
+    """A search query is empty, or (with --raw) not valid FTS5 syntax."""
+
+    exit_code = EXIT_USAGE

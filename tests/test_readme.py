@@ -75,6 +75,35 @@ def test_help_lists_only_commands_that_work() -> None:
 
     out = CliRunner().invoke(app, ["--help"], prog_name="crustacean").stdout
     listed = set(re.findall(r"^│ (\w[\w-]*)\s", out, flags=re.M))
-    assert listed == {"init", "config", "paths", "history", "show", "rollback", "review"}
+    assert listed == {
+        "init",
+        "config",
+        "paths",
+        "history",
+        "show",
+        "rollback",
+        "review",
+        "context",
+        "search",
+        "index",
+        "remember",
+        "tier",
+    }
     for name in listed:
         assert f"`crustacean {name}" in README
+
+
+def test_the_claude_code_hook_snippet_works(tmp_path: Path) -> None:
+    import json
+
+    from crustacean.init import init_workspace
+
+    settings = json.loads(_blocks("json")[0])
+    hook = settings["hooks"]["SessionStart"][0]
+    assert hook["matcher"] == "startup|resume|clear|compact"
+    command = hook["hooks"][0]["command"]
+    init_workspace(tmp_path / "agent")
+    done = _run(command.replace("~/agent", str(tmp_path / "agent")), tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "SessionStart" and "SOUL.md" in out["additionalContext"]

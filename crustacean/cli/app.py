@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from crustacean import __version__
-from crustacean.cli import config_cmd, history_cmd, init_cmd, review_cmd
+from crustacean.cli import config_cmd, history_cmd, init_cmd, memory_cmd, review_cmd, search_cmd
 from crustacean.cli.common import CrustaceanGroup, console, state
 
 app = typer.Typer(
@@ -76,6 +76,11 @@ app.command("history")(history_cmd.history)
 app.command("show")(history_cmd.show)
 app.command("rollback")(history_cmd.rollback)
 app.add_typer(review_cmd.review_app, name="review")
+app.command("context")(memory_cmd.context)
+app.command("search")(search_cmd.search)
+app.command("index")(search_cmd.index)
+app.command("remember")(memory_cmd.remember)
+app.add_typer(memory_cmd.tier_app, name="tier")
 
 
 def main() -> None:

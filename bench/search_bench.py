@@ -1,0 +1,337 @@
+"""Benchmark of `crustacean search`: latency against grep, incremental re-index, ranking quality.
+
+Run it with `python bench/search_bench.py [--files N] [--dir DIR]` (the project's venv). It
+generates a workspace (bench/generate.py: N memory files, default 10,000, plus 3 years of daily
+logs) in a temp folder, or reuses DIR when it already holds one, and measures:
+
+- the full index build (`SearchIndex.rebuild`);
+- ~30 queries of 1–3 words through `SearchIndex.search` in-process (as the MCP server runs it),
+  query only and with the freshness check `search` does by default, against `grep -rilF WORD`
+  (ripgrep if installed) over the same files, one process per query as a user would run it;
+- re-indexing after 10 files change (`update`) against a full rebuild;
+- ranking: 30 needles (a unique fact put into one section of a long file, queried by 2–3 of its
+  words, one inflected) and the mean reciprocal rank in the top 10 of the right file and
+  section, against plain BM25 over whole files (a second FTS5 table of whole files, same
+  tokenizer, same quoting and OR fallback), where the right file alone counts as a hit.
+
+It prints one markdown table. Targets (issue 4): search p95 under a tenth of the grep time;
+re-index of 10 files under 5% of a full rebuild.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
+
+from bench.generate import WORDS, generate_workspace
+from crustacean.config import load_config
+from crustacean.search import SearchIndex, quote_terms
+from crustacean.workspace import Workspace
+
+CONTENT_WORDS = WORDS[60:2000]  # what queries are made of: common to middling words
+NEEDLE_BAND = WORDS[300:3000]  # in dozens to hundreds of files each, so ranking has work to do
+MARKER = ".bench-search"
+NEEDLES = ".bench-needles.json"
+
+
+@dataclass(frozen=True)
+class Needle:
+    path: str
+    line: int  # 1-based line of the planted fact
+    query: str
+
+
+def _isolate(tmp: Path) -> None:
+    """No user or system git config, no user crustacean config."""
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    os.environ.update(
+        {
+            "HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "CRUSTACEAN_CONFIG_DIR": str(tmp / "userconfig"),
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@localhost",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@localhost",
+        }
+    )
+    for var in [v for v in os.environ if v.startswith("CRUSTACEAN_") and "__" in v]:
+        del os.environ[var]
+    os.environ.pop("CRUSTACEAN_WORKSPACE", None)
+
+
+def _workspace(root: Path, files: int) -> tuple[Workspace, list[str]]:
+    """Generate the workspace once (a marker file records it), then reuse it."""
+    marker = root / MARKER
+    if not marker.is_file() or marker.read_text() != str(files):
+        if root.exists() and any(root.iterdir()):
+            sys.exit(f"{root} is not empty and holds no bench workspace of {files} files.")
+        generate_workspace(root, memory_files=files)
+        marker.write_text(str(files))
+    ws = Workspace(root, load_config(root))
+    memory = sorted(
+        p.relative_to(root).as_posix()
+        for folder in ("memory", "knowledge")
+        for p in (root / folder).rglob("*.md")
+        if p.parent.name != ".system" and not p.name[:4].isdigit()
+    )
+    return ws, memory
+
+
+# ---------------------------------------------------------------- needles
+
+
+def _sections(lines: list[str]) -> list[int]:
+    return [i for i, line in enumerate(lines) if line.startswith("## ")]
+
+
+def plant_needles(root: Path, memory: list[str], n: int, rng: random.Random) -> list[Needle]:
+    """Put one fact into a middle section of n long files, once (a reused workspace keeps them)."""
+    saved = root / NEEDLES
+    if saved.is_file():
+        return [Needle(**d) for d in json.loads(saved.read_text())]
+    long_files = [p for p in memory if (root / p).stat().st_size > 2000]
+    needles = []
+    for path in rng.sample(long_files, len(long_files)):
+        if len(needles) == n:
+            break
+        lines = (root / path).read_text("utf-8").split("\n")
+        heads = _sections(lines)
+        if len(heads) < 3:
+            continue
+        words = rng.sample(NEEDLE_BAND, 3)
+        fact = f"Fact: the {words[0]} by the {words[1]} needs {words[2]} checked."
+        end = heads[rng.randrange(1, len(heads) - 1) + 1] - 1
+        while not lines[end].strip():
+            end -= 1
+        lines.insert(end + 1, fact)
+        (root / path).write_text("\n".join(lines), "utf-8")
+        asked = rng.sample(words, rng.choice((2, 3)))
+        asked[0] += "" if asked[0].endswith("s") else "s"
+        needles.append(Needle(path, end + 2, " ".join(asked)))
+    saved.write_text(json.dumps([nd.__dict__ for nd in needles]))
+    return needles
+
+
+def _rr(ranked: list[bool]) -> float:
+    return next((1 / (i + 1) for i, ok in enumerate(ranked) if ok), 0.0)
+
+
+def mrr_chunked(index: SearchIndex, needles: list[Needle]) -> float:
+    """Our ranking: the hit must name the needle's file and a line range holding its line."""
+    scores = []
+    for nd in needles:
+        hits = index.search(nd.query, 10, refresh=False)
+        scores.append(
+            _rr([h.path == nd.path and h.start_line <= nd.line <= h.end_line for h in hits])
+        )
+    return statistics.fmean(scores)
+
+
+def mrr_whole_files(root: Path, paths: list[str], needles: list[Needle], tmp: Path) -> float:
+    """Plain BM25 over whole files, same tokenizer and quoting; the right file is a hit."""
+    conn = sqlite3.connect(tmp / "baseline.db")
+    conn.execute(
+        "CREATE VIRTUAL TABLE f USING fts5(path UNINDEXED, body, tokenize='porter unicode61')"
+    )
+    conn.executemany(
+        "INSERT INTO f (path, body) VALUES (?, ?)",
+        ((p, (root / p).read_text("utf-8")) for p in paths),
+    )
+    conn.commit()
+    scores = []
+    for nd in needles:
+        terms = quote_terms(nd.query)
+        found = []
+        for match in (" ".join(terms), " OR ".join(terms)):
+            sql = "SELECT path FROM f WHERE f MATCH ? ORDER BY bm25(f) LIMIT 10"
+            found = [r[0] for r in conn.execute(sql, (match,))]
+            if found:
+                break
+        scores.append(_rr([p == nd.path for p in found]))
+    conn.close()
+    return statistics.fmean(scores)
+
+
+# ---------------------------------------------------------------- timing
+
+
+def _time(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20, method="inclusive")[-1]
+
+
+def _queries(rng: random.Random, n: int) -> list[str]:
+    return [" ".join(rng.sample(CONTENT_WORDS, rng.choice((1, 2, 3)))) for _ in range(n)]
+
+
+def _grep_cmd(root: Path, word: str) -> list[str]:
+    targets = sorted(str(p) for p in root.iterdir() if not p.name.startswith("."))
+    if shutil.which("rg"):
+        return ["rg", "-ilF", "--glob", "*.md", "--", word, *targets]
+    return ["grep", "-rilF", "--include=*.md", "--exclude-dir=.*", "--", word, *targets]
+
+
+def grep_times(root: Path, queries: list[str]) -> tuple[str, list[float]]:
+    """One process per query, on its first word, as a user would run it; cache warmed first."""
+    cmds = [_grep_cmd(root, q.split()[0]) for q in queries]
+    subprocess.run(cmds[0], capture_output=True, check=False)
+    times = [_time(lambda c=c: subprocess.run(c, capture_output=True, check=False)) for c in cmds]
+    return cmds[0][0], times
+
+
+def search_times(index: SearchIndex, queries: list[str], refresh: bool, rounds: int) -> list[float]:
+    """Per-query median over `rounds`, so one hiccup does not pass for a slow query."""
+    per_query = []
+    for q in queries:
+        runs = [_time(lambda q=q: index.search(q, 10, refresh=refresh)) for _ in range(rounds)]
+        per_query.append(statistics.median(runs))
+    return per_query
+
+
+def reindex_times(
+    index: SearchIndex, root: Path, memory: list[str], rng: random.Random, rounds: int
+) -> list[float]:
+    """Change 10 files, then time `update()` picking up exactly those."""
+    times = []
+    for r in range(rounds):
+        for path in rng.sample(memory, 10):
+            with (root / path).open("a", encoding="utf-8") as f:
+                f.write(f"\n- change {r}: {' '.join(rng.sample(CONTENT_WORDS, 5))}\n")
+        times.append(_time(index.update))
+    return times
+
+
+# ---------------------------------------------------------------- report
+
+
+@dataclass
+class Figures:
+    """Every measurement of one run, in seconds (MRR aside)."""
+
+    files: int = 0
+    chunks: int = 0
+    tool: str = "grep"
+    builds: list[float] = field(default_factory=list)
+    quick: list[float] = field(default_factory=list)
+    fresh: list[float] = field(default_factory=list)
+    check: list[float] = field(default_factory=list)
+    grep: list[float] = field(default_factory=list)
+    reindex: list[float] = field(default_factory=list)
+    mrr_ours: float = 0.0
+    mrr_base: float = 0.0
+    needles: int = 0
+
+
+def measure(root: Path, files: int, tmp: Path) -> Figures:
+    rng = random.Random(7)
+    ws, memory = _workspace(root, files)
+    needles = plant_needles(root, memory, 30, rng)
+    fig = Figures(needles=len(needles))
+    with SearchIndex(ws) as index:
+        fig.builds = [_time(index.rebuild) for _ in range(2)]
+        conn = index.db.conn
+        fig.chunks = conn.execute("SELECT count(*) FROM search_chunks").fetchone()[0]
+        indexed = [p for (p,) in conn.execute("SELECT path FROM search_files WHERE chunks > 0")]
+        fig.files = len(indexed)
+        queries = _queries(rng, 30)
+        fig.quick = search_times(index, queries, refresh=False, rounds=5)
+        fig.fresh = search_times(index, queries, refresh=True, rounds=3)
+        fig.check = [_time(index.update) for _ in range(5)]
+        fig.tool, fig.grep = grep_times(root, queries)
+        fig.reindex = reindex_times(index, root, memory, rng, rounds=5)
+        fig.mrr_ours = mrr_chunked(index, needles)
+    fig.mrr_base = mrr_whole_files(root, indexed, needles, tmp)
+    return fig
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _row(figure: str, median: str, p95: str = "", baseline: str = "", ratio: str = "") -> str:
+    return f"| {figure} | {median} | {p95} | {baseline} | {ratio} |"
+
+
+def _latency_row(name: str, times: list[float], grep: float, tool: str) -> str:
+    ratio = f"p95/{tool} = {_p95(times) / grep:.3f}"
+    med = statistics.median(times)
+    return _row(name, _ms(med), _ms(_p95(times)), f"{tool} -il {_ms(grep)}", ratio)
+
+
+def report(fig: Figures, memory_files: int) -> None:
+    rebuild, grep = statistics.median(fig.builds), statistics.median(fig.grep)
+    reindex = statistics.median(fig.reindex)
+    print(
+        f"\n{memory_files} memory files + daily logs: {fig.files} indexed files, {fig.chunks} "
+        f"chunks; SQLite {sqlite3.sqlite_version}; Python {platform.python_version()}; "
+        f"baseline tool: {fig.tool}; 30 queries; {fig.needles} needles.\n"
+    )
+    print("| figure | median | p95 | baseline | ratio |")
+    print("|---|---|---|---|---|")
+    print(_row("full index build (`index`)", f"{rebuild:.2f} s"))
+    print(_latency_row("search, query only", fig.quick, grep, fig.tool))
+    print(_latency_row("search with freshness check (default)", fig.fresh, grep, fig.tool))
+    print(
+        _row(
+            "freshness check alone (no change)",
+            _ms(statistics.median(fig.check)),
+            _ms(_p95(fig.check)),
+        )
+    )
+    print(
+        _row(
+            "re-index after 10 changed files",
+            _ms(reindex),
+            _ms(_p95(fig.reindex)),
+            f"rebuild {rebuild:.2f} s",
+            f"{reindex / rebuild:.2%} of rebuild",
+        )
+    )
+    ratio = f"{fig.mrr_ours / fig.mrr_base:.2f}×" if fig.mrr_base else "n/a"
+    print(
+        _row(
+            "needle MRR@10: chunked+title vs whole-file BM25",
+            f"{fig.mrr_ours:.3f}",
+            "",
+            f"{fig.mrr_base:.3f}",
+            ratio,
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=10_000, help="memory files to generate")
+    parser.add_argument("--dir", type=Path, help="generate here, or reuse a bench workspace here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="crustacean-search-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        _isolate(tmp)
+        report(measure((args.dir or tmp / "ws").resolve(), args.files, tmp), args.files)
+
+
+if __name__ == "__main__":
+    main()

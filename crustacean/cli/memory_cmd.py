@@ -1,0 +1,144 @@
+"""`crustacean context`, `remember` and `tier`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from crustacean.cli.common import CrustaceanGroup, console, err_console, print_json, state
+from crustacean.context import FOR_FORMS, ContextRequest, build_context
+from crustacean.memory_ops import remember as remember_memory
+from crustacean.memory_ops import set_tier, tier_plan, tier_rows
+from crustacean.tiers import TIERS
+
+
+def context(
+    ctx: typer.Context,
+    for_: Annotated[
+        str, typer.Option("--for", help=f"Who the context is for: {', '.join(FOR_FORMS)}.")
+    ] = "main",
+    topic: Annotated[
+        str | None,
+        typer.Option(
+            "--topic",
+            help="What the conversation is about (loads warm and cold memories that match).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="markdown, json, or claude-hook (SessionStart JSON).")
+    ] = "markdown",
+    max_entries: Annotated[
+        int | None, typer.Option("--max-entries", help="At most N memories (memory.max_entries).")
+    ] = None,
+    budget_chars: Annotated[
+        int | None,
+        typer.Option("--budget-chars", help="Character budget of memories (memory.budget_chars)."),
+    ] = None,
+) -> None:
+    """Print what an agent should load now: foundation, recent days and memories, within caps."""
+    if fmt not in ("markdown", "json", "claude-hook"):
+        raise typer.BadParameter("use markdown, json or claude-hook.", param_hint="--format")
+    request = ContextRequest(for_, topic, max_entries, budget_chars)
+    result = build_context(state(ctx).open(), request, datetime.now(UTC))
+    for path, why in result.problems:
+        err_console.print(f"Skipped: {path} ({why})", markup=False)
+    if fmt == "json":
+        print_json(result.to_json())
+    elif fmt == "claude-hook":
+        typer.echo(result.to_claude_hook())
+    else:
+        typer.echo(result.to_markdown())
+
+
+def remember(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A slug naming the memory; the file name too.")],
+    text: Annotated[str, typer.Argument(help="The ruling itself, in a sentence or two.")],
+    source: Annotated[
+        str | None, typer.Option("--source", help="Where it was learned (a link).")
+    ] = None,
+    tier: Annotated[
+        str | None, typer.Option("--tier", help=f"Start in this tier: {', '.join(TIERS)}.")
+    ] = None,
+) -> None:
+    """Record a ruling in memory/lessons/NAME.md (the same NAME replaces the old one)."""
+    result = remember_memory(
+        state(ctx).open(), name, text, source=source, tier=tier, now=datetime.now(UTC)
+    )
+    console.print(
+        f"Remembered memory/lessons/{name}.md (version {(result.version or '-')[:12]}).",
+        markup=False,
+    )
+
+
+tier_app = typer.Typer(
+    cls=CrustaceanGroup,
+    help="Memory tiers: list, plan the lifecycle, or set one by hand.",
+    no_args_is_help=True,
+)
+
+
+@tier_app.command("list")
+def tier_list(
+    ctx: typer.Context,
+    only: Annotated[str | None, typer.Option("--tier", help="Only this tier.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List memories with their tier, why they are in it, and their recall counts."""
+    if only is not None and only not in TIERS:
+        raise typer.BadParameter(f"use one of {', '.join(TIERS)}.", param_hint="--tier")
+    rows, problems = tier_rows(state(ctx).open())
+    rows = [r for r in rows if only is None or r.tier == only]
+    if as_json:
+        print_json(
+            [
+                {
+                    "path": r.path,
+                    "tier": r.tier,
+                    "how": r.how,
+                    "uses": r.usage.uses,
+                    "last_recalled": r.usage.last_recalled,
+                }
+                for r in rows
+            ]
+        )
+        return
+    table = Table(show_edge=False)
+    for col in ("path", "tier", "why", "uses", "last recalled"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        last = r.usage.last_recalled.strftime("%Y-%m-%d") if r.usage.last_recalled else "never"
+        table.add_row(r.path, r.tier, r.how, str(r.usage.uses), last)
+    console.print(table)
+    for path, why in problems:
+        err_console.print(f"Skipped: {path} ({why})", markup=False)
+
+
+@tier_app.command("plan")
+def tier_plan_cmd(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
+) -> None:
+    """Show what the tier lifecycle would change now, without changing anything."""
+    decisions = tier_plan(state(ctx).open(), datetime.now(UTC))
+    if as_json:
+        print_json([d.to_json() for d in decisions])
+        return
+    if not decisions:
+        console.print("No tier changes are due.")
+    for d in decisions:
+        console.print(f"{d.path}: {d.reason}", markup=False)
+
+
+@tier_app.command("set")
+def tier_set(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="The memory file.")],
+    tier: Annotated[str, typer.Argument(help=f"One of {', '.join(TIERS)}.")],
+) -> None:
+    """Pin a memory to a tier by hand (written to its frontmatter, as a new version)."""
+    result = set_tier(state(ctx).open(), path, tier, datetime.now(UTC))
+    console.print(f"{path} is now {tier} (version {(result.version or '-')[:12]}).", markup=False)

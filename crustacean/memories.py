@@ -1,0 +1,79 @@
+"""Which files are memories, and reading them all without letting one bad file stop the rest."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from crustacean.documents import Document, DocumentSkipped, read_document
+from crustacean.tiers import Memory, default_tier
+from crustacean.workspace import MEMORY_SUBDIRS, Workspace
+
+MEMORY_ROOTS = (*(f"memory/{d}" for d in MEMORY_SUBDIRS), "knowledge")
+INDEX_NAMES = {"README.md", "INDEX.md"}
+
+
+@dataclass(frozen=True)
+class MemoryDoc:
+    """A memory file with what tiers and caps need to know about it."""
+
+    doc: Document
+    mtime: datetime
+
+    @property
+    def path(self) -> str:
+        return self.doc.path
+
+    @property
+    def tier(self) -> str:
+        return self.doc.tier or default_tier(self.path)
+
+    @property
+    def manual(self) -> bool:
+        return self.doc.tier is not None and self.doc.tier_set is not None
+
+    @property
+    def recorded(self) -> datetime:
+        """When it was recorded (frontmatter), else when the file last changed."""
+        rec = self.doc.recorded
+        return datetime(rec.year, rec.month, rec.day, tzinfo=UTC) if rec else self.mtime
+
+    def as_memory(self) -> Memory:
+        ts = self.doc.tier_set
+        tier_set = datetime(ts.year, ts.month, ts.day, tzinfo=UTC) if ts else None
+        return Memory(self.path, self.tier, self.manual, self.recorded, tier_set)
+
+
+def memory_paths(root: Path) -> list[str]:
+    """Every markdown memory file (memory homes and knowledge/), index files excluded."""
+    found = []
+    for top in MEMORY_ROOTS:
+        base = root / top
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            rel_dir = Path(dirpath).relative_to(root).as_posix()
+            found += [
+                f"{rel_dir}/{n}" for n in filenames if n.endswith(".md") and n not in INDEX_NAMES
+            ]
+    return sorted(found)
+
+
+def load_memories(ws: Workspace) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
+    """All readable memories, and the files with problems and why (never an exception)."""
+    docs, problems = [], []
+    for rel in memory_paths(ws.root):
+        try:
+            doc = read_document(ws.root, rel)
+        except DocumentSkipped as e:
+            problems.append((rel, e.reason))
+            continue
+        if not doc.body.strip():
+            problems.append((rel, "empty"))
+            continue
+        if doc.warning:
+            problems.append((rel, doc.warning))  # still loaded, as body only
+        mtime = datetime.fromtimestamp((ws.root / rel).stat().st_mtime, UTC)
+        docs.append(MemoryDoc(doc, mtime))
+    return docs, problems

@@ -1,0 +1,98 @@
+"""User-side memory operations: `remember` a ruling, and the manual tier override.
+
+Both write through the store as actor `user`, so each is a version that can be rolled back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from crustacean.documents import new_document, read_document, set_meta
+from crustacean.errors import UsageError
+from crustacean.memories import MemoryDoc, load_memories
+from crustacean.state import open_state
+from crustacean.store import Change, Store, WriteResult, sha256_hex
+from crustacean.store.paths import jail
+from crustacean.tiers import TIERS, Rules, TierDecision, Usage, plan_tiers
+from crustacean.workspace import Workspace
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
+
+
+def remember(
+    ws: Workspace, name: str, text: str, *, source: str | None, tier: str | None, now: datetime
+) -> WriteResult:
+    """Write `memory/lessons/NAME.md`; the same NAME replaces it (the old one stays in history)."""
+    if not SLUG.match(name):
+        raise UsageError(
+            f"NAME {name!r} is not a safe slug: use lower-case letters, digits, '-' or '_' "
+            "(up to 80, starting with a letter or digit), e.g. no-barrel-files."
+        )
+    if not text.strip():
+        raise UsageError("TEXT is empty; say what the memory is.")
+    if tier is not None and tier not in TIERS:
+        raise UsageError(f"--tier must be one of {', '.join(TIERS)}, not {tier!r}.")
+    meta: dict[str, object] = {"name": name}
+    if source:
+        meta["source"] = source
+    meta["recorded"] = ws.today(now)
+    if tier:
+        meta |= {"tier": tier, "tier_set": ws.today(now)}
+    path = f"memory/lessons/{name}.md"
+    content = new_document(meta, text).encode()
+    store = Store(ws)
+    current = store.read_bytes(path)
+    if current is None:
+        change = Change(path, "create", content=content)
+    else:
+        change = Change(path, "overwrite", content=content, expected_sha256=sha256_hex(current))
+    return store.write_context([change], actor="user", message=f"remember {name}")
+
+
+def set_tier(ws: Workspace, path: str, tier: str, now: datetime) -> WriteResult:
+    """The manual override: `tier` and `tier_set` in the file's frontmatter."""
+    if tier not in TIERS:
+        raise UsageError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}.")
+    store = Store(ws)
+    rel = jail(ws.root, path)
+    if not (ws.root / rel).is_file():
+        raise UsageError(f"{rel} does not exist; `crustacean tier list` shows the memories.")
+    doc = read_document(ws.root, rel)
+    if doc.warning:
+        raise UsageError(f"{rel} has unreadable frontmatter ({doc.warning}); fix it by hand first.")
+    new = set_meta(doc, {"tier": tier, "tier_set": ws.today(now)})
+    disk = store.read_bytes(rel) or b""
+    change = Change(rel, "overwrite", content=new.encode(), expected_sha256=sha256_hex(disk))
+    return store.write_context([change], actor="user", message=f"tier {rel} {tier}")
+
+
+@dataclass(frozen=True)
+class TierRow:
+    path: str
+    tier: str
+    how: str  # manual (since DATE) | frontmatter | default
+    usage: Usage
+
+
+def tier_rows(ws: Workspace) -> tuple[list[TierRow], list[tuple[str, str]]]:
+    mems, problems = load_memories(ws)
+    with open_state(ws) as db:
+        usages = db.usages()
+    return [TierRow(m.path, m.tier, _how(m), usages.get(m.path, Usage())) for m in mems], problems
+
+
+def _how(mem: MemoryDoc) -> str:
+    if mem.manual:
+        return f"manual since {mem.doc.tier_set}"
+    return "frontmatter" if mem.doc.tier else "default for its folder"
+
+
+def tier_plan(ws: Workspace, now: datetime) -> list[TierDecision]:
+    """What the lifecycle would change now (compile applies it)."""
+    mems, _ = load_memories(ws)
+    with open_state(ws) as db:
+        usages = db.usages()
+    rules = Rules.from_config(ws.settings.tiers)
+    return [d for d in plan_tiers([m.as_memory() for m in mems], usages, now, rules) if d.changed]

@@ -1,0 +1,211 @@
+"""The operational SQLite database, `<workspace>/.crustacean/state.db`.
+
+It holds what can be rebuilt or lost without losing a memory: recall counts, the search index
+(and, later, run records and collect cursors). The schema grows only through `MIGRATIONS`, a
+numbered registry applied in order when the database is opened and recorded in `_migrations`.
+To change the schema, append a new `("mNNN_name", sql)` entry; never edit an applied one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+from crustacean.errors import CrustaceanError
+from crustacean.tiers import Usage
+from crustacean.workspace import Workspace
+
+DB_NAME = "state.db"
+BUSY_TIMEOUT_MS = 10_000
+RECALL_KINDS = ("context", "mcp", "search")
+# Fixed width, so stored times sort as text in SQL (max(), ORDER BY) as they do as datetimes.
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f+00:00"
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "m001_recalls",
+        """
+        CREATE TABLE recalls (
+            path TEXT PRIMARY KEY,
+            uses INTEGER NOT NULL DEFAULT 0,
+            last_recalled TEXT,
+            last_how TEXT
+        );
+        """,
+    ),
+    (
+        "m002_search",
+        """
+        CREATE TABLE search_files (
+            path TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            first_rowid INTEGER NOT NULL DEFAULT 0,
+            chunks INTEGER NOT NULL DEFAULT 0,
+            skipped TEXT,
+            warning TEXT
+        );
+        CREATE VIRTUAL TABLE search_chunks USING fts5(
+            path UNINDEXED, start_line UNINDEXED, end_line UNINDEXED, title, body,
+            tokenize='porter unicode61'
+        );
+        """,
+    ),
+]
+
+
+_LEDGER_SQL = (
+    "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
+)
+
+
+class StateDBError(CrustaceanError):
+    """state.db cannot be used as it is (written by a newer crustacean, or not a database)."""
+
+
+def to_db_time(moment: datetime) -> str:
+    """An aware datetime as the fixed-width ISO UTC text stored in the database."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("times given to the state database must be timezone-aware")
+    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+
+
+def from_db_time(text: str | None) -> datetime | None:
+    """Stored text back to an aware UTC datetime."""
+    return None if text is None else datetime.fromisoformat(text).astimezone(UTC)
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a migration script into statements (executescript would commit mid-transaction)."""
+    out: list[str] = []
+    pending = ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \t\r\n;"):
+                out.append(pending.strip())
+            pending = ""
+    return out
+
+
+class StateDB:
+    """One connection to state.db, migrated to the newest schema on open."""
+
+    def __init__(self, state_dir: Path) -> None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.path = state_dir / DB_NAME
+        self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            self._configure()
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            self.conn.close()
+            raise StateDBError(
+                f"{self.path} is unusable ({e}). It holds only rebuildable state (search index, "
+                "recall counts); move it aside and run the command again."
+            ) from None
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _configure(self) -> None:
+        """WAL lets readers run beside a writer; busy_timeout makes writers wait, not fail."""
+        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+
+    def _migrate(self) -> None:
+        """Apply the pending migrations in one write transaction, so racing openers serialize."""
+        with self.transaction():
+            self.conn.execute(_LEDGER_SQL)
+            applied = {row[0] for row in self.conn.execute("SELECT name FROM _migrations")}
+            self._refuse_unknown(applied)
+            for name, sql in MIGRATIONS:
+                if name not in applied:
+                    self._apply(name, sql)
+
+    def _refuse_unknown(self, applied: set[str]) -> None:
+        """A migration we do not know means a newer crustacean shaped this database."""
+        unknown = sorted(applied - {name for name, _ in MIGRATIONS})
+        if unknown:
+            raise StateDBError(
+                f"{self.path} was written by a newer crustacean (unknown migration "
+                f"{', '.join(unknown)}). Upgrade crustacean, or move the file aside to start "
+                "a fresh one (it holds only rebuildable state)."
+            )
+
+    def _apply(self, name: str, sql: str) -> None:
+        for statement in split_statements(sql):
+            self.conn.execute(statement)
+        self.conn.execute(
+            "INSERT INTO _migrations (name, applied) VALUES (?, ?)",
+            (name, to_db_time(datetime.now(UTC))),
+        )
+
+    def applied_migrations(self) -> list[str]:
+        """Names of the migrations this database has, in the order they were applied."""
+        return [r[0] for r in self.conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT (ROLLBACK on error): takes the write lock up front."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> StateDB:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ recall ledger
+
+    def record_recalls(self, paths: Iterable[str], now: datetime, how: str) -> None:
+        """One recall of each path (duplicates count once): uses + 1, last_recalled = now."""
+        if how not in RECALL_KINDS:
+            raise ValueError(f"unknown recall kind {how!r}; expected one of {RECALL_KINDS}")
+        stamp = to_db_time(now)
+        rows = [(path, stamp, how) for path in dict.fromkeys(paths)]
+        with self.transaction():
+            self.conn.executemany(
+                "INSERT INTO recalls (path, uses, last_recalled, last_how) VALUES (?, 1, ?, ?) "
+                "ON CONFLICT(path) DO UPDATE SET uses = uses + 1, "
+                "last_recalled = max(coalesce(last_recalled, ''), excluded.last_recalled), "
+                "last_how = excluded.last_how",
+                rows,
+            )
+
+    def usage(self, path: str) -> Usage:
+        """The recall record of one path; never recalled gives `Usage()`."""
+        row = self.conn.execute(
+            "SELECT uses, last_recalled FROM recalls WHERE path = ?", (path,)
+        ).fetchone()
+        return Usage(row[0], from_db_time(row[1])) if row else Usage()
+
+    def usages(self) -> dict[str, Usage]:
+        """Every recorded path's usage."""
+        rows = self.conn.execute("SELECT path, uses, last_recalled FROM recalls ORDER BY path")
+        return {path: Usage(uses, from_db_time(last)) for path, uses, last in rows}
+
+
+def open_state(ws: Workspace) -> StateDB:
+    """The workspace's state database, created and migrated as needed."""
+    return StateDB(ws.state_dir)

@@ -1,0 +1,278 @@
+"""`crustacean context`, `remember` and `tier`: the loading table, tiers, caps and bad input."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import run_cli, snapshot
+from crustacean.context import Caps, ContextRequest, assemble, build_context, choose, parse_for
+from crustacean.errors import UsageError
+from crustacean.memories import load_memories
+from crustacean.state import open_state
+from crustacean.workspace import Workspace
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def put(ws: Workspace, rel: str, text: str) -> None:
+    path = ws.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def memo(name: str, body: str, *, tier: str | None = None, recorded: str | None = None) -> str:
+    meta = [f"name: {name}"]
+    if tier:
+        meta.append(f"tier: {tier}")
+    if recorded:
+        meta.append(f"recorded: {recorded}")
+    return "---\n" + "\n".join(meta) + "\n---\n" + body + "\n"
+
+
+def caps(n: int = 50, budget: int = 20000, foundation: int = 30000) -> Caps:
+    return Caps(n, budget, foundation)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "name"),
+    [
+        ("main", "main", None),
+        ("cron", "cron", None),
+        ("dm:alice", "dm", "alice"),
+        ("group:crabs", "group", "crabs"),
+    ],
+)
+def test_for_forms(value: str, kind: str, name: str | None) -> None:
+    aud = parse_for(value)
+    assert (aud.kind, aud.name) == (kind, name)
+
+
+@pytest.mark.parametrize("value", ["", "dm", "dm:", "group:", "channel:x", "main:x", "MAIN"])
+def test_unknown_for_lists_the_valid_forms(value: str) -> None:
+    with pytest.raises(UsageError, match="use one of: main, dm:NAME, group:NAME, cron"):
+        parse_for(value)
+
+
+def test_loading_table(ws: Workspace) -> None:
+    put(ws, "memory/2026-11-30.md", "### [09:00] today\n- t\n")
+    put(ws, "memory/2026-11-29.md", "### [09:00] yesterday\n- y\n")
+    put(ws, "memory/2026-11-28.md", "### [09:00] older\n- o\n")
+    put(ws, "memory/contacts/telegram-alice.md", memo("Alice", "Alice likes tea."))
+    put(ws, "memory/groups/telegram-g-crabs.md", memo("Crabs", "The crabs group is loud."))
+
+    def paths(audience: str) -> list[str]:
+        return [e.path for e in assemble(ws, parse_for(audience), None, caps(), NOW).entries]
+
+    every = ["SOUL.md", "IDENTITY.md", "USER.md", "memory/2026-11-30.md", "memory/2026-11-29.md"]
+    main = paths("main")
+    assert [p for p in main if p in every or p == "MEMORY.md"] == [
+        "SOUL.md",
+        "IDENTITY.md",
+        "USER.md",
+        "MEMORY.md",
+        *every[3:],
+    ]
+    assert "memory/2026-11-28.md" not in main
+    assert "MEMORY.md" not in paths("cron") and "MEMORY.md" not in paths("dm:alice")
+    assert "memory/contacts/telegram-alice.md" in paths("dm:alice")
+    assert "memory/contacts/telegram-alice.md" not in paths("main")
+    assert "memory/groups/telegram-g-crabs.md" in paths("group:crabs")
+    missing = assemble(ws, parse_for("dm:bob"), None, caps(), NOW)
+    assert ("dm:bob", "no matching file") in missing.not_loaded
+
+
+def test_tiers_decide_what_loads(ws: Workspace) -> None:
+    put(ws, "memory/notes/hot.md", memo("hot", "pinned fact", tier="hot"))
+    put(ws, "memory/notes/warm.md", memo("warm", "the falcon launch moved to march"))
+    put(ws, "memory/notes/cold.md", memo("cold", "falcon budget detail", tier="cold"))
+    put(ws, "memory/notes/gone.md", memo("gone", "falcon launch budget", tier="archive"))
+    put(ws, "knowledge/topics/falcon.md", "# Falcon\nfalcon launch budget history\n")
+
+    def loaded(topic: str | None) -> set[str]:
+        ctx = assemble(ws, parse_for("main"), topic, caps(), NOW)
+        return {e.path for e in ctx.entries if e.section == "memory"}
+
+    hot, warm, cold = "memory/notes/hot.md", "memory/notes/warm.md", "memory/notes/cold.md"
+    topic_file = "knowledge/topics/falcon.md"
+    assert loaded(None) == {hot}
+    assert loaded("launch march weather") == {hot, warm}  # warm: 2 of 3 words (0.67 >= 0.5)
+    assert loaded("falcon budget") == {hot, warm, cold, topic_file}  # cold ones: 2 of 2
+    assert loaded("falcon budget detail history") == {hot}  # cold ones: 3 of 4 (0.75 < 0.8)
+    assert "memory/notes/gone.md" not in loaded("falcon launch budget")  # archive: never
+
+
+def test_caps_newest_first_then_budget(ws: Workspace) -> None:
+    for i in range(6):
+        put(
+            ws,
+            f"memory/notes/n{i}.md",
+            memo(f"n{i}", f"note {i} " + "x" * 90, tier="hot", recorded=f"2026-11-0{i + 1}"),
+        )
+    ctx = assemble(ws, parse_for("cron"), None, caps(n=4, budget=250), NOW)
+    kept = [e.path for e in ctx.entries if e.section == "memory"]
+    assert kept == ["memory/notes/n5.md", "memory/notes/n4.md"]  # newest first, budget 250
+    cut = dict(ctx.not_loaded)
+    assert cut["memory/notes/n3.md"] == "over memory.budget_chars 250"
+    assert cut["memory/notes/n1.md"] == "over memory.max_entries 4"
+    md = ctx.to_markdown()
+    assert "This context is not your whole memory. Not loaded: " in md
+    assert "memory/notes/n0.md (over memory.max_entries 4)" in md
+
+
+def test_foundation_budget_lists_what_it_cut(ws: Workspace) -> None:
+    ctx = assemble(ws, parse_for("main"), None, caps(foundation=1500), NOW)
+    assert any(why == "over context.foundation_chars 1500" for _, why in ctx.not_loaded)
+    assert sum(len(e.text) for e in ctx.entries if e.section == "foundation") <= 1500
+
+
+def test_lessons_are_settled_rulings(ws: Workspace) -> None:
+    run_cli("-w", str(ws.root), "remember", "no-barrel-files", "Imports use full paths.")
+    md = assemble(ws, parse_for("main"), None, caps(), NOW).to_markdown()
+    assert "## Settled rulings (memory/lessons/)" in md
+    assert "Do not re-raise or re-argue them" in md and "say so plainly" in md
+    assert "Imports use full paths." in md
+
+
+def test_formats_and_recalls(ws: Workspace) -> None:
+    put(ws, "memory/notes/hot.md", memo("hot", "pinned fact", tier="hot"))
+    w = ("-w", str(ws.root))
+    hook = json.loads(run_cli(*w, "context", "--format", "claude-hook").stdout)
+    assert hook["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "pinned fact" in hook["hookSpecificOutput"]["additionalContext"]
+    data = json.loads(run_cli(*w, "context", "--format", "json", "--for", "cron").stdout)
+    assert data["for"] == "cron" and {e["path"] for e in data["entries"]} >= {"SOUL.md"}
+    with open_state(ws) as db:
+        assert db.usage("memory/notes/hot.md").uses == 2
+
+
+@pytest.mark.parametrize("flag", ["--budget-chars", "--max-entries"])
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_zero_or_negative_caps_are_usage_errors(ws: Workspace, flag: str, value: str) -> None:
+    before = snapshot(ws.root)
+    result = run_cli("-w", str(ws.root), "context", flag, value, code=2)
+    assert f"Error: {flag} must be at least 1, not {value}." in result.stderr
+    assert snapshot(ws.root) == before
+
+
+def test_bad_for_and_format_are_usage_errors(ws: Workspace) -> None:
+    result = run_cli("-w", str(ws.root), "context", "--for", "slack:x", code=2)
+    assert "Error: unknown --for 'slack:x'; use one of: main, dm:NAME, group:NAME, cron." in (
+        result.stderr
+    )
+    assert (
+        "use markdown, json or claude-hook"
+        in run_cli("-w", str(ws.root), "context", "--format", "xml", code=2).stderr
+    )
+
+
+def test_bad_files_are_skipped_and_named(ws: Workspace) -> None:
+    (ws.root / "memory/notes/latin1.md").write_bytes(b"caf\xe9 au lait\n")
+    (ws.root / "memory/notes/empty.md").write_bytes(b"")
+    (ws.root / "memory/notes/huge.md").write_bytes(b"# big\n" + b"y" * 1_100_000)
+    (ws.root / "memory/notes/broken.md").write_text("---\nname: [unclosed\n---\nstill read\n")
+    put(ws, "memory/notes/fine.md", memo("fine", "fine hot note", tier="hot"))
+    result = run_cli("-w", str(ws.root), "context", "--topic", "still read")
+    assert "fine hot note" in result.stdout and "still read" in result.stdout
+    for name in ("latin1.md (not UTF-8", "empty.md (empty)", "huge.md (", "broken.md ("):
+        assert f"Skipped: memory/notes/{name}" in result.stderr
+    search = run_cli("-w", str(ws.root), "search", "fine")
+    assert "memory/notes/fine.md" in search.stdout
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    sizes=st.lists(st.integers(1, 3000), min_size=0, max_size=40),
+    tiers=st.lists(st.sampled_from(["hot", "warm", "cold", "archive"]), min_size=40, max_size=40),
+    n=st.integers(1, 30),
+    budget=st.integers(1, 30000),
+    topic=st.sampled_from([None, "alpha", "alpha beta", "gamma delta epsilon"]),
+)
+def test_caps_are_never_exceeded(
+    ws: Workspace, sizes: list[int], tiers: list[str], n: int, budget: int, topic: str | None
+) -> None:
+    for old in (ws.root / "memory/notes").glob("*.md"):
+        old.unlink()
+    for i, size in enumerate(sizes):
+        day = (NOW - timedelta(days=i)).date().isoformat()
+        body = ("alpha beta gamma delta epsilon " * 200)[:size]
+        put(ws, f"memory/notes/m{i}.md", memo(f"m{i}", body, tier=tiers[i], recorded=day))
+    mems, _ = load_memories(ws)
+    kept, cut = choose(mems, topic, caps(n, budget))
+    assert len(kept) <= n
+    assert sum(len(m.doc.body) for m, _ in kept) <= budget
+    assert all(m.tier != "archive" for m, _ in kept)
+    assert not ({m.path for m, _ in kept} & {p for p, _ in cut})
+    recorded = [m.recorded for m, _ in kept]
+    assert recorded == sorted(recorded, reverse=True)
+
+
+def test_build_context_uses_config_caps(ws: Workspace) -> None:
+    ctx = build_context(ws, ContextRequest("main", None, None, None), NOW)
+    assert ctx.audience.kind == "main"
+
+
+# ------------------------------------------------------------ remember and tier
+
+
+def test_remember_writes_a_ruling_and_replaces_by_name(ws: Workspace) -> None:
+    w = ("-w", str(ws.root))
+    run_cli(*w, "remember", "tabs", "Use tabs.", "--source", "https://example.com/pr/1")
+    text = (ws.root / "memory/lessons/tabs.md").read_text()
+    assert text.startswith("---\nname: tabs\nsource: https://example.com/pr/1\nrecorded: ")
+    assert text.endswith("---\n\nUse tabs.\n")
+    run_cli(*w, "remember", "tabs", "Use spaces after all.", "--tier", "warm")
+    text = (ws.root / "memory/lessons/tabs.md").read_text()
+    assert "Use spaces after all." in text and "tier: warm" in text and "Use tabs." not in text
+    history = run_cli(*w, "history", "memory/lessons/tabs.md", "--json").stdout
+    assert [v["message"] for v in json.loads(history)] == ["remember tabs", "remember tabs"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["../escape", "x"], "is not a safe slug"),
+        (["Has Spaces", "x"], "is not a safe slug"),
+        (["ok-name", "   "], "TEXT is empty"),
+        (["ok-name", "x", "--tier", "lukewarm"], "--tier must be one of hot, warm, cold, archive"),
+    ],
+)
+def test_remember_bad_input(ws: Workspace, args: list[str], message: str) -> None:
+    before = snapshot(ws.root)
+    result = run_cli("-w", str(ws.root), "remember", *args, code=2)
+    assert message in result.stderr and result.stderr.startswith("Error: ")
+    assert snapshot(ws.root) == before
+
+
+def test_tier_set_list_and_plan(ws: Workspace) -> None:
+    put(ws, "memory/notes/a.md", "# A\nbody\n")
+    w = ("-w", str(ws.root))
+    run_cli(*w, "tier", "set", "memory/notes/a.md", "cold")
+    assert (ws.root / "memory/notes/a.md").read_text() == (
+        "---\ntier: cold\ntier_set: " + datetime.now(UTC).date().isoformat() + "\n---\n# A\nbody\n"
+    )
+    rows = json.loads(run_cli(*w, "tier", "list", "--tier", "cold", "--json").stdout)
+    assert [r["path"] for r in rows] == ["memory/notes/a.md"]
+    assert rows[0]["how"].startswith("manual since")
+    assert run_cli(*w, "tier", "plan").stdout.strip() == "No tier changes are due."
+    bad = run_cli(*w, "tier", "set", "memory/notes/a.md", "tepid", code=2)
+    assert "tier must be one of hot, warm, cold, archive" in bad.stderr
+    missing = run_cli(*w, "tier", "set", "memory/notes/nope.md", "hot", code=2)
+    assert "does not exist" in missing.stderr
+
+
+def test_tier_plan_shows_due_demotions(ws: Workspace) -> None:
+    put(ws, "memory/notes/old.md", memo("old", "old hot note", tier="hot", recorded="2026-01-01"))
+    out = run_cli("-w", str(ws.root), "tier", "plan").stdout
+    assert "memory/notes/old.md: hot→warm" in out
+
+
+def test_paths_are_repo_relative(ws: Workspace, tmp_path: Path) -> None:
+    assert all(not Path(p).is_absolute() for p, _ in load_memories(ws)[1])

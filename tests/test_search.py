@@ -1,0 +1,464 @@
+"""Search: chunking, ranking, incremental updates, quoting, exclusions, bad files and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from crustacean.errors import SearchQueryError
+from crustacean.search import (
+    CHUNK_CHARS,
+    MAX_TERMS,
+    Chunk,
+    Hit,
+    SearchIndex,
+    chunk_markdown,
+    quote_terms,
+)
+from crustacean.state import open_state
+from crustacean.workspace import Workspace
+
+
+def write(ws: Workspace, rel: str, text: str | bytes) -> Path:
+    path = ws.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, "utf-8")
+    return path
+
+
+def search(ws: Workspace, query: str, **kw: object) -> list[Hit]:
+    with SearchIndex(ws) as index:
+        return index.search(query, **kw)  # type: ignore[arg-type]  # kw mirrors search()'s
+
+
+def paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+# ---------------------------------------------------------------- chunking
+
+DOC = """\
+---
+name: Heron Watch
+recorded: 2026-01-02
+---
+Intro line before any heading.
+
+# Birds
+
+## Herons
+
+Grey herons nest in March.
+
+```sh
+# not a heading, inside a fence
+```
+
+## Gulls
+Gulls steal chips.
+"""
+
+
+def test_chunks_follow_headings_with_1_based_inclusive_lines() -> None:
+    chunks, warning = chunk_markdown(DOC, "heron-watch")
+    assert warning is None
+    assert [(c.start_line, c.end_line) for c in chunks] == [(5, 5), (9, 15), (17, 18)]
+    assert chunks[1].body.startswith("Grey herons") and "# not a heading" in chunks[1].body
+    assert chunks[2] == Chunk(17, 18, "Heron Watch › Birds › Gulls", "Gulls steal chips.")
+
+
+def test_a_title_holds_the_name_the_file_name_and_the_heading_path() -> None:
+    chunks, _ = chunk_markdown("# Alice\n\n## Work\nAcme\n", "alice-smith")
+    assert [c.title for c in chunks] == ["alice smith › Alice › Work"]
+
+
+def test_an_empty_parent_heading_is_carried_by_its_children_not_a_chunk() -> None:
+    chunks, _ = chunk_markdown("# A\n\n## B\nb\n## C\n", "x")
+    assert [(c.start_line, c.title) for c in chunks] == [(3, "x › A › B"), (5, "x › A › C")]
+
+
+def test_long_sections_split_at_paragraphs_under_the_cap() -> None:
+    paragraph = ("word " * 60).strip()  # ~300 chars
+    text = "## Long\n\n" + "\n\n".join(f"{paragraph} p{i}" for i in range(12)) + "\n"
+    chunks, _ = chunk_markdown(text, "notes")
+    assert len(chunks) > 2
+    assert all(len(c.body) <= CHUNK_CHARS for c in chunks)
+    assert all(c.title == "notes › Long" for c in chunks)
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 25
+    for before, after in pairwise(chunks):
+        assert after.start_line == before.end_line + 2  # the blank line between paragraphs
+    lines = text.split("\n")
+    for c in chunks:
+        assert c.body.endswith(lines[c.end_line - 1])
+
+
+def test_a_huge_paragraph_splits_at_line_ends() -> None:
+    text = "\n".join(f"line {i} " + "x" * 95 for i in range(40))
+    chunks, _ = chunk_markdown(text, "huge")
+    assert len(chunks) >= 3 and all(len(c.body) <= CHUNK_CHARS for c in chunks)
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 40
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("---\nname: x\nno end\n", "line 1"),
+        ("---\nname: [unclosed\n---\nbody\n", "line 2"),
+        ("---\n- a list\n---\nbody\n", "line 1"),
+    ],
+)
+def test_broken_frontmatter_is_body_with_a_warning_naming_the_line(text: str, line: str) -> None:
+    chunks, warning = chunk_markdown(text, "x")
+    assert warning is not None and warning.startswith(line) and "indexed as body" in warning
+    assert chunks[0].start_line == 1
+
+
+def test_frontmatter_only_file_is_found_by_its_name() -> None:
+    chunks, _ = chunk_markdown("---\nname: Lone Star\n---\n", "x")
+    assert chunks == [Chunk(1, 3, "Lone Star › x", "")]
+
+
+# ---------------------------------------------------------------- ranking
+
+
+def test_a_hit_names_the_section_lines(ws: Workspace) -> None:
+    write(ws, "memory/notes/birds.md", DOC)
+    [hit] = search(ws, "chips")
+    assert (hit.path, hit.start_line, hit.end_line) == ("memory/notes/birds.md", 17, 18)
+    assert "[chips]" in hit.snippet and hit.score > 0
+
+
+def test_a_title_match_ranks_above_a_body_mention(ws: Workspace) -> None:
+    filler = "\n".join(f"Line {i} about tea, travel and the weather." for i in range(20))
+    write(ws, "memory/notes/trip.md", f"# Trip\n\n{filler}\nWe saw one kingfisher.\n")
+    write(ws, "memory/notes/river.md", "# River\n\n## Kingfisher\n\nBlue, fast, shy.\n")
+    write(ws, "memory/notes/k.md", "---\nname: Kingfisher facts\n---\nThey dive.\n")
+    assert sorted(paths(search(ws, "kingfisher"))[:2]) == [
+        "memory/notes/k.md",
+        "memory/notes/river.md",
+    ]
+    assert paths(search(ws, "kingfisher"))[2] == "memory/notes/trip.md"
+
+
+def test_or_fallback_finds_something_and_prefers_chunks_with_more_words(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "# A\n\nThe ferry leaves at noon.\n")
+    write(ws, "memory/notes/b.md", "# B\n\nThe ferry to the island leaves at noon.\n")
+    hits = search(ws, "ferry island timetable")  # no chunk has "timetable": AND finds nothing
+    assert paths(hits)[:2] == ["memory/notes/b.md", "memory/notes/a.md"]
+    assert hits[0].score > hits[1].score
+
+
+def test_search_results_are_fresh_without_an_explicit_update(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "alpha\n")
+    assert paths(search(ws, "alpha")) == ["memory/notes/a.md"]
+    write(ws, "memory/notes/a.md", "beta\n")
+    assert search(ws, "alpha") == []
+    with SearchIndex(ws) as index:
+        write(ws, "memory/notes/a.md", "gamma\n")
+        assert index.search("gamma", refresh=False) == []
+
+
+def test_limit_caps_the_hits(ws: Workspace) -> None:
+    for i in range(5):
+        write(ws, f"memory/notes/n{i}.md", f"walrus {i}\n")
+    assert len(search(ws, "walrus", limit=3)) == 3
+
+
+# ---------------------------------------------------------------- incremental updates
+
+
+def test_update_reindexes_only_changed_files_and_drops_deleted_ones(ws: Workspace) -> None:
+    for i in range(6):
+        write(ws, f"memory/notes/n{i}.md", f"# Note {i}\n\nbody {i}\n")
+    with SearchIndex(ws) as index:
+        first = index.update()
+        total = first.indexed
+        write(ws, "memory/notes/n0.md", "# Note 0\n\nchanged otter\n")
+        write(ws, "memory/notes/n1.md", "# Note 1\n\nchanged again\n")
+        os.utime(ws.root / "memory/notes/n2.md", ns=(1, 1))  # touched, same bytes
+        (ws.root / "memory/notes/n3.md").unlink()
+        stats = index.update()
+        assert (stats.indexed, stats.removed, stats.unchanged) == (2, 1, total - 3)
+        assert index.update() == index.update()
+        assert index.update().indexed == 0
+        assert paths(index.search("otter")) == ["memory/notes/n0.md"]
+        assert "memory/notes/n3.md" not in paths(index.search("body", limit=50))
+
+
+def test_deleted_files_leave_no_chunks_behind(ws: Workspace) -> None:
+    write(ws, "memory/notes/gone.md", "# Gone\n\n" + "\n\n".join(["zebra"] * 5) + "\n")
+    with SearchIndex(ws) as index:
+        index.update()
+        (ws.root / "memory/notes/gone.md").unlink()
+        index.update()
+        sql = "SELECT count(*) FROM search_chunks WHERE path = 'memory/notes/gone.md'"
+        assert index.db.conn.execute(sql).fetchone() == (0,)
+        assert index.search("zebra") == []
+
+
+def test_rebuild_indexes_everything_again(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "alpha\n")
+    with SearchIndex(ws) as index:
+        first = index.update()
+        again = index.rebuild()
+        assert again.indexed == first.indexed and again.removed == 0
+        assert paths(index.search("alpha")) == ["memory/notes/a.md"]
+
+
+def test_two_index_objects_on_one_database_stay_consistent(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "alpha\n")
+    with SearchIndex(ws) as one, SearchIndex(ws) as two:
+        one.update()
+        write(ws, "memory/notes/a.md", "alpha beta\n")
+        one.update()
+        two.update()
+        assert len(two.search("alpha")) == 1
+
+
+def test_concurrent_updates_leave_one_consistent_index(ws: Workspace) -> None:
+    for i in range(40):
+        write(ws, f"memory/notes/n{i}.md", f"# N{i}\n\nsalamander {i}\n\n## More\n\nnewt\n")
+    errors: list[BaseException] = []
+
+    def update() -> None:
+        try:
+            with SearchIndex(ws) as index:
+                index.update()
+        except BaseException as e:
+            errors.append(e)
+
+    workers = [threading.Thread(target=update) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+    assert errors == []
+    with SearchIndex(ws) as index:
+        count = "SELECT count(*) FROM search_chunks WHERE path LIKE 'memory/notes/n%'"
+        assert index.db.conn.execute(count).fetchone() == (80,)
+        assert len(index.search("salamander", limit=100)) == 40
+
+
+# ---------------------------------------------------------------- queries
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['he said "hi', "-x", "foo*", "AND", "OR NOT", "a:b", "NEAR(", "(", "^x", "'", '"', "- * :"],
+)
+def test_plain_queries_never_raise(ws: Workspace, query: str) -> None:
+    write(ws, "memory/notes/a.md", "he said hi to foo and a b x\n")
+    assert isinstance(search(ws, query), list)
+
+
+def test_a_very_long_query_stays_a_query(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "albatross\n")
+    long_query = "albatross " + " ".join(f"word{i}" for i in range(200))
+    assert paths(search(ws, long_query)) == ["memory/notes/a.md"]
+    assert len(quote_terms(long_query)) == MAX_TERMS
+
+
+def test_quoting_makes_words_fts5_strings() -> None:
+    assert quote_terms('say "hi" -now') == ['"say"', '"""hi"""', '"-now"']
+    assert quote_terms("- * :") == []
+
+
+def test_operators_are_plain_words_by_default(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "cats AND dogs\n")
+    write(ws, "memory/notes/b.md", "cats only\n")
+    assert paths(search(ws, "cats AND")) == ["memory/notes/a.md"]
+
+
+def test_raw_passes_fts5_syntax_through(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "# Kestrel\n\nhovering\n")
+    write(ws, "memory/notes/b.md", "a kestrel was hovering\n")
+    assert paths(search(ws, "title:kestrel", raw=True)) == ["memory/notes/a.md"]
+    assert set(paths(search(ws, "hover*", raw=True))) == {"memory/notes/a.md", "memory/notes/b.md"}
+
+
+@pytest.mark.parametrize("query", ["foo AND", '"unclosed', "nosuchcolumn:x", "NEAR("])
+def test_a_bad_raw_query_is_a_clean_error(ws: Workspace, query: str) -> None:
+    with pytest.raises(SearchQueryError, match="check the FTS5 syntax, or drop --raw"):
+        search(ws, query, raw=True)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n"])
+def test_an_empty_query_is_an_error(ws: Workspace, query: str) -> None:
+    with pytest.raises(SearchQueryError, match="empty"):
+        search(ws, query)
+
+
+# ---------------------------------------------------------------- what is searched
+
+
+def test_archive_is_excluded_unless_asked_and_the_trash_always(ws: Workspace) -> None:
+    write(ws, "memory/notes/live.md", "narwhal live\n")
+    write(ws, "archive/daily/2025-01/2025-01-01.md", "narwhal archived\n")
+    write(ws, "archive/trash/2026-01-01/memory/notes/x.md", "narwhal trashed\n")
+    assert paths(search(ws, "narwhal")) == ["memory/notes/live.md"]
+    found = paths(search(ws, "narwhal", include_archive=True))
+    assert sorted(found) == ["archive/daily/2025-01/2025-01-01.md", "memory/notes/live.md"]
+    assert paths(search(ws, "narwhal", path_prefix="archive/")) == [
+        "archive/daily/2025-01/2025-01-01.md"
+    ]
+
+
+def test_a_file_moved_into_the_archive_leaves_the_results(ws: Workspace) -> None:
+    write(ws, "memory/notes/old.md", "pelican\n")
+    assert paths(search(ws, "pelican")) == ["memory/notes/old.md"]
+    (ws.root / "archive/lessons").mkdir(parents=True, exist_ok=True)
+    (ws.root / "memory/notes/old.md").rename(ws.root / "archive/lessons/old.md")
+    assert search(ws, "pelican") == []
+    assert paths(search(ws, "pelican", include_archive=True)) == ["archive/lessons/old.md"]
+
+
+def test_path_prefix_filters(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "okapi\n")
+    write(ws, "knowledge/topics/b.md", "okapi\n")
+    assert paths(search(ws, "okapi", path_prefix="knowledge/")) == ["knowledge/topics/b.md"]
+    assert paths(search(ws, "okapi", path_prefix="./memory")) == ["memory/notes/a.md"]
+
+
+def test_hidden_folders_symlinks_and_other_extensions_are_not_indexed(ws: Workspace) -> None:
+    write(ws, "memory/.system/EXTRA.md", "quokka\n")
+    write(ws, "notes.txt", "quokka\n")
+    target = write(ws, "elsewhere.txt", "quokka\n")
+    (ws.root / "memory/notes/link.md").symlink_to(target)
+    write(ws, "memory/notes/UPPER.MD", "quokka\n")
+    assert paths(search(ws, "quokka")) == ["memory/notes/UPPER.MD"]
+
+
+def test_bad_files_are_skipped_and_named_while_search_keeps_working(ws: Workspace) -> None:
+    write(ws, "memory/notes/latin1.md", "caf\xe9 tapir".encode("latin-1"))
+    write(ws, "memory/notes/empty.md", "")
+    write(ws, "memory/notes/blank.md", "\n  \n")
+    write(ws, "memory/notes/huge.md", "tapir " * 200_000)
+    write(ws, "memory/notes/broken.md", "---\nname: [oops\n---\ntapir in a broken file\n")
+    write(ws, "memory/notes/good.md", "a good tapir\n")
+    with SearchIndex(ws) as index:
+        for stats in (index.update(), index.update()):  # named every time, not only the first
+            assert dict(stats.skipped) == {
+                "memory/notes/blank.md": "empty",
+                "memory/notes/empty.md": "empty",
+                "memory/notes/huge.md": "larger than 1 MB",
+                "memory/notes/latin1.md": "not UTF-8 text",
+            }
+            assert [p for p, _ in stats.warnings] == ["memory/notes/broken.md"]
+        assert sorted(paths(index.search("tapir"))) == [
+            "memory/notes/broken.md",
+            "memory/notes/good.md",
+        ]
+        write(ws, "memory/notes/latin1.md", "fixed tapir\n")
+        assert "memory/notes/latin1.md" not in dict(index.update().skipped)
+
+
+def test_a_workspace_without_a_state_dir_gets_one(ws: Workspace) -> None:
+    assert not (ws.root / ".crustacean/state.db").exists()
+    search(ws, "anything")
+    assert (ws.root / ".crustacean/state.db").is_file()
+
+
+def test_hit_json_has_the_tool_fields() -> None:
+    hit = Hit("a.md", 1, 2, 1.5, "[x]")
+    assert hit.to_json() == {
+        "path": "a.md",
+        "start_line": 1,
+        "end_line": 2,
+        "score": 1.5,
+        "snippet": "[x]",
+    }
+
+
+def test_snippets_are_short_single_lines(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "\n".join(["lorem ipsum dolor " * 6] * 8) + "\nibis\n")
+    [hit] = search(ws, "ibis")
+    assert len(hit.snippet) <= 200 and "\n" not in hit.snippet and "[ibis]" in hit.snippet
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_cli_prints_path_lines_score_and_snippet(ws: Workspace) -> None:
+    write(ws, "memory/notes/birds.md", DOC)
+    result = run_cli("-w", str(ws.root), "search", "chips")
+    [line] = result.stdout.strip().splitlines()
+    location, score, snippet = line.split("  ", 2)
+    assert location == "memory/notes/birds.md#L17-L18"
+    assert float(score) > 0 and snippet == "Gulls steal [chips]."
+
+
+def test_cli_says_no_matches(ws: Workspace) -> None:
+    assert run_cli("-w", str(ws.root), "search", "zzzyzx").stdout == "No matches.\n"
+
+
+def test_cli_json_and_n(ws: Workspace) -> None:
+    for i in range(3):
+        write(ws, f"memory/notes/n{i}.md", f"[marmot] {i}\n")
+    result = run_cli("-w", str(ws.root), "search", "marmot", "--json", "-n", "2")
+    data = json.loads(result.stdout)
+    assert len(data) == 2
+    assert set(data[0]) == {"path", "start_line", "end_line", "score", "snippet"}
+    assert json.loads(run_cli("-w", str(ws.root), "search", "zzzyzx", "--json").stdout) == []
+
+
+def test_cli_names_skipped_files_on_stderr(ws: Workspace) -> None:
+    write(ws, "memory/notes/bad.md", b"\xff\xfe")
+    write(ws, "memory/notes/ok.md", "capybara\n")
+    result = run_cli("-w", str(ws.root), "search", "capybara", "--json")
+    assert "Skipped: memory/notes/bad.md (not UTF-8 text)" in result.stderr
+    assert json.loads(result.stdout)[0]["path"] == "memory/notes/ok.md"
+
+
+def test_cli_bad_raw_query_exits_2_with_an_error_line(ws: Workspace) -> None:
+    result = run_cli("-w", str(ws.root), "search", "--raw", "foo AND", code=2)
+    assert result.stderr.startswith("Error: Invalid search query 'foo AND'")
+    assert "drop --raw" in result.stderr and "Traceback" not in result.output
+
+
+def test_cli_empty_query_exits_2(ws: Workspace) -> None:
+    assert (
+        "Error: the search query is empty"
+        in run_cli("-w", str(ws.root), "search", " ", code=2).stderr
+    )
+
+
+def test_cli_n_below_one_is_a_usage_error(ws: Workspace) -> None:
+    run_cli("-w", str(ws.root), "search", "x", "-n", "0", code=2)
+
+
+def test_cli_archive_flag_and_path_prefix(ws: Workspace) -> None:
+    write(ws, "archive/digests/2026-01-04-weekly.md", "dugong\n")
+    write(ws, "memory/notes/a.md", "dugong\n")
+    out = run_cli("-w", str(ws.root), "search", "dugong").stdout
+    assert "archive/" not in out
+    out = run_cli("-w", str(ws.root), "search", "dugong", "--archive").stdout
+    assert "archive/digests/2026-01-04-weekly.md#L1-L1" in out
+    out = run_cli("-w", str(ws.root), "search", "dugong", "--path-prefix", "memory/").stdout
+    assert out.startswith("memory/notes/a.md#L1-L1")
+
+
+def test_cli_record_counts_a_recall_per_returned_file(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "# Seal\n\nseal one\n\n## More\n\nseal two\n")
+    run_cli("-w", str(ws.root), "search", "seal")
+    with open_state(ws) as db:
+        assert db.usages() == {}
+    run_cli("-w", str(ws.root), "search", "seal", "--record")
+    with open_state(ws) as db:
+        usage = db.usage("memory/notes/a.md")
+    assert usage.uses == 1 and usage.last_recalled is not None
+
+
+def test_cli_index_rebuilds_and_prints_stats(ws: Workspace) -> None:
+    write(ws, "memory/notes/empty.md", "")
+    result = run_cli("-w", str(ws.root), "index")
+    assert result.stdout.startswith("Indexed ") and "skipped 1" in result.stdout
+    assert "Skipped: memory/notes/empty.md (empty)" in result.stderr
