@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import random
 import shutil
@@ -38,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
+from bench.common import isolate
 from bench.generate import WORDS, generate_workspace
 from crustacean.config import load_config
 from crustacean.search import SearchIndex, quote_terms
@@ -54,27 +54,6 @@ class Needle:
     path: str
     line: int  # 1-based line of the planted fact
     query: str
-
-
-def _isolate(tmp: Path) -> None:
-    """No user or system git config, no user crustacean config."""
-    home = tmp / "home"
-    home.mkdir(exist_ok=True)
-    os.environ.update(
-        {
-            "HOME": str(home),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "CRUSTACEAN_CONFIG_DIR": str(tmp / "userconfig"),
-            "GIT_AUTHOR_NAME": "bench",
-            "GIT_AUTHOR_EMAIL": "bench@localhost",
-            "GIT_COMMITTER_NAME": "bench",
-            "GIT_COMMITTER_EMAIL": "bench@localhost",
-        }
-    )
-    for var in [v for v in os.environ if v.startswith("CRUSTACEAN_") and "__" in v]:
-        del os.environ[var]
-    os.environ.pop("CRUSTACEAN_WORKSPACE", None)
 
 
 def _workspace(root: Path, files: int) -> tuple[Workspace, list[str]]:
@@ -329,7 +308,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crustacean-search-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        _isolate(tmp)
+        isolate(tmp)
         report(measure((args.dir or tmp / "ws").resolve(), args.files, tmp), args.files)
 
 

@@ -31,31 +31,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
+from bench.common import isolate
+
 N_FILES = 20
 ONE = "memory/notes/bench.md"
 MANY = [f"memory/notes/bench-{i:02d}.md" for i in range(N_FILES)]
 LINE = "- 2024-05-01 10:00 a line the benchmark appends, like a short memory entry ✓\n"
-
-
-def _isolate(tmp: Path) -> None:
-    """No user or system git config, no user crustacean config: both sides run the same git."""
-    home = tmp / "home"
-    home.mkdir()
-    os.environ.update(
-        {
-            "HOME": str(home),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "CRUSTACEAN_CONFIG_DIR": str(tmp / "userconfig"),
-            "GIT_AUTHOR_NAME": "bench",
-            "GIT_AUTHOR_EMAIL": "bench@localhost",
-            "GIT_COMMITTER_NAME": "bench",
-            "GIT_COMMITTER_EMAIL": "bench@localhost",
-        }
-    )
-    for var in [v for v in os.environ if v.startswith("CRUSTACEAN_") and "__" in v]:
-        del os.environ[var]
-    os.environ.pop("CRUSTACEAN_WORKSPACE", None)
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -80,7 +61,7 @@ def run(reps: int, warmup: int = 3) -> list[tuple[str, list[float], list[float]]
 
     tmp = Path(tempfile.mkdtemp(prefix="crustacean-bench-"))
     try:
-        _isolate(tmp)
+        isolate(tmp)
         root = tmp / "ws"
         init_workspace(root)
         store = Store(Workspace(root, load_config(root)))

@@ -152,15 +152,17 @@ class Context:
 
 
 def words(text: str) -> set[str]:
-    return {w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _STOP}
+    return set(_WORD.findall(text.lower())) - _STOP
 
 
 def relevance(topic_words: set[str], mem: MemoryDoc) -> float:
     """Share of the topic's words found in the memory's path, name and body (0 to 1)."""
     if not topic_words:
         return 0.0
-    found = words(f"{mem.path} {mem.doc.name} {mem.doc.body}")
-    return len(topic_words & found) / len(topic_words)
+    hay = f"{mem.path} {mem.doc.name} {mem.doc.body}".lower()
+    if not any(w in hay for w in topic_words):
+        return 0.0  # a substring test is cheap; most memories fail it and skip tokenizing
+    return len(topic_words & set(_WORD.findall(hay))) / len(topic_words)
 
 
 def choose(

@@ -1,0 +1,88 @@
+"""Benchmark `crustacean context` on a large generated workspace.
+
+Run: `.venv/bin/python bench/context_bench.py [--files N] [--rounds R]`. It builds a workspace of
+N memory files (default 10,000) plus 3 years of daily logs, then times context assembly (the core
+call, in-process, recall ledger included) for `--for main` without and with a topic. The baseline,
+measured in the same run, is reading the raw bytes of every memory file once (what any loader has
+to do at least), so the ratio shows the cost of parsing, tiers and caps on top of I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
+
+from bench.common import isolate
+from bench.generate import generate_workspace
+from crustacean.config import load_config
+from crustacean.context import ContextRequest, build_context
+from crustacean.memories import memory_paths
+from crustacean.workspace import Workspace
+
+
+def _times(fn: Callable[[], object], rounds: int) -> list[float]:
+    out = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        isolate(Path(tmp))
+        root = Path(tmp) / "ws"
+        generate_workspace(root, args.files)
+        ws = Workspace(root, load_config(root))
+        now = datetime.now(UTC)
+        paths = memory_paths(root)
+
+        def read_all() -> None:
+            for rel in paths:
+                (root / rel).read_bytes()
+
+        base = _times(read_all, args.rounds)
+        rows = []
+        for label, topic in (
+            ("context --for main", None),
+            ("context --for main --topic", "garden budget meeting"),
+        ):
+            req = ContextRequest("main", topic)
+            t = _times(lambda req=req: build_context(ws, req, now), args.rounds)
+            rows.append((label, t))
+        print(
+            f"{len(paths)} memory files; Python {platform.python_version()}; "
+            f"{args.rounds} rounds each\n"
+        )
+        print("| figure | median ms | p95 ms | baseline (read every memory file) ms | ratio |")
+        print("|---|---:|---:|---:|---:|")
+        b = statistics.median(base)
+        for label, t in rows:
+            m = statistics.median(t)
+            print(
+                f"| {label} | {m * 1000:.0f} | {_p95(t) * 1000:.0f} | {b * 1000:.0f} | "
+                f"{m / b:.1f}x |"
+            )
+
+
+if __name__ == "__main__":
+    main()
