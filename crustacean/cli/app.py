@@ -16,6 +16,7 @@ app = typer.Typer(
     name="crustacean",
     help="Keep an AI agent's markdown memory workspace alive: the 4C pipeline, versioned "
     "writes and recall.",
+    epilog="Exit codes: 0 ok, 1 failed, 2 usage or config error, 75 another run holds the lock.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
