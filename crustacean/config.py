@@ -123,6 +123,28 @@ class LlmConfig:
 
 
 @dataclass(frozen=True)
+class PriceConfig:
+    input: float = _opt(3.0, "USD per million input tokens", "nonnegf")
+    output: float = _opt(15.0, "USD per million output tokens", "nonnegf")
+    cache_read: float = _opt(0.3, "USD per million cache-read input tokens", "nonnegf")
+    cache_write: float = _opt(3.75, "USD per million cache-write input tokens", "nonnegf")
+
+
+def _price(inp: float, out: float, what: str) -> Any:
+    return field(
+        default_factory=lambda: PriceConfig(inp, out, round(inp / 10, 4), round(inp * 1.25, 4)),
+        metadata={"doc": what},
+    )
+
+
+@dataclass(frozen=True)
+class PricesConfig:
+    small: PriceConfig = _price(1.0, 5.0, "estimated prices of the small tier's model")
+    mid: PriceConfig = _price(3.0, 15.0, "estimated prices of the mid tier's model")
+    large: PriceConfig = _price(5.0, 25.0, "estimated prices of the large tier's model")
+
+
+@dataclass(frozen=True)
 class ContextConfig:
     foundation_chars: int = _opt(30000, "context: budget of foundation files + daily logs", "pos")
 
@@ -155,6 +177,7 @@ class Settings:
     store: StoreConfig = field(default_factory=StoreConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
+    prices: PricesConfig = field(default_factory=PricesConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     curate: CurateConfig = field(default_factory=CurateConfig)
     sources: list[SourceConfig] = _opt([], "transcript sources collect reads ([[sources]] tables)")
@@ -240,6 +263,7 @@ CHECKS: dict[str, Callable[[Any], str | None]] = {
     "pos": lambda v: None if v >= 1 else "an integer of at least 1",
     "nonneg": lambda v: None if v >= 0 else "an integer of at least 0",
     "posf": lambda v: None if v > 0 else "a number greater than 0",
+    "nonnegf": lambda v: None if v >= 0 else "a number of at least 0",
     "required": lambda v: None if v else "a non-empty string",
 }
 

@@ -82,3 +82,7 @@ class SearchQueryError(CrustaceanError):
     """A search query is empty, or (with --raw) not valid FTS5 syntax."""
 
     exit_code = EXIT_USAGE
+
+
+class ModelError(CrustaceanError):
+    """A model call failed (after retries); the run stops with nothing half-written."""

@@ -56,6 +56,42 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m003_runs",
+        """
+        CREATE TABLE run_records (
+            id TEXT PRIMARY KEY,
+            stage TEXT NOT NULL,
+            started TEXT NOT NULL,
+            ended TEXT,
+            status TEXT NOT NULL DEFAULT 'running',
+            dry_run INTEGER NOT NULL DEFAULT 0,
+            model TEXT,
+            turns INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            files_changed TEXT NOT NULL DEFAULT '[]',
+            versions TEXT NOT NULL DEFAULT '[]',
+            proposals TEXT NOT NULL DEFAULT '[]',
+            error TEXT,
+            summary TEXT
+        );
+        CREATE INDEX run_records_started ON run_records (started);
+        CREATE INDEX run_records_stage_started ON run_records (stage, started);
+        CREATE TABLE run_tool_calls (
+            run_id TEXT NOT NULL REFERENCES run_records (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            input_json TEXT NOT NULL,
+            is_error INTEGER NOT NULL DEFAULT 0,
+            result_summary TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (run_id, seq)
+        );
+        """,
+    ),
 ]
 
 

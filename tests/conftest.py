@@ -80,3 +80,12 @@ def snapshot(root: Path) -> dict[str, str]:
                 continue  # object files and logs: HEAD and refs say whether a commit happened
             out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+@pytest.fixture
+def fake_api():
+    """A local fake Messages API (tests/fakeapi.py), so model calls never reach the network."""
+    from fakeapi import FakeAnthropic
+
+    with FakeAnthropic() as fake:
+        yield fake

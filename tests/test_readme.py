@@ -83,6 +83,7 @@ def test_help_lists_only_commands_that_work() -> None:
         "show",
         "rollback",
         "review",
+        "runs",
         "context",
         "search",
         "index",

@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from crustacean import __version__
-from crustacean.cli import config_cmd, history_cmd, init_cmd, memory_cmd, review_cmd, search_cmd
+from crustacean.cli import (
+    config_cmd,
+    history_cmd,
+    init_cmd,
+    memory_cmd,
+    review_cmd,
+    runs_cmd,
+    search_cmd,
+)
 from crustacean.cli.common import CrustaceanGroup, console, state
 
 app = typer.Typer(
@@ -82,6 +90,7 @@ app.command("search")(search_cmd.search)
 app.command("index")(search_cmd.index)
 app.command("remember")(memory_cmd.remember)
 app.add_typer(memory_cmd.tier_app, name="tier")
+app.add_typer(runs_cmd.runs_app, name="runs")
 
 
 def main() -> None:

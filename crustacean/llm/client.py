@@ -1,0 +1,159 @@
+"""The model client: key and URL resolution, retries and timeouts, error wording, cost.
+
+`anthropic` is imported only when a model is really called, so commands that never call one
+start fast.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crustacean.config import PriceConfig, Settings, user_config_dir
+from crustacean.errors import ConfigError, ModelError
+from crustacean.runs import Usage
+from crustacean.store.secrets import redact
+
+KEY_ENV = "ANTHROPIC_API_KEY"
+TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
+URL_ENV = "ANTHROPIC_BASE_URL"
+ENV_FILE_NAME = "env"
+LOCAL_KEY = "local-server"  # a local server at a base URL often checks no key; the SDK needs one
+
+
+@dataclass(frozen=True)
+class Credentials:
+    key: str
+    base_url: str | None
+    source: str  # where the key came from, for messages (never the key itself)
+
+
+def default_env_file(env: Mapping[str, str] | None = None) -> Path:
+    """The env file cron runs read, since cron does not inherit the shell's environment."""
+    return user_config_dir(env) / ENV_FILE_NAME
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """`KEY=VALUE` lines; `export `, quotes and `#` comments are allowed."""
+    try:
+        lines = path.read_text("utf-8").splitlines()
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the env file ({e}); fix or remove it.") from None
+    values = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        values[key.strip()] = value.strip().strip("'\"")
+    return values
+
+
+def resolve_credentials(settings: Settings, env: Mapping[str, str] | None = None) -> Credentials:
+    """Key from the environment, else the env file; base URL from config, else the environment."""
+    env = os.environ if env is None else env
+    file = Path(settings.llm.env_file).expanduser() if settings.llm.env_file else None
+    file = file or default_env_file(env)
+    from_file = read_env_file(file)
+    base_url = settings.llm.base_url or env.get(URL_ENV) or from_file.get(URL_ENV) or None
+    for name in (KEY_ENV, TOKEN_ENV):
+        if env.get(name):
+            return Credentials(env[name], base_url, f"${name}")
+    for name in (KEY_ENV, TOKEN_ENV):
+        if from_file.get(name):
+            return Credentials(from_file[name], base_url, str(file))
+    if base_url:
+        return Credentials(LOCAL_KEY, base_url, "none (local server)")
+    raise ConfigError(
+        f"no API key: set {KEY_ENV}, or put {KEY_ENV}=... in {file} (cron runs read it), "
+        f"or set {URL_ENV} for a local Anthropic-compatible server."
+    )
+
+
+def usage_of(response_usage: Any) -> Usage:
+    """The four billed token kinds of one response (cache fields may be missing or None)."""
+    return Usage(
+        getattr(response_usage, "input_tokens", 0) or 0,
+        getattr(response_usage, "output_tokens", 0) or 0,
+        getattr(response_usage, "cache_read_input_tokens", 0) or 0,
+        getattr(response_usage, "cache_creation_input_tokens", 0) or 0,
+    )
+
+
+def cost(usage: Usage, price: PriceConfig) -> float:
+    """Estimated USD from the configured price table (per million tokens)."""
+    return (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_read_tokens * price.cache_read
+        + usage.cache_write_tokens * price.cache_write
+    ) / 1_000_000
+
+
+class ModelClient:
+    """One configured SDK client; every failure becomes a `ModelError` that names the fix."""
+
+    def __init__(self, settings: Settings, creds: Credentials) -> None:
+        import anthropic  # lazy: only runs that call a model pay for the import
+
+        self._sdk = anthropic
+        self.creds = creds
+        self.settings = settings
+        self.client = anthropic.Anthropic(
+            api_key=creds.key,
+            base_url=creds.base_url,
+            max_retries=settings.llm.max_retries,
+            timeout=settings.llm.timeout_seconds,
+        )
+
+    def create(self, *, tier_key: str, **params: Any) -> Any:
+        """`messages.create`, with SDK errors turned into one clear line."""
+        try:
+            return self.client.messages.create(**params)
+        except self._sdk.APIError as e:
+            raise ModelError(self._explain(e, params.get("model", "?"), tier_key)) from None
+
+    def _explain(self, e: Exception, model: str, tier_key: str) -> str:
+        sdk, retries = self._sdk, self.settings.llm.max_retries
+        after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+        if isinstance(e, sdk.AuthenticationError):
+            text = f"the API key was rejected (401; key from {self.creds.source}); set a valid one."
+        elif isinstance(e, sdk.PermissionDeniedError):
+            text = "the API key may not use this model or endpoint (403)."
+        elif isinstance(e, sdk.NotFoundError):
+            text = (
+                f"model {model!r} was not found (404); set {tier_key} in crustacean.toml to "
+                "a model id your account can use."
+            )
+        elif isinstance(e, sdk.APITimeoutError):
+            text = (
+                f"the API did not answer within {self.settings.llm.timeout_seconds:g}s"
+                f"{after} (llm.timeout_seconds); try again later."
+            )
+        elif isinstance(e, sdk.APIConnectionError):
+            text = (
+                f"could not reach the API at {self.creds.base_url or 'the default URL'}"
+                f"{after}; check the network or llm.base_url."
+            )
+        elif isinstance(e, sdk.APIStatusError):
+            text = _status_text(e, after)
+        else:
+            text = f"the model call failed: {type(e).__name__}"
+        return redact(text.replace(self.creds.key, "***"))
+
+
+def _status_text(e: Any, after: str) -> str:
+    status = getattr(e, "status_code", "?")
+    if status == 429:
+        return f"the API rate-limited the run (429){after}; try again later or lower the cadence."
+    if status == 529:
+        return f"the API was overloaded (529){after}; try again later."
+    if isinstance(status, int) and status >= 500:
+        return f"the API failed ({status}){after}; try again later."
+    message = getattr(e, "message", "") or ""
+    return f"the API refused the request ({status}): {message[:200]}"

@@ -1,0 +1,209 @@
+"""Our own agent loop on `messages.create` (not the beta tool runner): full history every turn,
+prompt caching on the stable prefix, every stop reason handled, budgets enforced by code."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from crustacean.config import BudgetConfig, PriceConfig
+from crustacean.llm.client import cost, usage_of
+from crustacean.llm.tools import PREAMBLE, TOOLS, ToolExecutor, ToolOutcome, ToolSpec
+from crustacean.runs import Usage
+
+EPHEMERAL = {"type": "ephemeral"}
+DEFAULT_TOOLS = (
+    "list_context_files",
+    "read_context_file",
+    "search_memory",
+    "write_context",
+    "finish",
+)
+
+
+@dataclass(frozen=True)
+class StageRequest:
+    """What a stage asks of the model: its instructions, its input, its tools."""
+
+    stage: str
+    system_doc: str
+    prompt: str
+    tools: tuple[str, ...] = DEFAULT_TOOLS
+    extra_tools: tuple[ToolSpec, ...] = ()
+    tool_choice: dict[str, Any] | None = None
+    max_tokens: int = 8192
+
+
+def tool_specs(req: StageRequest) -> list[ToolSpec]:
+    return [TOOLS[n] for n in req.tools] + list(req.extra_tools)
+
+
+def build_params(req: StageRequest, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The request of one turn (pure, so tests can read it): the stable prefix is cached."""
+    tools = [t.for_anthropic() for t in tool_specs(req)]
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": req.max_tokens,
+        "system": [
+            {"type": "text", "text": PREAMBLE + "\n" + req.system_doc, "cache_control": EPHEMERAL}
+        ],
+        "tools": tools,
+        "messages": with_breakpoint(messages),
+    }
+    if req.tool_choice:
+        params["tool_choice"] = req.tool_choice
+    return params
+
+
+def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy whose last block carries the moving cache breakpoint (older ones are dropped)."""
+    out = copy.deepcopy(messages)
+    if not out:
+        return out
+    last = out[-1]
+    if isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"]}]
+    last["content"][-1] = {**last["content"][-1], "cache_control": EPHEMERAL}
+    return out
+
+
+class Recorder(Protocol):
+    """What the loop reports to the run record (runs.RunRecorder implements it)."""
+
+    def log(self, message: str) -> None: ...
+    def tool_call(self, name: str, input: dict[str, Any], is_error: bool, result: str) -> None: ...
+    def wrote(self, files: list[str], version: str | None, proposal: int | None) -> None: ...
+
+
+@dataclass
+class LoopOutcome:
+    status: str  # ok | partial | failed
+    stop: str
+    summary: str | None = None
+    error: str | None = None
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    text: str = ""
+
+
+Create = Callable[..., Any]
+
+
+def run_loop(
+    create: Create,
+    req: StageRequest,
+    model: str,
+    executor: ToolExecutor,
+    budget: BudgetConfig,
+    price: PriceConfig,
+    recorder: Recorder,
+    on_turn: Callable[[Usage, float], None] | None = None,
+) -> LoopOutcome:
+    """Turn by turn until the model finishes, stops, or a budget ends the run as partial."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": req.prompt}]
+    out = LoopOutcome("ok", "end_turn")
+    while True:
+        if out.turns >= budget.max_turns:
+            return _partial(out, "max_turns", f"stopped after {out.turns} turns (budget.max_turns)")
+        if out.usage.total_input >= budget.max_input_tokens:
+            return _partial(
+                out,
+                "max_input_tokens",
+                f"stopped at {out.usage.total_input:,} input tokens (budget.max_input_tokens)",
+            )
+        resp = create(**build_params(req, model, messages))
+        out.turns += 1
+        used = usage_of(resp.usage)
+        out.usage, out.cost = out.usage + used, out.cost + cost(used, price)
+        if on_turn:
+            on_turn(used, cost(used, price))
+        blocks = [_block(b) for b in resp.content]
+        messages.append({"role": "assistant", "content": blocks})
+        out.text = "".join(b.get("text", "") for b in blocks if b["type"] == "text") or out.text
+        recorder.log(
+            f"turn {out.turns}: stop_reason={resp.stop_reason}, "
+            f"in={used.input_tokens} out={used.output_tokens}"
+        )
+        calls = [b for b in blocks if b["type"] == "tool_use"]
+        if calls and resp.stop_reason in ("tool_use", "max_tokens"):
+            results, finished = _run_tools(calls, executor, recorder)
+            messages.append({"role": "user", "content": results})
+            if finished is not None:
+                out.summary, out.stop = finished, "finish"
+                return out
+            if resp.stop_reason == "tool_use":
+                continue
+        done = _stop(out, resp.stop_reason)
+        if done is not None:
+            return done
+
+
+def _stop(out: LoopOutcome, reason: str | None) -> LoopOutcome | None:
+    """What each stop reason means for the run; None means keep going."""
+    match reason:
+        case "end_turn" | "stop_sequence":
+            out.stop, out.summary = reason, out.summary or (out.text.strip() or None)
+            return out
+        case "pause_turn":
+            return None  # the API paused a long turn: send the history back as it is
+        case "max_tokens":
+            return _partial(out, reason, "the model's reply hit max_tokens; the run stopped")
+        case "model_context_window_exceeded":
+            return _partial(out, reason, "the conversation outgrew the model's context window")
+        case "refusal":
+            out.status, out.stop, out.error = "failed", reason, "the model refused to continue"
+            return out
+        case _:
+            return _partial(out, str(reason), f"unexpected stop reason {reason!r}")
+
+
+def _partial(out: LoopOutcome, stop: str, error: str) -> LoopOutcome:
+    out.status, out.stop, out.error = "partial", stop, error
+    return out
+
+
+def _run_tools(
+    calls: list[dict[str, Any]], executor: ToolExecutor, recorder: Recorder
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Run every tool_use block of one reply, in order; all get a tool_result."""
+    results, finished = [], None
+    for call in calls:
+        outcome: ToolOutcome = executor.call(call["name"], call.get("input"))
+        recorder.tool_call(call["name"], call.get("input") or {}, outcome.is_error, outcome.text)
+        if outcome.write is not None:
+            w = outcome.write
+            recorder.wrote(list(w.files), w.version, w.proposal)
+        if outcome.finished is not None:
+            finished = outcome.finished
+        results.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": call["id"],
+                "content": outcome.text,
+                "is_error": outcome.is_error,
+            }
+        )
+    return results, finished
+
+
+def _block(block: Any) -> dict[str, Any]:
+    """An SDK content block as a plain param dict (what the next request sends back)."""
+    data = block.model_dump(exclude_none=True) if hasattr(block, "model_dump") else dict(block)
+    if data.get("type") == "tool_use" and not isinstance(data.get("input"), dict):
+        data["input"] = _coerce_input(data.get("input"))
+    return {k: v for k, v in data.items() if k not in ("citations", "caller") or v}
+
+
+def _coerce_input(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw

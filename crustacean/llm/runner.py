@@ -1,0 +1,127 @@
+"""Run a stage's model step: plan, dry run or real run, under the lock and with a run record.
+
+Stages build a `StageRequest` from their deterministic pre-pass and call `run_stage`; everything
+mechanical (credentials, lock, client, tools, loop, record, dry-run overlay) lives here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from crustacean.llm.client import ModelClient, cost, resolve_credentials
+from crustacean.llm.loop import StageRequest, build_params, run_loop, tool_specs
+from crustacean.llm.tools import ToolExecutor, ToolSpec
+from crustacean.runs import RunRecord, RunRecorder, Usage
+from crustacean.store.files import Store
+from crustacean.store.overlay import OverlayStore
+from crustacean.workspace import Workspace
+
+CHARS_PER_TOKEN = 4  # a conservative estimate for English prose and JSON
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run would send, without sending it (`--plan`)."""
+
+    stage: str
+    model: str
+    system_chars: int
+    tools: tuple[str, ...]
+    tools_chars: int
+    prompt_chars: int
+    excerpt: str
+    est_input_tokens: int
+    est_cost_first_turn: float
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__, tools=list(self.tools))
+
+
+@dataclass(frozen=True)
+class StageRun:
+    record: RunRecord
+    diff: str | None = None  # --dry-run: what would have changed
+
+
+def model_for(ws: Workspace, stage: str) -> tuple[str, str, str]:
+    """(model id, tier, the config key to fix it) for a stage."""
+    tier = getattr(ws.settings.stages, stage).tier if hasattr(ws.settings.stages, stage) else "mid"
+    return getattr(ws.settings.models, tier), tier, f"models.{tier}"
+
+
+def plan_stage(ws: Workspace, req: StageRequest) -> Plan:
+    """The request of the first turn, measured; no key and no network needed."""
+    model, tier, _ = model_for(ws, req.stage)
+    params = build_params(req, model, [{"role": "user", "content": req.prompt}])
+    system_chars = sum(len(b["text"]) for b in params["system"])
+    tools_chars = len(json.dumps(params["tools"]))
+    total = system_chars + tools_chars + len(req.prompt)
+    tokens = total // CHARS_PER_TOKEN + 1
+    price = getattr(ws.settings.prices, tier)
+    first = cost(Usage(input_tokens=tokens, output_tokens=req.max_tokens // 8), price)
+    excerpt = req.prompt if len(req.prompt) <= 600 else req.prompt[:600] + " …"
+    return Plan(
+        req.stage,
+        model,
+        system_chars,
+        tuple(t.name for t in tool_specs(req)),
+        tools_chars,
+        len(req.prompt),
+        excerpt,
+        tokens,
+        first,
+    )
+
+
+def run_stage(
+    ws: Workspace,
+    req: StageRequest,
+    *,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+    now: Callable[[], datetime] | None = None,
+    handlers: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
+) -> StageRun:
+    """One model run: credentials first (no key: a config error before any lock or call)."""
+    creds = resolve_credentials(ws.settings, env)
+    model, tier, tier_key = model_for(ws, req.stage)
+    client = ModelClient(ws.settings, creds)
+    with RunRecorder(ws, req.stage, dry_run=dry_run, now=now) as rec:
+        rec.record.model = model
+        store = OverlayStore(ws) if dry_run else Store(ws)
+        executor = ToolExecutor(store, req.stage, rec.record.id, _searcher(ws), handlers)
+        outcome = run_loop(
+            lambda **p: client.create(tier_key=tier_key, **p),
+            req,
+            model,
+            executor,
+            ws.settings.budget,
+            getattr(ws.settings.prices, tier),
+            rec,
+            on_turn=lambda u, c: _count(rec, u, c),
+        )
+        record = rec.finish(outcome.status, summary=outcome.summary, error=outcome.error)
+    diff = store.diff() if isinstance(store, OverlayStore) else None
+    return StageRun(record, diff)
+
+
+def _count(rec: RunRecorder, used: Usage, usd: float) -> None:
+    rec.turn()
+    rec.add_usage(used, usd)
+
+
+def _searcher(ws: Workspace) -> Callable[[str, int], list[dict[str, Any]]]:
+    def search(query: str, limit: int) -> list[dict[str, Any]]:
+        from crustacean.search import SearchIndex
+
+        with SearchIndex(ws) as index:
+            return [h.to_json() for h in index.search(query, limit)]
+
+    return search
+
+
+__all__ = ["Plan", "StageRequest", "StageRun", "ToolSpec", "plan_stage", "run_stage"]

@@ -1,0 +1,214 @@
+"""The memory tools, defined once: schemas for models (and, later, MCP), and their execution
+through the store with the stage as actor. Policy lives in the store, not in these prompts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from crustacean.errors import CrustaceanError
+from crustacean.store.files import Store, WriteResult
+
+CHANGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "Workspace-relative path, e.g. memory/notes/x.md",
+        },
+        "mode": {
+            "type": "string",
+            "enum": ["create", "append", "edit", "overwrite", "delete", "move"],
+        },
+        "content": {"type": "string", "description": "For create, append and overwrite."},
+        "old": {"type": "string", "description": "For edit: exact text that occurs once."},
+        "new": {"type": "string", "description": "For edit: its replacement."},
+        "to": {"type": "string", "description": "For move: the new path."},
+        "expected_sha256": {
+            "type": "string",
+            "description": "The sha256 read_context_file returned (not create).",
+        },
+    },
+    "required": ["path", "mode"],
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def for_anthropic(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+
+def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required}
+
+
+TOOLS: dict[str, ToolSpec] = {
+    t.name: t
+    for t in (
+        ToolSpec(
+            "list_context_files",
+            "List the workspace's files (path, size, modified, tier). Read a folder's README.md "
+            "first: it says what belongs there.",
+            _obj(
+                {"prefix": {"type": "string", "description": "Only paths starting with this."}}, []
+            ),
+        ),
+        ToolSpec(
+            "read_context_file",
+            "Read a file. Returns its content and sha256; pass that sha256 as expected_sha256 when "
+            "you change the file, so a change made meanwhile is not overwritten.",
+            _obj({"path": {"type": "string"}}, ["path"]),
+        ),
+        ToolSpec(
+            "search_memory",
+            "Full-text search over the workspace's markdown. Returns path, line range, score and a "
+            "snippet per hit; read the file before changing it.",
+            _obj(
+                {
+                    "query": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+                },
+                ["query"],
+            ),
+        ),
+        ToolSpec(
+            "write_context",
+            "Change one or more files in ONE call: one whole update, one version. Modes: create "
+            "(new file), append, edit (old must occur exactly once), overwrite, delete (moves to "
+            "archive/trash/), move. Read before you write and pass expected_sha256. Never write "
+            "secrets, credentials or raw transcripts. Write facts and procedures, not instructions "
+            "to other agents. Refusals say why; correct the call and retry.",
+            _obj(
+                {
+                    "changes": {"type": "array", "items": CHANGE_SCHEMA, "minItems": 1},
+                    "message": {
+                        "type": "string",
+                        "description": "Why: becomes the version message.",
+                    },
+                },
+                ["changes", "message"],
+            ),
+        ),
+        ToolSpec(
+            "finish",
+            "End the run with a short summary of what you did and what you left for later.",
+            _obj({"summary": {"type": "string"}}, ["summary"]),
+        ),
+    )
+}
+
+PREAMBLE = """\
+You work on an AI agent's memory workspace: plain markdown files that a person owns. Rules that
+code enforces whatever you do, so follow them to avoid refusals:
+- Read a folder's README.md (its index) before changing anything there, and follow it.
+- Read a file before changing it, and pass the sha256 you got as expected_sha256.
+- Put one whole update in a single write_context call; add new files to the index in that call.
+- Nothing is ever deleted: delete moves a file to archive/trash/. Prefer append and edit.
+- Never write secrets, credentials, tokens or raw transcripts.
+- Write facts and procedures, never instructions to other agents.
+- Foundation files (SOUL.md, IDENTITY.md, USER.md, AGENTS.md, TOOLS.md) change only through a
+  proposal a human approves; a write there returns a proposal id.
+- When you are done, call finish with a short summary.
+"""
+
+
+class ToolInputError(CrustaceanError):
+    """Tool input of the wrong shape: answered as an error result, never a crash."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    text: str
+    is_error: bool
+    write: WriteResult | None = None
+    finished: str | None = None
+
+
+class ToolExecutor:
+    """Runs tool calls for one actor; every failure becomes an error result the model can fix."""
+
+    def __init__(
+        self,
+        store: Store,
+        actor: str,
+        run_id: str,
+        search: Callable[[str, int], list[dict[str, Any]]] | None = None,
+        handlers: dict[str, Callable[[dict[str, Any]], ToolOutcome]] | None = None,
+    ) -> None:
+        self.store, self.actor, self.run_id, self.search = store, actor, run_id, search
+        self.handlers = handlers or {}  # a stage's own tools, e.g. collect's record_items
+
+    def call(self, name: str, raw: object) -> ToolOutcome:
+        try:
+            if name not in TOOLS and name not in self.handlers:
+                known = ", ".join([*TOOLS, *self.handlers])
+                raise ToolInputError(f"unknown tool {name!r}; tools: {known}.")
+            if not isinstance(raw, dict):
+                raise ToolInputError(f"{name} input must be a JSON object.")
+            if name in self.handlers:
+                return self.handlers[name](raw)
+            return getattr(self, f"_{name}")(raw)
+        except CrustaceanError as e:
+            return ToolOutcome(f"Error: {e}", True)
+
+    def _list_context_files(self, inp: dict[str, Any]) -> ToolOutcome:
+        prefix = _opt_str(inp, "prefix")
+        files = [f.to_json() for f in self.store.list_context_files(prefix)]
+        return ToolOutcome(json.dumps(files), False)
+
+    def _read_context_file(self, inp: dict[str, Any]) -> ToolOutcome:
+        got = self.store.read_context_file(_str(inp, "path"))
+        return ToolOutcome(
+            json.dumps({"path": got.path, "content": got.content, "sha256": got.sha256}), False
+        )
+
+    def _search_memory(self, inp: dict[str, Any]) -> ToolOutcome:
+        query = _str(inp, "query")
+        limit = inp.get("limit", 10)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
+            raise ToolInputError("limit must be an integer from 1 to 50.")
+        if self.search is None:
+            raise ToolInputError("search_memory is not available in this run.")
+        return ToolOutcome(json.dumps(self.search(query, limit)), False)
+
+    def _write_context(self, inp: dict[str, Any]) -> ToolOutcome:
+        result = self.store.write_context(
+            inp.get("changes"), actor=self.actor, message=_str(inp, "message"), run_id=self.run_id
+        )
+        if result.proposal is not None:
+            text = (
+                f"Queued for review as proposal {result.proposal}: a human approves it with "
+                "`crustacean review`. Nothing was written yet."
+            )
+        else:
+            text = json.dumps(result.to_json())
+        return ToolOutcome(text, False, write=result)
+
+    def _finish(self, inp: dict[str, Any]) -> ToolOutcome:
+        summary = _str(inp, "summary")
+        return ToolOutcome("Finished.", False, finished=summary)
+
+
+def _str(inp: dict[str, Any], key: str) -> str:
+    value = inp.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolInputError(f"{key!r} is required and must be a non-empty string.")
+    return value
+
+
+def _opt_str(inp: dict[str, Any], key: str) -> str | None:
+    value = inp.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ToolInputError(f"{key!r} must be a string.")
+    return value

@@ -1,0 +1,568 @@
+"""Run mechanics: the workspace run lock, run records in state.db and one log file per run.
+
+A run (one stage, one model conversation) holds `.crustacean/run.lock` for its whole life, so
+two runs never work the same workspace at once. The lock is an OS file lock (flock): the kernel
+drops it when its process dies, so a killed run never blocks the next one. It is separate from
+the store's short write lock, so MCP writes still go through while a run works.
+
+Everything stored about a run (error text, tool inputs and results, log lines) is redacted with
+`store.secrets.redact` first: state.db and the logs are read by people and by calibrate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from filelock import FileLock
+from filelock import Timeout as LockTimeout
+
+from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
+from crustacean.state import StateDB, from_db_time, open_state, to_db_time
+from crustacean.store.secrets import redact
+from crustacean.workspace import Workspace
+
+STAGES = ("collect", "curate", "compile", "calibrate")
+FINAL_STATUSES = ("ok", "partial", "failed", "skipped")
+STATUSES = ("running", *FINAL_STATUSES)
+LOCK_FILE = "run.lock"
+LOCK_INFO_FILE = "run.lock.json"
+INPUT_JSON_LIMIT = 2048
+RESULT_LIMIT = 300
+ERROR_LIMIT = 500
+INTERRUPTED = "interrupted (the process was killed)"
+NO_STATUS = "the run ended without recording a status"
+
+_SCALARS = (
+    "id",
+    "stage",
+    "started",
+    "ended",
+    "status",
+    "dry_run",
+    "model",
+    "turns",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "files_changed",
+    "versions",
+    "proposals",
+    "error",
+    "summary",
+)
+_USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+_SELECT = f"SELECT {', '.join(_SCALARS)} FROM run_records"
+
+
+class RunNotFoundError(CrustaceanError):
+    """A run id names no recorded run."""
+
+    exit_code = EXIT_USAGE
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+# ---------------------------------------------------------------------------- records
+
+
+@dataclass
+class Usage:
+    """Tokens of one response or one run, by the kinds the API bills separately."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total_input(self) -> int:
+        """Every prompt token the model read: uncached, read from cache and written to it."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call as stored: input redacted and shrunk to ~2 KB, result to one short line."""
+
+    seq: int
+    name: str
+    input: dict[str, Any]
+    is_error: bool
+    result: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RunRecord:
+    """What one run did and cost; a row of `run_records` plus its tool calls."""
+
+    id: str
+    stage: str
+    started: datetime
+    ended: datetime | None = None
+    status: str = "running"
+    dry_run: bool = False
+    model: str | None = None
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    files_changed: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    proposals: list[int] = field(default_factory=list)
+    error: str | None = None
+    summary: str | None = None
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+
+    @property
+    def duration(self) -> timedelta | None:
+        return None if self.ended is None else self.ended - self.started
+
+    def to_json(self, *, tool_calls: bool = True) -> dict[str, Any]:
+        """Plain data for `--json`; `tool_calls=False` for listings, which do not load them."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "stage": self.stage,
+            "started": self.started.isoformat(),
+            "ended": self.ended.isoformat() if self.ended else None,
+            "status": self.status,
+            "dry_run": self.dry_run,
+            "model": self.model,
+            "turns": self.turns,
+            "usage": asdict(self.usage),
+            "cost_usd": self.cost_usd,
+            "files_changed": list(self.files_changed),
+            "versions": list(self.versions),
+            "proposals": list(self.proposals),
+            "error": self.error,
+            "summary": self.summary,
+        }
+        if tool_calls:
+            out["tool_calls"] = [call.to_json() for call in self.tool_calls]
+        return out
+
+
+def new_run_id(moment: datetime) -> str:
+    """`20261130T033000-ab12cd`: sorts by start time (UTC), random tail keeps it unique."""
+    return f"{moment.astimezone(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+
+
+def log_path(ws: Workspace, run_id: str) -> Path:
+    """Where a run's log file lives."""
+    return ws.logs_dir / f"{run_id}.log"
+
+
+# ---------------------------------------------------------------------------- text hygiene
+
+
+def one_line(text: str, limit: int) -> str:
+    """Whitespace collapsed to single spaces, cut to `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def error_line(exc: BaseException) -> str:
+    """`Type: message` on one redacted line; a traceback never reaches the record."""
+    message = str(exc)
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return one_line(redact(text), ERROR_LIMIT)
+
+
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """Apply `fn` to every string inside JSON-like data (anything else odd becomes a string)."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {str(k): _map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_map_strings(v, fn) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return fn(str(value))
+
+
+def _shorten(text: str, cap: int) -> str:
+    return text if len(text) <= cap else f"{text[:cap]}… [{len(text) - cap} more chars]"
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False)
+
+
+def clip_input(data: Any) -> dict[str, Any]:
+    """Tool input as stored: redacted, long strings shrunk until the JSON is about 2 KB."""
+    clean = _map_strings(data if isinstance(data, dict) else {"_input": data}, redact)
+    for cap in (None, 1024, 256, 64):
+        clipped = clean if cap is None else _map_strings(clean, partial(_shorten, cap=cap))
+        if len(_dumps(clipped)) <= INPUT_JSON_LIMIT:
+            return clipped
+    return {"_truncated": _shorten(_dumps(clean), INPUT_JSON_LIMIT - 64)}
+
+
+# ---------------------------------------------------------------------------- lock
+
+
+class RunLock:
+    """The workspace run lock: taken at once or refused, with who holds it and since when."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        stage: str,
+        run_id: str,
+        *,
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.stage = stage
+        self.run_id = run_id
+        self.path = ws.state_dir / LOCK_FILE
+        self.info_path = ws.state_dir / LOCK_INFO_FILE
+        self._state_dir = ws.state_dir
+        self._now = now or _utcnow
+        self._lock: FileLock | None = None
+
+    def __enter__(self) -> RunLock:
+        self._state_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.path), timeout=0, thread_local=False)
+        try:
+            lock.acquire()
+        except LockTimeout:
+            raise LockedError(
+                f"another crustacean run holds the workspace ({self._holder()}); "
+                "wait for it to finish, or check `crustacean runs`."
+            ) from None
+        self._lock = lock
+        try:
+            self._write_info()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Remove the info file before releasing, so it never erases the next holder's."""
+        if self._lock is None:
+            return
+        self.info_path.unlink(missing_ok=True)
+        self._lock.release()
+        self._lock = None
+
+    def _write_info(self) -> None:
+        info = {
+            "pid": os.getpid(),
+            "stage": self.stage,
+            "run_id": self.run_id,
+            "since": self._now().astimezone(UTC).isoformat(),
+        }
+        self.info_path.write_text(json.dumps(info), "utf-8")
+
+    def _holder(self) -> str:
+        """Who holds the lock, from the info file; it may be missing, half written or stale."""
+        try:
+            info = json.loads(self.info_path.read_text("utf-8"))
+            pid, stage = int(info["pid"]), str(info["stage"])
+            since = datetime.fromisoformat(info["since"]).astimezone(UTC)
+        except (OSError, ValueError, KeyError, TypeError):
+            return "pid unknown"
+        return f"pid {pid}, stage {stage}, since {since:%Y-%m-%d %H:%M} UTC"
+
+
+# ---------------------------------------------------------------------------- recorder
+
+
+class RunRecorder:
+    """Owns one run: its record, its log file, its lock.
+
+    Use it as a context manager. Every event is saved as it happens, so a run killed midway
+    still shows what it spent; the next run marks it failed as interrupted.
+    """
+
+    def __init__(
+        self,
+        ws: Workspace,
+        stage: str,
+        *,
+        dry_run: bool = False,
+        now: Callable[[], datetime] | None = None,
+        model: str | None = None,
+    ) -> None:
+        self.ws = ws
+        self._now = now or _utcnow
+        started = self._now()
+        self.record = RunRecord(
+            id=new_run_id(started), stage=stage, started=started, dry_run=dry_run, model=model
+        )
+        self.log_path = log_path(ws, self.record.id)
+        self._lock = RunLock(ws, stage, self.record.id, now=self._now)
+        self._db: StateDB | None = None
+
+    def __enter__(self) -> RunRecorder:
+        self._lock.__enter__()
+        try:
+            self._db = open_state(self.ws)
+            self.record.started = self._now()
+            stale = self._insert()
+            self._log_start(stale)
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def _log_start(self, stale: int) -> None:
+        self.log(f"run {self.record.id}: stage {self.record.stage}, pid {os.getpid()}")
+        if self.record.dry_run:
+            self.log("dry run: nothing will be written, versioned or advanced")
+        if stale:
+            self.log(f"marked {stale} interrupted run(s) as failed")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """An escaping exception fails the run (one redacted line); it is never swallowed."""
+        try:
+            if exc is not None:
+                self.finish("failed", error=error_line(exc))
+            elif self.record.status == "running":
+                self.finish("failed", error=NO_STATUS)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._lock.__exit__(None, None, None)
+
+    def _insert(self) -> int:
+        """Mark runs left 'running' as interrupted (we hold the lock: they are dead), add ours."""
+        with self._conn_tx() as conn:
+            stale = conn.execute(
+                "UPDATE run_records SET status = 'failed', error = ? WHERE status = 'running'",
+                (INTERRUPTED,),
+            ).rowcount
+            row = _to_row(self.record)
+            conn.execute(
+                f"INSERT INTO run_records ({', '.join(row)}) "
+                f"VALUES ({', '.join(':' + k for k in row)})",
+                row,
+            )
+        return stale
+
+    def _conn_tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        if self._db is None:
+            raise RuntimeError("RunRecorder is used outside its `with` block")
+        return self._db.transaction()
+
+    def _save(self) -> None:
+        """Write the record's scalar columns (not the tool calls, which are inserted as made)."""
+        row = _to_row(self.record)
+        assignments = ", ".join(f"{k} = :{k}" for k in row if k != "id")
+        with self._conn_tx() as conn:
+            conn.execute(f"UPDATE run_records SET {assignments} WHERE id = :id", row)
+
+    def log(self, message: str) -> None:
+        """Append a timestamped, redacted line to the run's log file (opened per line: a kill
+        loses nothing already logged)."""
+        stamp = f"{self._now().astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+        lines = redact(message).splitlines() or [""]
+        text = "\n".join([f"{stamp} {lines[0]}", *(f"    {line}" for line in lines[1:])])
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+
+    def tool_call(self, name: str, input: dict[str, Any], is_error: bool, result: str) -> None:
+        """Record one tool call, redacted and clipped, as soon as it is answered."""
+        call = ToolCallRecord(
+            seq=len(self.record.tool_calls) + 1,
+            name=name,
+            input=clip_input(input),
+            is_error=bool(is_error),
+            result=one_line(redact(result), RESULT_LIMIT),
+        )
+        with self._conn_tx() as conn:
+            conn.execute(
+                "INSERT INTO run_tool_calls "
+                "(run_id, seq, name, input_json, is_error, result_summary) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    self.record.id,
+                    call.seq,
+                    name,
+                    _dumps(call.input),
+                    int(call.is_error),
+                    call.result,
+                ),
+            )
+        self.record.tool_calls.append(call)
+        self.log(f"tool {call.seq} {name} {'error' if call.is_error else 'ok'}: {call.result}")
+
+    def turn(self) -> None:
+        """Count one model turn (one `messages.create` call)."""
+        self.record.turns += 1
+        self._save()
+
+    def add_usage(self, usage: Usage, cost_usd: float) -> None:
+        """Add one response's tokens and estimated cost."""
+        self.record.usage = self.record.usage + usage
+        self.record.cost_usd += cost_usd
+        self._save()
+
+    def wrote(self, files: list[str], version: str | None, proposal: int | None) -> None:
+        """Note a write: the files it changed, its version id, or the proposal it became."""
+        rec = self.record
+        rec.files_changed.extend(f for f in files if f not in rec.files_changed)
+        if version is not None and version not in rec.versions:
+            rec.versions.append(version)
+        if proposal is not None and proposal not in rec.proposals:
+            rec.proposals.append(proposal)
+        self._save()
+        self.log(
+            f"wrote {', '.join(files) or '(no files)'}" + (f" as {version}" if version else "")
+        )
+
+    def finish(
+        self, status: str, summary: str | None = None, error: str | None = None
+    ) -> RunRecord:
+        """Set the final status, stamp the end time, persist, and return the record."""
+        if status not in FINAL_STATUSES:
+            raise ValueError(
+                f"unknown final run status {status!r}; expected one of {FINAL_STATUSES}"
+            )
+        rec = self.record
+        rec.status, rec.ended = status, self._now()
+        if summary is not None:
+            rec.summary = redact(summary).strip()
+        if error is not None:
+            rec.error = one_line(redact(error), ERROR_LIMIT)
+        self._save()
+        self.log(f"finished: {status}" + (f" ({rec.error})" if rec.error else ""))
+        return rec
+
+
+def _to_row(rec: RunRecord) -> dict[str, Any]:
+    """A record as the named parameters of its `run_records` row."""
+    return {
+        "id": rec.id,
+        "stage": rec.stage,
+        "started": to_db_time(rec.started),
+        "ended": to_db_time(rec.ended) if rec.ended else None,
+        "status": rec.status,
+        "dry_run": int(rec.dry_run),
+        "model": rec.model,
+        "turns": rec.turns,
+        **asdict(rec.usage),
+        "cost_usd": rec.cost_usd,
+        "files_changed": _dumps(rec.files_changed),
+        "versions": _dumps(rec.versions),
+        "proposals": _dumps(rec.proposals),
+        "error": rec.error,
+        "summary": rec.summary,
+    }
+
+
+def _from_row(values: tuple[Any, ...]) -> RunRecord:
+    row = dict(zip(_SCALARS, values, strict=True))
+    usage = Usage(*(row[k] for k in _USAGE_COLUMNS))
+    started = from_db_time(row["started"])
+    assert started is not None  # NOT NULL column
+    return RunRecord(
+        id=row["id"],
+        stage=row["stage"],
+        started=started,
+        ended=from_db_time(row["ended"]),
+        status=row["status"],
+        dry_run=bool(row["dry_run"]),
+        model=row["model"],
+        turns=row["turns"],
+        usage=usage,
+        cost_usd=row["cost_usd"],
+        files_changed=json.loads(row["files_changed"]),
+        versions=json.loads(row["versions"]),
+        proposals=json.loads(row["proposals"]),
+        error=row["error"],
+        summary=row["summary"],
+    )
+
+
+# ---------------------------------------------------------------------------- queries
+
+
+def stage_names(ws: Workspace) -> list[str]:
+    """The four stages, then any other stage name that has runs (tests, future stages)."""
+    with open_state(ws) as db:
+        present = [r[0] for r in db.conn.execute("SELECT DISTINCT stage FROM run_records")]
+    return [*STAGES, *sorted(set(present) - set(STAGES))]
+
+
+def list_runs(ws: Workspace, limit: int = 20, stage: str | None = None) -> list[RunRecord]:
+    """The latest runs, newest first, without their tool calls; an unknown stage is an error."""
+    if stage is not None and stage not in STAGES and stage not in (known := stage_names(ws)):
+        raise UsageError(f"unknown stage {stage!r}; expected one of {', '.join(known)}.")
+    where, params = ("WHERE stage = ?", [stage]) if stage else ("", [])
+    with open_state(ws) as db:
+        rows = db.conn.execute(
+            f"{_SELECT} {where} ORDER BY started DESC, id DESC LIMIT ?", [*params, limit]
+        ).fetchall()
+    return [_from_row(r) for r in rows]
+
+
+def get_run(ws: Workspace, run_id: str) -> RunRecord:
+    """One run with its tool calls, in call order."""
+    with open_state(ws) as db:
+        row = db.conn.execute(f"{_SELECT} WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFoundError(f"no run {run_id!r}; `crustacean runs` lists them.")
+        calls = db.conn.execute(
+            "SELECT seq, name, input_json, is_error, result_summary FROM run_tool_calls "
+            "WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        ).fetchall()
+    rec = _from_row(row)
+    rec.tool_calls = [ToolCallRecord(s, n, json.loads(i), bool(e), r) for s, n, i, e, r in calls]
+    return rec
+
+
+def last_runs(ws: Workspace, *, include_dry_runs: bool = False) -> dict[str, RunRecord]:
+    """The latest run of each stage that has one. Dry runs changed nothing, so by default they
+    do not count (a schedule asking "when did curate last run?" should not see them)."""
+    where = "" if include_dry_runs else "WHERE dry_run = 0"
+    sql = (
+        f"SELECT {', '.join(_SCALARS)} FROM (SELECT *, row_number() OVER "
+        f"(PARTITION BY stage ORDER BY started DESC, id DESC) AS n FROM run_records {where}) "
+        "WHERE n = 1 ORDER BY stage"
+    )
+    with open_state(ws) as db:
+        rows = db.conn.execute(sql).fetchall()
+    return {rec.stage: rec for rec in map(_from_row, rows)}

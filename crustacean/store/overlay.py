@@ -1,0 +1,96 @@
+"""A dry-run store: every check of the real one, but writes land in memory.
+
+The model reads its own writes back through the overlay, so a dry run behaves like the real run;
+at the end `diff()` shows what would have changed, and nothing was written, versioned or queued.
+"""
+
+from __future__ import annotations
+
+import difflib
+from datetime import UTC, datetime
+
+from crustacean.store.files import FileContent, FileInfo, Store, WriteResult, new_id
+from crustacean.store.paths import jail
+
+
+class OverlayStore(Store):
+    """`Store` with writes kept in a dict: path -> bytes, or None for a file moved away."""
+
+    overlay: dict[str, bytes | None]
+    proposed: list[str]
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.overlay = {}
+        self.proposed = []
+
+    def read_bytes(self, path: str) -> bytes | None:
+        if path in self.overlay:
+            return self.overlay[path]
+        return super().read_bytes(path)
+
+    def read_context_file(self, path: str) -> FileContent:
+        rel = jail(self.root, path)
+        if rel in self.overlay and self.overlay[rel] is not None:
+            from crustacean.store.changes import sha256_hex
+
+            data = self.overlay[rel] or b""
+            return FileContent(rel, data.decode("utf-8", "replace"), sha256_hex(data))
+        return super().read_context_file(path)
+
+    def list_context_files(self, prefix: str | None = None) -> list[FileInfo]:
+        listed = {f.path: f for f in super().list_context_files(prefix)}
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        for path, data in self.overlay.items():
+            if data is None:
+                listed.pop(path, None)
+            elif path.startswith((prefix or "").lstrip("./")):
+                listed[path] = FileInfo(path, len(data), stamp)
+        return sorted(listed.values(), key=lambda f: f.path)
+
+    def write_context(
+        self,
+        changes: object,
+        *,
+        actor: str,
+        message: str,
+        run_id: str | None = None,
+        approved: bool = False,
+        max_files: int | None = None,
+    ) -> WriteResult:
+        """Validate exactly as a real call would, then keep the result in memory."""
+        plan = self.plan(changes, actor=actor, max_files=max_files)
+        if not message.strip():
+            from crustacean.errors import WriteError
+
+            raise WriteError("message must say what the change is (a non-empty string).")
+        if plan.ask and not approved:
+            self.proposed.append(message)
+            return WriteResult(
+                files=tuple(c.path for c in plan.changes), proposal=0, call_id=new_id()
+            )
+        for path in plan.touched:
+            self.overlay[path] = plan.after[path]
+        return WriteResult(files=tuple(plan.touched), version=None, call_id=new_id())
+
+    def diff(self) -> str:
+        """A unified diff of the overlay against the files on disk."""
+        out: list[str] = []
+        for path in sorted(self.overlay):
+            old = Store.read_bytes(self, path)
+            new = self.overlay[path]
+            if old == new:
+                continue
+            out.extend(
+                difflib.unified_diff(
+                    _lines(old),
+                    _lines(new),
+                    fromfile=f"a/{path}" if old is not None else "/dev/null",
+                    tofile=f"b/{path}" if new is not None else "/dev/null",
+                )
+            )
+        return "".join(out)
+
+
+def _lines(data: bytes | None) -> list[str]:
+    return [] if data is None else data.decode("utf-8", "replace").splitlines(keepends=True)

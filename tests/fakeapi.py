@@ -1,0 +1,432 @@
+"""A local fake of the Anthropic Messages API, so tests drive the real `anthropic` SDK offline.
+
+A stdlib `ThreadingHTTPServer` on 127.0.0.1 answers `POST /v1/messages` from a FIFO queue of
+scripted items (messages, errors, delays, dropped connections) and records every request, so a
+test can assert exactly what the SDK sent: model, system, tools, cache_control, messages, and that
+no secret travelled in a body. Streaming requests get SSE frames built from the same item.
+
+    with FakeAnthropic() as fake:
+        fake.enqueue(tool_use(("read_context_file", {"path": "README.md"})), text("done"))
+        client = anthropic.Anthropic(api_key="test-key", base_url=fake.url)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import socket
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_MODEL = "claude-haiku-5-5"
+DEFAULT_USAGE: dict[str, int] = {
+    "input_tokens": 100,
+    "output_tokens": 20,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+}
+MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+
+# The error type the real API uses for each status; anything else is reported as api_error.
+ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+_DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
+@dataclass
+class Recorded:
+    """One request as the server saw it; header names are lower-cased, `raw` is the body text."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    raw: str = ""
+
+
+@dataclass
+class ErrorItem:
+    """A scripted HTTP error answer in the API's `{"type": "error", ...}` shape."""
+
+    status: int
+    type: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON body the SDK turns into an `APIStatusError` subclass."""
+        return {"type": "error", "error": {"type": self.type, "message": self.message}}
+
+
+@dataclass
+class DropItem:
+    """Close the connection without answering, which the SDK reports as `APIConnectionError`."""
+
+
+@dataclass
+class DelayItem:
+    """Wait before answering, so a client timeout fires first."""
+
+    seconds: float
+    then: dict[str, Any] | ErrorItem | DropItem
+
+
+Item = dict[str, Any] | ErrorItem | DelayItem | DropItem
+
+
+def _usage(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """Defaults merged under the given fields, so a test can pass just `cache_read_input_tokens`."""
+    return {**DEFAULT_USAGE, **(usage or {})}
+
+
+def message(
+    content: list[dict[str, Any]],
+    *,
+    stop_reason: str,
+    usage: dict[str, Any] | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """Any assistant message; `id` is filled when served and `model=None` echoes the request's."""
+    item: dict[str, Any] = {
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(usage),
+    }
+    if model is not None:
+        item["model"] = model
+    return item
+
+
+def text(
+    text: str,
+    *,
+    stop_reason: str = "end_turn",
+    usage: dict[str, Any] | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """A plain text reply (model echoed from the request unless given)."""
+    return message(
+        [{"type": "text", "text": text}], stop_reason=stop_reason, usage=usage, model=model
+    )
+
+
+def tool_use(
+    *calls: tuple[str, dict[str, Any]] | tuple[str, str, dict[str, Any]],
+    text: str | None = None,
+    stop_reason: str = "tool_use",
+    usage: dict[str, Any] | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """A reply calling tools: `(name, input)` or `(id, name, input)`; missing ids are numbered
+    `toolu_01`, `toolu_02`, … per server when served, so they stay unique across turns."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text is not None else []
+    for call in calls:
+        if len(call) == 3:
+            content.append({"type": "tool_use", "id": call[0], "name": call[1], "input": call[2]})
+        else:
+            content.append({"type": "tool_use", "name": call[0], "input": call[1]})
+    return message(content, stop_reason=stop_reason, usage=usage, model=model)
+
+
+def error(
+    status: int,
+    type: str | None = None,
+    message: str | None = None,
+    *,
+    retry_after_ms: int | None = 1,
+    headers: dict[str, str] | None = None,
+) -> ErrorItem:
+    """An API error; retryable ones carry `retry-after-ms: 1` by default so SDK retries are fast
+    (without it the SDK backs off ~0.5 s per attempt)."""
+    err_type = type or ERROR_TYPES.get(status, "api_error")
+    hdrs: dict[str, str] = {}
+    if retry_after_ms is not None and (status in (408, 409, 429) or status >= 500):
+        hdrs["retry-after-ms"] = str(retry_after_ms)
+    hdrs.update(headers or {})
+    return ErrorItem(status, err_type, message or f"fake API: {err_type}", hdrs)
+
+
+def delay(seconds: float, then: dict[str, Any] | ErrorItem | DropItem) -> DelayItem:
+    """Answer `then` after `seconds`; used to make client timeouts fire."""
+    return DelayItem(seconds, then)
+
+
+def drop() -> DropItem:
+    """Close the connection without a response (a connection error for the SDK)."""
+    return DropItem()
+
+
+def find_key_leaks(fake: FakeAnthropic, key: str) -> list[str]:
+    """Raw bodies of recorded requests containing `key` (plain or JSON-escaped). Headers are
+    expected to carry the key; a body never should."""
+    escaped = json.dumps(key)[1:-1]
+    return [r.raw for r in fake.requests if key in r.raw or escaped in r.raw]
+
+
+def _chunks(s: str, parts: int = 3) -> list[str]:
+    """Split into a few non-empty pieces, so the SDK's delta accumulation is really exercised."""
+    size = max(1, -(-len(s) // parts))
+    return [s[i : i + size] for i in range(0, len(s), size)]
+
+
+def _block_events(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The content_block_start payload and the deltas that rebuild `block` in the SDK."""
+    kind = block.get("type")
+    if kind == "text":
+        deltas = [{"type": "text_delta", "text": c} for c in _chunks(block["text"])]
+        return {**block, "text": ""}, deltas
+    if kind in ("tool_use", "server_tool_use"):
+        arg_json = json.dumps(block.get("input", {})) if block.get("input") else ""
+        deltas = [{"type": "input_json_delta", "partial_json": c} for c in _chunks(arg_json)]
+        return {**block, "input": {}}, deltas
+    if kind == "thinking":
+        deltas = [{"type": "thinking_delta", "thinking": c} for c in _chunks(block["thinking"])]
+        deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+        return {**block, "thinking": "", "signature": ""}, deltas
+    return block, []
+
+
+def sse_frames(msg: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The stream events, in the real API's order, that assemble into `msg`."""
+    usage = msg["usage"]
+    start = {**msg, "content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = {**usage, "output_tokens": 1}
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(msg["content"]):
+        head, deltas = _block_events(block)
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": head},
+        )
+        for delta in deltas:
+            yield (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    delta = {"stop_reason": msg["stop_reason"], "stop_sequence": msg.get("stop_sequence")}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": delta,
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Routes every method to the owning FakeAnthropic; HTTP/1.1 so the SDK keeps connections."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: avoid a 40 ms delayed ACK
+    timeout = 10  # an idle keep-alive connection must not pin a thread forever
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        self.server.fake._track(self.connection, add=False)
+        with contextlib.suppress(*_DISCONNECTS):  # the client gave up before we flushed
+            super().finish()
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except _DISCONNECTS:
+            self.close_connection = True  # the client gave up; nothing to answer
+
+    def do_POST(self) -> None:
+        self.server.fake._serve(self)
+
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_POST
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence per-request logging on stderr."""
+
+    def send_json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+        """Write one complete JSON response."""
+        self._send(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def send_sse(
+        self, frames: Iterator[tuple[str, dict[str, Any]]], headers: dict[str, str]
+    ) -> None:
+        """Write the whole event stream at once; the SDK parses it the same as a live one."""
+        body = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in frames).encode()
+        self._send(200, body, "text/event-stream", headers)
+
+    def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    """Daemon handler threads; client disconnects are expected, not tracebacks."""
+
+    daemon_threads = True
+    fake: FakeAnthropic
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+class FakeAnthropic:
+    """The server: a context manager that starts on a free port and stops without hanging."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.requests: list[Recorded] = []
+        self._queue: deque[Item] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._conns: set[socket.socket] = set()
+        self._counters = {"msg": 0, "toolu": 0, "req": 0}
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> FakeAnthropic:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Bind 127.0.0.1:0 and serve from a daemon thread."""
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Wake delayed handlers, close open connections and the socket, join the thread."""
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            with contextlib.suppress(OSError):  # already closed by the client
+                conn.shutdown(socket.SHUT_RDWR)
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+
+    def enqueue(self, *items: Item) -> None:
+        """Script the next answers to `POST /v1/messages`, consumed first in, first out."""
+        with self._lock:
+            self._queue.extend(items)
+
+    def messages(self) -> list[Recorded]:
+        """Only the Messages API calls (not count_tokens or unknown paths)."""
+        with self._lock:
+            return [r for r in self.requests if r.path == MESSAGES_PATH]
+
+    @property
+    def remaining(self) -> int:
+        """Scripted items not consumed yet; a test can assert a script was used up."""
+        with self._lock:
+            return len(self._queue)
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._conns.add(conn)
+            else:
+                self._conns.discard(conn)
+
+    def _next_id(self, prefix: str) -> str:
+        with self._lock:
+            self._counters[prefix] += 1
+            return f"{prefix}_{self._counters[prefix]:02d}"
+
+    def _serve(self, h: _Handler) -> None:
+        """Record the request, then route it."""
+        length = int(h.headers.get("content-length") or 0)
+        raw = h.rfile.read(length).decode("utf-8", "replace") if length else ""
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {}
+        path = h.path.split("?", 1)[0]
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        record = Recorded(h.command, path, headers, body if isinstance(body, dict) else {}, raw)
+        with self._lock:
+            self.requests.append(record)
+        base = {"request-id": self._next_id("req")}
+        if h.command == "POST" and path == MESSAGES_PATH:
+            self._answer(h, record.body, base)
+        elif h.command == "POST" and path == COUNT_TOKENS_PATH:
+            h.send_json(200, {"input_tokens": len(json.dumps(record.body)) // 4}, base)
+        else:
+            err = error(404, message=f"fake API: no route for {h.command} {path}")
+            h.send_json(404, err.payload(), base)
+
+    def _answer(self, h: _Handler, body: dict[str, Any], base: dict[str, str]) -> None:
+        """Answer with the next scripted item, or a non-retryable 500 when the script ran out."""
+        with self._lock:
+            item = self._queue.popleft() if self._queue else None
+        if item is None:
+            err = error(500, message="fake API: no scripted response left", retry_after_ms=None)
+            h.send_json(500, err.payload(), {**base, "x-should-retry": "false"})
+            return
+        if isinstance(item, DelayItem):
+            if self._stopping.wait(item.seconds):
+                h.close_connection = True  # shutting down: don't answer
+                return
+            item = item.then
+        if isinstance(item, DropItem):
+            h.close_connection = True
+        elif isinstance(item, ErrorItem):
+            h.send_json(item.status, item.payload(), {**base, **item.headers})
+        else:
+            msg = self._complete(item, body)
+            if body.get("stream"):
+                h.send_sse(sse_frames(msg), base)
+            else:
+                h.send_json(200, msg, base)
+
+    def _complete(self, item: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        """Fill in what is only known when served: message id, echoed model, tool ids."""
+        msg = copy.deepcopy(item)
+        msg.setdefault("id", self._next_id("msg"))
+        msg.setdefault("model", body.get("model") or DEFAULT_MODEL)
+        for block in msg.get("content", []):
+            if block.get("type") == "tool_use" and "id" not in block:
+                block["id"] = self._next_id("toolu")
+        return msg
