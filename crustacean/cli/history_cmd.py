@@ -9,8 +9,6 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from crustacean.cli.common import console, print_json, state
-from crustacean.store import Store
-from crustacean.store import history as hist
 
 
 def history(
@@ -22,6 +20,9 @@ def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List versions, newest first: id, time, actor, message and files."""
+    from crustacean.store import Store
+    from crustacean.store import history as hist
+
     versions = hist.history(Store(state(ctx).open()), path, limit)
     if as_json:
         print_json([{**v.__dict__, "time": v.time.isoformat()} for v in versions])
@@ -43,6 +44,9 @@ def show(
     version: Annotated[str, typer.Argument(help="Version id (from `crustacean history`).")],
 ) -> None:
     """Show one version: who made it, why, and the diff."""
+    from crustacean.store import Store
+    from crustacean.store import history as hist
+
     text = hist.show(Store(state(ctx).open()), version)
     console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
 
@@ -55,6 +59,9 @@ def rollback(
     ] = None,
 ) -> None:
     """Restore files as they were at VERSION, recorded as a new version (history is kept)."""
+    from crustacean.store import Store
+    from crustacean.store import history as hist
+
     result = hist.rollback(Store(state(ctx).open()), version, list(paths or []))
     if not result.files:
         console.print("Nothing to roll back: the files already match that version.")

@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from crustacean.cli.common import console
-from crustacean.init import init_workspace
 
 
 def init(
@@ -31,6 +30,8 @@ def init(
     ] = False,
 ) -> None:
     """Create a workspace, or adopt an existing one without changing any file it has."""
+    from crustacean.init import init_workspace
+
     report = init_workspace(directory, daily_dir)
     table = Table(title=f"Workspace {report.root}", show_edge=False)
     table.add_column("path")

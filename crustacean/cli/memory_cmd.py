@@ -9,10 +9,9 @@ import typer
 from rich.table import Table
 
 from crustacean.cli.common import CrustaceanGroup, console, err_console, print_json, state
-from crustacean.context import FOR_FORMS, ContextRequest, build_context
-from crustacean.memory_ops import remember as remember_memory
-from crustacean.memory_ops import set_tier, tier_plan, tier_rows
 from crustacean.tiers import TIERS
+
+FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")  # as crustacean.context, kept light
 
 
 def context(
@@ -39,6 +38,8 @@ def context(
     ] = None,
 ) -> None:
     """Print what an agent should load now: foundation, recent days and memories, within caps."""
+    from crustacean.context import ContextRequest, build_context
+
     if fmt not in ("markdown", "json", "claude-hook"):
         raise typer.BadParameter("use markdown, json or claude-hook.", param_hint="--format")
     request = ContextRequest(for_, topic, max_entries, budget_chars)
@@ -65,6 +66,8 @@ def remember(
     ] = None,
 ) -> None:
     """Record a ruling in memory/lessons/NAME.md (the same NAME replaces the old one)."""
+    from crustacean.memory_ops import remember as remember_memory
+
     result = remember_memory(
         state(ctx).open(), name, text, source=source, tier=tier, now=datetime.now(UTC)
     )
@@ -88,6 +91,8 @@ def tier_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List memories with their tier, why they are in it, and their recall counts."""
+    from crustacean.memory_ops import tier_rows
+
     if only is not None and only not in TIERS:
         raise typer.BadParameter(f"use one of {', '.join(TIERS)}.", param_hint="--tier")
     rows, problems = tier_rows(state(ctx).open())
@@ -123,6 +128,8 @@ def tier_plan_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
 ) -> None:
     """Show what the tier lifecycle would change now, without changing anything."""
+    from crustacean.memory_ops import tier_plan
+
     decisions = tier_plan(state(ctx).open(), datetime.now(UTC))
     if as_json:
         print_json([d.to_json() for d in decisions])
@@ -140,5 +147,7 @@ def tier_set(
     tier: Annotated[str, typer.Argument(help=f"One of {', '.join(TIERS)}.")],
 ) -> None:
     """Pin a memory to a tier by hand (written to its frontmatter, as a new version)."""
+    from crustacean.memory_ops import set_tier
+
     result = set_tier(state(ctx).open(), path, tier, datetime.now(UTC))
     console.print(f"{path} is now {tier} (version {(result.version or '-')[:12]}).", markup=False)

@@ -9,7 +9,6 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from crustacean.cli.common import CrustaceanGroup, console, print_json, state
-from crustacean.store import Store, proposals
 
 review_app = typer.Typer(
     cls=CrustaceanGroup,
@@ -24,6 +23,8 @@ def review(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List pending proposals (the subcommands show, approve or reject one)."""
+    from crustacean.store import Store, proposals
+
     if ctx.invoked_subcommand is not None:
         return
     pending = proposals.list_proposals(Store(state(ctx).open()))
@@ -46,6 +47,8 @@ def show(
     ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")]
 ) -> None:
     """Print a proposal and the diff it would apply to the files as they are now."""
+    from crustacean.store import Store, proposals
+
     store = Store(state(ctx).open())
     prop = proposals.get(store, pid)
     console.print(
@@ -65,6 +68,8 @@ def approve(
     ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")]
 ) -> None:
     """Apply a proposal as one new version (refused if its files changed since)."""
+    from crustacean.store import Store, proposals
+
     result = proposals.approve(Store(state(ctx).open()), pid)
     console.print(
         f"Approved proposal {pid}: version {(result.version or 'unversioned')[:12]}, "
@@ -79,5 +84,7 @@ def reject(
     reason: Annotated[str, typer.Option("--reason", help="Why, kept with the proposal.")] = "",
 ) -> None:
     """Drop a proposal; nothing is written to the workspace."""
+    from crustacean.store import Store, proposals
+
     proposals.reject(Store(state(ctx).open()), pid, reason)
     console.print(f"Rejected proposal {pid}.")

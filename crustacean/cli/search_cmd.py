@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crustacean.cli.common import console, err_console, print_json, state
-from crustacean.search import Hit, IndexStats, SearchIndex
-from crustacean.state import open_state
+
+if TYPE_CHECKING:
+    from crustacean.search import Hit, IndexStats
 
 
 def search(
@@ -32,6 +33,9 @@ def search(
     ] = False,
 ) -> None:
     """Search the workspace's markdown; print path#lines, score and snippet per hit."""
+    from crustacean.search import SearchIndex
+    from crustacean.state import open_state
+
     ws = state(ctx).open()
     with open_state(ws) as db, SearchIndex(ws, db) as index:
         _report(index.update())
@@ -45,6 +49,8 @@ def search(
 
 def index(ctx: typer.Context) -> None:
     """Rebuild the search index from scratch."""
+    from crustacean.search import SearchIndex
+
     with SearchIndex(state(ctx).open()) as idx:
         stats = idx.rebuild()
     _report(stats)
