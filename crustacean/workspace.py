@@ -181,6 +181,7 @@ def locations(
         ]
     rows += [
         ("user config", str(user_config_file(env))),
+        ("env file (API key)", str(user_config_file(env).with_name("env"))),
         ("org config", env.get(ORG_ENV) or f"(not set; ${ORG_ENV})"),
         ("packaged pipeline docs", str(data_dir("pipeline"))),
     ]
