@@ -157,6 +157,7 @@ class SourceConfig:
     kind: Literal["auto", "openclaw", "claude_code", "plain"] = _opt("auto", "transcript format")
     path: str = _opt("", "folder of transcripts (~ is expanded)", "required")
     glob: str = _opt("", "file pattern inside path; empty = the format's default")
+    name: str = _opt("", "a name for --source; empty = the kind")
 
 
 @dataclass(frozen=True)

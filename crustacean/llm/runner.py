@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from crustacean.llm.client import ModelClient, cost, resolve_credentials
-from crustacean.llm.loop import StageRequest, build_params, run_loop, tool_specs
+from crustacean.llm.loop import LoopOutcome, StageRequest, build_params, run_loop, tool_specs
 from crustacean.llm.tools import ToolExecutor, ToolSpec
 from crustacean.runs import RunRecord, RunRecorder, Usage
 from crustacean.store.files import Store
@@ -77,6 +77,54 @@ def plan_stage(ws: Workspace, req: StageRequest) -> Plan:
     )
 
 
+class ModelSession:
+    """One run's model side: lazy client (no key needed until a call), store, tools, loop."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        rec: RunRecorder,
+        stage: str,
+        *,
+        dry_run: bool,
+        env: Mapping[str, str] | None,
+    ) -> None:
+        self.ws, self.rec, self.stage, self.env = ws, rec, stage, env
+        self.store: Store = OverlayStore(ws) if dry_run else Store(ws)
+        self.model, self.tier, self.tier_key = model_for(ws, stage)
+        rec.record.model = self.model
+        self._client: ModelClient | None = None
+
+    def client(self) -> ModelClient:
+        if self._client is None:
+            self._client = ModelClient(
+                self.ws.settings, resolve_credentials(self.ws.settings, self.env)
+            )
+        return self._client
+
+    def run(
+        self, req: StageRequest, handlers: dict[str, Callable[[dict[str, Any]], Any]] | None = None
+    ) -> LoopOutcome:
+        """One agent loop; several may share a run (collect sends a large backlog in chunks)."""
+        client = self.client()
+        executor = ToolExecutor(
+            self.store, self.stage, self.rec.record.id, _searcher(self.ws), handlers
+        )
+        return run_loop(
+            lambda **p: client.create(tier_key=self.tier_key, **p),
+            req,
+            self.model,
+            executor,
+            self.ws.settings.budget,
+            getattr(self.ws.settings.prices, self.tier),
+            self.rec,
+            on_turn=lambda u, c: _count(self.rec, u, c),
+        )
+
+    def diff(self) -> str | None:
+        return self.store.diff() if isinstance(self.store, OverlayStore) else None
+
+
 def run_stage(
     ws: Workspace,
     req: StageRequest,
@@ -87,26 +135,12 @@ def run_stage(
     handlers: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
 ) -> StageRun:
     """One model run: credentials first (no key: a config error before any lock or call)."""
-    creds = resolve_credentials(ws.settings, env)
-    model, tier, tier_key = model_for(ws, req.stage)
-    client = ModelClient(ws.settings, creds)
+    resolve_credentials(ws.settings, env)
     with RunRecorder(ws, req.stage, dry_run=dry_run, now=now) as rec:
-        rec.record.model = model
-        store = OverlayStore(ws) if dry_run else Store(ws)
-        executor = ToolExecutor(store, req.stage, rec.record.id, _searcher(ws), handlers)
-        outcome = run_loop(
-            lambda **p: client.create(tier_key=tier_key, **p),
-            req,
-            model,
-            executor,
-            ws.settings.budget,
-            getattr(ws.settings.prices, tier),
-            rec,
-            on_turn=lambda u, c: _count(rec, u, c),
-        )
+        session = ModelSession(ws, rec, req.stage, dry_run=dry_run, env=env)
+        outcome = session.run(req, handlers)
         record = rec.finish(outcome.status, summary=outcome.summary, error=outcome.error)
-    diff = store.diff() if isinstance(store, OverlayStore) else None
-    return StageRun(record, diff)
+    return StageRun(record, session.diff())
 
 
 def _count(rec: RunRecorder, used: Usage, usd: float) -> None:
@@ -124,4 +158,12 @@ def _searcher(ws: Workspace) -> Callable[[str, int], list[dict[str, Any]]]:
     return search
 
 
-__all__ = ["Plan", "StageRequest", "StageRun", "ToolSpec", "plan_stage", "run_stage"]
+__all__ = [
+    "ModelSession",
+    "Plan",
+    "StageRequest",
+    "StageRun",
+    "ToolSpec",
+    "plan_stage",
+    "run_stage",
+]
