@@ -92,6 +92,31 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m004_collect",
+        """
+        CREATE TABLE collect_cursors (
+            path TEXT PRIMARY KEY,
+            device INTEGER NOT NULL,
+            inode INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            head_hash TEXT NOT NULL,
+            lines INTEGER NOT NULL DEFAULT 0,
+            mtime_ns INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE collect_ids (
+            id TEXT PRIMARY KEY,
+            collected TEXT NOT NULL
+        );
+        CREATE INDEX collect_ids_collected ON collect_ids (collected);
+        CREATE TABLE collect_batches (
+            run_id TEXT PRIMARY KEY,
+            created TEXT NOT NULL,
+            payload TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 

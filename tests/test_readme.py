@@ -77,6 +77,7 @@ def test_help_lists_only_commands_that_work() -> None:
     listed = set(re.findall(r"^│ (\w[\w-]*)\s", out, flags=re.M))
     assert listed == {
         "init",
+        "collect",
         "config",
         "paths",
         "history",

@@ -16,6 +16,7 @@ from crustacean.cli import (
     review_cmd,
     runs_cmd,
     search_cmd,
+    stages_cmd,
 )
 from crustacean.cli.common import CrustaceanGroup, console, state
 
@@ -79,6 +80,7 @@ def root(
 
 
 app.command("init")(init_cmd.init)
+app.command("collect")(stages_cmd.collect)
 app.add_typer(config_cmd.config_app, name="config")
 app.command("paths")(config_cmd.paths)
 app.command("history")(history_cmd.history)

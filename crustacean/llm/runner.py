@@ -108,7 +108,12 @@ class ModelSession:
         """One agent loop; several may share a run (collect sends a large backlog in chunks)."""
         client = self.client()
         executor = ToolExecutor(
-            self.store, self.stage, self.rec.record.id, _searcher(self.ws), handlers
+            self.store,
+            self.stage,
+            self.rec.record.id,
+            _searcher(self.ws),
+            handlers,
+            offered=req.tools,
         )
         return run_loop(
             lambda **p: client.create(tier_key=self.tier_key, **p),

@@ -145,14 +145,18 @@ class ToolExecutor:
         run_id: str,
         search: Callable[[str, int], list[dict[str, Any]]] | None = None,
         handlers: dict[str, Callable[[dict[str, Any]], ToolOutcome]] | None = None,
+        offered: tuple[str, ...] | None = None,
     ) -> None:
         self.store, self.actor, self.run_id, self.search = store, actor, run_id, search
-        self.handlers = handlers or {}  # a stage's own tools, e.g. collect's record_items
+        self.handlers = handlers or {}  # a stage's own tools, e.g. collect's record_notes
+        # Only the tools this request offered run: a model that names another one (say a
+        # write_context that collect never offers) gets an error result, not a write.
+        self.offered = set(TOOLS if offered is None else offered) | set(self.handlers)
 
     def call(self, name: str, raw: object) -> ToolOutcome:
         try:
-            if name not in TOOLS and name not in self.handlers:
-                known = ", ".join([*TOOLS, *self.handlers])
+            if name not in self.offered:
+                known = ", ".join(sorted(self.offered))
                 raise ToolInputError(f"unknown tool {name!r}; tools: {known}.")
             if not isinstance(raw, dict):
                 raise ToolInputError(f"{name} input must be a JSON object.")

@@ -1,0 +1,96 @@
+"""The stage commands: `crustacean collect` (curate, compile and calibrate join it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import typer
+
+from crustacean.cli.common import console, err_console, print_json, state
+
+
+def _since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(
+            "use an ISO date or time, e.g. 2026-11-29 or 2026-11-29T08:00", param_hint="--since"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.astimezone()
+
+
+def collect(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Run the model but write nothing; print the diff.")
+    ] = False,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="No model call: show what would be sent and its cost.")
+    ] = False,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only messages at or after this ISO time (default: 2 days)."),
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Only the source with this name, kind or path.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Append what is new in the transcripts to the daily logs (stage 1 of 4C)."""
+    from crustacean.stages.collect import collect as run_collect
+
+    result = run_collect(
+        state(ctx).open(), since=_since(since), source=source, dry_run=dry_run, plan=plan
+    )
+    if as_json:
+        print_json(result.to_json())
+    else:
+        _render(result)
+    if result.record is not None and result.record.status == "failed":
+        raise typer.Exit(1)
+
+
+def _render(result: object) -> None:
+    from crustacean.stages.collect import CollectResult
+
+    assert isinstance(result, CollectResult)
+    for path in result.missing_sources:
+        err_console.print(
+            f"Warning: source {path} has no transcripts (missing or empty).", markup=False
+        )
+    console.print(
+        f"Scanned {result.files_scanned} transcript file(s): "
+        f"{result.new_messages} new message(s)"
+        + (f", {result.bad_lines} unreadable line(s) skipped" if result.bad_lines else "")
+        + ".",
+        markup=False,
+    )
+    if result.plan is not None:
+        p = result.plan
+        console.print(
+            f"Plan: {p.model}, system {p.system_chars:,} chars, tools "
+            f"{', '.join(p.tools)}, input {p.prompt_chars:,} chars; about "
+            f"{p.est_input_tokens:,} input tokens, ~${p.est_cost_first_turn:.4f}.",
+            markup=False,
+        )
+        console.print("Input excerpt:\n" + p.excerpt, markup=False)
+        return
+    for path, n in sorted(result.items_by_day.items()):
+        console.print(f"  {path}: {n} item(s)", markup=False)
+    if result.duplicates:
+        console.print(f"  {result.duplicates} duplicate item(s) dropped", markup=False)
+    rec = result.record
+    if rec is None:
+        return
+    if result.diff:
+        console.print(result.diff, markup=False, highlight=False)
+    version = ", ".join(v[:12] for v in rec.versions) or "none"
+    console.print(
+        f"Run {rec.id}: {rec.status}; {rec.usage.total_input:,} tokens in, "
+        f"{rec.usage.output_tokens:,} out, ${rec.cost_usd:.4f}; version {version}."
+        + (f" {rec.error}" if rec.error else ""),
+        markup=False,
+    )

@@ -1,0 +1,1 @@
+"""The four 4C stages: deterministic pre-pass, model run, deterministic post-pass."""
