@@ -543,7 +543,9 @@ def toml_value(value: Any) -> str:
     return f'"{escaped}"'
 
 
-def render_default_toml(overrides: Mapping[str, Any] | None = None) -> str:
+def render_default_toml(
+    overrides: Mapping[str, Any] | None = None, sources: list[SourceConfig] | None = None
+) -> str:
     """The workspace `crustacean.toml` that `init` writes: every key, a comment each."""
     overrides = overrides or {}
     lines = [
@@ -572,4 +574,7 @@ def render_default_toml(overrides: Mapping[str, Any] | None = None) -> str:
         "# [governance] locked = [...] is read only from the org file (CRUSTACEAN_ORG_CONFIG).",
         "",
     ]
+    for src in sources or []:
+        lines += ["[[sources]]", f"kind = {toml_value(src.kind)}", f"path = {toml_value(src.path)}"]
+        lines += [f"name = {toml_value(src.name)}", ""] if src.name else [""]
     return "\n".join(lines)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crustacean.config import WORKSPACE_FILE, load_config, render_default_toml
+from crustacean.config import WORKSPACE_FILE, SourceConfig, load_config, render_default_toml
 from crustacean.errors import UsageError
 from crustacean.store.changes import Change
 from crustacean.store.files import Store
@@ -39,7 +39,7 @@ class InitReport:
     next_steps: tuple[str, ...] = NEXT_STEPS
 
 
-def scaffold_files(daily_dir: str) -> dict[str, bytes]:
+def scaffold_files(daily_dir: str, sources: list[SourceConfig] | None = None) -> dict[str, bytes]:
     """Every file a fresh workspace starts with, by workspace-relative path."""
     files: dict[str, bytes] = {}
     templates = _data_dir("templates") / "workspace"
@@ -49,13 +49,21 @@ def scaffold_files(daily_dir: str) -> dict[str, bytes]:
     pipeline = _data_dir("pipeline")
     for name in PIPELINE_DOCS:
         files[f"{SYSTEM_DIR}/{name}"] = (pipeline / name).read_bytes()
-    files[WORKSPACE_FILE] = render_default_toml({"workspace.daily_dir": daily_dir}).encode()
+    files[WORKSPACE_FILE] = render_default_toml(
+        {"workspace.daily_dir": daily_dir}, sources
+    ).encode()
     files[".gitignore"] = GITIGNORE.encode()
     return files
 
 
-def init_workspace(target: Path, daily_dir: str | None = None) -> InitReport:
-    """Create what is missing, keep what exists, and version the result."""
+def init_workspace(
+    target: Path, daily_dir: str | None = None, *, detect: bool = True, home: Path | None = None
+) -> InitReport:
+    """Create what is missing, keep what exists, and version the result.
+
+    A new `crustacean.toml` lists the OpenClaw and Claude Code transcript folders found in the
+    home directory as collect's sources (`detect=False` leaves them out).
+    """
     asked = daily_dir
     daily_dir = daily_dir or "root"
     if daily_dir not in ("root", "daily"):
@@ -81,8 +89,13 @@ def init_workspace(target: Path, daily_dir: str | None = None) -> InitReport:
         (report.kept if (root / rel).is_dir() else report.created).append(rel + "/")
         (root / rel).mkdir(parents=True, exist_ok=True)
 
+    found = _detected_sources(home or Path.home()) if detect and not has_config else []
+    for src in found:
+        report.notes.append(
+            f"Found {src.kind} transcripts in {src.path}: added as a collect source."
+        )
     changes = []
-    for rel, data in scaffold_files(daily_dir).items():
+    for rel, data in scaffold_files(daily_dir, found).items():
         if (root / rel).exists():
             report.kept.append(rel)
         else:
@@ -117,6 +130,12 @@ def init_workspace(target: Path, daily_dir: str | None = None) -> InitReport:
         )
         report.version = result.version
     return report
+
+
+def _detected_sources(home: Path) -> list[SourceConfig]:
+    from crustacean.sources import default_sources
+
+    return default_sources(home)
 
 
 def _ensure_repo(git: Git, root: Path, report: InitReport) -> bool:

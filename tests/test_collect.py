@@ -404,3 +404,14 @@ path = "{fixtures / "claude/projects"}"
     assert len(fake_api.messages()) == requests
     body = json.dumps([r.body for r in fake_api.messages()])
     assert "HEARTBEAT_OK" not in body and "NO_REPLY" not in body
+
+
+def test_unreadable_lines_are_skipped_counted_and_recorded(setup: dict[str, Any]) -> None:
+    s, fake = setup, setup["fake"]
+    with s["oc"].open("ab") as fh:
+        fh.write(b'{"type": "message", "message": \xff\xfe broken\n')
+        fh.write(b"[1, 2, 3]\n")
+    fake.enqueue(notes())
+    result = run(s)
+    assert result.bad_lines == 2 and result.record.status == "ok"
+    assert "2 unreadable line(s) skipped" in result.record.summary

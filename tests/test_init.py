@@ -177,3 +177,20 @@ def test_stage_docs_come_from_the_workspace_then_the_package(tmp_path: Path) -> 
     assert stage_doc(root, "COMPILE.md").startswith("# ") and "Version: 1" in stage_doc(
         root, "COMPILE.md"
     )
+
+
+def test_init_offers_the_transcripts_it_finds(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".openclaw/agents/main/sessions").mkdir(parents=True)
+    (home / ".claude/projects").mkdir(parents=True)
+    result = run_cli("init", str(tmp_path / "w"))
+    assert "Found openclaw transcripts in ~/.openclaw/agents: added as a collect source." in (
+        result.stdout
+    )
+    sources = load_config(tmp_path / "w", env={}).settings.sources
+    assert [(s.kind, s.path) for s in sources] == [
+        ("openclaw", "~/.openclaw/agents"),
+        ("claude_code", "~/.claude/projects"),
+    ]
+    run_cli("init", str(tmp_path / "v"), "--no-detect")
+    assert load_config(tmp_path / "v", env={}).settings.sources == []

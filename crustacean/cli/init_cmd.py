@@ -28,11 +28,17 @@ def init(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="List every path, not only the created ones.")
     ] = False,
+    no_detect: Annotated[
+        bool,
+        typer.Option(
+            "--no-detect", help="Don't add ~/.openclaw or ~/.claude transcripts as collect sources."
+        ),
+    ] = False,
 ) -> None:
     """Create a workspace, or adopt an existing one without changing any file it has."""
     from crustacean.init import init_workspace
 
-    report = init_workspace(directory, daily_dir)
+    report = init_workspace(directory, daily_dir, detect=not no_detect)
     table = Table(title=f"Workspace {report.root}", show_edge=False)
     table.add_column("path")
     table.add_column("status")

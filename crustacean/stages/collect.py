@@ -559,9 +559,8 @@ def _message(result: CollectResult) -> str:
 
 
 def _summary(result: CollectResult) -> str:
+    bad = f"; {result.bad_lines} unreadable line(s) skipped" if result.bad_lines else ""
     if not result.new_messages:
-        return f"no new messages in {result.files_scanned} transcript file(s)"
-    return (
-        f"{result.new_messages} new message(s), "
-        f"{sum(result.items_by_day.values())} item(s) appended"
-    )
+        return f"no new messages in {result.files_scanned} transcript file(s){bad}"
+    items = sum(result.items_by_day.values())
+    return f"{result.new_messages} new message(s), {items} item(s) appended{bad}"

@@ -89,10 +89,34 @@ def _is_assigned_secret(m: re.Match[str]) -> bool:
     return len(core) >= 12 and (config_style or not _PLAIN_WORD.fullmatch(core))
 
 
+# Literal hints, lower-cased: a rule runs only when one occurs in the text. Every write and
+# every transcript line is scanned, and most text holds none of these, so most scans are a few
+# substring tests instead of fourteen regex passes.
+_HINTS: dict[str, tuple[str, ...]] = {
+    "private key block": ("-----begin",),
+    "Anthropic API key": ("sk-ant-",),
+    "OpenAI API key": ("sk-",),
+    "AWS access key id": ("akia", "asia"),
+    "AWS secret access key": ("secret",),
+    "GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "Slack webhook URL": ("hooks.slack.com",),
+    "Slack token": ("xox",),
+    "Stripe key": ("k_live_", "k_test_"),
+    "Google API key": ("aiza",),
+    "JWT": ("eyj",),
+    "URL credentials": ("://",),
+    "bearer token": ("bearer",),
+    "credential assignment": ("pass", "pwd", "secret", "token", "key"),
+}
+
+
 def _scan(text: str) -> list[tuple[int, int, str]]:
     """Return non-overlapping (start, end, kind) spans of secret values, in text order."""
     spans: list[tuple[int, int, str]] = []
+    low = text.lower()
     for kind, pattern in _RULES:
+        if not any(hint in low for hint in _HINTS[kind]):
+            continue
         for m in pattern.finditer(text):
             group = "v" if "v" in pattern.groupindex else 0
             start, end = m.span(group)
