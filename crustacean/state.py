@@ -117,6 +117,18 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m005_curate",
+        """
+        CREATE TABLE curated_entries (
+            id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            destination TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            curated TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 

@@ -78,6 +78,7 @@ def test_help_lists_only_commands_that_work() -> None:
     assert listed == {
         "init",
         "collect",
+        "curate",
         "config",
         "paths",
         "history",

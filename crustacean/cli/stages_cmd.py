@@ -1,4 +1,4 @@
-"""The stage commands: `crustacean collect` (curate, compile and calibrate join it)."""
+"""The stage commands: `crustacean collect` and `curate` (compile and calibrate join them)."""
 
 from __future__ import annotations
 
@@ -69,24 +69,75 @@ def _render(result: object) -> None:
         markup=False,
     )
     if result.plan is not None:
-        p = result.plan
-        console.print(
-            f"Plan: {p.model}, system {p.system_chars:,} chars, tools "
-            f"{', '.join(p.tools)}, input {p.prompt_chars:,} chars; about "
-            f"{p.est_input_tokens:,} input tokens, ~${p.est_cost_first_turn:.4f}.",
-            markup=False,
-        )
-        console.print("Input excerpt:\n" + p.excerpt, markup=False)
+        _render_plan(result.plan)
         return
     for path, n in sorted(result.items_by_day.items()):
         console.print(f"  {path}: {n} item(s)", markup=False)
     if result.duplicates:
         console.print(f"  {result.duplicates} duplicate item(s) dropped", markup=False)
-    rec = result.record
-    if rec is None:
-        return
-    if result.diff:
-        console.print(result.diff, markup=False, highlight=False)
+    if result.record is not None:
+        _render_run(result.record, result.diff)
+
+
+def curate(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Run the model but write nothing; print the diff.")
+    ] = False,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="No model call: show what would be sent and its cost.")
+    ] = False,
+    days: Annotated[
+        int | None,
+        typer.Option("--days", min=1, help="Curate the last N days of entries (curate.days)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Route the last days' daily entries into contacts, lessons, knowledge… (stage 2 of 4C)."""
+    from crustacean.stages.curate import curate as run_curate
+
+    result = run_curate(state(ctx).open(), days=days, dry_run=dry_run, plan=plan)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        console.print(
+            f"{result.entries} uncurated daily entr{'y' if result.entries == 1 else 'ies'}.",
+            markup=False,
+        )
+        if result.plan is not None:
+            _render_plan(result.plan)
+        for dest, n in sorted(result.routed.items()):
+            console.print(f"  routed {n} to {dest}", markup=False)
+        for why, n in sorted(result.skipped.items()):
+            console.print(f"  skipped {n}: {why}", markup=False)
+        for line in result.indexed:
+            console.print(f"  indexed {line}", markup=False)
+        if result.record is not None:
+            _render_run(result.record, result.diff)
+    if result.record is not None and result.record.status == "failed":
+        raise typer.Exit(1)
+
+
+def _render_plan(p: object) -> None:
+    from crustacean.llm.runner import Plan
+
+    assert isinstance(p, Plan)
+    console.print(
+        f"Plan: {p.model}, system {p.system_chars:,} chars, tools "
+        f"{', '.join(p.tools)}, input {p.prompt_chars:,} chars; about "
+        f"{p.est_input_tokens:,} input tokens, ~${p.est_cost_first_turn:.4f} for the "
+        "first turn.",
+        markup=False,
+    )
+    console.print("Input excerpt:\n" + p.excerpt, markup=False)
+
+
+def _render_run(rec: object, diff: str | None) -> None:
+    from crustacean.runs import RunRecord
+
+    assert isinstance(rec, RunRecord)
+    if diff:
+        console.print(diff, markup=False, highlight=False)
     version = ", ".join(v[:12] for v in rec.versions) or "none"
     console.print(
         f"Run {rec.id}: {rec.status}; {rec.usage.total_input:,} tokens in, "

@@ -187,21 +187,26 @@ class ToolExecutor:
         return ToolOutcome(json.dumps(self.search(query, limit)), False)
 
     def _write_context(self, inp: dict[str, Any]) -> ToolOutcome:
-        result = self.store.write_context(
-            inp.get("changes"), actor=self.actor, message=_str(inp, "message"), run_id=self.run_id
-        )
-        if result.proposal is not None:
-            text = (
-                f"Queued for review as proposal {result.proposal}: a human approves it with "
-                "`crustacean review`. Nothing was written yet."
-            )
-        else:
-            text = json.dumps(result.to_json())
-        return ToolOutcome(text, False, write=result)
+        return write_call(self.store, self.actor, self.run_id, inp)
 
     def _finish(self, inp: dict[str, Any]) -> ToolOutcome:
         summary = _str(inp, "summary")
         return ToolOutcome("Finished.", False, finished=summary)
+
+
+def write_call(store: Store, actor: str, run_id: str, inp: dict[str, Any]) -> ToolOutcome:
+    """`write_context` as a tool: the store decides; the outcome says what happened."""
+    result = store.write_context(
+        inp.get("changes"), actor=actor, message=_str(inp, "message"), run_id=run_id
+    )
+    if result.proposal is not None:
+        text = (
+            f"Queued for review as proposal {result.proposal}: a human approves it with "
+            "`crustacean review`. Nothing was written yet."
+        )
+    else:
+        text = json.dumps(result.to_json())
+    return ToolOutcome(text, False, write=result)
 
 
 def _str(inp: dict[str, Any], key: str) -> str:

@@ -36,7 +36,7 @@ from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.paths import jail
 from crustacean.store.secrets import find_secrets
 from crustacean.store.versions import TRAILER_ACTOR, TRAILER_CALL, TRAILER_RUN, Git
-from crustacean.workspace import STATE_DIR, Workspace
+from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
 
 SKIP_DIRS = {".git", STATE_DIR}
 TRASH = "archive/trash"
@@ -198,6 +198,8 @@ class Store:
             self._check_policy(plan, ch, actor)
             self._apply_to_view(plan, ch)
         self._check_limits(plan)
+        if actor != "user":
+            self._check_working_memory(plan)
         return plan
 
     def _current(self, plan: Plan, path: str) -> bytes | None:
@@ -283,6 +285,24 @@ class Store:
             p = PurePosixPath(base)
             candidate = str(p.with_name(f"{p.stem}~{n}{p.suffix}"))
         return candidate
+
+    def _check_working_memory(self, plan: Plan) -> None:
+        """MEMORY.md is loaded every main session: a model may not push it over its caps."""
+        data = plan.after.get(WORKING_MEMORY)
+        if data is None or WORKING_MEMORY not in plan.touched:
+            return
+        mem = self.ws.settings.memory
+        text = data.decode("utf-8", "replace")
+        lines, chars = text.count("\n") + (0 if text.endswith("\n") or not text else 1), len(text)
+        before = (plan.before.get(WORKING_MEMORY) or b"").decode("utf-8", "replace")
+        grows = chars > len(before)
+        if grows and (lines > mem.working_lines or chars > mem.working_chars):
+            raise LimitError(
+                f"MEMORY.md would be {lines} lines / {chars:,} characters; its caps are "
+                f"{mem.working_lines} lines and {mem.working_chars:,} characters "
+                "(memory.working_lines, memory.working_chars). Put the detail in its own file "
+                "(a contact, topic or note) and leave a one-line pointer in MEMORY.md instead."
+            )
 
     def _check_limits(self, plan: Plan) -> None:
         cap = self.ws.settings.store.max_file_bytes

@@ -1,0 +1,364 @@
+"""Stage 2, curate: route the last days' daily entries into their long-term homes.
+
+Pre-pass (code): the bullets of the last `curate.days` daily logs that were not curated yet,
+each with a stable id (day + normalized text, so a hand edit elsewhere in the file changes
+nothing, and an edited bullet is simply a new entry), plus a compact map of the destination tree
+so the model finds `memory/contacts/telegram-alice.md` instead of creating `alice.md`. Model: the
+agent loop as actor `curate`, which reports each entry's fate with `record_routing`. Post-pass
+(code): mark entries curated (all of them when the run finished, only the reported ones when a
+budget cut it short), add every created file to its folder's README index, and record a summary.
+An append whose text the target already holds is dropped by code before it reaches the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from crustacean.documents import parse_document
+from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.runner import ModelSession, Plan, plan_stage
+from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
+from crustacean.memories import memory_paths
+from crustacean.runs import RunRecord, RunRecorder
+from crustacean.state import StateDB, open_state
+from crustacean.store.changes import Change, sha256_hex
+from crustacean.store.files import Store
+from crustacean.workspace import Workspace, stage_doc
+
+STAGE = "curate"
+MAP_LIMIT = 400
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
+_BLOCK = re.compile(r"^#{2,4}\s+(?P<head>.+)$")
+
+RECORD_ROUTING = ToolSpec(
+    "record_routing",
+    "Report what you did with entries, by id: the file you routed each to, or skip with a "
+    "reason. Call it as you go; entries you report are not shown to curate again.",
+    {
+        "type": "object",
+        "properties": {
+            "entries": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "destination": {"type": "string", "description": 'A path, or "skip".'},
+                        "reason": {"type": "string"},
+                    },
+                    "required": ["id", "destination"],
+                },
+            }
+        },
+        "required": ["entries"],
+    },
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    day: str
+    block: str
+    text: str
+    line: int
+
+
+def normalize(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def entry_id(day: str, text: str) -> str:
+    return hashlib.sha1(f"{day}\n{normalize(text)}".encode(), usedforsecurity=False).hexdigest()[
+        :12
+    ]
+
+
+def parse_entries(day: str, text: str) -> list[Entry]:
+    """Every bullet of a daily log, with the `### [HH:MM] topic` block it sits in."""
+    entries, block = [], ""
+    for n, line in enumerate(text.splitlines(), 1):
+        head = _BLOCK.match(line)
+        if head:
+            block = head["head"].strip()
+            continue
+        bullet = _BULLET.match(line)
+        if bullet:
+            entries.append(Entry(entry_id(day, bullet["text"]), day, block, bullet["text"], n))
+    return entries
+
+
+def days_to_curate(ws: Workspace, now: datetime, days: int) -> list[str]:
+    today = ws.today(now)
+    return [(today - timedelta(days=d)).isoformat() for d in range(days - 1, -1, -1)]
+
+
+def pending_entries(
+    ws: Workspace, db: StateDB, store: Store, now: datetime, days: int
+) -> list[Entry]:
+    done = {r[0] for r in db.conn.execute("SELECT id FROM curated_entries")}
+    out: list[Entry] = []
+    for day in days_to_curate(ws, now, days):
+        data = store.read_bytes(f"{ws.daily_dir}/{day}.md")
+        if data:
+            out += [
+                e for e in parse_entries(day, data.decode("utf-8", "replace")) if e.id not in done
+            ]
+    return list({e.id: e for e in out}.values())  # the same bullet twice in a day is one entry
+
+
+def mark_curated(
+    db: StateDB, entries: Mapping[str, tuple[str, str]], run_id: str, now: datetime
+) -> None:
+    with db.transaction() as conn:
+        conn.executemany(
+            "INSERT OR IGNORE INTO curated_entries (id, run_id, destination, reason, curated) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(i, run_id, dest, reason, now.isoformat()) for i, (dest, reason) in entries.items()],
+        )
+
+
+def destination_map(ws: Workspace, store: Store) -> str:
+    """Existing memory files with their name or first heading, so the model reuses them."""
+    lines = []
+    for rel in memory_paths(ws.root)[:MAP_LIMIT]:
+        data = store.read_bytes(rel) or b""
+        doc = parse_document(data[:4096].decode("utf-8", "replace"), rel)
+        heading = next(
+            (x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), ""
+        )
+        label = doc.meta.get("name") or heading
+        lines.append(f"- {rel}" + (f" — {label}" if label else ""))
+    more = len(memory_paths(ws.root)) - MAP_LIMIT
+    if more > 0:
+        lines.append(f"- … and {more} more (use list_context_files or search_memory)")
+    return "\n".join(lines) or "(no memory files yet)"
+
+
+def build_request(ws: Workspace, entries: list[Entry], dest_map: str) -> StageRequest:
+    listed = "\n".join(
+        f"- [{e.id}] {e.day}" + (f" · {e.block}" if e.block else "") + f" · {e.text}"
+        for e in entries
+    )
+    prompt = (
+        "Curate these daily-log entries. For each: apply the promotion heuristic and the routing "
+        "table (first match wins), read the target before writing, append or edit (never "
+        "overwrite), and report each entry's destination or skip with record_routing. Call "
+        "finish when every entry is handled.\n\n"
+        f"<entries>\n{listed}\n</entries>\n\n"
+        f"<existing-files>\n{dest_map}\n</existing-files>"
+    )
+    return StageRequest(
+        stage=STAGE,
+        system_doc=stage_doc(ws.root, "CURATE.md"),
+        prompt=prompt,
+        tools=DEFAULT_TOOLS,
+        extra_tools=(RECORD_ROUTING,),
+    )
+
+
+def dedup_appends(store: Store, raw: object) -> tuple[object, list[str]]:
+    """Drop appends whose text the target already holds (after whitespace normalization)."""
+    if not isinstance(raw, list):
+        return raw, []
+    kept, dropped = [], []
+    for change in raw:
+        if (
+            isinstance(change, dict)
+            and change.get("mode") == "append"
+            and isinstance(change.get("content"), str)
+            and isinstance(change.get("path"), str)
+        ):
+            try:
+                current = store.read_bytes(change["path"])
+            except Exception:  # a bad path is the store's to refuse, with its own words
+                current = None
+            if current and normalize(change["content"]) in normalize(
+                current.decode("utf-8", "replace")
+            ):
+                dropped.append(change["path"])
+                continue
+        kept.append(change)
+    return kept, dropped
+
+
+@dataclass
+class CurateResult:
+    record: RunRecord | None
+    entries: int
+    routed: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    unreported: int = 0
+    indexed: list[str] = field(default_factory=list)
+    diff: str | None = None
+    plan: Plan | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.record.status if self.record else "plan",
+            "run": self.record.to_json(tool_calls=False) if self.record else None,
+            "entries": self.entries,
+            "routed": self.routed,
+            "skipped": self.skipped,
+            "unreported": self.unreported,
+            "indexed": self.indexed,
+            "diff": self.diff,
+            "plan": self.plan.to_json() if self.plan else None,
+        }
+
+
+def curate(
+    ws: Workspace,
+    *,
+    days: int | None = None,
+    dry_run: bool = False,
+    plan: bool = False,
+    env: Mapping[str, str] | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> CurateResult:
+    """Run curate once; `plan` makes no call, `dry_run` writes and marks nothing."""
+    clock = clock or (lambda: datetime.now(UTC))
+    now, days = clock(), days or ws.settings.curate.days
+    if plan:
+        store = Store(ws)
+        with open_state(ws) as db:
+            entries = pending_entries(ws, db, store, now, days)
+        result = CurateResult(None, len(entries))
+        if entries:
+            result.plan = plan_stage(ws, build_request(ws, entries, destination_map(ws, store)))
+        return result
+    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec, open_state(ws) as db:
+        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
+        entries = pending_entries(ws, db, session.store, now, days)
+        result = CurateResult(None, len(entries))
+        if not entries:
+            result.record = rec.finish("skipped", summary="no uncurated daily entries")
+            return result
+        before = set(memory_paths(ws.root)) if not dry_run else set()
+        reported: dict[str, tuple[str, str]] = {}
+        outcome = session.run(
+            build_request(ws, entries, destination_map(ws, session.store)),
+            _handlers(session, rec.record.id, reported),
+        )
+        known = {e.id for e in entries}
+        reported = {i: v for i, v in reported.items() if i in known}
+        if outcome.status == "ok":
+            for e in entries:
+                reported.setdefault(e.id, ("skip", "not routed by the model"))
+        _tally(result, reported, len(entries))
+        if not dry_run:
+            mark_curated(db, reported, rec.record.id, now)
+            created = sorted(set(memory_paths(ws.root)) - before)
+            result.indexed = _index(ws, session.store, created, rec.record.id)
+            if result.indexed:
+                rec.wrote(["memory/README.md", "knowledge/README.md"], None, None)
+        result.record = rec.finish(outcome.status, summary=_summary(result), error=outcome.error)
+        result.diff = session.diff()
+    return result
+
+
+def _handlers(
+    session: ModelSession, run_id: str, reported: dict[str, tuple[str, str]]
+) -> dict[str, Callable[..., ToolOutcome]]:
+    def record_routing(inp: dict[str, Any]) -> ToolOutcome:
+        items = inp.get("entries")
+        if not isinstance(items, list):
+            return ToolOutcome("Error: entries must be a list of {id, destination, reason}.", True)
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                reason = item.get("reason") if isinstance(item.get("reason"), str) else ""
+                reported[item["id"]] = (str(item.get("destination") or "skip"), reason)
+        return ToolOutcome(f"Recorded {len(items)} entr{'y' if len(items) == 1 else 'ies'}.", False)
+
+    def write_context(inp: dict[str, Any]) -> ToolOutcome:
+        changes, dropped = dedup_appends(session.store, inp.get("changes"))
+        note = (
+            f" Dropped appends to {', '.join(dropped)}: that text is already there."
+            if dropped
+            else ""
+        )
+        if isinstance(changes, list) and not changes:
+            return ToolOutcome("Nothing written:" + note, False)
+        out = write_call(session.store, STAGE, run_id, {**inp, "changes": changes})
+        return ToolOutcome(out.text + note, out.is_error, out.write, out.finished)
+
+    return {"record_routing": record_routing, "write_context": write_context}
+
+
+def _tally(result: CurateResult, reported: Mapping[str, tuple[str, str]], total: int) -> None:
+    routed = Counter(d for d, _ in reported.values() if d != "skip")
+    skipped = Counter(r or "no reason" for d, r in reported.values() if d == "skip")
+    result.routed, result.skipped = dict(routed), dict(skipped)
+    result.unreported = total - len(reported)
+
+
+def _index(ws: Workspace, store: Store, created: list[str], run_id: str) -> list[str]:
+    """Add each created file to its folder's README index (README format), in one version."""
+    texts: dict[str, str] = {}
+    added: list[str] = []
+    for rel in created:
+        top, sub, name = _split(rel)
+        readme = f"{top}/README.md"
+        if readme not in texts:
+            data = store.read_bytes(readme)
+            if data is None:
+                continue
+            texts[readme] = data.decode("utf-8", "replace")
+        if f"`{name}`" in texts[readme] or name == "README.md":
+            continue
+        line = f"  - `{name}` — {_title(store, rel) or 'new file'}"
+        texts[readme] = _insert_under(texts[readme], sub, line)
+        added.append(f"{readme}: {line.strip()}")
+    changes = []
+    for readme, text in texts.items():
+        current = store.read_bytes(readme) or b""
+        if text.encode() != current:  # an edit of the index (curate may edit, never overwrite)
+            changes.append(
+                Change(
+                    readme,
+                    "edit",
+                    old=current,
+                    new=text.encode(),
+                    expected_sha256=sha256_hex(current),
+                )
+            )
+    if changes:
+        store.write_context(changes, actor=STAGE, message="curate: index new files", run_id=run_id)
+    return added
+
+
+def _split(rel: str) -> tuple[str, str, str]:
+    top, _, rest = rel.partition("/")
+    sub, _, name = rest.partition("/")
+    return (top, sub, name) if name else (top, "", sub)
+
+
+def _title(store: Store, rel: str) -> str:
+    doc = parse_document((store.read_bytes(rel) or b"")[:4096].decode("utf-8", "replace"), rel)
+    heading = next((x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), "")
+    return str(doc.meta.get("name") or heading)[:80]
+
+
+def _insert_under(text: str, sub: str, line: str) -> str:
+    """After the folder's bullet and the file lines already under it; else at the end."""
+    lines = text.split("\n")
+    anchor = next((i for i, x in enumerate(lines) if x.startswith(f"- `{sub}/`")), None)
+    if anchor is None:
+        return text.rstrip("\n") + "\n" + line.strip() + "\n"
+    end = anchor + 1
+    while end < len(lines) and lines[end].startswith("  "):
+        end += 1
+    return "\n".join([*lines[:end], line, *lines[end:]])
+
+
+def _summary(result: CurateResult) -> str:
+    routed = ", ".join(f"{d} ({n})" for d, n in sorted(result.routed.items())) or "nothing"
+    skipped = sum(result.skipped.values())
+    left = f"; {result.unreported} left for next time" if result.unreported else ""
+    return f"{result.entries} entries: routed to {routed}; {skipped} skipped{left}"
