@@ -359,6 +359,6 @@ def _insert_under(text: str, sub: str, line: str) -> str:
 
 def _summary(result: CurateResult) -> str:
     routed = ", ".join(f"{d} ({n})" for d, n in sorted(result.routed.items())) or "nothing"
-    skipped = sum(result.skipped.values())
+    skipped = "; ".join(f"{why} ({n})" for why, n in sorted(result.skipped.items())) or "none"
     left = f"; {result.unreported} left for next time" if result.unreported else ""
-    return f"{result.entries} entries: routed to {routed}; {skipped} skipped{left}"
+    return f"{result.entries} entries: routed to {routed}; skipped: {skipped}{left}"
