@@ -153,6 +153,15 @@ class CurateConfig:
 
 
 @dataclass(frozen=True)
+class CompileConfig:
+    max_loss_fraction: float = _opt(
+        0.10,
+        "refuse a compile/calibrate write that drops more than this share of a file's lines",
+        "fraction",
+    )
+
+
+@dataclass(frozen=True)
 class SourceConfig:
     kind: Literal["auto", "openclaw", "claude_code", "plain"] = _opt("auto", "transcript format")
     path: str = _opt("", "folder of transcripts (~ is expanded)", "required")
@@ -179,6 +188,7 @@ class Settings:
     prices: PricesConfig = field(default_factory=PricesConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     curate: CurateConfig = field(default_factory=CurateConfig)
+    compile: CompileConfig = field(default_factory=CompileConfig)
     sources: list[SourceConfig] = _opt([], "transcript sources collect reads ([[sources]] tables)")
     governance: GovernanceConfig = field(default_factory=GovernanceConfig)
 
@@ -265,6 +275,7 @@ CHECKS: dict[str, Callable[[Any], str | None]] = {
     "nonneg": lambda v: None if v >= 0 else "an integer of at least 0",
     "posf": lambda v: None if v > 0 else "a number greater than 0",
     "nonnegf": lambda v: None if v >= 0 else "a number of at least 0",
+    "fraction": lambda v: None if 0 <= v <= 1 else "a number from 0 to 1",
     "required": lambda v: None if v else "a non-empty string",
 }
 

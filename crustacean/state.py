@@ -9,6 +9,7 @@ To change the schema, append a new `("mNNN_name", sql)` entry; never edit an app
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -189,7 +190,14 @@ class StateDB:
     def _configure(self) -> None:
         """WAL lets readers run beside a writer; busy_timeout makes writers wait, not fail."""
         self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self.conn.execute("PRAGMA journal_mode = WAL")
+        for attempt in range(50):  # switching a new file to WAL can report "locked" at once,
+            try:  # without waiting on the busy handler, when several processes open it together
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == 49:
+                    raise
+                time.sleep(0.05)
         self.conn.execute("PRAGMA synchronous = NORMAL")
 
     def _migrate(self) -> None:

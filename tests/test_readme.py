@@ -79,6 +79,7 @@ def test_help_lists_only_commands_that_work() -> None:
         "init",
         "collect",
         "curate",
+        "compile",
         "config",
         "paths",
         "history",

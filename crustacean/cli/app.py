@@ -82,6 +82,7 @@ def root(
 app.command("init")(init_cmd.init)
 app.command("collect")(stages_cmd.collect)
 app.command("curate")(stages_cmd.curate)
+app.command("compile")(stages_cmd.compile_)
 app.add_typer(config_cmd.config_app, name="config")
 app.command("paths")(config_cmd.paths)
 app.command("history")(history_cmd.history)

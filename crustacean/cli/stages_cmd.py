@@ -145,3 +145,41 @@ def _render_run(rec: object, diff: str | None) -> None:
         + (f" {rec.error}" if rec.error else ""),
         markup=False,
     )
+
+
+def compile_(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Do everything in memory; print the diff.")
+    ] = False,
+    no_model: Annotated[
+        bool, typer.Option("--no-model", help="Only the deterministic pass (no model call).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Archive, apply tiers, keep MEMORY.md under its caps, then judge and digest (stage 3)."""
+    from crustacean.stages.compile import compile_workspace
+
+    result = compile_workspace(state(ctx).open(), dry_run=dry_run, no_model=no_model)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        ops = result.ops
+        for label, items in (
+            ("archived", ops.archived),
+            ("swept", ops.swept),
+            ("trashed", ops.trashed),
+            ("tier", ops.tiers),
+            ("moved section", ops.promoted),
+            ("model", ops.model_changes),
+        ):
+            for item in items:
+                console.print(f"  {label}: {item}", markup=False)
+        console.print(
+            f"Model pass: {result.model}."
+            + (f" Digest: {result.digest}." if result.digest else ""),
+            markup=False,
+        )
+        _render_run(result.record, result.diff)
+    if result.record.status == "failed":
+        raise typer.Exit(1)

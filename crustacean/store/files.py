@@ -39,6 +39,7 @@ from crustacean.store.versions import TRAILER_ACTOR, TRAILER_CALL, TRAILER_RUN, 
 from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
 
 SKIP_DIRS = {".git", STATE_DIR}
+LOSS_GUARDED = ("compile", "calibrate")  # the stages that may reorganize whole files
 TRASH = "archive/trash"
 WRITE_LOCK_SECONDS = 60.0
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
@@ -200,7 +201,29 @@ class Store:
         self._check_limits(plan)
         if actor != "user":
             self._check_working_memory(plan)
+        if actor in LOSS_GUARDED:
+            self._check_loss(plan)
         return plan
+
+    def _check_loss(self, plan: Plan) -> None:
+        """Refuse a write that drops many of a file's lines without moving them in this call."""
+        limit = self.ws.settings.compile.max_loss_fraction
+        added = b"\n".join(plan.after[p] or b"" for p in plan.touched if plan.after[p] is not None)
+        moved = {ln for ln in added.decode("utf-8", "replace").splitlines() if ln.strip()}
+        for path in plan.touched:
+            old, new = plan.before.get(path), plan.after[path]
+            if old is None or new is None or path in plan.moved:
+                continue
+            before = [ln for ln in old.decode("utf-8", "replace").splitlines() if ln.strip()]
+            after = [ln for ln in new.decode("utf-8", "replace").splitlines() if ln.strip()]
+            kept = set(after)
+            lost = [ln for ln in before if ln not in kept and ln not in moved]
+            if len(after) < len(before) and len(lost) > limit * len(before):
+                raise LimitError(
+                    f"{path} would lose {len(lost)} of its {len(before)} lines "
+                    f"(compile.max_loss_fraction {limit:g}). Move content to another file in the "
+                    "same call (it is then kept), or archive the whole file with move."
+                )
 
     def _current(self, plan: Plan, path: str) -> bytes | None:
         if path in plan.after:

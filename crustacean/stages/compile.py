@@ -1,0 +1,418 @@
+"""Stage 3, compile: weekly archival, tiers, MEMORY.md caps, then the model's judgement, then a
+digest assembled by code from what was actually done.
+
+Deterministic pass (code; one version per kind of operation, actor `compile`): archive old daily
+logs, sweep session-memory hook files, trash empty files and duplicates, apply the tier lifecycle
+with its reasons, bring MEMORY.md under its caps by moving whole sections byte for byte with a
+pointer left behind. Then the model (skipped with `--no-model`, and when a full compile already
+ran today) gets the candidates code found: promotion, graduation, patterns, due reminders, old
+lessons. The digest lists every operation; the store's loss guard refuses a model write that
+drops lines without moving them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from crustacean.documents import DocumentSkipped, read_document, set_meta
+from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.runner import ModelSession
+from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
+from crustacean.memories import load_memories
+from crustacean.runs import RunRecord, RunRecorder, last_runs
+from crustacean.stages.compile_plan import (
+    find_candidates,
+    plan_daily_archive,
+    plan_empty_and_duplicates,
+    plan_hook_sweep,
+    plan_memory_caps,
+)
+from crustacean.state import open_state
+from crustacean.store.changes import Change, sha256_hex
+from crustacean.store.files import Store
+from crustacean.tiers import Rules, plan_tiers
+from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace, stage_doc
+
+STAGE = "compile"
+DIGEST_SECTIONS = ("lessons", "graduated", "contradictions", "patterns", "flagged")
+
+RECORD_DIGEST = ToolSpec(
+    "record_digest",
+    "Give the digest's judgement sections: one short line per item. Call once, before finish.",
+    {
+        "type": "object",
+        "properties": {k: {"type": "array", "items": {"type": "string"}} for k in DIGEST_SECTIONS},
+    },
+)
+
+
+@dataclass
+class Ops:
+    """What this run did, for the digest and the result."""
+
+    archived: list[str] = field(default_factory=list)
+    swept: list[str] = field(default_factory=list)
+    trashed: list[str] = field(default_factory=list)
+    tiers: list[str] = field(default_factory=list)
+    promoted: list[str] = field(default_factory=list)
+    model_changes: list[str] = field(default_factory=list)
+    sections: dict[str, list[str]] = field(default_factory=dict)
+    versions: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    memory_caps: str = ""
+
+    @property
+    def changed_anything(self) -> bool:
+        return any(
+            (self.archived, self.swept, self.trashed, self.tiers, self.promoted, self.model_changes)
+        )
+
+
+def _all_paths(store: Store) -> list[str]:
+    return [f.path for f in store.list_context_files()]
+
+
+def _apply(store: Store, changes: list[Change], message: str, run_id: str, ops: Ops) -> None:
+    if not changes:
+        return
+    result = store.write_context(
+        changes, actor=STAGE, message=message, run_id=run_id, max_files=len(changes)
+    )
+    ops.files += [f for f in result.files if f not in ops.files]
+    if result.version:
+        ops.versions.append(result.version)
+
+
+def deterministic_pass(ws: Workspace, store: Store, run_id: str, now: datetime) -> Ops:
+    """Every mechanical step, each its own version; safe to rerun (nothing left to do)."""
+    ops = Ops()
+    today = ws.today(now)
+    paths = _all_paths(store)
+    existing = set(paths)
+    moves = plan_daily_archive(
+        paths, ws.daily_dir, today, ws.settings.archive.daily_after_days, existing
+    )
+    _apply(
+        store,
+        [Change(m.src, "move", to=m.dst) for m in moves],
+        f"compile: archive {len(moves)} daily log(s)",
+        run_id,
+        ops,
+    )
+    ops.archived = [f"{m.src} → {m.dst}" for m in moves]
+    existing |= {m.dst for m in moves}
+    sweeps = plan_hook_sweep(_all_paths(store), today, existing)
+    _apply(
+        store,
+        [Change(m.src, "move", to=m.dst) for m in sweeps],
+        f"compile: sweep {len(sweeps)} session-memory hook file(s)",
+        run_id,
+        ops,
+    )
+    ops.swept = [f"{m.src} → {m.dst}" for m in sweeps]
+    _trash_step(store, run_id, ops)
+    _tier_step(ws, store, run_id, now, ops)
+    _caps_step(ws, store, run_id, today, ops)
+    return ops
+
+
+def _trash_step(store: Store, run_id: str, ops: Ops) -> None:
+    files = {
+        p: store.read_bytes(p) or b""
+        for p in _all_paths(store)
+        if p.startswith(("memory/", "knowledge/"))
+    }
+    protected = {WORKING_MEMORY, *FOUNDATION_FILES}
+    trash = plan_empty_and_duplicates(files, protected)
+    _apply(
+        store,
+        [Change(t.path, "delete", expected_sha256=sha256_hex(files[t.path])) for t in trash],
+        f"compile: trash {len(trash)} empty or duplicate file(s)",
+        run_id,
+        ops,
+    )
+    ops.trashed = [f"{t.path} ({t.reason})" for t in trash]
+
+
+def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops) -> None:
+    mems, _ = load_memories(ws)
+    with open_state(ws) as db:
+        usages = db.usages()
+    decisions = [
+        d
+        for d in plan_tiers(
+            [m.as_memory() for m in mems], usages, now, Rules.from_config(ws.settings.tiers)
+        )
+        if d.changed
+    ]
+    changes = []
+    for d in decisions:
+        try:
+            doc = read_document(ws.root, d.path)
+        except DocumentSkipped:
+            continue
+        if doc.warning:
+            continue
+        current = store.read_bytes(d.path) or b""
+        new = set_meta(doc, {"tier": d.next}).encode()
+        changes.append(
+            Change(d.path, "edit", old=current, new=new, expected_sha256=sha256_hex(current))
+        )
+        ops.tiers.append(f"{d.path}: {d.reason}")
+    _apply(store, changes, "compile: tier lifecycle\n\n" + "\n".join(ops.tiers), run_id, ops)
+
+
+def _caps_step(ws: Workspace, store: Store, run_id: str, today: date, ops: Ops) -> None:
+    current = store.read_bytes(WORKING_MEMORY)
+    if current is None:
+        return
+    mem = ws.settings.memory
+    plan = plan_memory_caps(
+        current.decode("utf-8"), mem.working_lines, mem.working_chars, today, set(_all_paths(store))
+    )
+    if not plan.moves:
+        return
+    changes = [
+        Change(
+            WORKING_MEMORY,
+            "edit",
+            old=current,
+            new=plan.new_text.encode(),
+            expected_sha256=sha256_hex(current),
+        )
+    ]
+    for move in plan.moves:
+        body = "".join(move.lines).encode()
+        changes.append(Change(move.dst, "append", content=body))
+    _apply(
+        store,
+        changes,
+        f"compile: MEMORY.md {plan.lines_before}→{plan.lines_after} lines, "
+        f"{len(plan.moves)} section(s) moved",
+        run_id,
+        ops,
+    )
+    ops.promoted = [f"{m.heading} → {m.dst}" for m in plan.moves]
+    ops.memory_caps = (
+        f"{plan.lines_before}→{plan.lines_after} lines, {plan.chars_before:,}→"
+        f"{plan.chars_after:,} characters"
+        + ("" if plan.under_caps else "; still over its caps: see flagged")
+    )
+
+
+def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
+    today = ws.today(now)
+    files = {}
+    for path in _all_paths(store):
+        if path.startswith(("memory/", "knowledge/")) and path.endswith(".md"):
+            mtime = datetime.fromtimestamp(os.stat(ws.root / path).st_mtime, UTC)
+            files[path] = (store.read_bytes(path) or b"", mtime)
+    logs = {}
+    for d in range(7):
+        day = today - timedelta(days=d)
+        data = store.read_bytes(ws.daily_log(day))
+        if data:
+            logs[day] = data.decode("utf-8", "replace")
+    memory_md = (store.read_bytes(WORKING_MEMORY) or b"").decode("utf-8", "replace")
+    return find_candidates(memory_md, files, logs, today, now).to_prompt()
+
+
+def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
+    done = (
+        "\n".join(
+            f"- {line}"
+            for line in (*ops.archived, *ops.swept, *ops.trashed, *ops.tiers, *ops.promoted)
+        )
+        or "- nothing"
+    )
+    prompt = (
+        "Code has done this week's mechanical pass:\n" + done + "\n\n"
+        "Now do the judgement phases of COMPILE.md on these candidates: entity promotion (a "
+        "few at most), staleness pruning (when unsure, flag it for Calibrate), lesson "
+        "extraction, graduation to knowledge/ with a pointer left behind, contradictions "
+        "(fresher wins), patterns. Then call record_digest with your sections, then finish.\n\n"
+        f"<candidates>\n{candidates or '(none found by code)'}\n</candidates>"
+    )
+    return StageRequest(
+        stage=STAGE,
+        system_doc=stage_doc(ws.root, "COMPILE.md"),
+        prompt=prompt,
+        tools=DEFAULT_TOOLS,
+        extra_tools=(RECORD_DIGEST,),
+    )
+
+
+def _handlers(session: ModelSession, run_id: str, ops: Ops) -> dict[str, Callable[..., Any]]:
+    def record_digest(inp: dict[str, Any]) -> ToolOutcome:
+        for key in DIGEST_SECTIONS:
+            items = inp.get(key)
+            if isinstance(items, list):
+                ops.sections[key] = [" ".join(str(i).split())[:300] for i in items][:50]
+        return ToolOutcome("Digest sections recorded.", False)
+
+    def write_context(inp: dict[str, Any]) -> ToolOutcome:
+        out = write_call(session.store, STAGE, run_id, inp)
+        if out.write is not None and out.write.version and isinstance(inp.get("changes"), list):
+            for ch in inp["changes"]:
+                if isinstance(ch, dict):
+                    target = f" → {ch['to']}" if ch.get("to") else ""
+                    ops.model_changes.append(f"{ch.get('mode')} {ch.get('path')}{target}")
+        return out
+
+    return {"record_digest": record_digest, "write_context": write_context}
+
+
+def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
+    today = ws.today(now)
+    start = today - timedelta(days=6)
+    week_logs = [
+        d for d in range(7) if (ws.root / ws.daily_log(today - timedelta(days=d))).is_file()
+    ]
+    pruned = [c for c in ops.model_changes if c.startswith(("delete", "move"))] + ops.trashed
+
+    def lines(items: list[str]) -> str:
+        return "\n".join(f"- {i}" for i in items) if items else "- none"
+
+    sections = ops.sections
+    return "\n".join(
+        [
+            f"# Weekly Digest — {start.isoformat()} to {today.isoformat()}",
+            "",
+            "## Activity Summary",
+            f"- Daily files processed: {len(week_logs)}",
+            f"- Daily logs archived: {len(ops.archived)}; hook files swept: {len(ops.swept)}",
+            "",
+            "## File Operations",
+            f"- Files archived: {len(ops.archived) + len(ops.swept)}",
+            lines(ops.archived + ops.swept),
+            f"- Entities promoted: {len(ops.promoted)}",
+            lines(ops.promoted),
+            f"- Content pruned: {len(pruned)}",
+            lines(pruned),
+            f"- Tier changes: {len(ops.tiers)}",
+            lines(ops.tiers),
+            f"- MEMORY.md: {ops.memory_caps or 'within its caps, unchanged'}",
+            f"- Other changes by the model: {len(ops.model_changes)}",
+            lines([c for c in ops.model_changes if not c.startswith(("delete", "move"))]),
+            "",
+            "## Lessons Extracted",
+            lines(sections.get("lessons", [])),
+            "",
+            "## Content Graduated",
+            lines(sections.get("graduated", [])),
+            "",
+            "## Contradictions Resolved",
+            lines(sections.get("contradictions", [])),
+            "",
+            "## Patterns Noted",
+            lines(sections.get("patterns", [])),
+            "",
+            "## Flagged for Calibrate",
+            lines(sections.get("flagged", [])),
+            "",
+            "---",
+            f"*Compiled: {now.astimezone(ws.tz).isoformat(timespec='minutes')} (run {record_id})*",
+            "",
+        ]
+    )
+
+
+def write_digest(ws: Workspace, store: Store, ops: Ops, now: datetime, run_id: str) -> str:
+    path = f"archive/digests/{ws.today(now).isoformat()}-weekly.md"
+    text = digest_text(ws, ops, now, run_id).encode()
+    current = store.read_bytes(path)
+    if current is None:
+        change = Change(path, "create", content=text)
+    else:  # a second compile the same day: its digest follows the first
+        change = Change(path, "append", content=b"\n" + text, expected_sha256=sha256_hex(current))
+    _apply(store, [change], f"compile: weekly digest {path}", run_id, ops)
+    return path
+
+
+@dataclass
+class CompileResult:
+    record: RunRecord
+    ops: Ops
+    digest: str | None = None
+    model: str = "ran"
+    diff: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.record.status,
+            "run": self.record.to_json(tool_calls=False),
+            "model": self.model,
+            "digest": self.digest,
+            "diff": self.diff,
+            **{
+                k: getattr(self.ops, k)
+                for k in (
+                    "archived",
+                    "swept",
+                    "trashed",
+                    "tiers",
+                    "promoted",
+                    "model_changes",
+                    "versions",
+                )
+            },
+        }
+
+
+def compile_workspace(
+    ws: Workspace,
+    *,
+    dry_run: bool = False,
+    no_model: bool = False,
+    env: Mapping[str, str] | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> CompileResult:
+    """Run compile once: deterministic pass, model pass, digest."""
+    clock = clock or (lambda: datetime.now(UTC))
+    now = clock()
+    already = _compiled_today(ws, now)
+    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
+        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
+        ops = deterministic_pass(ws, session.store, rec.record.id, now)
+        status, error, model = "ok", None, "ran"
+        if no_model:
+            model = "skipped (--no-model)"
+        elif already:
+            model = "skipped (a full compile already ran today)"
+        else:
+            outcome = session.run(
+                build_request(ws, ops, candidates_prompt(ws, session.store, now)),
+                _handlers(session, rec.record.id, ops),
+            )
+            status, error = outcome.status, outcome.error
+        digest = None
+        if ops.changed_anything or model == "ran":
+            digest = write_digest(ws, session.store, ops, now, rec.record.id)
+        for version in ops.versions:
+            rec.wrote([], version, None)
+        rec.wrote(ops.files, None, None)
+        summary = (
+            f"archived {len(ops.archived)}, swept {len(ops.swept)}, trashed "
+            f"{len(ops.trashed)}, {len(ops.tiers)} tier change(s), {len(ops.promoted)} "
+            f"section(s) moved; model {model}"
+        )
+        record = rec.finish(
+            status if ops.changed_anything or model == "ran" else "skipped",
+            summary=summary,
+            error=error,
+        )
+    return CompileResult(record, ops, digest, model, session.diff())
+
+
+def _compiled_today(ws: Workspace, now: datetime) -> bool:
+    last = last_runs(ws).get(STAGE)
+    return bool(
+        last
+        and last.status == "ok"
+        and "model ran" in (last.summary or "")
+        and ws.today(last.started) == ws.today(now)
+    )
