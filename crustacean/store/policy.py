@@ -40,7 +40,7 @@ POLICY: dict[str, tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = {
                 "archive/lessons/**",
             ),
         ),
-        (frozenset({"move", "delete"}), ("memory/**", "knowledge/**")),
+        (frozenset({"move", "delete"}), ("memory/**", "knowledge/**", "archive/**")),
         (frozenset({"move_to"}), ("archive/**", "knowledge/**", *_MEMORY_HOMES)),
     ),
     "calibrate": (
