@@ -183,3 +183,27 @@ def compile_(
         _render_run(result.record, result.diff)
     if result.record.status == "failed":
         raise typer.Exit(1)
+
+
+def calibrate(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Run the model but write nothing; print the diff.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Monthly audit: health by code, foundation and lessons review, proposals (stage 4)."""
+    from crustacean.stages.calibrate import calibrate as run_calibrate
+
+    result = run_calibrate(state(ctx).open(), dry_run=dry_run)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        console.print(f"Health: {result.health.status}. Audit: {result.audit}.", markup=False)
+        for pid in result.proposals:
+            console.print(f"  proposal {pid}: see `crustacean review show {pid}`", markup=False)
+        for path in result.archived_lessons:
+            console.print(f"  archived lesson {path}", markup=False)
+        _render_run(result.record, result.diff)
+    if result.record.status == "failed":
+        raise typer.Exit(1)

@@ -274,8 +274,12 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
     ]
     pruned = [c for c in ops.model_changes if c.startswith(("delete", "move"))] + ops.trashed
 
-    def lines(items: list[str]) -> str:
-        return "\n".join(f"- {i}" for i in items) if items else "- none"
+    def lines(items: list[str], cap: int = 200) -> str:
+        """Long lists are cut (the version messages and `crustacean history` hold them all)."""
+        shown = [f"- {i}" for i in items[:cap]]
+        if len(items) > cap:
+            shown.append(f"- … and {len(items) - cap} more (see `crustacean history`)")
+        return "\n".join(shown) if shown else "- none"
 
     sections = ops.sections
     return "\n".join(

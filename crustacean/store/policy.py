@@ -44,7 +44,7 @@ POLICY: dict[str, tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = {
         (frozenset({"move_to"}), ("archive/**", "knowledge/**", *_MEMORY_HOMES)),
     ),
     "calibrate": (
-        (WRITE, ("archive/audits/**", "memory/lessons/**", "MEMORY.md")),
+        (WRITE, ("archive/audits/**", "archive/lessons/**")),
         (frozenset({"move"}), ("memory/lessons/**",)),
         (frozenset({"move_to"}), ("archive/lessons/**",)),
     ),
@@ -108,7 +108,10 @@ def decide(
             "memory.write is off, so model writes are disabled; report what you would have "
             "written in your finish summary instead.",
         )
-    if any(p == SYSTEM_DIR or p.startswith(SYSTEM_DIR + "/") for p in (path, to or "")):
+    in_system = any(p == SYSTEM_DIR or p.startswith(SYSTEM_DIR + "/") for p in (path, to or ""))
+    if in_system and actor == "calibrate" and mode in WRITE | {"overwrite"}:
+        return Decision(Verdict.ASK, f"{path} is a pipeline instruction: changes need approval.")
+    if in_system:
         return Decision(  # compile's move/delete rule covers memory/**, but never these
             Verdict.DENY,
             f"{SYSTEM_DIR}/ holds the pipeline instructions; no stage writes, moves or deletes "

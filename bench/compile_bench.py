@@ -1,0 +1,69 @@
+"""Benchmark compile's deterministic pass on a 3-year, 10,000-file workspace.
+
+Run: `.venv/bin/python bench/compile_bench.py [--files N]`. It generates N memory files plus three
+years of daily logs and an over-cap MEMORY.md, then times `compile --no-model` twice: the first
+run archives ~1,060 old logs, trashes duplicates, applies tiers and moves MEMORY.md sections (each
+kind one version); the second finds nothing to do. The baseline, measured in the same run, is
+reading every file of the workspace once, the least any pass over it must do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import isolate
+from bench.generate import generate_workspace
+from crustacean.config import load_config
+from crustacean.stages.compile import compile_workspace
+from crustacean.workspace import Workspace
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        isolate(Path(tmp))
+        root = Path(tmp) / "ws"
+        generate_workspace(root, args.files)
+        sections = "".join(f"## Topic {i}\n" + "- a detail line\n" * 30 for i in range(40))
+        (root / "MEMORY.md").write_text("# MEMORY.md\n\n" + sections)
+        ws = Workspace(root, load_config(root, env={}))
+        files = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+        start = time.perf_counter()
+        for p in files:
+            p.read_bytes()
+        read_s = time.perf_counter() - start
+        start = time.perf_counter()
+        first = compile_workspace(ws, env={}, no_model=True, clock=lambda: NOW)
+        first_s = time.perf_counter() - start
+        start = time.perf_counter()
+        second = compile_workspace(ws, env={}, no_model=True, clock=lambda: NOW)
+        second_s = time.perf_counter() - start
+    ops = first.ops
+    print(f"{len(files)} files; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs\n")
+    print("| figure | seconds | baseline (read every file once) s | ratio |")
+    print("|---|---:|---:|---:|")
+    print(
+        f"| first run: {len(ops.archived)} archived, {len(ops.trashed)} trashed, "
+        f"{len(ops.tiers)} tier changes, {len(ops.promoted)} sections moved | {first_s:.2f} | "
+        f"{read_s:.2f} | {first_s / read_s:.1f}x |"
+    )
+    print(
+        f"| rerun ({second.record.status}: nothing to do) | {second_s:.2f} | {read_s:.2f} | "
+        f"{second_s / read_s:.1f}x |"
+    )
+
+
+if __name__ == "__main__":
+    main()

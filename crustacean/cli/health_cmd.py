@@ -1,0 +1,36 @@
+"""`crustacean health`: the pipeline and workspace health check by code."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+
+from crustacean.cli.common import console, print_json, state
+
+
+def health(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Check the pipeline's cadence and cost and the workspace's shape, item by item.
+
+    Exit codes: 0 when every check is ok or warn, 1 when any check fails.
+    """
+    from crustacean.health import check_workspace
+
+    result = check_workspace(state(ctx).open(), datetime.now(UTC))
+    if as_json:
+        print_json(result.to_json())
+    else:
+        width = max(len(c.name) for c in result.checks)
+        for check in result.checks:
+            console.print(
+                f"{check.name:<{width}}  {check.status:<4}  {check.summary}", markup=False
+            )
+            for line in check.details:
+                console.print(f"{'':<{width}}        {line}", markup=False, soft_wrap=True)
+        console.print(f"\nOverall: {result.status}", markup=False)
+    if result.status == "fail":
+        raise typer.Exit(1)

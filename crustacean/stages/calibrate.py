@@ -1,0 +1,237 @@
+"""Stage 4, calibrate: the monthly step back.
+
+Code runs the health check; the model (actor `calibrate`) reviews the foundation files, samples
+recent curate routings, validates lessons (outdated ones move to `archive/lessons/`) and reviews
+the pipeline. It may write only `archive/audits/**` and `archive/lessons/**`; anything it wants
+changed in a foundation file or `memory/.system/` becomes a proposal for `crustacean review`.
+Code writes the audit `archive/audits/YYYY-MM-calibrate.md`: health from code, review from the
+model, and "Human Review Needed" listing every proposal with the command to see it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from crustacean.health import Health, check_workspace
+from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.runner import ModelSession
+from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
+from crustacean.runs import RunRecord, RunRecorder
+from crustacean.state import open_state
+from crustacean.store import proposals
+from crustacean.store.changes import Change, sha256_hex
+from crustacean.workspace import FOUNDATION_FILES, Workspace, stage_doc
+
+STAGE = "calibrate"
+FOUNDATION_CHARS = 6_000
+AUDIT_KEYS = ("foundation", "pipeline", "lessons", "meta", "human_review")
+
+RECORD_AUDIT = ToolSpec(
+    "record_audit",
+    'Give the audit\'s review sections. foundation: one line per foundation file ("No changes" '
+    "or what you proposed); pipeline: one line per stage and the structure map; lessons: "
+    "validated/updated/archived counts and notes; meta: process changes you propose; "
+    "human_review: decisions only a person can make. Call once, before finish.",
+    {
+        "type": "object",
+        "properties": {
+            "foundation": {"type": "object", "additionalProperties": {"type": "string"}},
+            "pipeline": {"type": "object", "additionalProperties": {"type": "string"}},
+            "lessons": {"type": "object", "additionalProperties": {"type": ["integer", "string"]}},
+            "meta": {"type": "array", "items": {"type": "string"}},
+            "human_review": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+)
+
+
+@dataclass
+class Review:
+    audit: dict[str, Any] = field(default_factory=dict)
+    archived_lessons: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+
+
+def recent_routings(ws: Workspace, n: int = 5) -> list[str]:
+    with open_state(ws) as db:
+        rows = db.conn.execute(
+            "SELECT id, destination, reason, curated FROM curated_entries "
+            "WHERE destination != 'skip' ORDER BY curated DESC LIMIT ?",
+            (n,),
+        ).fetchall()
+    return [f"[{r[0]}] → {r[1]} ({r[2] or 'no reason'}; {r[3][:10]})" for r in rows]
+
+
+def build_request(
+    ws: Workspace, health: Health, store_read: Callable[[str], bytes | None]
+) -> StageRequest:
+    foundation = []
+    for name in FOUNDATION_FILES:
+        data = store_read(name)
+        text = data.decode("utf-8", "replace")[:FOUNDATION_CHARS] if data else "(missing)"
+        foundation.append(f"### {name}\n{text}")
+    lessons = (
+        "\n".join(
+            f"- {p}" for p in sorted(f.name for f in (ws.root / "memory/lessons").glob("*.md"))
+        )
+        or "- (none)"
+    )
+    routings = "\n".join(f"- {r}" for r in recent_routings(ws)) or "- (no routings yet)"
+    prompt = (
+        "Run this month's calibration (CALIBRATE.md). Code's health check is below; review the "
+        "foundation files against the last month's daily logs and lessons (read them with your "
+        "tools), check the sampled curate routings, validate the lessons (move outdated ones to "
+        "archive/lessons/), and review the pipeline. Changes to foundation files or "
+        "memory/.system/ go through write_context and become proposals. Then call record_audit "
+        "and finish.\n\n"
+        f"<health>\n{health.to_markdown()}\n</health>\n\n"
+        f"<foundation>\n" + "\n\n".join(foundation) + "\n</foundation>\n\n"
+        f"<lessons>\n{lessons}\n</lessons>\n\n"
+        f"<recent-curate-routings>\n{routings}\n</recent-curate-routings>"
+    )
+    return StageRequest(
+        stage=STAGE,
+        system_doc=stage_doc(ws.root, "CALIBRATE.md"),
+        prompt=prompt,
+        tools=DEFAULT_TOOLS,
+        extra_tools=(RECORD_AUDIT,),
+    )
+
+
+def _handlers(session: ModelSession, run_id: str, review: Review) -> dict[str, Any]:
+    def record_audit(inp: dict[str, Any]) -> ToolOutcome:
+        review.audit = {k: inp[k] for k in AUDIT_KEYS if k in inp}
+        return ToolOutcome("Audit sections recorded.", False)
+
+    def write_context(inp: dict[str, Any]) -> ToolOutcome:
+        out = write_call(session.store, STAGE, run_id, inp)
+        if (
+            out.write is not None
+            and out.write.proposal is None
+            and isinstance(inp.get("changes"), list)
+        ):
+            for ch in inp["changes"]:
+                if not isinstance(ch, dict):
+                    continue
+                review.changes.append(
+                    f"{ch.get('mode')} {ch.get('path')}"
+                    + (f" → {ch['to']}" if ch.get("to") else "")
+                )
+                if str(ch.get("to", "")).startswith("archive/lessons/"):
+                    review.archived_lessons.append(str(ch.get("path")))
+        return out
+
+    return {"record_audit": record_audit, "write_context": write_context}
+
+
+def audit_text(
+    ws: Workspace,
+    now: datetime,
+    health: Health,
+    review: Review,
+    new_proposals: list[int],
+    pending: list[proposals.Proposal],
+) -> str:
+    audit = review.audit
+    found = audit.get("foundation") if isinstance(audit.get("foundation"), dict) else {}
+    pipeline = audit.get("pipeline") if isinstance(audit.get("pipeline"), dict) else {}
+    lessons = audit.get("lessons") if isinstance(audit.get("lessons"), dict) else {}
+    by_id = {p.id: p for p in pending}
+    out = [f"# Monthly Calibrate — {now.astimezone(ws.tz):%B %Y}", "", "## Foundation Files"]
+    for name in FOUNDATION_FILES:
+        mine = [p for p in new_proposals if p in by_id and name in by_id[p].paths]
+        note = str(found.get(name, "not reviewed"))
+        if mine:
+            note += f" (proposal {', '.join(map(str, mine))})"
+        out.append(f"- [{'x' if not mine else ' '}] {name} — {note}")
+    out += ["", "## Pipeline Health", health.to_markdown().strip()]
+    out += [f"- {k}: {v}" for k, v in pipeline.items()]
+    archived = len(review.archived_lessons)
+    out += [
+        "",
+        "## Lessons",
+        f"- Validated: {lessons.get('validated', 0)}",
+        f"- Updated: {lessons.get('updated', 0)}",
+        f"- Archived: {archived}",
+    ]
+    out += [f"  - {p} → archive/lessons/" for p in review.archived_lessons]
+    meta = audit.get("meta") if isinstance(audit.get("meta"), list) else []
+    out += ["", "## Meta", f"- Process changes proposed: {'; '.join(map(str, meta)) or 'none'}"]
+    out += ["", "## Human Review Needed"]
+    human = [
+        f"- [ ] proposal {p.id} ({p.actor}, {', '.join(p.paths)}): {p.message} — "
+        f"`crustacean review show {p.id}`"
+        for p in pending
+    ]
+    human += [
+        f"- [ ] {item}" for item in (audit.get("human_review") or []) if isinstance(item, str)
+    ]
+    out += human or ["- nothing"]
+    out += ["", f"*Calibrated: {now.astimezone(ws.tz).isoformat(timespec='minutes')}*", ""]
+    return "\n".join(out)
+
+
+@dataclass
+class CalibrateResult:
+    record: RunRecord
+    health: Health
+    audit: str | None
+    proposals: list[int]
+    archived_lessons: list[str]
+    diff: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.record.status,
+            "run": self.record.to_json(tool_calls=False),
+            "health": self.health.to_json(),
+            "audit": self.audit,
+            "proposals": self.proposals,
+            "archived_lessons": self.archived_lessons,
+            "diff": self.diff,
+        }
+
+
+def calibrate(
+    ws: Workspace,
+    *,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> CalibrateResult:
+    """Run calibrate once: health by code, review by the model, audit by code."""
+    clock = clock or (lambda: datetime.now(UTC))
+    now = clock()
+    health = check_workspace(ws, now)
+    review = Review()
+    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
+        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
+        outcome = session.run(
+            build_request(ws, health, session.store.read_bytes),
+            _handlers(session, rec.record.id, review),
+        )
+        new = list(rec.record.proposals)
+        pending = proposals.list_proposals(session.store) if not dry_run else []
+        path = f"archive/audits/{now.astimezone(ws.tz):%Y-%m}-calibrate.md"
+        text = audit_text(ws, now, health, review, new, pending).encode()
+        current = session.store.read_bytes(path)
+        change = (
+            Change(path, "create", content=text)
+            if current is None
+            else Change(path, "append", content=b"\n" + text, expected_sha256=sha256_hex(current))
+        )
+        written = session.store.write_context(
+            [change], actor=STAGE, message=f"calibrate: audit {path}", run_id=rec.record.id
+        )
+        rec.wrote(list(written.files), written.version, None)
+        record = rec.finish(
+            outcome.status,
+            summary=f"health {health.status}; "
+            f"{len(new)} proposal(s); {len(review.archived_lessons)} lesson(s) "
+            "archived",
+            error=outcome.error,
+        )
+    return CalibrateResult(record, health, path, new, review.archived_lessons, session.diff())
