@@ -80,6 +80,8 @@ def test_help_lists_only_commands_that_work() -> None:
         "collect",
         "curate",
         "compile",
+        "calibrate",
+        "health",
         "config",
         "paths",
         "history",

@@ -10,6 +10,7 @@ import typer
 from crustacean import __version__
 from crustacean.cli import (
     config_cmd,
+    health_cmd,
     history_cmd,
     init_cmd,
     memory_cmd,
@@ -83,6 +84,8 @@ app.command("init")(init_cmd.init)
 app.command("collect")(stages_cmd.collect)
 app.command("curate")(stages_cmd.curate)
 app.command("compile")(stages_cmd.compile_)
+app.command("calibrate")(stages_cmd.calibrate)
+app.command("health")(health_cmd.health)
 app.add_typer(config_cmd.config_app, name="config")
 app.command("paths")(config_cmd.paths)
 app.command("history")(history_cmd.history)
