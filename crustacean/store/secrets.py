@@ -65,7 +65,8 @@ _PLACEHOLDER = re.compile(
 # Keys that name data *about* a credential (its hash, file, id, length, budget...), not one.
 _META_KEY = re.compile(
     r"(?i)(?:^|[_.-])(?:id|count|limit|budget|type|url|uri|file|path|dir|name|hash|sha\d*"
-    r"|digest|checksum|fingerprint|len|length|ttl|policy|min|max|size|env|var)(?:$|[_.-])"
+    r"|digest|checksum|fingerprint|len|length|ttl|policy|min|max|size|env|var"
+    r"|md|txt|json|ya?ml|toml|log|py)(?:$|[_.-])"  # a file name ("token-notes.md: ...") is no key
 )
 # Values that point at a secret instead of holding one: calls, subscripts, attribute paths,
 # snake_case names (`api_key=api_key`), file paths, URLs and plain numbers (`max_tokens: 4000`).
