@@ -82,6 +82,8 @@ def test_help_lists_only_commands_that_work() -> None:
         "compile",
         "calibrate",
         "health",
+        "status",
+        "doctor",
         "config",
         "paths",
         "history",

@@ -18,6 +18,7 @@ from crustacean.cli import (
     runs_cmd,
     search_cmd,
     stages_cmd,
+    status_cmd,
 )
 from crustacean.cli.common import CrustaceanGroup, console, state
 
@@ -86,6 +87,8 @@ app.command("curate")(stages_cmd.curate)
 app.command("compile")(stages_cmd.compile_)
 app.command("calibrate")(stages_cmd.calibrate)
 app.command("health")(health_cmd.health)
+app.command("status")(status_cmd.status)
+app.command("doctor")(status_cmd.doctor)
 app.add_typer(config_cmd.config_app, name="config")
 app.command("paths")(config_cmd.paths)
 app.command("history")(history_cmd.history)

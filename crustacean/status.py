@@ -1,0 +1,423 @@
+"""`crustacean status` and `crustacean doctor`: what the pipeline did, what it costs, what is due,
+and what on this machine would stop it from running."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from crustacean.config import load_config
+from crustacean.errors import CrustaceanError
+from crustacean.runs import RunRecord, list_runs
+from crustacean.workspace import WORKING_MEMORY, Workspace
+
+STAGES = ("collect", "curate", "compile", "calibrate")
+BOOTSTRAP_CHARS = 20_000
+WARN_AT = 0.85
+
+
+@dataclass(frozen=True)
+class StageLine:
+    stage: str
+    enabled: bool
+    schedule: str
+    last: RunRecord | None
+    next_slot: datetime | None
+
+
+@dataclass
+class Status:
+    root: str
+    stages: list[StageLine]
+    totals: dict[str, dict[str, float]]
+    daily_cost: list[tuple[date, float]]
+    areas: dict[str, int]
+    memory_md: dict[str, Any]
+    tiers: dict[str, int]
+    pending_proposals: int
+    cron: str  # installed | not installed | unknown (why)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workspace": self.root,
+            "stages": [
+                {
+                    "stage": s.stage,
+                    "enabled": s.enabled,
+                    "schedule": s.schedule,
+                    "last": s.last.to_json(tool_calls=False) if s.last else None,
+                    "next": s.next_slot.isoformat() if s.next_slot else None,
+                }
+                for s in self.stages
+            ],
+            "last_30_days": self.totals,
+            "daily_cost": [{"day": d.isoformat(), "cost_usd": c} for d, c in self.daily_cost],
+            "areas": self.areas,
+            "memory_md": self.memory_md,
+            "tiers": self.tiers,
+            "pending_proposals": self.pending_proposals,
+            "cron": self.cron,
+        }
+
+
+def next_slot(schedule: str, now: datetime, tz: Any) -> datetime | None:
+    from croniter import croniter
+
+    try:
+        return croniter(schedule, now.astimezone(tz)).get_next(datetime).astimezone(UTC)
+    except (ValueError, KeyError):
+        return None
+
+
+def run_totals(
+    runs: list[RunRecord], now: datetime
+) -> tuple[dict[str, dict[str, float]], list[tuple[date, float]]]:
+    """Runs, failures, tokens and cost per stage, and cost per day, over the last 30 days."""
+    since = now - timedelta(days=30)
+    totals: dict[str, dict[str, float]] = {
+        s: {"runs": 0, "failures": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0}
+        for s in STAGES
+    }
+    per_day: dict[date, float] = defaultdict(float)
+    for r in runs:
+        if r.started < since or r.stage not in totals:
+            continue
+        t = totals[r.stage]
+        t["runs"] += 1
+        t["failures"] += r.status == "failed"
+        t["tokens_in"] += r.usage.total_input
+        t["tokens_out"] += r.usage.output_tokens
+        t["cost_usd"] = round(t["cost_usd"] + r.cost_usd, 6)
+        per_day[r.started.date()] += r.cost_usd
+    days = [(now - timedelta(days=i)).date() for i in range(29, -1, -1)]
+    return totals, [(d, round(per_day.get(d, 0.0), 6)) for d in days]
+
+
+def memory_figures(ws: Workspace) -> dict[str, Any]:
+    path = ws.root / WORKING_MEMORY
+    text = path.read_text("utf-8", "replace") if path.is_file() else ""
+    mem = ws.settings.memory
+    lines = len(text.splitlines())
+    pct = max(lines / mem.working_lines, len(text) / mem.working_chars, len(text) / BOOTSTRAP_CHARS)
+    state = "over" if pct > 1 else "near limit" if pct >= WARN_AT else "ok"
+    return {
+        "lines": lines,
+        "chars": len(text),
+        "line_cap": mem.working_lines,
+        "char_cap": mem.working_chars,
+        "bootstrap_limit": BOOTSTRAP_CHARS,
+        "percent_of_tightest": round(pct * 100, 1),
+        "state": state,
+    }
+
+
+def cron_state(ws: Workspace) -> str:
+    try:
+        from crustacean.cron import is_installed, read_crontab
+
+        return "installed" if is_installed(ws, read_crontab(None)) else "not installed"
+    except (ImportError, CrustaceanError, OSError) as e:
+        return f"unknown ({str(e).splitlines()[0][:80]})"
+
+
+def workspace_status(ws: Workspace, now: datetime) -> Status:
+    from crustacean.memories import load_memories
+    from crustacean.store import Store, proposals
+
+    runs = list_runs(ws, limit=10_000)
+    real = [r for r in runs if not r.dry_run]
+    lines = []
+    for stage in STAGES:
+        cfg = getattr(ws.settings.stages, stage)
+        last = next((r for r in real if r.stage == stage), None)
+        lines.append(
+            StageLine(
+                stage,
+                cfg.enabled,
+                cfg.schedule,
+                last,
+                next_slot(cfg.schedule, now, ws.tz) if cfg.enabled else None,
+            )
+        )
+    totals, daily = run_totals(runs, now)
+    areas = Counter(
+        f.path.split("/")[0] if "/" in f.path else "(root)" for f in Store(ws).list_context_files()
+    )
+    mems, _ = load_memories(ws)
+    return Status(
+        str(ws.root),
+        lines,
+        totals,
+        daily,
+        dict(sorted(areas.items())),
+        memory_figures(ws),
+        dict(Counter(m.tier for m in mems)),
+        len(proposals.list_proposals(Store(ws))),
+        cron_state(ws),
+    )
+
+
+# ------------------------------------------------------------ doctor
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Doctor:
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(f.status == "fail" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"failed": self.failed, "checks": [f.__dict__ for f in self.findings]}
+
+
+def doctor(
+    root: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    ping: bool = False,
+    now: datetime | None = None,
+) -> Doctor:
+    """Every check a user would otherwise learn about from a silent cron job."""
+    env = os.environ if env is None else env
+    now = now or datetime.now(UTC)
+    out = Doctor()
+    try:
+        ws = Workspace(root, load_config(root, env))
+    except CrustaceanError as e:
+        out.findings.append(Finding("config", "fail", str(e), "fix the file and key it names"))
+        return out
+    out.findings.append(Finding("config", "ok", "every config layer is valid"))
+    out.findings.append(_key_for_cron(ws, env))
+    if ping:
+        out.findings.append(_ping(ws, env))
+    out.findings.append(_git())
+    out.findings.append(_writable(ws))
+    out.findings += _cron(ws)
+    out.findings.append(_last_run(ws, now))
+    out.findings.append(_lock(ws))
+    out.findings += _openclaw(ws, env)
+    return out
+
+
+def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
+    from crustacean.llm.client import KEY_ENV, default_env_file, read_env_file
+
+    file = (
+        Path(ws.settings.llm.env_file).expanduser()
+        if ws.settings.llm.env_file
+        else (default_env_file(env))
+    )
+    if read_env_file(file).get(KEY_ENV) or ws.settings.llm.base_url:
+        return Finding("api key for cron", "ok", f"{file} holds {KEY_ENV}")
+    if env.get(KEY_ENV):
+        return Finding(
+            "api key for cron",
+            "warn",
+            f"{KEY_ENV} is set in this shell only; cron does not see it",
+            f"put {KEY_ENV}=... in {file} (mode 600)",
+        )
+    return Finding(
+        "api key for cron",
+        "fail",
+        "no API key in the env file or the environment",
+        f"put {KEY_ENV}=... in {file} (mode 600), or set llm.base_url",
+    )
+
+
+def _ping(ws: Workspace, env: Mapping[str, str]) -> Finding:
+    from crustacean.llm.client import ModelClient, resolve_credentials
+
+    try:
+        client = ModelClient(ws.settings, resolve_credentials(ws.settings, env))
+        model = ws.settings.models.small
+        client.create(
+            tier_key="models.small",
+            model=model,
+            max_tokens=1,
+            messages=[{"role": "user", "content": "ping"}],
+        )
+    except CrustaceanError as e:
+        return Finding("api ping", "fail", str(e), "see the message")
+    return Finding("api ping", "ok", f"{ws.settings.models.small} answered")
+
+
+def _git() -> Finding:
+    if shutil.which("git"):
+        return Finding("git", "ok", "git is installed: every write is versioned")
+    return Finding(
+        "git",
+        "warn",
+        "git is missing: writes work but are not versioned",
+        "install git, then run `crustacean init` again",
+    )
+
+
+def _writable(ws: Workspace) -> Finding:
+    for path in (ws.root, ws.state_dir):
+        if path.exists() and not os.access(path, os.W_OK):
+            return Finding(
+                "workspace writable",
+                "fail",
+                f"{path} is not writable",
+                f"fix its permissions (chown/chmod {path})",
+            )
+    return Finding("workspace writable", "ok", f"{ws.root} is writable")
+
+
+def _cron(ws: Workspace) -> list[Finding]:
+    try:
+        from crustacean.cron import block_for, read_crontab
+    except ImportError:
+        return [Finding("cron entry", "warn", "cron support is not available")]
+    try:
+        block = block_for(ws, read_crontab(None))
+    except (CrustaceanError, OSError) as e:
+        return [
+            Finding(
+                "cron entry",
+                "warn",
+                f"cannot read the crontab ({e})",
+                "install cron, or schedule `crustacean tick` another way",
+            )
+        ]
+    if not block:
+        return [
+            Finding(
+                "cron entry",
+                "warn",
+                "no crontab entry for this workspace",
+                "run `crustacean cron install`",
+            )
+        ]
+    interpreters = {
+        w
+        for line in block.splitlines()
+        for w in line.split()
+        if w.startswith("/") and "python" in Path(w).name
+    }
+    missing = [p for p in interpreters if not Path(p).exists()]
+    found = [
+        Finding(
+            "cron entry",
+            "fail" if missing else "ok",
+            f"interpreter {missing[0]} is gone" if missing else "installed",
+            "run `crustacean cron install` again" if missing else "",
+        )
+    ]
+    return [*found, _daemon()]
+
+
+def _daemon() -> Finding:
+    if not shutil.which("pgrep"):
+        return Finding("cron daemon", "warn", "cannot tell whether a cron daemon runs")
+    proc = subprocess.run(["pgrep", "-x", "cron|crond"], capture_output=True, check=False)
+    if proc.returncode == 0:
+        return Finding("cron daemon", "ok", "a cron daemon is running")
+    return Finding(
+        "cron daemon", "warn", "no cron daemon is running", "start it (Debian: service cron start)"
+    )
+
+
+def _last_run(ws: Workspace, now: datetime) -> Finding:
+    runs = [r for r in list_runs(ws, limit=1) if not r.dry_run]
+    if not runs:
+        return Finding(
+            "last run", "warn", "no run recorded yet", "run `crustacean tick`, or install cron"
+        )
+    age = now - runs[0].started
+    if age > timedelta(days=1):
+        return Finding(
+            "last run",
+            "warn",
+            f"the last run was {age.days} day(s) ago",
+            "check cron: `crustacean cron show`, `crustacean doctor`",
+        )
+    return Finding(
+        "last run", "ok", f"last run {runs[0].stage} at {runs[0].started:%Y-%m-%d %H:%M}"
+    )
+
+
+def _lock(ws: Workspace) -> Finding:
+    info = ws.state_dir / "run.lock.json"
+    if not info.exists():
+        return Finding("lock", "ok", "no run holds the workspace")
+    try:
+        pid = int(json.loads(info.read_text()).get("pid", 0))
+        os.kill(pid, 0)
+    except (ValueError, OSError, AttributeError):
+        return Finding(
+            "lock",
+            "warn",
+            "a stale lock note is left (its process is gone); the next run takes the lock anyway",
+            f"you may delete {info}",
+        )
+    return Finding("lock", "ok", f"a run (pid {pid}) holds the workspace now")
+
+
+def _openclaw(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
+    home = Path(env.get("HOME", str(Path.home())))
+    config = next(
+        (
+            p
+            for p in (home / ".openclaw/openclaw.json", home / ".openclaw/config.json")
+            if p.is_file()
+        ),
+        None,
+    )
+    if config is None:
+        return [Finding("openclaw", "ok", "no OpenClaw config found; nothing to coordinate")]
+    try:
+        data = json.loads(config.read_text("utf-8"))
+    except (OSError, ValueError) as e:
+        return [Finding("openclaw", "warn", f"{config} is not readable JSON ({e})")]
+    search = _dig(data, "agents", "defaults", "memorySearch") or _dig(data, "memorySearch") or {}
+    extra = [str(p) for p in (search.get("extraPaths") or [])]
+    knowledge = str(ws.root / "knowledge")
+    out = [
+        Finding("openclaw memorySearch", "ok", "knowledge/ is indexed")
+        if any(p.rstrip("/") in (knowledge, "knowledge") for p in extra)
+        else Finding(
+            "openclaw memorySearch",
+            "warn",
+            "knowledge/ is not in memorySearch.extraPaths, "
+            "so OpenClaw's memory_search cannot find it",
+            f"add {knowledge} to memorySearch.extraPaths in {config}",
+        )
+    ]
+    dreaming = _dig(data, "plugins", "memory-core", "dreaming") or _dig(data, "dreaming") or {}
+    if not isinstance(dreaming, dict) or dreaming.get("enabled", True):
+        out.append(
+            Finding(
+                "openclaw dreaming",
+                "warn",
+                "OpenClaw's dreaming may be on; it also rewrites MEMORY.md",
+                "disable it, or schedule it apart from curate and compile",
+            )
+        )
+    return out
+
+
+def _dig(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data

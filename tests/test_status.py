@@ -1,0 +1,101 @@
+"""`crustacean status` and `crustacean doctor` on a generated history."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fakeapi import text
+
+from conftest import run_cli
+from crustacean.runs import RunRecorder, Usage
+from crustacean.status import doctor, run_totals, workspace_status
+from crustacean.workspace import Workspace
+
+NOW = datetime.now(UTC)
+
+
+def history(ws: Workspace) -> None:
+    for days_ago, stage, status, usd in (
+        (1, "collect", "ok", 0.002),
+        (1, "curate", "failed", 0.0),
+        (3, "collect", "ok", 0.004),
+        (40, "compile", "ok", 1.0),
+    ):
+        at = NOW - timedelta(days=days_ago)
+        with RunRecorder(ws, stage, now=lambda at=at: at) as rec:
+            rec.add_usage(Usage(1000, 100, 0, 0), usd)
+            rec.finish(status, error="ModelError: overloaded (529)" if status == "failed" else None)
+
+
+def test_status_figures_and_dashboard(ws: Workspace) -> None:
+    history(ws)
+    (ws.root / "MEMORY.md").write_text("x\n" * 450)
+    result = workspace_status(ws, NOW)
+    assert result.totals["collect"]["runs"] == 2 and result.totals["curate"]["failures"] == 1
+    assert result.totals["compile"]["runs"] == 0  # 40 days ago is outside the window
+    assert round(sum(c for _, c in result.daily_cost), 4) == 0.006
+    assert result.memory_md["state"] == "near limit" and result.memory_md["lines"] == 450
+    last = {s.stage: s.last for s in result.stages}
+    assert last["curate"].status == "failed" and last["calibrate"] is None
+    assert all(s.next_slot and s.next_slot > NOW for s in result.stages)
+    out = run_cli("-w", str(ws.root), "status").stdout
+    assert ("Cost per day  |" in out and "▁" in out) or "█" in out
+    assert "MEMORY.md: 450/500 lines" in out and "near limit" in out
+    data = json.loads(run_cli("-w", str(ws.root), "status", "--json").stdout)
+    assert data["last_30_days"]["collect"]["tokens_in"] == 2000
+    assert [s["stage"] for s in data["stages"]] == ["collect", "curate", "compile", "calibrate"]
+
+
+def test_run_totals_are_pure() -> None:
+    totals, daily = run_totals([], NOW)
+    assert len(daily) == 30 and all(t["runs"] == 0 for t in totals.values())
+
+
+def test_doctor_key_for_cron(ws: Workspace, tmp_path: Path) -> None:
+    report = doctor(
+        ws.root,
+        env={"HOME": str(tmp_path / "home"), "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")},
+    )
+    key = next(f for f in report.findings if f.name == "api key for cron")
+    assert key.status == "fail" and "mode 600" in key.fix and report.failed
+    shell = doctor(ws.root, env={"ANTHROPIC_API_KEY": "k", "CRUSTACEAN_CONFIG_DIR": str(tmp_path)})
+    assert next(f for f in shell.findings if f.name == "api key for cron").status == "warn"
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg/env").write_text("ANTHROPIC_API_KEY=k\n")
+    good = doctor(ws.root, env={"CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")})
+    assert next(f for f in good.findings if f.name == "api key for cron").status == "ok"
+    names = {f.name for f in good.findings}
+    assert {"config", "git", "workspace writable", "last run", "lock", "openclaw"} <= names
+
+
+def test_doctor_config_error_and_cli_exit(ws: Workspace) -> None:
+    toml = ws.root / "crustacean.toml"
+    toml.write_text(toml.read_text() + "\n[bogus]\nx = 1\n")
+    report = doctor(ws.root, env={})
+    assert report.findings[0].status == "fail" and "unknown key" in report.findings[0].detail
+    result = run_cli("-w", str(ws.root), "doctor", code=1)
+    assert "fail  config:" in result.stdout
+
+
+def test_doctor_ping_and_openclaw(ws: Workspace, fake_api: Any, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".openclaw").mkdir(parents=True)
+    (home / ".openclaw/openclaw.json").write_text(
+        json.dumps({"agents": {"defaults": {"memorySearch": {"extraPaths": []}}}})
+    )
+    fake_api.enqueue(text("pong"))
+    env = {
+        "HOME": str(home),
+        "ANTHROPIC_API_KEY": "k",
+        "ANTHROPIC_BASE_URL": fake_api.url,
+        "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+    report = doctor(ws.root, env=env, ping=True)
+    by = {f.name: f for f in report.findings}
+    assert by["api ping"].status == "ok" and fake_api.messages()[0].body["max_tokens"] == 1
+    assert by["openclaw memorySearch"].status == "warn"
+    assert str(ws.root / "knowledge") in by["openclaw memorySearch"].fix
+    assert by["openclaw dreaming"].status == "warn"
