@@ -84,6 +84,8 @@ def test_help_lists_only_commands_that_work() -> None:
         "health",
         "status",
         "doctor",
+        "tick",
+        "cron",
         "config",
         "paths",
         "history",

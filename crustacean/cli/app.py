@@ -10,6 +10,7 @@ import typer
 from crustacean import __version__
 from crustacean.cli import (
     config_cmd,
+    cron_cmd,
     health_cmd,
     history_cmd,
     init_cmd,
@@ -19,6 +20,7 @@ from crustacean.cli import (
     search_cmd,
     stages_cmd,
     status_cmd,
+    tick_cmd,
 )
 from crustacean.cli.common import CrustaceanGroup, console, state
 
@@ -89,6 +91,8 @@ app.command("calibrate")(stages_cmd.calibrate)
 app.command("health")(health_cmd.health)
 app.command("status")(status_cmd.status)
 app.command("doctor")(status_cmd.doctor)
+app.command("tick")(tick_cmd.tick)
+app.add_typer(cron_cmd.cron_app, name="cron")
 app.add_typer(config_cmd.config_app, name="config")
 app.command("paths")(config_cmd.paths)
 app.command("history")(history_cmd.history)

@@ -1,0 +1,184 @@
+"""`crustacean cron install | show | remove`: schedule the pipeline (cron, systemd, OpenClaw)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from crustacean import cron
+from crustacean.cli.common import CrustaceanGroup, console, err_console, state
+from crustacean.errors import UsageError
+from crustacean.llm.client import KEY_ENV
+from crustacean.workspace import Workspace
+
+cron_app = typer.Typer(
+    cls=CrustaceanGroup,
+    help="Schedule the pipeline: a crontab block (default), a systemd user timer, or OpenClaw.",
+    no_args_is_help=True,
+)
+
+CrontabFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--crontab-file",
+        help="Edit this crontab file instead of the user crontab (`crontab -l` / `crontab -`).",
+        show_default=False,
+    ),
+]
+UnitDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--unit-dir",
+        help="With --systemd: folder of the user units (default ~/.config/systemd/user).",
+        show_default=False,
+    ),
+]
+
+
+def _say(text: str) -> None:
+    console.print(text, markup=False, soft_wrap=True)
+
+
+@cron_app.command("install")
+def install_cmd(
+    ctx: typer.Context,
+    per_stage: Annotated[
+        bool,
+        typer.Option("--per-stage", help="One line per enabled stage, on its own schedule."),
+    ] = False,
+    every: Annotated[
+        int | None,
+        typer.Option(
+            "--every",
+            metavar="MINUTES",
+            help="Run `tick` every this many minutes (1-59). Default 15.",
+            show_default=False,
+        ),
+    ] = None,
+    crontab_file: CrontabFile = None,
+    systemd: Annotated[
+        bool, typer.Option("--systemd", help="Write a systemd user timer + service instead.")
+    ] = False,
+    unit_dir: UnitDir = None,
+    openclaw: Annotated[
+        bool,
+        typer.Option("--openclaw", help="Print `openclaw cron add` commands; write nothing."),
+    ] = False,
+) -> None:
+    """Install (or replace) this workspace's schedule; other crontab lines stay untouched."""
+    _check_flags(per_stage, every, crontab_file, systemd, unit_dir, openclaw)
+    ws = state(ctx).open()
+    if openclaw:
+        _print_openclaw(ws)
+    elif systemd:
+        _install_systemd(ws, 15 if every is None else every, unit_dir)
+    else:
+        _install_cron(ws, per_stage, 15 if every is None else every, crontab_file)
+
+
+def _check_flags(
+    per_stage: bool,
+    every: int | None,
+    crontab_file: Path | None,
+    systemd: bool,
+    unit_dir: Path | None,
+    openclaw: bool,
+) -> None:
+    """Refuse combinations that would silently ignore a flag."""
+    if systemd and openclaw:
+        raise UsageError("--systemd and --openclaw exclude each other; pick one.")
+    if (systemd or openclaw) and crontab_file is not None:
+        raise UsageError("--crontab-file is for cron only; drop it with --systemd or --openclaw.")
+    if unit_dir is not None and not systemd:
+        raise UsageError("--unit-dir goes with --systemd.")
+    if per_stage and systemd:
+        raise UsageError("--systemd installs one `tick` timer; drop --per-stage.")
+    if every is not None and (per_stage or openclaw):
+        raise UsageError("--every sets the `tick` interval; --per-stage/--openclaw use schedules.")
+
+
+def _install_cron(ws: Workspace, per_stage: bool, every: int, crontab_file: Path | None) -> None:
+    result = cron.install(ws, per_stage=per_stage, every=every, crontab_file=crontab_file)
+    start, _ = cron.markers(ws)
+    _say(f"Installed {len(result.lines)} cron line(s) into {result.target}, in the block")
+    _say(f"`{start}`:")
+    for line in result.lines:
+        _say(f"  {line}")
+    _say(f"Output goes to {ws.logs_dir / cron.LOG_NAME}.")
+    _env_note(result.env_file, result.created_env)
+    if per_stage and ws.settings.workspace.timezone:
+        err_console.print(
+            f"Note: cron reads the schedules in the system time zone, not workspace.timezone "
+            f"({ws.settings.workspace.timezone}).",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def _install_systemd(ws: Workspace, every: int, unit_dir: Path | None) -> None:
+    result = cron.install_systemd(ws, every=every, unit_dir=unit_dir)
+    _say(f"Wrote {result.service}")
+    _say(f"Wrote {result.timer}")
+    _say("Enable the timer (Persistent=true catches up a run missed while asleep) with:")
+    _say(f"  {result.enable_command}")
+    _env_note(result.env_file, result.created_env)
+
+
+def _print_openclaw(ws: Workspace) -> None:
+    _say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
+    for line in cron.openclaw_commands(ws):
+        _say(line)
+    _say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
+
+
+def _env_note(env_file: Path, created: bool) -> None:
+    if created:
+        _say(f"Created {env_file} (mode 0600): put {KEY_ENV}=... in it; scheduled runs read it.")
+    else:
+        _say(f"Scheduled runs read {KEY_ENV} from {env_file} (left as it was).")
+
+
+@cron_app.command("show")
+def show_cmd(ctx: typer.Context, crontab_file: CrontabFile = None) -> None:
+    """Print this workspace's crontab block, or say that cron is not installed for it."""
+    ws = state(ctx).open()
+    block = cron.block_for(ws, cron.read_crontab(crontab_file))
+    if block is None:
+        _say(f"cron is not installed for {ws.root}")
+        return
+    console.print(block.rstrip("\n"), markup=False, soft_wrap=True)
+
+
+@cron_app.command("remove")
+def remove_cmd(
+    ctx: typer.Context,
+    crontab_file: CrontabFile = None,
+    systemd: Annotated[
+        bool, typer.Option("--systemd", help="Remove the systemd user timer + service instead.")
+    ] = False,
+    unit_dir: UnitDir = None,
+) -> None:
+    """Remove only this workspace's block (or units); everything else stays byte-identical."""
+    if unit_dir is not None and not systemd:
+        raise UsageError("--unit-dir goes with --systemd.")
+    ws = state(ctx).open()
+    if systemd:
+        _remove_systemd(ws, unit_dir)
+        return
+    if cron.remove(ws, crontab_file=crontab_file):
+        _say(f"Removed the crustacean block for {ws.root} from {cron.target_name(crontab_file)}.")
+    else:
+        _say(f"cron is not installed for {ws.root}; nothing to remove.")
+
+
+def _remove_systemd(ws: Workspace, unit_dir: Path | None) -> None:
+    gone = cron.remove_systemd(ws, unit_dir=unit_dir)
+    for path in gone:
+        _say(f"Removed {path}")
+    if not gone:
+        _say(f"No units for {ws.root}; nothing to remove.")
+        return
+    _say("Stop a running timer with:")
+    _say(f"  systemctl --user stop {cron.unit_name(ws)}.timer; systemctl --user daemon-reload")

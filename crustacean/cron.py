@@ -1,0 +1,435 @@
+"""Scheduling entries: a marked block in a crontab, a systemd user timer, or OpenClaw commands.
+
+The block is plain text between two marker lines naming the workspace, so installing replaces
+only that block and removing deletes only it; every other byte of the crontab stays as it was.
+Cron's environment is minimal (`PATH=/usr/bin:/bin`, none of the shell's variables), so each
+line uses absolute paths, sets its own `PATH` and config dir inline (an assignment *line* would
+leak into the user's lines below the block), and sends its output to a log file instead of mail.
+The API key comes from the env file, which crustacean reads itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from crustacean.config import CONFIG_DIR_ENV, user_config_dir
+from crustacean.errors import ConfigError, CrustaceanError, UsageError
+from crustacean.llm.client import KEY_ENV, default_env_file
+from crustacean.workspace import Workspace
+
+STAGES = ("collect", "curate", "compile", "calibrate")
+CRON_PATH = "/usr/local/bin:/usr/bin:/bin"
+LOG_NAME = "cron.log"
+ENV_TEMPLATE = (
+    "# crustacean reads this file on scheduled runs (cron has none of your shell's variables).\n"
+    f"# Put your key on the next line and remove the '#':\n# {KEY_ENV}=sk-ant-...\n"
+)
+CRON_HINT = "install cron (Debian: apt-get install cron) and start it (`cron`)"
+
+
+class CronError(CrustaceanError):
+    """The crontab cannot be read or written, or no crontab program exists."""
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    """What `install` wrote, where, and the env file cron runs read."""
+
+    lines: list[str]
+    target: str
+    env_file: Path
+    created_env: bool
+
+
+@dataclass(frozen=True)
+class SystemdResult:
+    """The user units `install_systemd` wrote and the command that enables them."""
+
+    service: Path
+    timer: Path
+    enable_command: str
+    env_file: Path
+    created_env: bool
+
+
+# --- markers and blocks -----------------------------------------------------------------------
+
+
+def markers(ws: Workspace | Path) -> tuple[str, str]:
+    """The first and last line of this workspace's block."""
+    root = _root(ws)
+    return f"# >>> crustacean {root} >>>", f"# <<< crustacean {root} <<<"
+
+
+def _root(ws: Workspace | Path) -> Path:
+    path = ws.root if isinstance(ws, Workspace) else Path(ws)
+    path = path.expanduser().absolute()
+    if "\n" in str(path) or "\r" in str(path):
+        raise UsageError(f"{path!r}: a workspace path with a line break cannot go into a crontab.")
+    return path
+
+
+def _span(ws: Workspace | Path, lines: list[str]) -> tuple[int, int] | None:
+    """Index of the start marker and one past the end marker, or None when absent."""
+    start, end = markers(ws)
+    bare = [line.rstrip("\r\n") for line in lines]
+    if start not in bare:
+        if end in bare:
+            raise CronError(f"the crontab has `{end}` without its start line; fix it by hand.")
+        return None
+    first = bare.index(start)
+    try:
+        last = bare.index(end, first + 1)
+    except ValueError:
+        raise CronError(
+            f"the crontab has `{start}` without its end line `{end}`; fix it by hand."
+        ) from None
+    return first, last + 1
+
+
+def block_for(ws: Workspace | Path, text: str) -> str | None:
+    """This workspace's block in `text`, markers included, or None."""
+    lines = text.splitlines(keepends=True)
+    span = _span(ws, lines)
+    return None if span is None else "".join(lines[span[0] : span[1]])
+
+
+def is_installed(ws: Workspace | Path, text: str) -> bool:
+    """Whether `text` (a crontab) holds this workspace's block."""
+    return block_for(ws, text) is not None
+
+
+def block_commands(block: str) -> list[str]:
+    """The command part of each schedule line of a block (for checks such as doctor's)."""
+    out = []
+    for line in block.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split(None, 1 if line.startswith("@") else 5)
+        out.append(fields[-1])
+    return out
+
+
+def block_interpreters(block: str) -> list[Path]:
+    """The interpreter each schedule line of a block runs (the word before `-m crustacean`)."""
+    found = []
+    for command in block_commands(block):
+        words = shlex.split(command.replace("\\%", "%"))
+        for i, word in enumerate(words[:-2]):
+            if words[i + 1 : i + 3] == ["-m", "crustacean"]:
+                found.append(Path(word))
+    return found
+
+
+def replace_block(ws: Workspace | Path, text: str, body: list[str] | None) -> str:
+    """`text` with this workspace's block set to `body` lines (None removes it)."""
+    lines = text.splitlines(keepends=True)
+    span = _span(ws, lines)
+    new = [] if body is None else [f"{line}\n" for line in (markers(ws)[0], *body, markers(ws)[1])]
+    if span is not None:
+        return "".join(lines[: span[0]] + new + lines[span[1] :])
+    if not new:
+        return text
+    sep = "\n" if text and not text.endswith("\n") else ""  # cron ignores an unterminated line
+    return text + sep + "".join(new)
+
+
+# --- schedules and lines ----------------------------------------------------------------------
+
+
+def validate_schedule(expr: str, where: str) -> str:
+    """A 5-field expression, as config requires; croniter would read a 6th field as seconds."""
+    from croniter import croniter
+
+    expr = " ".join(expr.split())
+    if len(expr.split()) != 5 or "%" in expr or not croniter.is_valid(expr):
+        raise ConfigError(
+            f"{where} = {expr!r} is not a valid 5-field cron expression "
+            "(minute hour day month weekday); fix it with `crustacean config set`."
+        )
+    return expr
+
+
+def every_schedule(every: int) -> str:
+    """`*/N * * * *` for 1 ≤ N ≤ 59 (`* * * * *` for 1)."""
+    if not 1 <= every <= 59:
+        raise UsageError(f"--every {every}: give a number of minutes from 1 to 59.")
+    return "* * * * *" if every == 1 else f"*/{every} * * * *"
+
+
+def _q(value: str | Path) -> str:
+    """Shell-quoted, with cron's `%` (a line break in a command) escaped."""
+    return shlex.quote(str(value)).replace("%", "\\%")
+
+
+def command(ws: Workspace | Path, args: list[str], python: str) -> str:
+    """The shell command of one line: absolute paths, own PATH, output appended to the log."""
+    root = _root(ws)
+    log = root / ".crustacean" / "logs" / LOG_NAME
+    cfg = user_config_dir().expanduser().absolute()
+    run = " ".join(_q(a) for a in [python, "-m", "crustacean", "-w", str(root), *args])
+    return f"cd {_q(root)} && PATH={CRON_PATH} {CONFIG_DIR_ENV}={_q(cfg)} {run} >> {_q(log)} 2>&1"
+
+
+def enabled_stages(ws: Workspace) -> list[tuple[str, str]]:
+    """(stage, validated schedule) of each enabled stage, in pipeline order."""
+    out = []
+    for name in STAGES:
+        stage = getattr(ws.settings.stages, name)
+        if stage.enabled:
+            out.append((name, validate_schedule(stage.schedule, f"stages.{name}.schedule")))
+    return out
+
+
+def cron_lines(
+    ws: Workspace, *, per_stage: bool = False, every: int = 15, python: str = sys.executable
+) -> list[str]:
+    """The schedule lines of the block (no markers); validates every schedule first."""
+    python = str(Path(python).absolute())
+    stages = enabled_stages(ws)  # validated even for the tick line: tick reads them too
+    if not per_stage:
+        return [f"{every_schedule(every)} {command(ws, ['tick'], python)}"]
+    if not stages:
+        raise UsageError("no stage is enabled (stages.<name>.enabled); nothing to schedule.")
+    return [f"{expr} {command(ws, [name], python)}" for name, expr in stages]
+
+
+# --- env file ---------------------------------------------------------------------------------
+
+
+def env_file_for(ws: Workspace) -> Path:
+    """The env file scheduled runs read: `llm.env_file`, else the default one."""
+    configured = ws.settings.llm.env_file
+    return Path(configured).expanduser() if configured else default_env_file()
+
+
+def ensure_env_file(path: Path) -> bool:
+    """Create the env file (mode 0600, a commented template) if missing; True if created."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(ENV_TEMPLATE)
+    os.chmod(path, 0o600)  # the umask may have narrowed it further, never widened it
+    return True
+
+
+# --- reading and writing crontabs -------------------------------------------------------------
+
+
+def crontab_program() -> str | None:
+    """The `crontab` program on PATH, or None."""
+    return shutil.which("crontab")
+
+
+def read_crontab(crontab_file: Path | None) -> str:
+    """A crontab file's text ("" if missing), or the user's crontab (`crontab -l`)."""
+    if crontab_file is not None:
+        try:
+            return Path(crontab_file).read_bytes().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            return ""
+        except OSError as e:
+            raise CronError(f"{crontab_file}: cannot read it ({e.strerror}).") from None
+    program = crontab_program()
+    if program is None:
+        raise CronError(f"no `crontab` program; {CRON_HINT}, or pass --crontab-file PATH.")
+    done = subprocess.run([program, "-l"], capture_output=True, check=False)
+    if done.returncode != 0:
+        if b"no crontab" in done.stderr.lower():
+            return ""
+        raise CronError(f"`crontab -l` failed: {_stderr(done)}")
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+def write_crontab(crontab_file: Path | None, text: str) -> None:
+    """Write a crontab file, or the user's crontab (`crontab -`)."""
+    data = text.encode("utf-8", "surrogateescape")
+    if crontab_file is not None:
+        try:
+            Path(crontab_file).write_bytes(data)
+        except OSError as e:
+            raise CronError(f"{crontab_file}: cannot write it ({e.strerror}).") from None
+        return
+    program = crontab_program()
+    if program is None:
+        raise CronError(f"no `crontab` program; {CRON_HINT}.")
+    done = subprocess.run([program, "-"], input=data, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise CronError(f"`crontab -` refused the new crontab: {_stderr(done)}")
+
+
+def _stderr(done: subprocess.CompletedProcess[bytes]) -> str:
+    return done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+
+
+def target_name(crontab_file: Path | None) -> str:
+    return str(crontab_file) if crontab_file is not None else "the user crontab (crontab -l)"
+
+
+# --- install and remove -----------------------------------------------------------------------
+
+
+def install(
+    ws: Workspace,
+    *,
+    per_stage: bool = False,
+    every: int = 15,
+    crontab_file: Path | None = None,
+    python: str = sys.executable,
+) -> InstallResult:
+    """Write (or replace) this workspace's block; create the env file if missing."""
+    lines = cron_lines(ws, per_stage=per_stage, every=every, python=python)
+    env_file = env_file_for(ws)
+    if crontab_file is None and crontab_program() is None:
+        ensure_env_file(env_file)
+        raise CronError(_paste_message(ws, lines, env_file))
+    text = read_crontab(crontab_file)
+    new = replace_block(ws, text, lines)
+    created = ensure_env_file(env_file)
+    ws.logs_dir.mkdir(parents=True, exist_ok=True)
+    if new != text:
+        write_crontab(crontab_file, new)
+    return InstallResult(lines, target_name(crontab_file), env_file, created)
+
+
+def _paste_message(ws: Workspace, lines: list[str], env_file: Path) -> str:
+    start, end = markers(ws)
+    body = "\n".join(f"  {line}" for line in (start, *lines, end))
+    return (
+        f"no `crontab` program, so nothing was installed. To use cron, {CRON_HINT}, "
+        f"then rerun this command, or paste these lines into `crontab -e`:\n{body}\n"
+        f"Scheduled runs read {KEY_ENV} from {env_file}. "
+        "(Or use --systemd for a systemd user timer, or --crontab-file PATH.)"
+    )
+
+
+def remove(ws: Workspace | Path, *, crontab_file: Path | None = None) -> bool:
+    """Remove this workspace's block; True if there was one."""
+    text = read_crontab(crontab_file)
+    if not is_installed(ws, text):
+        return False
+    write_crontab(crontab_file, replace_block(ws, text, None))
+    return True
+
+
+# --- systemd ----------------------------------------------------------------------------------
+
+
+def unit_name(ws: Workspace | Path) -> str:
+    """`crustacean-<hash>`: one unit pair per workspace path."""
+    return "crustacean-" + hashlib.sha256(str(_root(ws)).encode()).hexdigest()[:10]
+
+
+def default_unit_dir() -> Path:
+    """`$XDG_CONFIG_HOME/systemd/user`, else `~/.config/systemd/user`."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "systemd" / "user"
+
+
+def _unit_quote(value: str | Path) -> str:
+    """A systemd word: double-quoted when needed, `%` escaped (it starts a specifier)."""
+    text = str(value).replace("%", "%%")
+    if any(c in text for c in " \t\"'\\;$"):
+        text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def systemd_units(
+    ws: Workspace, *, every: int = 15, python: str = sys.executable
+) -> dict[str, str]:
+    """`{filename: text}` of the service (runs tick once) and its timer."""
+    every_schedule(every)  # same range check as cron
+    enabled_stages(ws)
+    root, name = _root(ws), unit_name(ws)
+    log = root / ".crustacean" / "logs" / LOG_NAME
+    cfg = user_config_dir().expanduser().absolute()
+    argv = [str(Path(python).absolute()), "-m", "crustacean", "-w", str(root), "tick"]
+    service = (
+        f"[Unit]\nDescription=crustacean tick for {str(root).replace('%', '%%')}\n\n"
+        "[Service]\nType=oneshot\n"
+        f"WorkingDirectory={_unit_quote(root)}\n"
+        f"Environment={_unit_quote(f'PATH={CRON_PATH}')}\n"
+        f"Environment={_unit_quote(f'{CONFIG_DIR_ENV}={cfg}')}\n"
+        f"ExecStart={' '.join(_unit_quote(a) for a in argv)}\n"
+        f"StandardOutput=append:{str(log).replace('%', '%%')}\n"
+        f"StandardError=append:{str(log).replace('%', '%%')}\n"
+    )
+    timer = (
+        f"[Unit]\nDescription=crustacean tick every {every} min for "
+        f"{str(root).replace('%', '%%')}\n\n"
+        f"[Timer]\nOnCalendar=*:0/{every}\nPersistent=true\nUnit={name}.service\n\n"
+        "[Install]\nWantedBy=timers.target\n"
+    )
+    return {f"{name}.service": service, f"{name}.timer": timer}
+
+
+def install_systemd(
+    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None, python: str = sys.executable
+) -> SystemdResult:
+    """Write the user service and timer (replacing older ones); the caller enables them."""
+    units = systemd_units(ws, every=every, python=python)
+    folder = (unit_dir or default_unit_dir()).absolute()
+    folder.mkdir(parents=True, exist_ok=True)
+    for filename, text in units.items():
+        (folder / filename).write_text(text, "utf-8")
+    env_file = env_file_for(ws)
+    created = ensure_env_file(env_file)
+    ws.logs_dir.mkdir(parents=True, exist_ok=True)
+    name = unit_name(ws)
+    return SystemdResult(
+        folder / f"{name}.service",
+        folder / f"{name}.timer",
+        f"systemctl --user daemon-reload && systemctl --user enable --now {name}.timer",
+        env_file,
+        created,
+    )
+
+
+def remove_systemd(ws: Workspace | Path, *, unit_dir: Path | None = None) -> list[Path]:
+    """Delete this workspace's unit files and `enable` link; return the ones that existed."""
+    folder = unit_dir or default_unit_dir()
+    name = unit_name(ws)
+    paths = [folder / f"{name}.timer", folder / f"{name}.service"]
+    paths.append(folder / "timers.target.wants" / f"{name}.timer")
+    gone = []
+    for path in paths:
+        if path.is_symlink() or path.exists():
+            path.unlink()
+            gone.append(path)
+    return gone
+
+
+# --- OpenClaw ---------------------------------------------------------------------------------
+
+
+def crustacean_command(python: str = sys.executable) -> str:
+    """The `crustacean` script beside the interpreter, else `<python> -m crustacean`."""
+    script = Path(python).absolute().parent / "crustacean"
+    if script.is_file() and os.access(script, os.X_OK):
+        return shlex.quote(str(script))
+    return f"{shlex.quote(str(Path(python).absolute()))} -m crustacean"
+
+
+def openclaw_commands(ws: Workspace, *, python: str = sys.executable) -> list[str]:
+    """One `openclaw cron add …` per enabled stage, with that stage's schedule; writes nothing."""
+    root = _root(ws)
+    tz = ws.settings.workspace.timezone
+    out = []
+    for name, expr in enabled_stages(ws):
+        run = f"{crustacean_command(python)} -w {shlex.quote(str(root))} {name}"
+        words = ["openclaw", "cron", "add", "--name", f"crustacean {name}", "--cron", expr]
+        words += ["--tz", tz] if tz else []
+        words += ["--session", "isolated", "--message", f"Run: {run}"]
+        out.append(shlex.join(words))
+    return out
