@@ -99,3 +99,20 @@ def test_doctor_ping_and_openclaw(ws: Workspace, fake_api: Any, tmp_path: Path) 
     assert by["openclaw memorySearch"].status == "warn"
     assert str(ws.root / "knowledge") in by["openclaw memorySearch"].fix
     assert by["openclaw dreaming"].status == "warn"
+
+
+def test_doctor_sees_the_cron_entry(ws: Workspace, tmp_path: Path, monkeypatch: Any) -> None:
+    from crustacean import cron, status
+
+    tab = tmp_path / "crontab"
+    tab.write_text("# mine\n")
+    cron.install(ws, crontab_file=tab, python="/nonexistent/python3")
+    monkeypatch.setattr(cron, "read_crontab", lambda _f: tab.read_text())
+    found = {f.name: f for f in status._cron(ws)}
+    assert (
+        found["cron entry"].status == "fail"
+        and "/nonexistent/python3" in found["cron entry"].detail
+    )
+    cron.install(ws, crontab_file=tab)
+    found = {f.name: f for f in status._cron(ws)}
+    assert found["cron entry"].status == "ok" and "cron daemon" in found
