@@ -7,7 +7,9 @@ Tool input from a model or an MCP client arrives as JSON; every shape error beco
 from __future__ import annotations
 
 import base64
+import difflib
 import hashlib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -126,3 +128,24 @@ def _text(value: str, where: str) -> bytes:
         return value.encode("utf-8")
     except UnicodeEncodeError:
         raise WriteError(f"{where} is not valid UTF-8 text (it has a lone surrogate).") from None
+
+
+def unified_diff(files: Iterable[tuple[str, bytes | None, bytes | None]]) -> str:
+    """One unified diff for (path, old, new) triples; None is a file that does not exist."""
+    out: list[str] = []
+    for path, old, new in files:
+        if old == new:
+            continue
+        out.extend(
+            difflib.unified_diff(
+                _lines(old),
+                _lines(new),
+                fromfile=f"a/{path}" if old is not None else "/dev/null",
+                tofile=f"b/{path}" if new is not None else "/dev/null",
+            )
+        )
+    return "".join(out)
+
+
+def _lines(data: bytes | None) -> list[str]:
+    return [] if data is None else data.decode("utf-8", "replace").splitlines(keepends=True)

@@ -6,9 +6,9 @@ at the end `diff()` shows what would have changed, and nothing was written, vers
 
 from __future__ import annotations
 
-import difflib
 from datetime import UTC, datetime
 
+from crustacean.store.changes import unified_diff
 from crustacean.store.files import FileContent, FileInfo, Store, WriteResult, new_id
 from crustacean.store.paths import jail
 
@@ -75,22 +75,7 @@ class OverlayStore(Store):
 
     def diff(self) -> str:
         """A unified diff of the overlay against the files on disk."""
-        out: list[str] = []
-        for path in sorted(self.overlay):
-            old = Store.read_bytes(self, path)
-            new = self.overlay[path]
-            if old == new:
-                continue
-            out.extend(
-                difflib.unified_diff(
-                    _lines(old),
-                    _lines(new),
-                    fromfile=f"a/{path}" if old is not None else "/dev/null",
-                    tofile=f"b/{path}" if new is not None else "/dev/null",
-                )
-            )
-        return "".join(out)
-
-
-def _lines(data: bytes | None) -> list[str]:
-    return [] if data is None else data.decode("utf-8", "replace").splitlines(keepends=True)
+        return unified_diff(
+            (path, Store.read_bytes(self, path), self.overlay[path])
+            for path in sorted(self.overlay)
+        )

@@ -7,7 +7,6 @@ hashes, so a file that changed meanwhile makes the approval stale instead of clo
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crustacean.errors import ProposalError, StaleWriteError
-from crustacean.store.changes import Change, sha256_hex
+from crustacean.store.changes import Change, sha256_hex, unified_diff
 
 if TYPE_CHECKING:
     from crustacean.store.files import Plan, Store, WriteResult
@@ -123,22 +122,7 @@ def diff(store: Store, pid: int) -> str:
     """A unified diff of what approving would change, against the files as they are now."""
     prop = get(store, pid)
     plan = store.plan(list(prop.changes), actor="user", max_files=len(prop.changes))
-    chunks = []
-    for path in plan.touched:
-        old, new = plan.before.get(path), plan.after[path]
-        chunks.extend(
-            difflib.unified_diff(
-                _lines(old),
-                _lines(new),
-                fromfile=f"a/{path}" if old is not None else "/dev/null",
-                tofile=f"b/{path}" if new is not None else "/dev/null",
-            )
-        )
-    return "".join(chunks)
-
-
-def _lines(data: bytes | None) -> list[str]:
-    return [] if data is None else data.decode("utf-8", "replace").splitlines(keepends=True)
+    return unified_diff((p, plan.before.get(p), plan.after[p]) for p in plan.touched)
 
 
 def approve(store: Store, pid: int) -> WriteResult:
