@@ -153,6 +153,13 @@ class CurateConfig:
 
 
 @dataclass(frozen=True)
+class McpConfig:
+    write: Literal["direct", "ask", "off"] = _opt(
+        "direct", "MCP writes: direct (within policy), ask (every write a proposal) or off"
+    )
+
+
+@dataclass(frozen=True)
 class CompileConfig:
     max_loss_fraction: float = _opt(
         0.10,
@@ -189,6 +196,7 @@ class Settings:
     context: ContextConfig = field(default_factory=ContextConfig)
     curate: CurateConfig = field(default_factory=CurateConfig)
     compile: CompileConfig = field(default_factory=CompileConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     sources: list[SourceConfig] = _opt([], "transcript sources collect reads ([[sources]] tables)")
     governance: GovernanceConfig = field(default_factory=GovernanceConfig)
 

@@ -86,6 +86,7 @@ def test_help_lists_only_commands_that_work() -> None:
         "doctor",
         "tick",
         "cron",
+        "mcp",
         "config",
         "paths",
         "history",
@@ -117,3 +118,16 @@ def test_the_claude_code_hook_snippet_works(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "SessionStart" and "SOUL.md" in out["additionalContext"]
+
+
+def test_the_mcp_registration_snippet_works(tmp_path: Path) -> None:
+    import json
+
+    from crustacean.init import init_workspace
+
+    server = json.loads(_blocks("json")[1])["mcpServers"]["crustacean"]
+    init_workspace(tmp_path / "agent")
+    args = [a.replace("~/agent", str(tmp_path / "agent")) for a in server["args"]]
+    done = _run(" ".join([server["command"], *args, "--print-tools"]), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [t["name"] for t in json.loads(done.stdout)][-1] == "get_context"

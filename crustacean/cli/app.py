@@ -14,6 +14,7 @@ from crustacean.cli import (
     health_cmd,
     history_cmd,
     init_cmd,
+    mcp_cmd,
     memory_cmd,
     review_cmd,
     runs_cmd,
@@ -93,6 +94,7 @@ app.command("status")(status_cmd.status)
 app.command("doctor")(status_cmd.doctor)
 app.command("tick")(tick_cmd.tick)
 app.add_typer(cron_cmd.cron_app, name="cron")
+app.command("mcp")(mcp_cmd.mcp)
 app.add_typer(config_cmd.config_app, name="config")
 app.command("paths")(config_cmd.paths)
 app.command("history")(history_cmd.history)

@@ -234,13 +234,28 @@ class Store:
             plan.before[path] = self.read_bytes(path)
         return plan.before[path]
 
+    def _write_setting(self, actor: str) -> str:
+        """memory.write for every model; mcp.write narrows it further for the MCP server."""
+        setting = self.ws.settings.memory.write
+        if actor == "mcp" and setting != "off":
+            mcp = self.ws.settings.mcp.write
+            setting = {"off": "off", "ask": "review"}.get(mcp, setting)
+        return setting
+
     def _check_policy(self, plan: Plan, ch: Change, actor: str) -> None:
+        if actor == "mcp" and policy.is_daily_log(ch.path, self.ws.daily_dir):
+            today = self.ws.daily_log(self.ws.today(self.clock()))
+            if ch.path != today:
+                raise PolicyError(
+                    f"mcp may append only to today's daily log ({today}); "
+                    f"{ch.path} is another day's."
+                )
         decision = policy.decide(
             actor,
             ch.mode,
             ch.path,
             daily=self.ws.daily_dir,
-            write_setting=self.ws.settings.memory.write,
+            write_setting=self._write_setting(actor),
             to=ch.to,
         )
         if decision.verdict is policy.Verdict.DENY:

@@ -145,3 +145,8 @@ def _where(actor: str, daily: str) -> str:
 
 def _words(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def is_daily_log(path: str, daily: str) -> bool:
+    """`<daily>/YYYY-MM-DD.md`: what collect appends to (hook files have a slug and are not)."""
+    return bool(_spec("collect", "append", daily).match_file(path))

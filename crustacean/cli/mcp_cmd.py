@@ -1,0 +1,25 @@
+"""`crustacean mcp`: serve the memory tools over stdio."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from crustacean.cli.common import print_json, state
+
+
+def mcp(
+    ctx: typer.Context,
+    print_tools: Annotated[
+        bool, typer.Option("--print-tools", help="Print the tools and their schemas, then exit.")
+    ] = False,
+) -> None:
+    """Serve the memory tools to an MCP client over stdio (Claude Code, Claude Desktop, …)."""
+    from crustacean.mcp_server import serve, tool_schemas
+
+    ws = state(ctx).open()
+    if print_tools:
+        print_json(tool_schemas(ws))
+        return
+    serve(ws)

@@ -1,0 +1,118 @@
+"""`crustacean mcp`: the memory tools for any MCP client, over stdio.
+
+The same store, policy and guards as the pipeline, with actor `mcp`. Every refusal (stale,
+policy, limits, path jail, secrets) is a tool error the model can act on, never a crash, and
+nothing but the protocol is written to stdout.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from crustacean.errors import CrustaceanError
+from crustacean.llm.tools import PREAMBLE, TOOLS
+from crustacean.store.files import Store
+from crustacean.workspace import Workspace
+
+ACTOR = "mcp"
+GET_CONTEXT = (
+    "The memory an agent should load now, as markdown: foundation files, today's and "
+    "yesterday's daily logs, and the memories the tiers and caps allow. `audience` is "
+    "main, dm:NAME, group:NAME or cron (the --for of `crustacean context`); `topic` loads "
+    "relevant warm and cold memories."
+)
+
+
+def build_server(ws: Workspace) -> Any:
+    """An `MCPServer` whose tools call the store as actor `mcp`."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = MCPServer("crustacean", instructions=PREAMBLE, log_level="WARNING")
+    store = Store(ws)
+
+    def guarded(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except CrustaceanError as e:  # a refusal the model can act on, never a crash
+                raise ToolError(f"Error: {e}") from None
+
+        return call
+
+    def list_context_files(prefix: str | None = None) -> list[dict[str, Any]]:
+        return [f.to_json() for f in store.list_context_files(prefix)]
+
+    def read_context_file(path: str) -> dict[str, str]:
+        got = store.read_context_file(path)
+        _recall(ws, got.path)
+        return {"path": got.path, "content": got.content, "sha256": got.sha256}
+
+    def search_memory(query: str, limit: int = 10) -> list[dict[str, Any]]:
+        from crustacean.search import SearchIndex
+
+        if not 1 <= limit <= 50:
+            raise ToolError("Error: limit must be from 1 to 50.")
+        with SearchIndex(ws) as index:
+            return [h.to_json() for h in index.search(query, limit)]
+
+    def write_context(changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
+        result = store.write_context(changes, actor=ACTOR, message=message)
+        if result.proposal is not None:
+            return {
+                "proposal": result.proposal,
+                "files": list(result.files),
+                "note": f"queued for review as proposal {result.proposal}; a human approves "
+                "it with `crustacean review`. Nothing was written yet.",
+            }
+        return result.to_json()
+
+    def get_context(audience: str = "main", topic: str | None = None) -> str:
+        from crustacean.context import ContextRequest, build_context
+
+        return build_context(ws, ContextRequest(audience, topic), datetime.now(UTC)).to_markdown()
+
+    for fn, name in (
+        (list_context_files, "list_context_files"),
+        (read_context_file, "read_context_file"),
+        (search_memory, "search_memory"),
+        (write_context, "write_context"),
+        (get_context, "get_context"),
+    ):
+        description = TOOLS[name].description if name in TOOLS else GET_CONTEXT
+        server.tool(name=name, description=description)(guarded(fn))
+    return server
+
+
+def _recall(ws: Workspace, path: str) -> None:
+    from crustacean.memories import MEMORY_ROOTS
+    from crustacean.state import open_state
+
+    if path.startswith(tuple(f"{r}/" for r in MEMORY_ROOTS)):
+        with open_state(ws) as db:
+            db.record_recalls([path], datetime.now(UTC), "mcp")
+
+
+def serve(ws: Workspace) -> None:
+    """Run over stdio until the client goes away; logs go to stderr, never stdout."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    build_server(ws).run()
+
+
+def tool_schemas(ws: Workspace) -> list[dict[str, Any]]:
+    """The tool list as a client sees it (for the contract test and `--print-tools`)."""
+    import anyio
+    from mcp import Client
+
+    async def main() -> list[dict[str, Any]]:
+        async with Client(build_server(ws)) as client:
+            tools = (await client.list_tools()).tools
+            return [{"name": t.name, "input_schema": t.input_schema} for t in tools]
+
+    return json.loads(json.dumps(anyio.run(main)))
