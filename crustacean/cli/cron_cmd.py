@@ -7,11 +7,21 @@ from typing import Annotated
 
 import typer
 
-from crustacean import cron
 from crustacean.cli.common import CrustaceanGroup, console, err_console, state
 from crustacean.errors import UsageError
-from crustacean.llm.client import KEY_ENV
 from crustacean.workspace import Workspace
+
+
+class _LazyCron:
+    """`crustacean.cron` loaded on first use, so `crustacean --help` does not pay for it."""
+
+    def __getattr__(self, name: str) -> object:
+        import importlib
+
+        return getattr(importlib.import_module("crustacean.cron"), name)
+
+
+cron = _LazyCron()
 
 cron_app = typer.Typer(
     cls=CrustaceanGroup,
@@ -130,10 +140,14 @@ def _print_openclaw(ws: Workspace) -> None:
     _say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
     for line in cron.openclaw_commands(ws):
         _say(line)
+    from crustacean.llm.client import KEY_ENV
+
     _say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
 
 
 def _env_note(env_file: Path, created: bool) -> None:
+    from crustacean.llm.client import KEY_ENV
+
     if created:
         _say(f"Created {env_file} (mode 0600): put {KEY_ENV}=... in it; scheduled runs read it.")
     else:
