@@ -163,6 +163,8 @@ class Store:
             return None
         except IsADirectoryError:
             raise WriteError(f"{path} is a folder, not a file.") from None
+        except OSError as e:  # a symlink loop, a permission problem: refuse, never crash
+            raise WriteError(f"{path} cannot be read ({e.strerror}); fix or remove it.") from None
 
     def read_context_file(self, path: str) -> FileContent:
         rel = jail(self.root, path)
@@ -373,6 +375,8 @@ class Store:
         """Apply one call as one version, or queue it as a proposal when it is ask-first."""
         if not isinstance(message, str) or not message.strip():
             raise WriteError("message must say what the change is (a non-empty string).")
+        if "\x00" in message or not _utf8(message):
+            raise WriteError("message must be plain UTF-8 text (no NUL, no lone surrogates).")
         call_id = new_id()
         with self._lock():
             self.recover()
@@ -489,6 +493,14 @@ class Store:
             trailers={TRAILER_ACTOR: "user"},
             parent=head,
         )
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _named(plan: Plan) -> list[str]:

@@ -65,6 +65,8 @@ def _follow_links(root: Path, rel: str, raw: str) -> str:
     """Resolve symlinks on the way; the result must still be inside `root`."""
     real_root = Path(os.path.realpath(root))
     target = Path(os.path.realpath(real_root / rel))
+    if target.is_symlink():  # realpath gave up: the link never reaches a real place
+        raise PathError(f"path {raw!r} leads into a symlink loop; remove the link.")
     try:
         resolved = target.relative_to(real_root).as_posix()
     except ValueError:
