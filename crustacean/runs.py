@@ -328,6 +328,7 @@ class RunRecorder:
     def __enter__(self) -> RunRecorder:
         self._lock.__enter__()
         try:
+            self._repair()
             self._db = open_state(self.ws)
             self.record.started = self._now()
             stale = self._insert()
@@ -337,8 +338,22 @@ class RunRecorder:
             raise
         return self
 
+    def _repair(self) -> None:
+        """A killed run may have left a half-applied write or temp files: clean up first, so
+        this run reads only whole versions (a stage that trusted them could lose data)."""
+        from crustacean.store.files import Store
+
+        undone, stray = Store(self.ws).repair()
+        self._repaired = (undone, len(stray))
+
     def _log_start(self, stale: int) -> None:
         self.log(f"run {self.record.id}: stage {self.record.stage}, pid {os.getpid()}")
+        undone, stray = getattr(self, "_repaired", (False, 0))
+        if undone or stray:
+            self.log(
+                f"repaired the workspace first: interrupted write undone={undone}, "
+                f"{stray} stray temp file(s) removed"
+            )
         if self.record.dry_run:
             self.log("dry run: nothing will be written, versioned or advanced")
         if stale:

@@ -460,6 +460,17 @@ class Store:
         data = json.loads(self._journal_path.read_bytes())
         return {p: None if b is None else base64.b64decode(b) for p, b in data["originals"].items()}
 
+    def repair(self) -> tuple[bool, list[str]]:
+        """Before a run reads anything: finish or undo a call a kill interrupted, and remove the
+        temp files a kill left mid-write, so no run ever trusts half-written bytes."""
+        with self._lock():
+            stray = [p for p in _stray_temp_files(self.root)]
+            for path in stray:
+                (self.root / path).unlink(missing_ok=True)
+            stray += _clear_stale_ref_locks(self.root)
+            undone = self.recover()
+        return undone, stray
+
     def recover(self) -> bool:
         """Undo a call that a crash interrupted, unless its version was already committed."""
         if not self._journal_path.exists():
@@ -493,6 +504,40 @@ class Store:
             trailers={TRAILER_ACTOR: "user"},
             parent=head,
         )
+
+
+_TEMP_NAME = re.compile(
+    r"^\..+\.[a-z0-9_]{8}\.tmp$"  # atomic_write's mkstemp names
+    r"|^index-[0-9a-f]{32}(\.lock)?$"  # the private git index of a killed commit
+)
+
+
+def _stray_temp_files(root: Path) -> list[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not (dirpath == str(root) and d == ".git")]
+        rel = Path(dirpath).relative_to(root)
+        found += [(rel / n).as_posix() for n in filenames if _TEMP_NAME.match(n)]
+    return found
+
+
+def _clear_stale_ref_locks(root: Path, wait: float = 2.0) -> list[str]:
+    """A kill during `git update-ref` leaves `HEAD.lock`/`refs/**.lock`, and git then refuses
+    every commit. A ref update lasts milliseconds, so a lock still there after `wait` seconds
+    (while we hold the store's write lock) is stale."""
+    import time
+
+    git_dir = root / ".git"
+    if not git_dir.is_dir():
+        return []
+    locks = [p for p in (git_dir / "HEAD.lock", *git_dir.glob("refs/**/*.lock")) if p.is_file()]
+    deadline = time.monotonic() + wait
+    while locks and time.monotonic() < deadline:
+        time.sleep(0.1)
+        locks = [p for p in locks if p.is_file()]
+    for lock in locks:
+        lock.unlink(missing_ok=True)
+    return [p.relative_to(root).as_posix() for p in locks]
 
 
 def _utf8(text: str) -> bool:
