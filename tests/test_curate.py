@@ -366,3 +366,30 @@ def test_cli_curate_plan_and_dry_run(
     assert "+++ b/memory/notes/dry.md" in result.stdout
     assert not (root / "memory/notes/dry.md").exists()
     assert "--days" in run_cli(*w, "curate", "--days", "0", code=2).stderr
+
+
+def test_a_routing_report_without_a_write_leaves_the_entry_for_next_time(
+    setup: dict[str, Any],
+) -> None:
+    s, fake = setup, setup["fake"]
+    fake.enqueue(
+        tool_use(
+            (
+                "write_context",
+                {
+                    "message": "x",
+                    "changes": [
+                        {"path": "memory/2026-11-30.md", "mode": "append", "content": "- no\n"}
+                    ],
+                },
+            ),
+            routing(s, {"[reminder]": "memory/reminders/ana.md", "[joke]": "skip"}),
+        ),
+        tool_use(("finish", {"summary": "claimed more than it did"})),
+    )
+    result = curate(s["ws"], env=s["env"], clock=clock)
+    assert result.record.status == "ok" and result.unreported == 1  # the reminder: never written
+    fake.enqueue(tool_use(("finish", {"summary": "again"})))
+    again = curate(s["ws"], env=s["env"], clock=clock)
+    assert again.entries == 1
+    assert "Call Ana" in fake.messages()[2].body["messages"][0]["content"][0]["text"]

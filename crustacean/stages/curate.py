@@ -242,15 +242,20 @@ def curate(
             return result
         before = set(memory_paths(ws.root)) if not dry_run else set()
         reported: dict[str, tuple[str, str]] = {}
+        landed: set[str] = set()
         outcome = session.run(
             build_request(ws, entries, destination_map(ws, session.store)),
-            _handlers(session, rec.record.id, reported),
+            _handlers(session, rec.record.id, reported, landed),
         )
         known = {e.id for e in entries}
-        reported = {i: v for i, v in reported.items() if i in known}
+        # Code checks the model's report: an entry counts as routed only if something really
+        # landed in its destination this run; otherwise it stays uncurated and comes back.
+        unlanded = {i for i, (dest, _) in reported.items() if dest != "skip" and dest not in landed}
+        reported = {i: v for i, v in reported.items() if i in known and i not in unlanded}
         if outcome.status == "ok":
             for e in entries:
-                reported.setdefault(e.id, ("skip", "not routed by the model"))
+                if e.id not in unlanded:
+                    reported.setdefault(e.id, ("skip", "not routed by the model"))
         _tally(result, reported, len(entries))
         if not dry_run:
             mark_curated(db, reported, rec.record.id, now)
@@ -264,7 +269,10 @@ def curate(
 
 
 def _handlers(
-    session: ModelSession, run_id: str, reported: dict[str, tuple[str, str]]
+    session: ModelSession,
+    run_id: str,
+    reported: dict[str, tuple[str, str]],
+    landed: set[str],
 ) -> dict[str, Callable[..., ToolOutcome]]:
     def record_routing(inp: dict[str, Any]) -> ToolOutcome:
         items = inp.get("entries")
@@ -283,9 +291,12 @@ def _handlers(
             if dropped
             else ""
         )
+        landed.update(dropped)  # the text is already in that file: the entry has its home
         if isinstance(changes, list) and not changes:
             return ToolOutcome("Nothing written:" + note, False)
         out = write_call(session.store, STAGE, run_id, {**inp, "changes": changes})
+        if out.write is not None and not out.is_error:
+            landed.update(out.write.files)
         return ToolOutcome(out.text + note, out.is_error, out.write, out.finished)
 
     return {"record_routing": record_routing, "write_context": write_context}
