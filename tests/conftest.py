@@ -32,12 +32,19 @@ import hashlib  # noqa: E402  (after the environment is fixed)
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from crustacean.cli.app import app  # noqa: E402
 from crustacean.config import load_config  # noqa: E402
 from crustacean.init import init_workspace  # noqa: E402
 from crustacean.workspace import Workspace  # noqa: E402
+
+# CI runs the property and fuzz tests on a fixed seed, so a red build is reproducible; a developer's
+# run explores new examples each time.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)

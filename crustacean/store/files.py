@@ -576,7 +576,7 @@ def _tier_of(full: Path, rel: str) -> str | None:
 
 def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -10,7 +10,7 @@ from crustacean.errors import PathError
 
 PROTECTED_TOP = (".git", ".crustacean")
 MAX_PATH_BYTES = 1024
-MAX_NAME_BYTES = 255
+MAX_NAME_BYTES = 200  # the file system allows 255; the store's temp names need the rest
 
 
 def jail(root: Path, raw: object) -> str:
