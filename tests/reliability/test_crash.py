@@ -108,9 +108,14 @@ def _echo_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
         for _, word in entries
     ]
     routing = [{"id": i, "destination": CURATED_TARGET, "reason": "echo"} for i, _ in entries]
-    calls: list[Any] = [("record_routing", {"entries": routing})]
-    if changes:
-        calls.insert(0, ("write_context", {"message": f"route {len(changes)}", "changes": changes}))
+    calls: list[Any] = [  # at most 20 changes a call, as the store allows
+        (
+            "write_context",
+            {"message": f"route {len(changes[i : i + 20])}", "changes": changes[i : i + 20]},
+        )
+        for i in range(0, len(changes), 20)
+    ]
+    calls.append(("record_routing", {"entries": routing}))
     return tool_use(*calls)
 
 
