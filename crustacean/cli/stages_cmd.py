@@ -9,6 +9,15 @@ import typer
 
 from crustacean.cli.common import console, err_console, print_json, state
 
+# The options every stage command shares, declared once.
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Run the model but write nothing; print the diff.")
+]
+PlanOnly = Annotated[
+    bool, typer.Option("--plan", help="No model call: show what would be sent and its cost.")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
 
 def _since(value: str | None) -> datetime | None:
     if value is None:
@@ -24,12 +33,8 @@ def _since(value: str | None) -> datetime | None:
 
 def collect(
     ctx: typer.Context,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Run the model but write nothing; print the diff.")
-    ] = False,
-    plan: Annotated[
-        bool, typer.Option("--plan", help="No model call: show what would be sent and its cost.")
-    ] = False,
+    dry_run: DryRun = False,
+    plan: PlanOnly = False,
     since: Annotated[
         str | None,
         typer.Option("--since", help="Only messages at or after this ISO time (default: 2 days)."),
@@ -37,7 +42,7 @@ def collect(
     source: Annotated[
         str | None, typer.Option("--source", help="Only the source with this name, kind or path.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Append what is new in the transcripts to the daily logs (stage 1 of 4C)."""
     from crustacean.stages.collect import collect as run_collect
@@ -81,17 +86,13 @@ def _render(result: object) -> None:
 
 def curate(
     ctx: typer.Context,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Run the model but write nothing; print the diff.")
-    ] = False,
-    plan: Annotated[
-        bool, typer.Option("--plan", help="No model call: show what would be sent and its cost.")
-    ] = False,
+    dry_run: DryRun = False,
+    plan: PlanOnly = False,
     days: Annotated[
         int | None,
         typer.Option("--days", min=1, help="Curate the last N days of entries (curate.days)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Route the last days' daily entries into contacts, lessons, knowledge… (stage 2 of 4C)."""
     from crustacean.stages.curate import curate as run_curate
@@ -155,7 +156,7 @@ def compile_(
     no_model: Annotated[
         bool, typer.Option("--no-model", help="Only the deterministic pass (no model call).")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Archive, apply tiers, keep MEMORY.md under its caps, then judge and digest (stage 3)."""
     from crustacean.stages.compile import compile_workspace
@@ -187,10 +188,8 @@ def compile_(
 
 def calibrate(
     ctx: typer.Context,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Run the model but write nothing; print the diff.")
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    dry_run: DryRun = False,
+    as_json: AsJson = False,
 ) -> None:
     """Monthly audit: health by code, foundation and lessons review, proposals (stage 4)."""
     from crustacean.stages.calibrate import calibrate as run_calibrate
