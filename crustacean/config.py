@@ -171,7 +171,11 @@ class CompileConfig:
 @dataclass(frozen=True)
 class SourceConfig:
     kind: Literal["auto", "openclaw", "claude_code", "plain"] = _opt("auto", "transcript format")
-    path: str = _opt("", "folder of transcripts (~ is expanded)", "required")
+    path: str = _opt(
+        "",
+        "folder (or file) of transcripts; ~ is expanded, a relative path is inside the workspace",
+        "required",
+    )
     glob: str = _opt("", "file pattern inside path; empty = the format's default")
     name: str = _opt("", "a name for --source; empty = the kind")
 

@@ -168,6 +168,20 @@ def due_stages(
 
 
 @dataclass(frozen=True)
+class Preview:
+    """What a stage would do if it ran now (`tick --plan`): one line, and its first request's
+    estimated size and cost (0 when it would make no model call)."""
+
+    summary: str
+    model: str | None = None
+    est_input_tokens: int = 0
+    est_cost: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class StageOutcome:
     """One stage in a tick: its Due, and what running it gave (None when it did not run)."""
 
@@ -175,9 +189,11 @@ class StageOutcome:
     due: Due
     status: str | None = None
     error: str | None = None
+    preview: Preview | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.due.to_json(), "status": self.status, "error": self.error}
+        out = {**self.due.to_json(), "status": self.status, "error": self.error}
+        return out | ({"plan": self.preview.to_json()} if self.preview else {})
 
 
 @dataclass
@@ -187,6 +203,11 @@ class TickResult:
     outcomes: list[StageOutcome] = field(default_factory=list)
     dry_run: bool = False
     locked: bool = False
+    plan: bool = False
+
+    @property
+    def est_cost(self) -> float:
+        return sum(o.preview.est_cost for o in self.outcomes if o.preview)
 
     @property
     def exit_code(self) -> int:
@@ -199,6 +220,7 @@ class TickResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
+            "plan": self.plan,
             "locked": self.locked,
             "exit_code": self.exit_code,
             "stages": [o.to_json() for o in self.outcomes],
@@ -263,17 +285,50 @@ def run_stage(
     return record.status, record.error
 
 
+def preview_stage(ws: Workspace, stage: str, clock: Callable[[], datetime]) -> Preview:
+    """Ask the stage itself for its plan (no call, nothing written, no run recorded)."""
+    module, name = _RUNNERS[stage]
+    result = getattr(importlib.import_module(module), name)(ws, plan=True, clock=clock)
+    if stage == "collect":
+        files = f"{result.files_scanned} transcript file(s)"
+        work = f"{result.new_messages} new message(s) in {files}"
+        summary = work if result.new_messages else f"nothing new in {files}"
+    elif stage == "curate":
+        summary = f"{result.entries} uncurated daily entr{'y' if result.entries == 1 else 'ies'}"
+    elif stage == "compile":
+        ops = result.ops
+        summary = (
+            f"archive {len(ops.archived)} daily log(s), sweep {len(ops.swept)} hook file(s), "
+            f"trash {len(ops.trashed)}, {len(ops.tiers)} tier change(s), "
+            f"{len(ops.promoted)} MEMORY.md section(s) moved; model pass {result.model}"
+        )
+    else:
+        summary = f"health {result.health.status}; the model reviews foundation and lessons"
+    plan = result.plan
+    if plan is None:
+        return Preview(f"{summary}: no model call")
+    return Preview(summary, plan.model, plan.est_input_tokens, plan.est_cost_first_turn)
+
+
 def tick(
     ws: Workspace,
     *,
     dry_run: bool = False,
+    plan: bool = False,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> TickResult:
-    """Run every due stage once, in pipeline order; `dry_run` only says what would run."""
+    """Run every due stage once, in pipeline order; `dry_run` only says what would run.
+
+    `plan` shows what every enabled stage would do and cost if it ran now, due or not: each is
+    planned on the workspace as it is, so curate does not see what collect would add."""
     clock = clock or (lambda: datetime.now(UTC))
-    result = TickResult(dry_run=dry_run)
+    result = TickResult(dry_run=dry_run, plan=plan)
     for due in plan_tick(ws, clock()):
+        if plan:
+            preview = None if due.reason == "disabled" else preview_stage(ws, due.stage, clock)
+            result.outcomes.append(StageOutcome(due.stage, due, preview=preview))
+            continue
         if not due.due or dry_run:
             result.outcomes.append(StageOutcome(due.stage, due))
             continue

@@ -156,16 +156,20 @@ def compile_(
     no_model: Annotated[
         bool, typer.Option("--no-model", help="Only the deterministic pass (no model call).")
     ] = False,
+    plan: PlanOnly = False,
     as_json: AsJson = False,
 ) -> None:
     """Archive, apply tiers, keep MEMORY.md under its caps, then judge and digest (stage 3)."""
     from crustacean.stages.compile import compile_workspace
 
-    result = compile_workspace(state(ctx).open(), dry_run=dry_run, no_model=no_model)
+    result = compile_workspace(state(ctx).open(), dry_run=dry_run, no_model=no_model, plan=plan)
     if as_json:
         print_json(result.to_json())
     else:
         ops = result.ops
+        if result.record is None:
+            nothing = "" if ops.changed_anything else " nothing to archive, sweep, trash or move"
+            console.print(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
         for label, items in (
             ("archived", ops.archived),
             ("swept", ops.swept),
@@ -181,28 +185,36 @@ def compile_(
             + (f" Digest: {result.digest}." if result.digest else ""),
             markup=False,
         )
-        _render_run(result.record, result.diff)
-    if result.record.status == "failed":
+        if result.plan is not None:
+            _render_plan(result.plan)
+        if result.record is not None:
+            _render_run(result.record, result.diff)
+    if result.record is not None and result.record.status == "failed":
         raise typer.Exit(1)
 
 
 def calibrate(
     ctx: typer.Context,
     dry_run: DryRun = False,
+    plan: PlanOnly = False,
     as_json: AsJson = False,
 ) -> None:
     """Monthly audit: health by code, foundation and lessons review, proposals (stage 4)."""
     from crustacean.stages.calibrate import calibrate as run_calibrate
 
-    result = run_calibrate(state(ctx).open(), dry_run=dry_run)
+    result = run_calibrate(state(ctx).open(), dry_run=dry_run, plan=plan)
     if as_json:
         print_json(result.to_json())
     else:
-        console.print(f"Health: {result.health.status}. Audit: {result.audit}.", markup=False)
+        audit = f" Audit: {result.audit}." if result.audit else ""
+        console.print(f"Health: {result.health.status}.{audit}", markup=False)
         for pid in result.proposals:
             console.print(f"  proposal {pid}: see `crustacean review show {pid}`", markup=False)
         for path in result.archived_lessons:
             console.print(f"  archived lesson {path}", markup=False)
-        _render_run(result.record, result.diff)
-    if result.record.status == "failed":
+        if result.plan is not None:
+            _render_plan(result.plan)
+        if result.record is not None:
+            _render_run(result.record, result.diff)
+    if result.record is not None and result.record.status == "failed":
         raise typer.Exit(1)

@@ -38,20 +38,26 @@ _CLAUDE_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation"
 _CLAUDE_KEYS = ("sessionId", "uuid", "parentUuid")
 
 
-def expand(path: str, home: Path | None = None) -> Path:
-    """`~` means `home` when given (tests, `init` for another user), else the real home."""
+def expand(path: str, home: Path | None = None, base: Path | None = None) -> Path:
+    """`~` means `home` when given (tests, `init` for another user), else the real home.
+
+    A relative path is relative to `base` (the workspace), not to wherever cron happens to start
+    the process, so a workspace that carries its own transcripts can be moved."""
     if home is not None and (path == "~" or path.startswith("~/")):
         return home / path[2:]
-    return Path(os.path.expandvars(path)).expanduser()
+    found = Path(os.path.expandvars(path)).expanduser()
+    return base / found if base is not None and not found.is_absolute() else found
 
 
-def discover(source: SourceConfig, home: Path | None = None) -> list[tuple[Path, str]]:
+def discover(
+    source: SourceConfig, home: Path | None = None, base: Path | None = None
+) -> list[tuple[Path, str]]:
     """Sorted (path, kind) of every transcript a source covers; [] when its path is missing.
 
     With kind "auto", each file's kind comes from `detect_kind`, and undetectable files are
     left out (they are looked at again next run, when they may have content).
     """
-    root = expand(source.path, home)
+    root = expand(source.path, home, base)
     if root.is_file():
         kind = detect_kind(root) if source.kind == "auto" else source.kind
         return [(root, kind)] if kind != "unknown" else []

@@ -17,12 +17,13 @@ from typing import Any
 
 from crustacean.health import Health, check_workspace
 from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
-from crustacean.llm.runner import ModelSession
+from crustacean.llm.runner import ModelSession, Plan, plan_stage
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.runs import RunRecord, RunRecorder
 from crustacean.state import open_state
 from crustacean.store import proposals
 from crustacean.store.changes import Change, sha256_hex
+from crustacean.store.files import Store
 from crustacean.workspace import FOUNDATION_FILES, Workspace, stage_doc
 
 STAGE = "calibrate"
@@ -176,17 +177,19 @@ def audit_text(
 
 @dataclass
 class CalibrateResult:
-    record: RunRecord
+    record: RunRecord | None  # None for a plan
     health: Health
     audit: str | None
     proposals: list[int]
     archived_lessons: list[str]
     diff: str | None = None
+    plan: Plan | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "status": self.record.status,
-            "run": self.record.to_json(tool_calls=False),
+            "status": self.record.status if self.record else "plan",
+            "run": self.record.to_json(tool_calls=False) if self.record else None,
+            "plan": self.plan.to_json() if self.plan else None,
             "health": self.health.to_json(),
             "audit": self.audit,
             "proposals": self.proposals,
@@ -199,13 +202,20 @@ def calibrate(
     ws: Workspace,
     *,
     dry_run: bool = False,
+    plan: bool = False,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> CalibrateResult:
-    """Run calibrate once: health by code, review by the model, audit by code."""
+    """Run calibrate once: health by code, review by the model, audit by code.
+
+    `plan` runs the health check and measures the review's first request; nothing is sent,
+    written or recorded."""
     clock = clock or (lambda: datetime.now(UTC))
     now = clock()
     health = check_workspace(ws, now)
+    if plan:
+        request = build_request(ws, health, Store(ws).read_bytes)
+        return CalibrateResult(None, health, None, [], [], plan=plan_stage(ws, request))
     review = Review()
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)

@@ -129,7 +129,7 @@ def gather(ws: Workspace, db: StateDB, since: datetime, source: str | None = Non
     cursors = load_cursors(db)
     seen = collected_ids(db)
     for src in select_sources(ws.settings.sources, source):
-        found = discover(src)
+        found = discover(src, base=ws.root)
         if not found:
             intake.missing_sources.append(src.path)
         for path, kind in found:

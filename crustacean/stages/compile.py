@@ -20,7 +20,7 @@ from typing import Any
 
 from crustacean.documents import DocumentSkipped, read_document, set_meta
 from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
-from crustacean.llm.runner import ModelSession
+from crustacean.llm.runner import ModelSession, Plan, plan_stage
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import load_memories
 from crustacean.runs import RunRecord, RunRecorder, last_runs
@@ -34,6 +34,7 @@ from crustacean.stages.compile_plan import (
 from crustacean.state import open_state
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
+from crustacean.store.overlay import OverlayStore
 from crustacean.tiers import Rules, plan_tiers
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace, stage_doc
 
@@ -209,7 +210,10 @@ def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
     files = {}
     for path in _all_paths(store):
         if path.startswith(("memory/", "knowledge/")) and path.endswith(".md"):
-            mtime = datetime.fromtimestamp(os.stat(ws.root / path).st_mtime, UTC)
+            try:
+                mtime = datetime.fromtimestamp(os.stat(ws.root / path).st_mtime, UTC)
+            except FileNotFoundError:  # written by this run's pass, only in memory (dry run, plan)
+                mtime = now
             files[path] = (store.read_bytes(path) or b"", mtime)
     logs = {}
     for d in range(7):
@@ -339,19 +343,21 @@ def write_digest(ws: Workspace, store: Store, ops: Ops, now: datetime, run_id: s
 
 @dataclass
 class CompileResult:
-    record: RunRecord
+    record: RunRecord | None  # None for a plan
     ops: Ops
     digest: str | None = None
     model: str = "ran"
     diff: str | None = None
+    plan: Plan | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "status": self.record.status,
-            "run": self.record.to_json(tool_calls=False),
+            "status": self.record.status if self.record else "plan",
+            "run": self.record.to_json(tool_calls=False) if self.record else None,
             "model": self.model,
             "digest": self.digest,
             "diff": self.diff,
+            "plan": self.plan.to_json() if self.plan else None,
             **{
                 k: getattr(self.ops, k)
                 for k in (
@@ -372,13 +378,19 @@ def compile_workspace(
     *,
     dry_run: bool = False,
     no_model: bool = False,
+    plan: bool = False,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> CompileResult:
-    """Run compile once: deterministic pass, model pass, digest."""
+    """Run compile once: deterministic pass, model pass, digest.
+
+    `plan` runs the deterministic pass in memory (nothing written, no run recorded) and measures
+    the model pass's first request without sending it."""
     clock = clock or (lambda: datetime.now(UTC))
     now = clock()
     already = _compiled_today(ws, now)
+    if plan:
+        return _plan(ws, now, no_model, already)
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
         ops = deterministic_pass(ws, session.store, rec.record.id, now)
@@ -410,6 +422,16 @@ def compile_workspace(
             error=error,
         )
     return CompileResult(record, ops, digest, model, session.diff())
+
+
+def _plan(ws: Workspace, now: datetime, no_model: bool, already: bool) -> CompileResult:
+    store = OverlayStore(ws)
+    ops = deterministic_pass(ws, store, "plan", now)
+    if no_model or already:
+        why = "--no-model" if no_model else "a full compile already ran today"
+        return CompileResult(None, ops, model=f"skipped ({why})")
+    request = build_request(ws, ops, candidates_prompt(ws, store, now))
+    return CompileResult(None, ops, model="would run", plan=plan_stage(ws, request))
 
 
 def _compiled_today(ws: Workspace, now: datetime) -> bool:
