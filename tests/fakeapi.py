@@ -18,6 +18,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -311,6 +312,7 @@ class FakeAnthropic:
         self._stopping = threading.Event()
         self._conns: set[socket.socket] = set()
         self._counters = {"msg": 0, "toolu": 0, "req": 0}
+        self._busy = 0.0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -358,6 +360,13 @@ class FakeAnthropic:
             return [r for r in self.requests if r.path == MESSAGES_PATH]
 
     @property
+    def busy_seconds(self) -> float:
+        """Time spent answering requests (body read to answer written, scripted delays included),
+        so a benchmark can subtract the server's share from a client's wall time."""
+        with self._lock:
+            return self._busy
+
+    @property
     def remaining(self) -> int:
         """Scripted items not consumed yet; a test can assert a script was used up."""
         with self._lock:
@@ -376,7 +385,17 @@ class FakeAnthropic:
             return f"{prefix}_{self._counters[prefix]:02d}"
 
     def _serve(self, h: _Handler) -> None:
-        """Record the request, then route it."""
+        """Record the request, route it, and add the time it took to `busy_seconds`."""
+        start = time.perf_counter()
+        try:
+            self._route(h)
+        finally:
+            took = time.perf_counter() - start
+            with self._lock:
+                self._busy += took
+
+    def _route(self, h: _Handler) -> None:
+        """Record the request, then answer it by path."""
         length = int(h.headers.get("content-length") or 0)
         raw = h.rfile.read(length).decode("utf-8", "replace") if length else ""
         try:

@@ -162,6 +162,19 @@ def test_delay_makes_client_time_out_quickly(fake_api: FakeAnthropic) -> None:
     assert time.monotonic() - start < 1.5
 
 
+def test_busy_seconds_counts_handling_and_scripted_delays(fake_api: FakeAnthropic) -> None:
+    """Benchmarks subtract it from a client's wall time, so it must not count idle time."""
+    assert fake_api.busy_seconds == 0.0
+    client = make_client(fake_api)
+    fake_api.enqueue(delay(0.2, text("late")), text("quick"))
+    start = time.perf_counter()
+    ask(client)
+    time.sleep(0.3)  # idle between requests: not the server's time
+    ask(client)
+    wall = time.perf_counter() - start
+    assert 0.2 <= fake_api.busy_seconds < wall - 0.3
+
+
 def test_stop_does_not_wait_for_a_pending_delay() -> None:
     start = time.monotonic()
     with FakeAnthropic() as fake:
