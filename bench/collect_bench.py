@@ -6,6 +6,8 @@ once (which reads every byte to build the cursors; no model call since nothing i
 appends 10 recent lines spread over the files and runs collect again through the local fake
 Messages API. The second run should cost in proportion to the 10 lines, not to the set: compare it
 with the first run, and with reading just the appended bytes (seek + read, measured the same way).
+The first run is also a throughput, MB/s of transcript files, against `cat` of the same files to
+/dev/null: the median of three cats run right after it, so both read a warm page cache.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +29,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fakeapi import FakeAnthropic, tool_use
 
-from bench.common import isolate
+from bench.common import count, data_size, isolate, row
 from crustacean.config import load_config
 from crustacean.init import init_workspace
 from crustacean.stages.collect import collect
@@ -82,6 +86,18 @@ def write_set(folder: Path, total_mb: int, files: int) -> list[Path]:
     return paths
 
 
+def cat_seconds(paths: list[Path], rounds: int = 3) -> float:
+    """Median wall time of `cat <files> > /dev/null`: the floor for reading the same bytes.
+
+    Run right after collect's first run, so both read a page cache the set was just written to."""
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run(["cat", *map(str, paths)], stdout=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=1024)
@@ -105,6 +121,7 @@ def main() -> None:
         start = time.perf_counter()
         first = collect(ws, env=env, clock=lambda: NOW)
         first_s = time.perf_counter() - start
+        cat_s = cat_seconds(paths)
 
         start = time.perf_counter()
         import anthropic  # noqa: F401  (a fixed per-process cost of any run that calls a model)
@@ -133,6 +150,34 @@ def main() -> None:
                 new_bytes += len(fh.read())
         read_s = time.perf_counter() - start
 
+    mb = total / 1e6
+    amount = f"{total / 1e9:.2f} GB" if total >= 1e9 else f"{mb:.1f} MB"
+    data_size(f"{amount} in {count(len(paths), 'transcript file')} (+ 10 new lines)")
+    row(
+        f"collect, first run over the whole set (reads every byte; {first.record.status})",
+        mb / first_s,
+        baseline=mb / cat_s,
+        baseline_name="`cat` of the same files > /dev/null, median of 3, after the run",
+        unit="MB/s",
+        ratio=first_s / cat_s,
+        ratio_label="x slower than cat",
+        note=f"one run: {first_s:.1f} s",
+    )
+    row(
+        f"collect, second run: 10 new lines ({second.record.status}; 1 model call)",
+        second_s * 1000,
+        baseline=first_s * 1000,
+        baseline_name="the first run",
+        note="one run",
+    )
+    row(
+        "collect, second run vs reading the new bytes",
+        second_s * 1000,
+        baseline=read_s * 1000,
+        baseline_name=f"seek + read of the {new_bytes} new bytes",
+        note="one run",
+    )
+    row("importing the anthropic SDK (not in the above)", import_s * 1000, note="once a process")
     print(
         f"{len(paths)} transcript files, {total / 1e9:.2f} GB; Python {sys.version.split()[0]}, "
         f"{os.cpu_count()} CPUs\n"
@@ -140,8 +185,9 @@ def main() -> None:
     print("| figure | seconds | baseline | baseline s | ratio |")
     print("|---|---:|---|---:|---:|")
     print(
-        f"| first run (build cursors, {first.record.status}) | {first_s:.2f} | "
-        f"| | {total / 1e6 / first_s:.0f} MB/s |"
+        f"| first run (build cursors, {first.record.status}), {mb / first_s:.0f} MB/s | "
+        f"{first_s:.2f} | `cat` > /dev/null, {mb / cat_s:.0f} MB/s | {cat_s:.2f} | "
+        f"{first_s / cat_s:.1f}x slower than cat |"
     )
     print(
         f"| second run, 10 new lines ({second.record.status}, {second.new_messages} msgs) | "

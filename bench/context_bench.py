@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
-from bench.common import isolate
+from bench.common import count, data_size, isolate, row
 from bench.generate import generate_workspace
 from crustacean.config import load_config
 from crustacean.context import ContextRequest, build_context
@@ -76,8 +76,11 @@ def main() -> None:
         print("| figure | median ms | p95 ms | baseline (read every memory file) ms | ratio |")
         print("|---|---:|---:|---:|---:|")
         b = statistics.median(base)
+        files, rounds = count(len(paths), "memory file"), count(args.rounds, "round")
+        data_size(f"{files} + 3 years of daily logs, {rounds}")
         for label, t in rows:
             m = statistics.median(t)
+            row(label, m * 1000, _p95(t) * 1000, b * 1000, "reading every memory file once")
             print(
                 f"| {label} | {m * 1000:.0f} | {_p95(t) * 1000:.0f} | {b * 1000:.0f} | "
                 f"{m / b:.1f}x |"

@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the 
 
 from fakeapi import FakeAnthropic, text, tool_use
 
-from bench.common import isolate
+from bench.common import count, data_size, isolate, p95, row
 from crustacean.config import load_config
 from crustacean.init import init_workspace
 from crustacean.llm.loop import StageRequest, build_params
@@ -66,16 +66,17 @@ def loop_overhead(turns: int, rounds: int, root: Path) -> tuple[float, float, fl
     return s, b, s - b
 
 
-def startup(rounds: int, cwd: Path) -> tuple[float, float]:
+def startup(rounds: int, cwd: Path) -> tuple[list[float], list[float]]:
+    """ms per fresh process: `crustacean paths`, and `python -c pass`."""
     exe = Path(sys.executable).parent / "crustacean"
 
-    def timed(cmd: list[str]) -> float:
+    def timed(cmd: list[str]) -> list[float]:
         times = []
         for _ in range(rounds):
             start = time.perf_counter()
             subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=os.environ.copy())
-            times.append(time.perf_counter() - start)
-        return statistics.median(times) * 1000
+            times.append((time.perf_counter() - start) * 1000)
+        return times
 
     return timed([str(exe), "paths"]), timed([sys.executable, "-c", "pass"])
 
@@ -90,7 +91,12 @@ def main() -> None:
         root = Path(tmp) / "ws"
         init_workspace(root)
         staged, bare, over = loop_overhead(args.turns, args.rounds, root)
-        cli, py = startup(max(args.rounds * 2, 10), root)
+        cli_times, py_times = startup(max(args.rounds * 2, 10), root)
+    cli, py = statistics.median(cli_times), statistics.median(py_times)
+    data_size(f"a fresh workspace; {count(args.turns, 'turn')} x {count(args.rounds, 'round')}")
+    row("run_stage, per turn", staged, None, bare, "bare SDK call, same fake server")
+    row("agent loop overhead per turn", over, note="run_stage minus the bare SDK call")
+    row("CLI start-up (`crustacean paths`)", cli, p95(cli_times), py, "`python -c pass`")
     print(
         f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {args.turns} turns x "
         f"{args.rounds} rounds\n"

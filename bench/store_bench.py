@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
-from bench.common import isolate
+from bench.common import count, data_size, isolate, row
 
 N_FILES = 20
 ONE = "memory/notes/bench.md"
@@ -112,6 +112,7 @@ def table(results: list[tuple[str, list[float], list[float]]]) -> str:
     for name, ours, base in results:
         med, bmed = statistics.median(ours), statistics.median(base)
         rows.append(f"| {name} | {med:.1f} | {_p95(ours):.1f} | {bmed:.1f} | {med / bmed:.2f}x |")
+        row(f"write_context, {name}", med, _p95(ours), bmed, "same appends, `git add` + `commit`")
     return "\n".join(rows)
 
 
@@ -128,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         ["git", "--version"], capture_output=True, text=True, check=True
     ).stdout.strip()
     results = run(args.reps)
+    data_size(f"a fresh workspace, {count(args.reps, 'timed version')} of each kind")
     print(
         f"crustacean write layer, {args.reps} runs each (after 3 warm-up runs); "
         f"{git_version}; Python {platform.python_version()}; {platform.system()} "
