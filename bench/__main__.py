@@ -1,63 +1,167 @@
-"""Run every benchmark and write `bench/RESULTS.md`.
+"""Run every benchmark, print one table of all their figures, and write it to `bench/RESULTS.md`.
 
 `python -m bench` runs each `bench/*_bench.py` at its stated size (`--quick` uses tiny data, to
-check they all run) and gathers their tables, with the machine's CPU count and Python version,
-into one markdown file. Each table carries its own baseline, measured in the same run.
+check they all run). Each bench records its figures as JSON lines (bench/common.py `row`) in the
+file named by CRUSTACEAN_BENCH_ROWS; this gathers them into ONE markdown table (figure, median,
+p95, the baseline measured in the same run, the ratio, the bench), printed and written at the top
+of the results with the date, CPU count, Python version, machine and each bench's data size.
+Below it come each bench's own output, as detail. A bench that fails gets a FAILED row, and the
+exit code is 1 once all have run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # runnable as a script too
+
+from bench.common import ROWS_ENV
+
 RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "store_bench.py": ([], ["--reps", "2"], "write_context versions against git commit"),
-    "search_bench.py": ([], ["--files", "60"], "search, re-index and ranking on 10,000 files"),
-    "context_bench.py": ([], ["--files", "60", "--rounds", "1"], "context on 10,000 memories"),
+    "search_bench.py": ([], ["--files", "60"], "search, re-index and ranking"),
+    "context_bench.py": ([], ["--files", "60", "--rounds", "1"], "context on many memories"),
     "runtime_bench.py": ([], ["--turns", "2", "--rounds", "1"], "agent loop and CLI start-up"),
-    "collect_bench.py": ([], ["--mb", "1", "--files", "2"], "collect over a 1 GB transcript set"),
+    "collect_bench.py": ([], ["--mb", "1", "--files", "2"], "collect over a big transcript set"),
     "compile_bench.py": ([], ["--files", "60"], "compile's deterministic pass, 3 years"),
+    "tick_bench.py": (
+        [],
+        ["--rounds", "1", "--runs", "2", "--messages", "8"],
+        "tick: a whole one through the fake API, and a no-op one",
+    ),
 }
 
 
-def run_one(name: str, args: list[str]) -> tuple[str, float]:
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, str(HERE / name), *args], capture_output=True, text=True, check=False
-    )
-    took = time.perf_counter() - start
+class Outcome:
+    """One bench's run: its rows, stated data size, own output, time, and failure if any."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rows: list[dict[str, Any]] = []
+        self.size = ""
+        self.output = ""
+        self.seconds = 0.0
+        self.failure = ""
+
+
+def run_one(name: str, args: list[str]) -> Outcome:
+    """Run one bench as its own process, with a fresh rows file."""
+    out = Outcome(name)
+    with tempfile.TemporaryDirectory(prefix="crustacean-bench-rows-") as tmp:
+        rows_file = Path(tmp) / "rows.jsonl"
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, str(HERE / name), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, ROWS_ENV: str(rows_file)},
+        )
+        out.seconds = time.perf_counter() - start
+        lines = rows_file.read_text("utf-8").splitlines() if rows_file.exists() else []
+    for line in lines:
+        record = json.loads(line)
+        if "size" in record:
+            out.size = record["size"]
+        else:
+            out.rows.append(record)
+    out.output = done.stdout.strip()
     if done.returncode != 0:
-        return f"FAILED (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}", took
-    return done.stdout.strip(), took
+        last = (done.stderr.strip().splitlines() or ["no error output"])[-1]
+        out.failure = f"FAILED (exit {done.returncode}): {last}"
+        out.output += f"\n\n{out.failure}\n\n```\n{done.stderr.strip()[-3000:]}\n```"
+    return out
 
 
-def main() -> None:
+def num(value: float) -> str:
+    """Three significant figures or so, without scientific notation for big values."""
+    size = abs(value)
+    if size >= 100:
+        return f"{value:,.0f}"
+    if size >= 10:
+        return f"{value:.1f}"
+    if size >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def cell(value: float | None, unit: str) -> str:
+    return "" if value is None else f"{num(value)} {unit}"
+
+
+def table(outcomes: list[Outcome]) -> str:
+    """ONE markdown table of every bench's figures; a failed bench gets a FAILED row."""
+    lines = ["| figure | median | p95 | baseline | ratio | bench |", "|---|--:|--:|---|--:|---|"]
+    for o in outcomes:
+        for r in o.rows:
+            figure = r["figure"] + (f" — {r['note']}" if r.get("note") else "")
+            base = cell(r.get("baseline"), r["unit"])
+            if base and r.get("baseline_name"):
+                base = f"{r['baseline_name']}: {base}"
+            ratio = r.get("ratio")
+            cells = [
+                figure,
+                cell(r["median"], r["unit"]),
+                cell(r.get("p95"), r["unit"]),
+                base,
+                "" if ratio is None else f"{num(ratio)}{r.get('ratio_label', 'x')}",
+                f"`{o.name}`",
+            ]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        if o.failure:
+            lines.append(f"| {o.failure.replace('|', '/')} | | | | | `{o.name}` |")
+    return "\n".join(lines)
+
+
+def header(outcomes: list[Outcome], quick: bool) -> list[str]:
+    """Date, CPUs, Python, machine, and the data each bench ran on."""
+    sizes = [f"- `{o.name}` ({o.seconds:.0f} s): {o.size or RUNS[o.name][2]}" for o in outcomes]
+    return [
+        "# Benchmark results",
+        "",
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `python -m bench"
+        f"{' --quick' if quick else ''}` on {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, {platform.system()} {platform.machine()}. Every baseline "
+        "was measured in the same run; a ratio is median / baseline unless it says otherwise.",
+        "",
+        "Data:",
+        "",
+        *sizes,
+        "",
+    ]
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny data: check they run")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()
-    parts = [
-        "# Benchmark results",
-        "",
-        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `python -m bench"
-        f"{' --quick' if args.quick else ''}` on {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}, {platform.machine()}. Every figure's baseline was measured "
-        "in the same run; ratios are figure / baseline.",
-    ]
-    for name, (full, quick, what) in RUNS.items():
-        output, took = run_one(name, quick if args.quick else full)
-        print(f"{name}: {took:.0f} s", file=sys.stderr)
-        parts += ["", f"## {what} (`bench/{name}`, {took:.0f} s)", "", output]
+    outcomes = []
+    for name, (full, quick, _what) in RUNS.items():
+        outcome = run_one(name, quick if args.quick else full)
+        status = outcome.failure or f"{len(outcome.rows)} figures"
+        print(f"{name}: {outcome.seconds:.0f} s, {status}", file=sys.stderr)
+        outcomes.append(outcome)
+    combined = table(outcomes)
+    print(combined)
+    parts = [*header(outcomes, args.quick), combined]
+    for o in outcomes:
+        parts += ["", f"## {RUNS[o.name][2]} (`bench/{o.name}`, {o.seconds:.0f} s)", "", o.output]
     args.out.write_text("\n".join(parts) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
+    return 1 if any(o.failure for o in outcomes) else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
