@@ -3,12 +3,14 @@ of what is already there."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from crustacean.config import WORKSPACE_FILE, SourceConfig, load_config, render_default_toml
 from crustacean.errors import UsageError
-from crustacean.store.changes import Change
+from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
 from crustacean.store.versions import Git, git_available
 from crustacean.workspace import LAYOUT_DIRS, PIPELINE_DOCS, STATE_DIR, SYSTEM_DIR, Workspace
@@ -57,12 +59,17 @@ def scaffold_files(daily_dir: str, sources: list[SourceConfig] | None = None) ->
 
 
 def init_workspace(
-    target: Path, daily_dir: str | None = None, *, detect: bool = True, home: Path | None = None
+    target: Path,
+    daily_dir: str | None = None,
+    *,
+    detect: bool = True,
+    home: Path | None = None,
+    sources: list[SourceConfig] | None = None,
 ) -> InitReport:
     """Create what is missing, keep what exists, and version the result.
 
     A new `crustacean.toml` lists the OpenClaw and Claude Code transcript folders found in the
-    home directory as collect's sources (`detect=False` leaves them out).
+    home directory as collect's sources (`detect=False` leaves them out), or `sources` if given.
     """
     asked = daily_dir
     daily_dir = daily_dir or "root"
@@ -94,6 +101,8 @@ def init_workspace(
         report.notes.append(
             f"Found {src.kind} transcripts in {src.path}: added as a collect source."
         )
+    if sources is not None:
+        found = sources
     changes = []
     for rel, data in scaffold_files(daily_dir, found).items():
         if (root / rel).exists():
@@ -159,3 +168,95 @@ def _ensure_repo(git: Git, root: Path, report: InitReport) -> bool:
         with exclude.open("a", encoding="utf-8") as fh:  # git's own file, not a workspace file
             fh.write(("" if current.endswith("\n") or not current else "\n") + f"{STATE_DIR}/\n")
     return new
+
+
+# ------------------------------------------------------------------------- the sample
+
+SAMPLE_SOURCES = [
+    SourceConfig(kind="openclaw", path="transcripts/openclaw/agents", name="openclaw"),
+    SourceConfig(kind="claude_code", path="transcripts/claude/projects", name="claude-code"),
+]
+SAMPLE_NEXT_STEPS = (
+    "See what the pipeline would do and cost, with no model call: crustacean tick --plan",
+    "Look around: crustacean status, crustacean search garden, crustacean context --for main",
+    "With ANTHROPIC_API_KEY set, run one stage for real: crustacean collect (then curate, "
+    "compile, calibrate); crustacean history shows every version and rollback undoes one.",
+)
+_DAY = re.compile(r"\{\{DAY-(\d+)\}\}")
+_AGO = re.compile(r"\{\{AGO (\d+)h(\d+)m\}\}")
+
+
+def render_sample(text: str, today: date, now: datetime) -> str:
+    """Dates in the sample are relative, so it always looks a few days old: `{{DAY-N}}` is the
+    date N days before today, `{{AGO 30h05m}}` a UTC transcript time that long before now."""
+
+    def ago(m: re.Match[str]) -> str:
+        moment = now.astimezone(UTC) - timedelta(hours=int(m[1]), minutes=int(m[2]))
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    text = _DAY.sub(lambda m: (today - timedelta(days=int(m[1]))).isoformat(), text)
+    return _AGO.sub(ago, text)
+
+
+def sample_files(today: date, now: datetime) -> dict[str, bytes]:
+    """The sample's files by workspace path: its memories, and its transcripts under
+    `transcripts/` (the sample's configured collect sources)."""
+    root = _data_dir("templates") / "sample"
+    files: dict[str, bytes] = {}
+    for part, prefix in (("workspace", ""), ("transcripts", "transcripts/")):
+        base = root / part
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and path.name != ".gitkeep":
+                rel = render_sample(prefix + path.relative_to(base).as_posix(), today, now)
+                files[rel] = render_sample(path.read_text("utf-8"), today, now).encode()
+    return files
+
+
+def _sample_group(path: str) -> str:
+    """Sample files are committed in a few versions, so `history` has something to show."""
+    if path.startswith("transcripts/"):
+        return "transcripts the sample's collect reads"
+    if path.startswith(("memory/contacts/", "memory/lessons/")):
+        return "contacts and lessons"
+    if path.startswith(("knowledge/", "archive/")):
+        return "knowledge and an earlier digest"
+    if path.startswith("memory/") and not path.startswith("memory/."):
+        return "daily logs, reminders and goals"
+    return "working memory and the user"
+
+
+def init_sample(target: Path, now: datetime | None = None) -> InitReport:
+    """A demo workspace with a few weeks of memory and two days of transcripts to collect.
+
+    It goes into a new or empty folder only: a sample mixed into a real workspace would be
+    memory the user never wrote."""
+    root = target.expanduser().resolve()
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise UsageError(
+            f"{root} is not an empty folder; --sample makes a new demo workspace, so give a "
+            "folder that does not exist yet (e.g. `crustacean init --sample crustacean-sample`)."
+        )
+    report = init_workspace(root, detect=False, sources=SAMPLE_SOURCES)
+    ws = Workspace(root, load_config(root))
+    now = now or datetime.now(UTC)
+    groups: dict[str, list[Change]] = {}
+    for rel, data in sample_files(ws.today(now), now).items():
+        current = (root / rel).read_bytes() if (root / rel).is_file() else None
+        change = (
+            Change(rel, "create", content=data)
+            if current is None
+            else Change(rel, "overwrite", content=data, expected_sha256=sha256_hex(current))
+        )
+        groups.setdefault(_sample_group(rel), []).append(change)
+    store = Store(ws)
+    for what, changes in groups.items():
+        written = store.write_context(
+            changes, actor="user", message=f"sample: {what}", max_files=len(changes)
+        )
+        report.created += [f for f in written.files if f not in report.created]
+        report.version = written.version or report.version
+    report.notes.append(
+        "This is a sample: its memories and transcripts are made up. Delete the folder when done."
+    )
+    report.next_steps = SAMPLE_NEXT_STEPS
+    return report

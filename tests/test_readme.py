@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,8 @@ def _blocks(lang: str) -> list[str]:
 
 def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        env.pop(var, None)
     return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
         cwd=cwd,
@@ -31,12 +34,18 @@ def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_main_job_command_runs(tmp_path: Path) -> None:
-    """The first set-up command, after its install step (tests/test_wheel.py covers that)."""
+    """The first set-up command, after its install step (tests/test_wheel.py and
+    tests/test_install_tools.py cover installing): the quickstart, with no key."""
     first = _blocks("sh")[0].strip()
     assert first.startswith(INSTALL)
-    done = _run(first.removeprefix(INSTALL).replace(".venv/bin/", ""), tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "demo/MEMORY.md").is_file() and "memory.write" in done.stdout
+    shutil.copy(REPO / "quickstart.sh", tmp_path)
+    done = _run(first.removeprefix(INSTALL), tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "==> tick --plan" in out and "Nothing was run or written." in out
+    for stage in ("collect", "curate", "compile", "calibrate"):
+        assert re.search(rf"^{stage}: .*~\$\d", out, flags=re.M), stage
+    assert (tmp_path / "crustacean-sample/MEMORY.md").is_file()
 
 
 def test_the_test_command_is_what_ci_runs() -> None:

@@ -34,11 +34,25 @@ def init(
             "--no-detect", help="Don't add ~/.openclaw or ~/.claude transcripts as collect sources."
         ),
     ] = False,
+    sample: Annotated[
+        bool,
+        typer.Option(
+            "--sample",
+            help="Make a demo workspace in a new folder: a few weeks of made-up memory, and two "
+            "days of OpenClaw and Claude Code transcripts as its collect sources.",
+        ),
+    ] = False,
 ) -> None:
     """Create a workspace, or adopt an existing one without changing any file it has."""
-    from crustacean.init import init_workspace
+    from crustacean.errors import UsageError
+    from crustacean.init import init_sample, init_workspace
 
-    report = init_workspace(directory, daily_dir, detect=not no_detect)
+    if sample and daily_dir:
+        raise UsageError("--sample uses the default daily-log layout; drop --daily-dir.")
+    if sample:
+        report = init_sample(directory)
+    else:
+        report = init_workspace(directory, daily_dir, detect=not no_detect)
     table = Table(title=f"Workspace {report.root}", show_edge=False)
     table.add_column("path")
     table.add_column("status")
@@ -46,8 +60,10 @@ def init(
         table.add_row(path, "created")
     for path in report.kept if verbose else []:
         table.add_row(path, "kept")
-    if report.created or verbose:
+    if (report.created and not sample) or verbose:
         console.print(table)
+    if sample:
+        console.print(f"Sample workspace {report.root}", markup=False)
     console.print(
         f"{len(report.created)} created, {len(report.kept)} kept as they were"
         + (f"; version {report.version[:12]}" if report.version else "")
