@@ -38,6 +38,10 @@ def test_wheel_carries_data_and_init_works_from_it(tmp_path: Path) -> None:
         assert f"crustacean/_data/pipeline/{doc}.md" in names
     assert "crustacean/_data/templates/workspace/MEMORY.md" in names
     assert "crustacean/_data/templates/workspace/memory/README.md" in names
+    assert "crustacean/_data/templates/sample/workspace/MEMORY.md" in names
+    assert any(
+        n.startswith("crustacean/_data/templates/sample/transcripts/openclaw/") for n in names
+    )
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
@@ -72,3 +76,11 @@ def test_wheel_carries_data_and_init_works_from_it(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert str(venv) in where and "_data/pipeline" in where
+    sample = subprocess.run(
+        [str(exe), "init", "--sample", str(work / "sample")],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    assert sample.returncode == 0, sample.stderr
+    assert len(list((work / "sample/transcripts").rglob("*.jsonl"))) >= 4
