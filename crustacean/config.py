@@ -291,6 +291,19 @@ CHECKS: dict[str, Callable[[Any], str | None]] = {
     "required": lambda v: None if v else "a non-empty string",
 }
 
+# What each check allows, in words, for docs/configuration.md (docs/generate.py); a new check
+# needs its line here, or the generator stops.
+CHECK_DOCS: dict[str, str] = {
+    "cron": "a 5-field cron expression (minute hour day month weekday)",
+    "tz": 'an IANA time zone such as "Europe/Berlin", or "" for the system zone',
+    "pos": "an integer of at least 1",
+    "nonneg": "an integer of at least 0",
+    "posf": "a number greater than 0",
+    "nonnegf": "a number of at least 0",
+    "fraction": "a number from 0 to 1",
+    "required": "required: a non-empty string",
+}
+
 
 def coerce(tp: Any, value: Any, check: str | None) -> tuple[Any, str | None]:
     """Validate one value against its type; return (value, None) or (None, what was expected)."""
@@ -438,7 +451,9 @@ def read_toml_layer(name: str, path: Path) -> Layer:
     except FileNotFoundError:
         return Layer(name, str(path), {})
     except OSError as e:
-        raise ConfigError(f"{path}: cannot read config file ({e.strerror}).") from None
+        raise ConfigError(
+            f"{path}: cannot read config file ({e.strerror}); fix its permissions or move it aside."
+        ) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -485,7 +500,10 @@ def merge(layers: list[Layer]) -> LoadedConfig:
     locked = frozenset(org.values.get("governance.locked", [])) if org else frozenset()
     unknown = sorted(k for k in locked if k not in SCHEMA)
     if unknown and org:
-        raise ConfigError(f"{org.source}: governance.locked names unknown key '{unknown[0]}'.")
+        raise ConfigError(
+            f"{org.source}: governance.locked names unknown key '{unknown[0]}'; fix or remove it "
+            "(`crustacean config show` lists the keys)."
+        )
     values = {k: spec.default for k, spec in SCHEMA.items()}
     origins = dict.fromkeys(SCHEMA, "default")
     warnings: list[str] = []

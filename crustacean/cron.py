@@ -72,7 +72,10 @@ def _root(ws: Workspace | Path) -> Path:
     path = ws.root if isinstance(ws, Workspace) else Path(ws)
     path = path.expanduser().absolute()
     if "\n" in str(path) or "\r" in str(path):
-        raise UsageError(f"{path!r}: a workspace path with a line break cannot go into a crontab.")
+        raise UsageError(
+            f"{path!r}: a workspace path with a line break cannot go into a crontab; "
+            "move the workspace to a path without one."
+        )
     return path
 
 
@@ -153,7 +156,7 @@ def validate_schedule(expr: str, where: str) -> str:
     if len(expr.split()) != 5 or "%" in expr or not croniter.is_valid(expr):
         raise ConfigError(
             f"{where} = {expr!r} is not a valid 5-field cron expression "
-            "(minute hour day month weekday); fix it with `crustacean config set`."
+            "(minute hour day month weekday, no `%`); fix it in crustacean.toml."
         )
     return expr
 
@@ -198,7 +201,10 @@ def cron_lines(
     if not per_stage:
         return [f"{every_schedule(every)} {command(ws, ['tick'], python)}"]
     if not stages:
-        raise UsageError("no stage is enabled (stages.<name>.enabled); nothing to schedule.")
+        raise UsageError(
+            "no stage is enabled, so there is nothing to schedule; set "
+            "stages.<name>.enabled = true in crustacean.toml."
+        )
     return [f"{expr} {command(ws, [name], python)}" for name, expr in stages]
 
 
@@ -240,7 +246,9 @@ def read_crontab(crontab_file: Path | None) -> str:
         except FileNotFoundError:
             return ""
         except OSError as e:
-            raise CronError(f"{crontab_file}: cannot read it ({e.strerror}).") from None
+            raise CronError(
+                f"{crontab_file}: cannot read it ({e.strerror}); check its path and permissions."
+            ) from None
     program = crontab_program()
     if program is None:
         raise CronError(f"no `crontab` program; {CRON_HINT}, or pass --crontab-file PATH.")
@@ -248,7 +256,10 @@ def read_crontab(crontab_file: Path | None) -> str:
     if done.returncode != 0:
         if b"no crontab" in done.stderr.lower():
             return ""
-        raise CronError(f"`crontab -l` failed: {_stderr(done)}")
+        raise CronError(
+            f"`crontab -l` failed: {_stderr(done)}. Fix what it says, or pass --crontab-file PATH "
+            "to use a file instead."
+        )
     return done.stdout.decode("utf-8", "surrogateescape")
 
 
@@ -259,18 +270,26 @@ def write_crontab(crontab_file: Path | None, text: str) -> None:
         try:
             Path(crontab_file).write_bytes(data)
         except OSError as e:
-            raise CronError(f"{crontab_file}: cannot write it ({e.strerror}).") from None
+            raise CronError(
+                f"{crontab_file}: cannot write it ({e.strerror}); check that its folder exists "
+                "and is writable."
+            ) from None
         return
     program = crontab_program()
     if program is None:
         raise CronError(f"no `crontab` program; {CRON_HINT}.")
     done = subprocess.run([program, "-"], input=data, capture_output=True, check=False)
     if done.returncode != 0:
-        raise CronError(f"`crontab -` refused the new crontab: {_stderr(done)}")
+        raise CronError(
+            f"`crontab -` refused the new crontab: {_stderr(done)}. Your crontab is unchanged; "
+            "check it with `crontab -l`, or pass --crontab-file PATH."
+        )
 
 
 def _stderr(done: subprocess.CompletedProcess[bytes]) -> str:
-    return done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+    """The program's complaint on one line, so the error stays short."""
+    lines = done.stderr.decode("utf-8", "replace").split("\n")
+    return " / ".join(x.strip() for x in lines if x.strip()) or f"exit {done.returncode}"
 
 
 def target_name(crontab_file: Path | None) -> str:

@@ -84,7 +84,10 @@ def find_workspace(
 def _checked(path: Path, via: str) -> Path:
     path = path.expanduser().resolve()
     if not path.is_dir():
-        raise WorkspaceNotFoundError(f"{via} names {path}, which is not a folder.")
+        raise WorkspaceNotFoundError(
+            f"{via} names {path}, which is not a folder; give a workspace folder, "
+            f"or run `crustacean init {path}` to make one."
+        )
     if not (path / WORKSPACE_FILE).is_file():
         raise WorkspaceNotFoundError(
             f"{via} names {path}, which is not a crustacean workspace (no {WORKSPACE_FILE}). "

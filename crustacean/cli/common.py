@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from crustacean.errors import CrustaceanError
+from crustacean.errors import EXIT_USAGE, CrustaceanError
 from crustacean.workspace import Workspace, open_workspace
 
 console = Console(highlight=False)
@@ -48,11 +48,38 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+def usage_failure(e: typer.TyperException) -> typer.Exit:
+    """A usage error (unknown command or option, missing argument, bad value) in two lines.
+
+    typer's own rendering is a five-line rich panel; ours matches every other error: what was
+    wrong, then the command's usage and where its help is.
+    """
+    if type(e).__name__ == "NoArgsIsHelpError":  # the help is printed already; keep typer's exit
+        raise e
+    err_console.print(f"Error: {e.format_message()}", markup=False, soft_wrap=True)
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None:
+        usage = " ".join(ctx.get_usage().split())
+        help_ = f"{ctx.command_path} {ctx.help_option_names[0]}"
+        err_console.print(f"{usage}; see `{help_}`.", markup=False, soft_wrap=True)
+    return typer.Exit(getattr(e, "exit_code", EXIT_USAGE))
+
+
 class CrustaceanGroup(TyperGroup):
-    """Translates `CrustaceanError` into `Error: …` on stderr and its exit code, once."""
+    """Translates `CrustaceanError` into `Error: …` on stderr and its exit code, once, and
+    typer's usage errors into the same short form."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        """Parse errors of the root options happen here, before `invoke`."""
+        try:
+            return super().make_context(*args, **kwargs)
+        except typer.TyperException as e:
+            raise usage_failure(e) from None
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except CrustaceanError as e:
             raise fail(str(e), e.exit_code) from None
+        except typer.TyperException as e:
+            raise usage_failure(e) from None

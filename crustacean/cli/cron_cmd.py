@@ -102,11 +102,14 @@ def _check_flags(
     if (systemd or openclaw) and crontab_file is not None:
         raise UsageError("--crontab-file is for cron only; drop it with --systemd or --openclaw.")
     if unit_dir is not None and not systemd:
-        raise UsageError("--unit-dir goes with --systemd.")
+        raise UsageError("--unit-dir goes with --systemd; add --systemd or drop --unit-dir.")
     if per_stage and systemd:
         raise UsageError("--systemd installs one `tick` timer; drop --per-stage.")
     if every is not None and (per_stage or openclaw):
-        raise UsageError("--every sets the `tick` interval; --per-stage/--openclaw use schedules.")
+        raise UsageError(
+            "--every sets the `tick` interval; --per-stage and --openclaw use each stage's "
+            "stages.<name>.schedule instead. Drop --every."
+        )
 
 
 def _install_cron(ws: Workspace, per_stage: bool, every: int, crontab_file: Path | None) -> None:
@@ -176,7 +179,7 @@ def remove_cmd(
 ) -> None:
     """Remove only this workspace's block (or units); everything else stays byte-identical."""
     if unit_dir is not None and not systemd:
-        raise UsageError("--unit-dir goes with --systemd.")
+        raise UsageError("--unit-dir goes with --systemd; add --systemd or drop --unit-dir.")
     ws = state(ctx).open()
     if systemd:
         _remove_systemd(ws, unit_dir)

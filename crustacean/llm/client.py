@@ -124,7 +124,10 @@ class ModelClient:
         if isinstance(e, sdk.AuthenticationError):
             text = f"the API key was rejected (401; key from {self.creds.source}); set a valid one."
         elif isinstance(e, sdk.PermissionDeniedError):
-            text = "the API key may not use this model or endpoint (403)."
+            text = (
+                f"the API key may not use model {model!r} or this endpoint (403); set {tier_key} "
+                "to a model your key may use, or use another key."
+            )
         elif isinstance(e, sdk.NotFoundError):
             text = (
                 f"model {model!r} was not found (404); set {tier_key} in crustacean.toml to "
@@ -143,7 +146,10 @@ class ModelClient:
         elif isinstance(e, sdk.APIStatusError):
             text = _status_text(e, after)
         else:
-            text = f"the model call failed: {type(e).__name__}"
+            text = (
+                f"the model call failed: {type(e).__name__}; try again, and run "
+                "`crustacean doctor --ping` to check the API."
+            )
         return redact(text.replace(self.creds.key, "***"))
 
 
@@ -156,4 +162,7 @@ def _status_text(e: Any, after: str) -> str:
     if isinstance(status, int) and status >= 500:
         return f"the API failed ({status}){after}; try again later."
     message = getattr(e, "message", "") or ""
-    return f"the API refused the request ({status}): {message[:200]}"
+    return (
+        f"the API refused the request ({status}): {message[:200]}. "
+        "Check llm.base_url and the models.* ids."
+    )

@@ -183,7 +183,10 @@ class ToolExecutor:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
             raise ToolInputError("limit must be an integer from 1 to 50.")
         if self.search is None:
-            raise ToolInputError("search_memory is not available in this run.")
+            raise ToolInputError(
+                "search_memory is not available in this run; use list_context_files and "
+                "read_context_file instead."
+            )
         return ToolOutcome(json.dumps(self.search(query, limit)), False)
 
     def _write_context(self, inp: dict[str, Any]) -> ToolOutcome:

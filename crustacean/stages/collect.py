@@ -118,7 +118,12 @@ def select_sources(sources: list[SourceConfig], name: str | None) -> list[Source
         return sources
     chosen = [s for s in sources if name in (s.name, s.kind, s.path)]
     if not chosen:
-        known = ", ".join(s.name or s.kind for s in sources) or "none configured"
+        if not sources:
+            raise UsageError(
+                f"no source named {name!r}: no sources are configured; add a [[sources]] "
+                "table (kind, path) to crustacean.toml, or drop --source."
+            )
+        known = ", ".join(s.name or s.kind for s in sources)
         raise UsageError(f"no source named {name!r}; sources: {known}.")
     return chosen
 

@@ -162,7 +162,7 @@ class Store:
         except FileNotFoundError:
             return None
         except IsADirectoryError:
-            raise WriteError(f"{path} is a folder, not a file.") from None
+            raise WriteError(f"{path} is a folder, not a file; name a file inside it.") from None
         except OSError as e:  # a symlink loop, a permission problem: refuse, never crash
             raise WriteError(f"{path} cannot be read ({e.strerror}); fix or remove it.") from None
 
@@ -174,7 +174,9 @@ class Store:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise WriteError(f"{rel} is not UTF-8 text, so it cannot be read as memory.") from None
+            raise WriteError(
+                f"{rel} is not UTF-8 text, so it cannot be read as memory; save it as UTF-8 first."
+            ) from None
         return FileContent(rel, text, sha256_hex(data))
 
     # ------------------------------------------------------------ planning
@@ -232,7 +234,7 @@ class Store:
             return plan.after[path]
         if path not in plan.before:
             if (self.root / path).is_dir():
-                raise WriteError(f"{path} is a folder, not a file.")
+                raise WriteError(f"{path} is a folder, not a file; name a file inside it.")
             plan.before[path] = self.read_bytes(path)
         return plan.before[path]
 
@@ -356,8 +358,8 @@ class Store:
             found = find_secrets(ch.added_text().decode("utf-8", "replace"))
             if found:
                 raise SecretError(
-                    f"refused: the content for {ch.path} looks like a {found[0].kind} "
-                    f"(line {found[0].line}). Never write credentials to memory; remove it."
+                    f"refused: line {found[0].line} of the content for {ch.path} looks like a "
+                    f"credential ({found[0].kind}). Never write credentials to memory; remove it."
                 )
 
     # ------------------------------------------------------------ writing

@@ -32,10 +32,14 @@ def jail(root: Path, raw: object) -> str:
     if ".." in parts:
         raise PathError(f"path {raw!r} uses '..'; paths must stay inside the workspace.")
     if not parts:
-        raise PathError(f"path {raw!r} names the workspace root, not a file.")
+        raise PathError(
+            f"path {raw!r} names the workspace root; give a file path such as notes.md."
+        )
     for part in parts:
         if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-            raise PathError(f"a name in {raw!r} is longer than {MAX_NAME_BYTES} bytes.")
+            raise PathError(
+                f"a name in {raw!r} is longer than {MAX_NAME_BYTES} bytes; use a shorter name."
+            )
     _refuse_protected(parts, raw)
     rel = "/".join(parts)
     return _follow_links(root, rel, raw)
@@ -47,7 +51,10 @@ def _has_drive(text: str) -> bool:
 
 def _refuse_protected(parts: list[str], raw: str) -> None:
     if parts[0] in PROTECTED_TOP:
-        raise PathError(f"path {raw!r} is inside {parts[0]}/, which crustacean never writes.")
+        raise PathError(
+            f"path {raw!r} is inside {parts[0]}/, which crustacean never writes; "
+            "choose a path outside it."
+        )
     if any(_is_git_name(p) for p in parts):
         raise PathError(
             f"path {raw!r} has a .git folder in it; git refuses to version such paths, so "
@@ -74,6 +81,8 @@ def _follow_links(root: Path, rel: str, raw: str) -> str:
             f"path {raw!r} leads outside the workspace through a symlink; write the real file."
         ) from None
     if resolved == ".":
-        raise PathError(f"path {raw!r} names the workspace root, not a file.")
+        raise PathError(
+            f"path {raw!r} names the workspace root; give a file path such as notes.md."
+        )
     _refuse_protected(resolved.split("/"), raw)
     return resolved

@@ -68,7 +68,10 @@ class Git:
         )
         if check and proc.returncode != 0:
             detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise VersionError(f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}")
+            raise VersionError(
+                f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}. "
+                "Run `git status` in the workspace to see why."
+            )
         return proc
 
     def out(self, *args: str, **kw: object) -> str:

@@ -97,7 +97,8 @@ def check(ws: Workspace, fake: Any, before: dict[str, str]) -> None:
     texts = [r["content"] for r in replies]
     assert all(r["is_error"] for i, r in enumerate(replies) if i != 1), texts
     assert "Queued for review as proposal" in texts[1]  # SOUL.md: at most a proposal
-    assert "looks like a Anthropic API key" in texts[3] and GUESS not in json.dumps(texts)
+    assert "looks like a credential (Anthropic API key)" in texts[3]
+    assert GUESS not in json.dumps(texts)
 
 
 def test_a_daily_entry_cannot_make_curate_destroy_or_leak(ws: Workspace, fake_api: Any) -> None:
