@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -343,6 +344,36 @@ def test_since_filters_and_source_selects(setup: dict[str, Any]) -> None:
     assert result.new_messages == 2 and result.files_scanned == 1
     later = run(s, since=datetime(2026, 12, 1, tzinfo=UTC))
     assert later.new_messages == 0
+
+
+def test_since_backfills_what_the_default_window_passed_by(setup: dict[str, Any]) -> None:
+    """A first run's two-day window moves the cursors past old lines; `--since` reads them."""
+    s, fake = setup, setup["fake"]
+    with s["oc"].open("a") as fh:
+        fh.write(oc_line(3, "user", "an old note", ts="2026-11-01T09:0{}:00.000Z"))
+    fake.enqueue(notes())
+    first = run(s)
+    assert first.new_messages == 4  # the old line is outside the window
+    fake.enqueue(notes())
+    back = run(s, since=datetime(2026, 10, 30, tzinfo=UTC))
+    assert back.new_messages == 1 and len(fake.messages()) == 2
+    assert "an old note" in json.dumps(fake.messages()[-1].body)
+    assert run(s, since=datetime(2026, 10, 30, tzinfo=UTC)).new_messages == 0  # never twice
+
+
+def test_a_wildcard_source_path_covers_every_folder_it_matches(
+    setup: dict[str, Any], tmp_path: Path
+) -> None:
+    from crustacean.config import SourceConfig
+    from crustacean.sources import discover
+
+    other = tmp_path / "openclaw/agents/coach/sessions"
+    other.mkdir(parents=True)
+    shutil.copy(s_oc := setup["oc"], other / "sess-b.jsonl")
+    pattern = SourceConfig(kind="openclaw", path=str(tmp_path / "openclaw/agents/*/sessions"))
+    assert [p for p, _ in discover(pattern)] == [other / "sess-b.jsonl", s_oc]
+    none = SourceConfig(kind="openclaw", path=str(tmp_path / "nowhere/*/sessions"))
+    assert discover(none) == []
 
 
 def test_cli_collect(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:

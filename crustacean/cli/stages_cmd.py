@@ -37,7 +37,12 @@ def collect(
     plan: PlanOnly = False,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Only messages at or after this ISO time (default: 2 days)."),
+        typer.Option(
+            "--since",
+            help="Only messages at or after this ISO time (default: the last 2 days). Reads "
+            "every transcript from its start, so it can backfill what earlier runs passed by; "
+            "nothing already collected is collected again.",
+        ),
     ] = None,
     source: Annotated[
         str | None, typer.Option("--source", help="Only the source with this name, kind or path.")

@@ -9,8 +9,11 @@ the tree has any: pointed at `~/.openclaw` or `~/.claude`, it then skips cron ru
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -19,6 +22,7 @@ import pathspec
 from crustacean.config import SourceConfig
 from crustacean.sources.base import decode_json_line, head_lines
 
+_WILDCARD = re.compile(r"[*?\[]")
 TRANSCRIPT_GLOBS = ("**/*.jsonl", "**/*.jsonl.reset.*")
 DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
     "openclaw": TRANSCRIPT_GLOBS,
@@ -58,6 +62,13 @@ def discover(
     left out (they are looked at again next run, when they may have content).
     """
     root = expand(source.path, home, base)
+    if _WILDCARD.search(str(root)):  # `~/.openclaw/agents/*/sessions`: every folder it matches
+        found = {
+            hit
+            for match in sorted(glob.glob(str(root)))
+            for hit in discover(replace(source, path=match), home, base)
+        }
+        return sorted(found)
     if root.is_file():
         kind = detect_kind(root) if source.kind == "auto" else source.kind
         return [(root, kind)] if kind != "unknown" else []

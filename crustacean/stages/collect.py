@@ -128,10 +128,19 @@ def select_sources(sources: list[SourceConfig], name: str | None) -> list[Source
     return chosen
 
 
-def gather(ws: Workspace, db: StateDB, since: datetime, source: str | None = None) -> Intake:
-    """Read every configured source from its cursor; keep new, uncollected, recent messages."""
+def gather(
+    ws: Workspace,
+    db: StateDB,
+    since: datetime,
+    source: str | None = None,
+    rescan: bool = False,
+) -> Intake:
+    """Read every configured source from its cursor; keep new, uncollected, recent messages.
+
+    `rescan` (an explicit `--since`) reads every file from its start, since a cursor also moved
+    past lines that were too old for an earlier run's window; ids keep anything from repeating."""
     intake = Intake()
-    cursors = load_cursors(db)
+    cursors = {} if rescan else load_cursors(db)
     seen = collected_ids(db)
     for src in select_sources(ws.settings.sources, source):
         found = discover(src, base=ws.root)
@@ -457,11 +466,11 @@ def collect(
     floor = since or now - LOOKBACK
     if plan:
         with open_state(ws) as db:
-            intake = gather(ws, db, floor, source)
+            intake = gather(ws, db, floor, source, rescan=since is not None)
         return _plan(ws, intake, now)
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec, open_state(ws) as db:
         recovered = [] if dry_run else recover_batches(ws, db, now)
-        intake = gather(ws, db, floor, source)
+        intake = gather(ws, db, floor, source, rescan=since is not None)
         result = CollectResult(
             None,
             len(intake.files),
