@@ -21,7 +21,7 @@ from pathlib import Path
 
 from crustacean.config import CONFIG_DIR_ENV, user_config_dir
 from crustacean.errors import ConfigError, CrustaceanError, UsageError
-from crustacean.llm.client import KEY_ENV, default_env_file
+from crustacean.llm.client import KEY_ENV, env_file_path
 from crustacean.workspace import Workspace
 
 STAGES = ("collect", "curate", "compile", "calibrate")
@@ -213,8 +213,7 @@ def cron_lines(
 
 def env_file_for(ws: Workspace) -> Path:
     """The env file scheduled runs read: `llm.env_file`, else the default one."""
-    configured = ws.settings.llm.env_file
-    return Path(configured).expanduser() if configured else default_env_file()
+    return env_file_path(ws.settings)
 
 
 def ensure_env_file(path: Path) -> bool:

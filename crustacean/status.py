@@ -218,15 +218,24 @@ def doctor(
 
 
 def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
-    from crustacean.llm.client import KEY_ENV, default_env_file, read_env_file
-
-    file = (
-        Path(ws.settings.llm.env_file).expanduser()
-        if ws.settings.llm.env_file
-        else (default_env_file(env))
+    from crustacean.errors import ConfigError
+    from crustacean.llm.client import (
+        KEY_ENV,
+        TOKEN_ENV,
+        URL_ENV,
+        env_file_path,
+        resolve_credentials,
     )
-    if read_env_file(file).get(KEY_ENV) or ws.settings.llm.base_url:
-        return Finding("api key for cron", "ok", f"{file} holds {KEY_ENV}")
+
+    file = env_file_path(ws.settings, env)
+    shell_only = (KEY_ENV, TOKEN_ENV, URL_ENV)
+    cron_env = {k: v for k, v in env.items() if k not in shell_only}
+    try:  # what a cron run would find: the env file and config, not this shell's variables
+        creds = resolve_credentials(ws.settings, cron_env)
+    except ConfigError:
+        creds = None
+    if creds is not None:
+        return Finding("api key for cron", "ok", f"a run under cron uses {creds.source}")
     if env.get(KEY_ENV):
         return Finding(
             "api key for cron",
@@ -384,35 +393,74 @@ def _openclaw(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
     )
     if config is None:
         return [Finding("openclaw", "ok", "no OpenClaw config found; nothing to coordinate")]
+    import json5  # OpenClaw's config is JSON5: comments and trailing commas are normal
+
     try:
-        data = json.loads(config.read_text("utf-8"))
+        data = json5.loads(config.read_text("utf-8"))
     except (OSError, ValueError) as e:
-        return [Finding("openclaw", "warn", f"{config} is not readable JSON ({e})")]
-    search = _dig(data, "agents", "defaults", "memorySearch") or _dig(data, "memorySearch") or {}
-    extra = [str(p) for p in (search.get("extraPaths") or [])]
-    knowledge = str(ws.root / "knowledge")
-    out = [
-        Finding("openclaw memorySearch", "ok", "knowledge/ is indexed")
-        if any(p.rstrip("/") in (knowledge, "knowledge") for p in extra)
-        else Finding(
-            "openclaw memorySearch",
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return [
+            Finding(
+                "openclaw",
+                "warn",
+                f"{config} could not be read as JSON5 ({first})",
+                "fix the file (`openclaw doctor` checks it), then run `crustacean doctor` again",
+            )
+        ]
+    return [_memory_search(ws, data, config, home), *_dreaming(data)]
+
+
+def _memory_search(ws: Workspace, data: Any, config: Path, home: Path) -> Finding:
+    """knowledge/ is indexed if any extraPaths entry (defaults or any agent) resolves to it, the
+    way OpenClaw resolves them: `~` is home, a relative path is inside the agent's workspace."""
+    agents = _dig(data, "agents") or {}
+    default_ws = _dig(agents, "defaults", "workspace") or str(home / ".openclaw/workspace")
+    scopes = [(_dig(agents, "defaults", "memorySearch"), default_ws)]
+    scopes.append((_dig(data, "memorySearch"), default_ws))
+    for agent in _dig(agents, "list") or []:
+        if isinstance(agent, dict):
+            scopes.append((agent.get("memorySearch"), agent.get("workspace") or default_ws))
+    knowledge = (ws.root / "knowledge").resolve()
+    for search, base in scopes:
+        extra = search.get("extraPaths") if isinstance(search, dict) else None
+        for entry in extra if isinstance(extra, list) else []:
+            path = _home_path(str(entry), home)
+            if not path.is_absolute():
+                path = _home_path(str(base), home) / path
+            if path.resolve() == knowledge:
+                return Finding("openclaw memorySearch", "ok", "knowledge/ is indexed")
+    return Finding(
+        "openclaw memorySearch",
+        "warn",
+        "knowledge/ is not in memorySearch.extraPaths, so OpenClaw's memory_search cannot find it",
+        f"add {ws.root / 'knowledge'} to agents.defaults.memorySearch.extraPaths in {config}",
+    )
+
+
+def _home_path(text: str, home: Path) -> Path:
+    """`~` is the home doctor was given (tests, another user), not necessarily this process's."""
+    if text == "~" or text.startswith("~/"):
+        return home / text[2:]
+    return Path(os.path.expandvars(text))
+
+
+def _dreaming(data: Any) -> list[Finding]:
+    """Dreaming rewrites MEMORY.md too. On unless the config turns it (or memory-core) off."""
+    core = _dig(data, "plugins", "entries", "memory-core")
+    dreaming = _dig(core, "config", "dreaming")
+    if isinstance(core, dict) and core.get("enabled") is False:
+        return []
+    if isinstance(dreaming, dict) and dreaming.get("enabled") is False:
+        return []
+    return [
+        Finding(
+            "openclaw dreaming",
             "warn",
-            "knowledge/ is not in memorySearch.extraPaths, "
-            "so OpenClaw's memory_search cannot find it",
-            f"add {knowledge} to memorySearch.extraPaths in {config}",
+            "OpenClaw's dreaming may be on; it also rewrites MEMORY.md",
+            "set plugins.entries.memory-core.config.dreaming.enabled to false, or schedule "
+            "it apart from curate and compile",
         )
     ]
-    dreaming = _dig(data, "plugins", "memory-core", "dreaming") or _dig(data, "dreaming") or {}
-    if not isinstance(dreaming, dict) or dreaming.get("enabled", True):
-        out.append(
-            Finding(
-                "openclaw dreaming",
-                "warn",
-                "OpenClaw's dreaming may be on; it also rewrites MEMORY.md",
-                "disable it, or schedule it apart from curate and compile",
-            )
-        )
-    return out
 
 
 def _dig(data: Any, *keys: str) -> Any:

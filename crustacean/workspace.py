@@ -160,10 +160,14 @@ def open_workspace(
 
 
 def locations(
-    explicit: Path | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
+    explicit: Path | None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    overrides: list[str] | None = None,
 ) -> list[tuple[str, str]]:
     """Every place crustacean reads or writes, for `crustacean paths`."""
-    from crustacean.config import ORG_ENV, user_config_file
+    from crustacean.config import ORG_ENV, load_config, user_config_file
+    from crustacean.llm.client import default_env_file, env_file_path
 
     env = os.environ if env is None else env
     try:
@@ -173,7 +177,9 @@ def locations(
             raise
         root = None
     rows = [("workspace", str(root) if root else "(none here; run `crustacean init`)")]
+    env_file = default_env_file(env)
     if root:
+        env_file = env_file_path(load_config(root, env, overrides).settings, env)
         state = root / STATE_DIR
         rows += [
             ("workspace config", str(root / WORKSPACE_FILE)),
@@ -184,7 +190,7 @@ def locations(
         ]
     rows += [
         ("user config", str(user_config_file(env))),
-        ("env file (API key)", str(user_config_file(env).with_name("env"))),
+        ("env file (API key)", str(env_file)),
         ("org config", env.get(ORG_ENV) or f"(not set; ${ORG_ENV})"),
         ("packaged pipeline docs", str(data_dir("pipeline"))),
     ]

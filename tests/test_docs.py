@@ -307,12 +307,6 @@ def test_the_dreaming_snippet_turns_dreaming_off() -> None:
     assert config["plugins"]["entries"]["memory-core"]["config"]["dreaming"] == {"enabled": False}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="doctor reads dreaming from plugins.memory-core.dreaming, not OpenClaw's "
-    "plugins.entries.memory-core.config.dreaming; docs/openclaw.md says so. When this passes, "
-    "drop that note from the guide and this mark.",
-)
 def test_doctor_sees_dreaming_turned_off(tmp_path: Path) -> None:
     (config,) = _json_with("plugins", "entries", "memory-core", "config", "dreaming")
     box = _sandbox_with(tmp_path, ".openclaw/workspace")

@@ -305,6 +305,16 @@ def test_key_from_the_env_file(ws: Workspace, tmp_path: Path) -> None:
     assert creds.key == KEY and creds.source == str(envfile)
 
 
+def test_an_auth_token_is_sent_as_a_bearer_token(ws: Workspace, fake_api: Any) -> None:
+    """ANTHROPIC_AUTH_TOKEN is an OAuth-style token: Authorization: Bearer, not x-api-key."""
+    env = {"ANTHROPIC_AUTH_TOKEN": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
+    live = Workspace(ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0"]))
+    fake_api.enqueue(text("done"))
+    run_stage(live, request(), env=env)
+    headers = fake_api.messages()[0].headers
+    assert headers["authorization"] == f"Bearer {KEY}" and "x-api-key" not in headers
+
+
 @pytest.mark.parametrize(
     ("items", "words", "requests"),
     [

@@ -7,12 +7,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakeapi import text
 
 from conftest import run_cli
 from crustacean.runs import RunRecorder, Usage
 from crustacean.status import doctor, run_totals, workspace_status
-from crustacean.workspace import Workspace
+from crustacean.workspace import Workspace, locations
 
 NOW = datetime.now(UTC)
 
@@ -71,6 +72,30 @@ def test_doctor_key_for_cron(ws: Workspace, tmp_path: Path) -> None:
     assert {"config", "git", "workspace writable", "last run", "lock", "openclaw"} <= names
 
 
+@pytest.mark.parametrize(
+    "line", ["ANTHROPIC_AUTH_TOKEN=t\n", "ANTHROPIC_BASE_URL=http://127.0.0.1:9\n"]
+)
+def test_doctor_accepts_what_a_run_accepts_in_the_env_file(
+    ws: Workspace, tmp_path: Path, line: str
+) -> None:
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg/env").write_text(line)
+    report = doctor(ws.root, env={"CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")})
+    assert next(f for f in report.findings if f.name == "api key for cron").status == "ok"
+
+
+def test_doctor_and_paths_honour_llm_env_file(ws: Workspace, tmp_path: Path) -> None:
+    custom = tmp_path / "secrets/crustacean.env"
+    custom.parent.mkdir()
+    custom.write_text("ANTHROPIC_API_KEY=k\n")
+    toml = ws.root / "crustacean.toml"
+    toml.write_text(toml.read_text().replace('env_file = ""', f'env_file = "{custom}"', 1))
+    env = {"CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")}
+    found = next(f for f in doctor(ws.root, env=env).findings if f.name == "api key for cron")
+    assert found.status == "ok" and str(custom) in found.detail
+    assert ("env file (API key)", str(custom)) in locations(ws.root, env=env)
+
+
 def test_doctor_config_error_and_cli_exit(ws: Workspace) -> None:
     toml = ws.root / "crustacean.toml"
     toml.write_text(toml.read_text() + "\n[bogus]\nx = 1\n")
@@ -99,6 +124,62 @@ def test_doctor_ping_and_openclaw(ws: Workspace, fake_api: Any, tmp_path: Path) 
     assert by["openclaw memorySearch"].status == "warn"
     assert str(ws.root / "knowledge") in by["openclaw memorySearch"].fix
     assert by["openclaw dreaming"].status == "warn"
+
+
+@pytest.mark.parametrize(
+    ("config", "search", "dreaming"),
+    [
+        ('{agents: {defaults: {memorySearch: {extraPaths: ["knowledge"]}}}}', "warn", "warn"),
+        (
+            '{agents: {defaults: {workspace: "WS", memorySearch: {extraPaths: ["knowledge",],},},},'
+            " // JSON5\n"
+            ' plugins: {entries: {"memory-core": {config: {dreaming: {enabled: false}}}}}}',
+            "ok",
+            None,
+        ),
+        (
+            '{agents: {list: [{id: "main", workspace: "WS", memorySearch: {extraPaths: '
+            '["./knowledge"]}}]}, plugins: {entries: {"memory-core": {enabled: false}}}}',
+            "ok",
+            None,
+        ),
+        (
+            '{agents: {defaults: {memorySearch: {extraPaths: ["~/agent-ws/knowledge"]}}}}',
+            "ok",
+            "warn",
+        ),
+        (
+            '{agents: {defaults: {memorySearch: {extraPaths: ["WS/knowledge/"]}}},'
+            ' plugins: {entries: {"memory-core": {config: {dreaming: {enabled: true}}}}}}',
+            "ok",
+            "warn",
+        ),
+    ],
+)
+def test_doctor_reads_openclaw_config_as_openclaw_does(
+    tmp_path: Path, config: str, search: str, dreaming: str | None
+) -> None:
+    home = tmp_path / "home"
+    root = home / "agent-ws"
+    from crustacean.init import init_workspace
+
+    init_workspace(root, detect=False)
+    (home / ".openclaw").mkdir(parents=True)
+    (home / ".openclaw/openclaw.json").write_text(config.replace("WS", str(root)))
+    env = {"HOME": str(home), "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")}
+    by = {f.name: f.status for f in doctor(root, env=env).findings}
+    assert by["openclaw memorySearch"] == search
+    assert by.get("openclaw dreaming") == dreaming
+
+
+def test_doctor_names_an_unreadable_openclaw_config(ws: Workspace, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".openclaw").mkdir(parents=True)
+    (home / ".openclaw/openclaw.json").write_text("{agents: [")
+    report = doctor(ws.root, env={"HOME": str(home), "CRUSTACEAN_CONFIG_DIR": str(tmp_path)})
+    found = next(f for f in report.findings if f.name == "openclaw")
+    assert found.status == "warn" and "could not be read as JSON5" in found.detail
+    assert "openclaw doctor" in found.fix
 
 
 def test_doctor_sees_the_cron_entry(ws: Workspace, tmp_path: Path, monkeypatch: Any) -> None:

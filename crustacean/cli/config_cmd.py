@@ -61,7 +61,7 @@ def paths(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Print every location crustacean uses: workspace, config files, state, logs."""
-    rows = locations(state(ctx).workspace)
+    rows = locations(state(ctx).workspace, overrides=state(ctx).overrides)
     if as_json:
         print_json(dict(rows))
         return

@@ -29,11 +29,19 @@ class Credentials:
     key: str
     base_url: str | None
     source: str  # where the key came from, for messages (never the key itself)
+    bearer: bool = False  # ANTHROPIC_AUTH_TOKEN: sent as `Authorization: Bearer`, not x-api-key
 
 
 def default_env_file(env: Mapping[str, str] | None = None) -> Path:
     """The env file cron runs read, since cron does not inherit the shell's environment."""
     return user_config_dir(env) / ENV_FILE_NAME
+
+
+def env_file_path(settings: Settings, env: Mapping[str, str] | None = None) -> Path:
+    """The env file every run reads (`llm.env_file`, else the default): one answer for runs,
+    `cron install`, `doctor` and `paths`, so they never disagree about where the key is."""
+    configured = settings.llm.env_file
+    return Path(configured).expanduser() if configured else default_env_file(env)
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -57,16 +65,15 @@ def read_env_file(path: Path) -> dict[str, str]:
 def resolve_credentials(settings: Settings, env: Mapping[str, str] | None = None) -> Credentials:
     """Key from the environment, else the env file; base URL from config, else the environment."""
     env = os.environ if env is None else env
-    file = Path(settings.llm.env_file).expanduser() if settings.llm.env_file else None
-    file = file or default_env_file(env)
+    file = env_file_path(settings, env)
     from_file = read_env_file(file)
     base_url = settings.llm.base_url or env.get(URL_ENV) or from_file.get(URL_ENV) or None
     for name in (KEY_ENV, TOKEN_ENV):
         if env.get(name):
-            return Credentials(env[name], base_url, f"${name}")
+            return Credentials(env[name], base_url, f"${name}", name == TOKEN_ENV)
     for name in (KEY_ENV, TOKEN_ENV):
         if from_file.get(name):
-            return Credentials(from_file[name], base_url, str(file))
+            return Credentials(from_file[name], base_url, str(file), name == TOKEN_ENV)
     if base_url:
         return Credentials(LOCAL_KEY, base_url, "none (local server)")
     raise ConfigError(
@@ -105,7 +112,8 @@ class ModelClient:
         self.creds = creds
         self.settings = settings
         self.client = anthropic.Anthropic(
-            api_key=creds.key,
+            api_key=None if creds.bearer else creds.key,
+            auth_token=creds.key if creds.bearer else None,
             base_url=creds.base_url,
             max_retries=settings.llm.max_retries,
             timeout=settings.llm.timeout_seconds,
