@@ -29,7 +29,10 @@ def tick(
     from crustacean.schedule import tick as run_tick
 
     if dry_run and plan:
-        raise UsageError("--dry-run and --plan can't be combined; use --plan for costs.")
+        raise UsageError(
+            "--dry-run and --plan can't be combined; pick one: --plan for costs, --dry-run for what "
+            "is due."
+        )
     result = run_tick(state(ctx).open(), dry_run=dry_run, plan=plan)
     if as_json:
         print_json(result.to_json())
