@@ -383,3 +383,19 @@ def test_an_oversize_file_can_still_be_moved_and_trashed(ws: Workspace) -> None:
     )
     assert not (ws.root / "knowledge/notes/big.md").exists()
     assert next((ws.root / "archive/trash").rglob("big.md")).read_bytes() == big
+
+
+def test_a_killed_runs_stale_ref_lock_does_not_block_the_next_write(store: Store) -> None:
+    """A kill -9 during `git update-ref` leaves .git/HEAD.lock; git would refuse every commit
+    until someone deletes it. The store (holding its own lock) clears it after a short wait."""
+    lock = store.root / ".git/HEAD.lock"
+    lock.write_text("0" * 40 + "\n")
+    from crustacean.store.changes import Change
+
+    result = store.write_context(
+        [Change("memory/notes/after-kill.md", "create", content=b"still works\n")],
+        actor="user",
+        message="after a kill",
+    )
+    assert result.version and not lock.exists()
+    assert git(store.root, "log", "-1", "--format=%s").strip() == "after a kill"

@@ -30,8 +30,8 @@ def tick(
 
     if dry_run and plan:
         raise UsageError(
-            "--dry-run and --plan can't be combined; pick one: --plan for costs, --dry-run for what "
-            "is due."
+            "--dry-run and --plan can't be combined; pick one: --plan for costs, "
+            "--dry-run for what is due."
         )
     result = run_tick(state(ctx).open(), dry_run=dry_run, plan=plan)
     if as_json:

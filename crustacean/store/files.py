@@ -382,6 +382,7 @@ class Store:
         call_id = new_id()
         with self._lock():
             self.recover()
+            _clear_stale_ref_locks(self.root)  # a killed run's ref lock must not block this write
             plan = self.plan(changes, actor=actor, max_files=max_files)
             if plan.ask and not approved:
                 pid = proposals.add(
