@@ -140,3 +140,47 @@ def test_the_mcp_registration_snippet_works(tmp_path: Path) -> None:
     done = _run(" ".join([server["command"], *args, "--print-tools"]), tmp_path)
     assert done.returncode == 0, done.stderr
     assert [t["name"] for t in json.loads(done.stdout)][-1] == "get_context"
+
+
+def test_the_schedule_block_runs_against_a_stand_in_crontab(tmp_path: Path) -> None:
+    """`cron install` etc. as the README shows them, with a fake `crontab` first on PATH so the
+    real crontab is never touched."""
+    from test_docs import CRONTAB
+
+    from crustacean.init import init_workspace
+
+    block = next(b for b in _blocks("sh") if b.startswith("crustacean cron install"))
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    init_workspace(tmp_path / "agent", detect=False)
+    fake = tmp_path / "bin/crontab"
+    fake.parent.mkdir()
+    fake.write_text(CRONTAB)
+    fake.chmod(0o755)
+    script = f'export PATH="{fake.parent}:$PATH" FAKE_CRONTAB="{tmp_path / "tab"}"\n'
+    script += "cd agent\n" + "\n".join(f"{c} || [ $? -eq 1 ]" for c in commands)
+    done = _run(script, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "crustacean" in (tmp_path / "tab").read_text() and " tick" in done.stdout
+
+
+def test_the_toml_snippets_are_valid_config(tmp_path: Path) -> None:
+    import tomllib
+
+    from crustacean.config import load_config
+    from crustacean.init import init_workspace
+
+    snippets = _blocks("toml")
+    assert len(snippets) >= 2
+    for n, snippet in enumerate(snippets):
+        tomllib.loads(snippet)
+        root = tmp_path / f"ws{n}"
+        init_workspace(root, detect=False)
+        if "[governance]" in snippet:  # an org file: governance is read from the org layer only
+            org = tmp_path / "org.toml"
+            org.write_text(snippet)
+            loaded = load_config(root, env={"CRUSTACEAN_ORG_CONFIG": str(org)})
+            assert loaded.settings.memory.write == "review"
+        else:  # the sources tables, added to a workspace's crustacean.toml
+            toml = root / "crustacean.toml"
+            toml.write_text(toml.read_text() + "\n" + snippet)
+            assert load_config(root, env={}).settings.sources
