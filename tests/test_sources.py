@@ -548,6 +548,27 @@ def test_since_drops_old_messages_but_still_advances(oc_copy: Path) -> None:
     assert naive.messages == result.messages
 
 
+def test_since_skips_old_records_but_a_new_tool_result_keeps_its_tool_name(tmp_path: Path) -> None:
+    """Old records are skipped before any text work (a first run over months stays fast), yet a
+    Claude Code tool call from before the window still names the result that comes after it."""
+    path = tmp_path / "s.jsonl"
+
+    def record(kind: str, ts: str, content: Any, uid: str) -> dict[str, Any]:
+        message = {"role": kind, "content": content}
+        return {"type": kind, "uuid": uid, "sessionId": "s", "timestamp": ts, "message": message}
+
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "3 passed"}
+    append(
+        path,
+        record("assistant", "2026-11-01T10:00:00Z", [call], "u1"),
+        record("user", "2026-11-29T10:00:00Z", [result], "u2"),
+    )
+    got = read_new(path, "claude_code", None, since=datetime(2026, 11, 28, tzinfo=UTC))
+    assert [m.text for m in got.messages] == ["[tool result Bash: 3 passed]"]
+    assert got.cursor.offset == path.stat().st_size and got.bad_lines == 0
+
+
 def test_plain_note_is_read_again_only_when_it_changed(tmp_path: Path) -> None:
     note = Path(shutil.copy(NOTES / "gift-ideas.txt", tmp_path / "gift-ideas.txt"))
     first = read_all(note, "plain")

@@ -61,6 +61,7 @@ class ClaudeCodeParser:
         self.source = source_label(path)
         self.last_time = mtime_of(path)
         self.tool_names: dict[str, str] = {}
+        self.since: datetime | None = None  # older records are skipped before any text work
 
     def parse(self, record: Any, raw: bytes, line: int) -> list[Message] | None:
         """Messages of one parsed line; [] for other record types, None for a wrong shape."""
@@ -74,6 +75,9 @@ class ClaudeCodeParser:
             return None
         self.last_time = parse_time(record.get("timestamp")) or self.last_time
         if record.get("isMeta") or record.get("isApiErrorMessage"):
+            return []
+        if self.since is not None and self.last_time < self.since:
+            self._remember_tool_names(message.get("content"))  # a later result may need one
             return []
         ctx = _Context(self, record, raw, line)
         content = message.get("content")
@@ -91,6 +95,11 @@ class ClaudeCodeParser:
                 if line:
                     out.append(ctx.make("tool", trim(ctx.prefix + line, TOOL_LINE_MAX + 11)))
         return out
+
+    def _remember_tool_names(self, content: Any) -> None:
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                self.tool_names[str(block.get("id"))] = str(block.get("name") or "?")
 
     def _assistant(self, ctx: _Context, content: Any) -> list[Message]:
         out: list[Message] = []

@@ -176,6 +176,7 @@ class OpenClawParser:
         self.source = source_label(path)
         self.info = sniff_session(path, fh)
         self.last_time = self.info.started or mtime_of(path)
+        self.since: datetime | None = None  # older messages are skipped before any text work
 
     def parse(self, record: Any, raw: bytes, line: int) -> list[Message] | None:
         """Messages of one parsed line; [] for non-message records, None for a wrong shape."""
@@ -190,7 +191,7 @@ class OpenClawParser:
             return None
         when = parse_time(envelope.get("timestamp")) or parse_time(message.get("timestamp"))
         self.last_time = when = when or self.last_time
-        if self.info.automated:
+        if self.info.automated or (self.since is not None and when < self.since):
             return []
         base_id = self._id(envelope, raw)
         if role == "user":

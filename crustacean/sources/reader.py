@@ -60,6 +60,7 @@ def read_new(
         st = os.fstat(fh.fileno())
         start, lines_before, restarted = resume_point(fh, st, cursor)
         parser = PARSERS[kind](path, fh)
+        parser.since = since  # a first run over months of history skips the old text cheaply
         fh.seek(start)
         scan = _scan(fh, parser, start, lines_before, since)
         cursor = Cursor(
