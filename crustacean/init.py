@@ -96,7 +96,7 @@ def init_workspace(
         (report.kept if (root / rel).is_dir() else report.created).append(rel + "/")
         (root / rel).mkdir(parents=True, exist_ok=True)
 
-    found = _detected_sources(home or Path.home()) if detect and not has_config else []
+    found = _detected_sources(home or Path.home(), root) if detect and not has_config else []
     for src in found:
         report.notes.append(
             f"Found {src.kind} transcripts in {src.path}: added as a collect source."
@@ -141,10 +141,10 @@ def init_workspace(
     return report
 
 
-def _detected_sources(home: Path) -> list[SourceConfig]:
+def _detected_sources(home: Path, root: Path) -> list[SourceConfig]:
     from crustacean.sources import default_sources
 
-    return default_sources(home)
+    return default_sources(home.resolve(), root)
 
 
 def _ensure_repo(git: Git, root: Path, report: InitReport) -> bool:

@@ -967,6 +967,9 @@ def test_default_sources(tmp_path: Path) -> None:
         ("claude_code", "~/.claude/projects"),
     ]
     assert all(discover(s, home) == [] for s in offered)
+    in_openclaw = default_sources(home, home / ".openclaw/workspace")
+    assert [s.kind for s in in_openclaw] == ["openclaw"]  # no coding sessions in the agent's memory
+    assert [s.kind for s in default_sources(home, home / "agent")] == ["openclaw", "claude_code"]
 
 
 def test_default_sources_find_the_fixture_trees(home: Path) -> None:

@@ -165,11 +165,15 @@ def classify(record: Any) -> str | None:
     return None
 
 
-def default_sources(home: Path) -> list[SourceConfig]:
-    """The sources `init` offers: the OpenClaw and Claude Code folders that exist."""
+def default_sources(home: Path, workspace: Path | None = None) -> list[SourceConfig]:
+    """The sources `init` offers: the OpenClaw and Claude Code folders that exist.
+
+    An OpenClaw workspace (one under `~/.openclaw`) gets only OpenClaw's transcripts: coding
+    sessions would fill the agent's memory with someone else's work."""
     found: list[SourceConfig] = []
     if (home / ".openclaw" / "agents").is_dir():
         found.append(SourceConfig(kind="openclaw", path="~/.openclaw/agents"))
-    if (home / ".claude" / "projects").is_dir():
+    in_openclaw = workspace is not None and workspace.is_relative_to(home / ".openclaw")
+    if (home / ".claude" / "projects").is_dir() and not in_openclaw:
         found.append(SourceConfig(kind="claude_code", path="~/.claude/projects"))
     return found
