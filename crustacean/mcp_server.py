@@ -11,6 +11,8 @@ import functools
 import json
 import logging
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +22,7 @@ from crustacean.store.files import Store
 from crustacean.workspace import Workspace
 
 ACTOR = "mcp"
+REFRESH_SECONDS = 5.0  # search results are at most this stale for changes made elsewhere
 GET_CONTEXT = (
     "The memory an agent should load now, as markdown: foundation files, today's and "
     "yesterday's daily logs, and the memories the tiers and caps allow. `audience` is "
@@ -28,13 +31,16 @@ GET_CONTEXT = (
 )
 
 
-def build_server(ws: Workspace) -> Any:
+def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> Any:
     """An `MCPServer` whose tools call the store as actor `mcp`."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
     server = MCPServer("crustacean", instructions=PREAMBLE, log_level="WARNING")
     store = Store(ws)
+    # A search refreshes the index (a stat of every file) only when this server wrote something
+    # or REFRESH_SECONDS have passed: a conversation's searches then cost the query alone.
+    fresh = {"at": -REFRESH_SECONDS, "dirty": True}
 
     def guarded(fn: Any) -> Any:
         @functools.wraps(fn)
@@ -59,11 +65,17 @@ def build_server(ws: Workspace) -> Any:
 
         if not 1 <= limit <= 50:
             raise ToolError("Error: limit must be from 1 to 50.")
+        now = clock()
+        refresh = bool(fresh["dirty"]) or now - fresh["at"] >= REFRESH_SECONDS
         with SearchIndex(ws) as index:
-            return [h.to_json() for h in index.search(query, limit)]
+            hits = [h.to_json() for h in index.search(query, limit, refresh=refresh)]
+        if refresh:
+            fresh.update(at=now, dirty=False)
+        return hits
 
     def write_context(changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
         result = store.write_context(changes, actor=ACTOR, message=message)
+        fresh["dirty"] = True
         if result.proposal is not None:
             return {
                 "proposal": result.proposal,

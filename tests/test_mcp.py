@@ -280,3 +280,36 @@ def test_over_stdio_with_the_installed_command(ws: Workspace) -> None:
     ]
     assert "Memory Structure Map" in payload(read)["content"]
     assert bad.is_error and "is absolute" in bad.content[0].text
+
+
+def test_search_refreshes_after_its_own_write_and_on_a_timer(ws: Workspace) -> None:
+    """Searches in one conversation skip the stat walk, except after this server wrote, or
+    once REFRESH_SECONDS have passed (changes made elsewhere show up within that time)."""
+    from crustacean import mcp_server
+
+    clock = {"now": 1000.0}
+    note = {"path": "memory/notes/kiwi.md", "mode": "create", "content": "# Kiwi\nripe kiwis\n"}
+
+    async def main() -> list[Any]:
+        async with Client(build_server(ws, clock=lambda: clock["now"])) as client:
+
+            async def search(words: str) -> list[str]:
+                found = await client.call_tool("search_memory", {"query": words})
+                return [h["path"] for h in payload(found)]
+
+            out: list[Any] = [await search("kiwis")]
+            await client.call_tool("write_context", {"message": "kiwi", "changes": [note]})
+            out.append(await search("kiwis"))  # its own write: refreshed at once
+            (ws.root / "memory/notes/durian.md").write_text("# Durian\ndurian season\n")
+            clock["now"] += 1
+            out.append(await search("durian"))  # changed elsewhere, 1 s later: not yet
+            clock["now"] += mcp_server.REFRESH_SECONDS
+            out.append(await search("durian"))  # after the interval: seen
+            return out
+
+    assert anyio.run(main) == [
+        [],
+        ["memory/notes/kiwi.md"],
+        [],
+        ["memory/notes/durian.md"],
+    ]
