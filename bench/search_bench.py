@@ -190,6 +190,27 @@ def search_times(index: SearchIndex, queries: list[str], refresh: bool, rounds: 
     return per_query
 
 
+def mcp_search_times(ws: Workspace, queries: list[str]) -> list[float]:
+    """`search_memory` through an in-process MCP client, as an agent calls it mid-conversation:
+    one session, the first search (which refreshes the index) left out, the rest timed."""
+    import anyio
+    from mcp import Client
+
+    from crustacean.mcp_server import build_server
+
+    async def main() -> list[float]:
+        async with Client(build_server(ws)) as client:
+            await client.call_tool("search_memory", {"query": queries[0]})
+            times = []
+            for q in queries:
+                start = time.perf_counter()
+                await client.call_tool("search_memory", {"query": q, "limit": 10})
+                times.append(time.perf_counter() - start)
+            return times
+
+    return anyio.run(main)
+
+
 def reindex_times(
     index: SearchIndex, root: Path, memory: list[str], rng: random.Random, rounds: int
 ) -> list[float]:
@@ -217,6 +238,7 @@ class Figures:
     quick: list[float] = field(default_factory=list)
     fresh: list[float] = field(default_factory=list)
     check: list[float] = field(default_factory=list)
+    mcp: list[float] = field(default_factory=list)
     grep: list[float] = field(default_factory=list)
     reindex: list[float] = field(default_factory=list)
     mrr_ours: float = 0.0
@@ -239,6 +261,7 @@ def measure(root: Path, files: int, tmp: Path) -> Figures:
         fig.quick = search_times(index, queries, refresh=False, rounds=5)
         fig.fresh = search_times(index, queries, refresh=True, rounds=3)
         fig.check = [_time(index.update) for _ in range(5)]
+        fig.mcp = mcp_search_times(ws, queries)
         fig.tool, fig.grep = grep_times(root, queries)
         fig.reindex = reindex_times(index, root, memory, rng, rounds=5)
         fig.mrr_ours = mrr_chunked(index, needles)
@@ -288,6 +311,8 @@ def report(fig: Figures, memory_files: int) -> None:
     print(_latency_row("search, query only", fig.quick, grep, fig.tool))
     print(_latency_row("search with freshness check (default)", fig.fresh, grep, fig.tool))
     row("freshness check alone (no change)", check * 1000, _p95(fig.check) * 1000)
+    name = "MCP search_memory in a conversation (refreshes after its writes, else every 5 s)"
+    print(_latency_row(name, fig.mcp, grep, fig.tool))
     print(_row("freshness check alone (no change)", _ms(check), _ms(_p95(fig.check))))
     name = "re-index after 10 changed files"
     row(name, reindex * 1000, _p95(fig.reindex) * 1000, rebuild * 1000, "full rebuild")
