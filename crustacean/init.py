@@ -96,13 +96,13 @@ def init_workspace(
         (report.kept if (root / rel).is_dir() else report.created).append(rel + "/")
         (root / rel).mkdir(parents=True, exist_ok=True)
 
-    found = _detected_sources(home or Path.home(), root) if detect and not has_config else []
-    for src in found:
-        report.notes.append(
-            f"Found {src.kind} transcripts in {src.path}: added as a collect source."
-        )
-    if sources is not None:
-        found = sources
+    found = sources or []
+    if sources is None and detect and not has_config:
+        found = _detected_sources(home or Path.home(), root)
+        for src in found:
+            report.notes.append(
+                f"Found {src.kind} transcripts in {src.path}: added as a collect source."
+            )
     changes = []
     for rel, data in scaffold_files(daily_dir, found).items():
         if (root / rel).exists():
@@ -239,16 +239,16 @@ def init_sample(target: Path, now: datetime | None = None) -> InitReport:
     report = init_workspace(root, detect=False, sources=SAMPLE_SOURCES)
     ws = Workspace(root, load_config(root))
     now = now or datetime.now(UTC)
+    store = Store(ws)
     groups: dict[str, list[Change]] = {}
     for rel, data in sample_files(ws.today(now), now).items():
-        current = (root / rel).read_bytes() if (root / rel).is_file() else None
+        current = store.read_bytes(rel)
         change = (
             Change(rel, "create", content=data)
             if current is None
             else Change(rel, "overwrite", content=data, expected_sha256=sha256_hex(current))
         )
         groups.setdefault(_sample_group(rel), []).append(change)
-    store = Store(ws)
     for what, changes in groups.items():
         written = store.write_context(
             changes, actor="user", message=f"sample: {what}", max_files=len(changes)

@@ -289,22 +289,7 @@ def preview_stage(ws: Workspace, stage: str, clock: Callable[[], datetime]) -> P
     """Ask the stage itself for its plan (no call, nothing written, no run recorded)."""
     module, name = _RUNNERS[stage]
     result = getattr(importlib.import_module(module), name)(ws, plan=True, clock=clock)
-    if stage == "collect":
-        files = f"{result.files_scanned} transcript file(s)"
-        work = f"{result.new_messages} new message(s) in {files}"
-        summary = work if result.new_messages else f"nothing new in {files}"
-    elif stage == "curate":
-        summary = f"{result.entries} uncurated daily entr{'y' if result.entries == 1 else 'ies'}"
-    elif stage == "compile":
-        ops = result.ops
-        summary = (
-            f"archive {len(ops.archived)} daily log(s), sweep {len(ops.swept)} hook file(s), "
-            f"trash {len(ops.trashed)}, {len(ops.tiers)} tier change(s), "
-            f"{len(ops.promoted)} MEMORY.md section(s) moved; model pass {result.model}"
-        )
-    else:
-        summary = f"health {result.health.status}; the model reviews foundation and lessons"
-    plan = result.plan
+    summary, plan = result.plan_line(), result.plan
     if plan is None:
         return Preview(f"{summary}: no model call")
     return Preview(summary, plan.model, plan.est_input_tokens, plan.est_cost_first_turn)

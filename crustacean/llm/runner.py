@@ -41,6 +41,16 @@ class Plan:
         return dict(self.__dict__, tools=list(self.tools))
 
 
+def run_fields(record: Any, plan: Plan | None, diff: str | None) -> dict[str, Any]:
+    """The JSON every stage result shares: a run (or "plan" when none ran), its plan and diff."""
+    return {
+        "status": record.status if record else "plan",
+        "run": record.to_json(tool_calls=False) if record else None,
+        "plan": plan.to_json() if plan else None,
+        "diff": diff,
+    }
+
+
 @dataclass(frozen=True)
 class StageRun:
     record: RunRecord

@@ -17,7 +17,7 @@ from typing import Any
 
 from crustacean.health import Health, check_workspace
 from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
-from crustacean.llm.runner import ModelSession, Plan, plan_stage
+from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.runs import RunRecord, RunRecorder
 from crustacean.state import open_state
@@ -187,15 +187,16 @@ class CalibrateResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "status": self.record.status if self.record else "plan",
-            "run": self.record.to_json(tool_calls=False) if self.record else None,
-            "plan": self.plan.to_json() if self.plan else None,
+            **run_fields(self.record, self.plan, self.diff),
             "health": self.health.to_json(),
             "audit": self.audit,
             "proposals": self.proposals,
             "archived_lessons": self.archived_lessons,
-            "diff": self.diff,
         }
+
+    def plan_line(self) -> str:
+        """What `tick --plan` says this stage would do."""
+        return f"health {self.health.status}; the model reviews foundation and lessons"
 
 
 def calibrate(

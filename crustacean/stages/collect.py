@@ -27,7 +27,7 @@ from typing import Any
 from crustacean.config import SourceConfig
 from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest
-from crustacean.llm.runner import ModelSession, Plan, plan_stage
+from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec
 from crustacean.runs import RunRecord, RunRecorder
 from crustacean.sources import Cursor, Message, ReadResult, discover, read_new
@@ -435,8 +435,7 @@ class CollectResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "status": self.record.status if self.record else "plan",
-            "run": self.record.to_json(tool_calls=False) if self.record else None,
+            **run_fields(self.record, self.plan, self.diff),
             "files_scanned": self.files_scanned,
             "new_messages": self.new_messages,
             "items_by_day": self.items_by_day,
@@ -444,10 +443,15 @@ class CollectResult:
             "duplicates": self.duplicates,
             "bad_lines": self.bad_lines,
             "missing_sources": self.missing_sources,
-            "diff": self.diff,
-            "plan": self.plan.to_json() if self.plan else None,
             "recovered": self.recovered,
         }
+
+    def plan_line(self) -> str:
+        """What `tick --plan` says this stage would do."""
+        files = f"{self.files_scanned} transcript file(s)"
+        if not self.new_messages:
+            return f"nothing new in {files}"
+        return f"{self.new_messages} new message(s) in {files}"
 
 
 def collect(

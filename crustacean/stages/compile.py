@@ -20,7 +20,7 @@ from typing import Any
 
 from crustacean.documents import DocumentSkipped, read_document, set_meta
 from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
-from crustacean.llm.runner import ModelSession, Plan, plan_stage
+from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import load_memories
 from crustacean.runs import RunRecord, RunRecorder, last_runs
@@ -352,12 +352,9 @@ class CompileResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "status": self.record.status if self.record else "plan",
-            "run": self.record.to_json(tool_calls=False) if self.record else None,
+            **run_fields(self.record, self.plan, self.diff),
             "model": self.model,
             "digest": self.digest,
-            "diff": self.diff,
-            "plan": self.plan.to_json() if self.plan else None,
             **{
                 k: getattr(self.ops, k)
                 for k in (
@@ -371,6 +368,15 @@ class CompileResult:
                 )
             },
         }
+
+    def plan_line(self) -> str:
+        """What `tick --plan` says this stage would do."""
+        ops = self.ops
+        return (
+            f"archive {len(ops.archived)} daily log(s), sweep {len(ops.swept)} hook file(s), "
+            f"trash {len(ops.trashed)}, {len(ops.tiers)} tier change(s), "
+            f"{len(ops.promoted)} MEMORY.md section(s) moved; model pass {self.model}"
+        )
 
 
 def compile_workspace(

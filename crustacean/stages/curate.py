@@ -22,7 +22,7 @@ from typing import Any
 
 from crustacean.documents import parse_document
 from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
-from crustacean.llm.runner import ModelSession, Plan, plan_stage
+from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import memory_paths
 from crustacean.runs import RunRecord, RunRecorder
@@ -201,16 +201,17 @@ class CurateResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "status": self.record.status if self.record else "plan",
-            "run": self.record.to_json(tool_calls=False) if self.record else None,
+            **run_fields(self.record, self.plan, self.diff),
             "entries": self.entries,
             "routed": self.routed,
             "skipped": self.skipped,
             "unreported": self.unreported,
             "indexed": self.indexed,
-            "diff": self.diff,
-            "plan": self.plan.to_json() if self.plan else None,
         }
+
+    def plan_line(self) -> str:
+        """What `tick --plan` says this stage would do."""
+        return f"{self.entries} uncurated daily entr{'y' if self.entries == 1 else 'ies'}"
 
 
 def curate(
