@@ -399,3 +399,17 @@ def test_a_killed_runs_stale_ref_lock_does_not_block_the_next_write(store: Store
     )
     assert result.version and not lock.exists()
     assert git(store.root, "log", "-1", "--format=%s").strip() == "after a kill"
+
+
+def test_a_stale_branch_ref_lock_is_cleared_too(store: Store) -> None:
+    from crustacean.store.changes import Change
+
+    branch = (store.root / ".git/HEAD").read_text().removeprefix("ref: ").strip()
+    lock = store.root / ".git" / f"{branch}.lock"
+    lock.write_text("0" * 40 + "\n")
+    result = store.write_context(
+        [Change("memory/notes/after-kill.md", "create", content=b"still works\n")],
+        actor="user",
+        message="after a kill on the branch ref",
+    )
+    assert result.version and not lock.exists()

@@ -382,7 +382,8 @@ class Store:
         call_id = new_id()
         with self._lock():
             self.recover()
-            _clear_stale_ref_locks(self.root)  # a killed run's ref lock must not block this write
+            if _head_locked(self.root):  # a killed run's ref lock must not block this write
+                _clear_stale_ref_locks(self.root)
             plan = self.plan(changes, actor=actor, max_files=max_files)
             if plan.ask and not approved:
                 pid = proposals.add(
@@ -522,6 +523,17 @@ def _stray_temp_files(root: Path) -> list[str]:
         rel = Path(dirpath).relative_to(root)
         found += [(rel / n).as_posix() for n in filenames if _TEMP_NAME.match(n)]
     return found
+
+
+def _head_locked(root: Path) -> bool:
+    """The locks a commit's `update-ref HEAD` needs; two stats, cheap enough for every write."""
+    git_dir = root / ".git"
+    head = git_dir / "HEAD"
+    try:
+        ref = head.read_text("utf-8").removeprefix("ref: ").strip()
+    except OSError:
+        return False
+    return (git_dir / "HEAD.lock").exists() or (git_dir / f"{ref}.lock").exists()
 
 
 def _clear_stale_ref_locks(root: Path, wait: float = 2.0) -> list[str]:
