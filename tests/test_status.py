@@ -93,7 +93,7 @@ def test_doctor_and_paths_honour_llm_env_file(ws: Workspace, tmp_path: Path) -> 
     env = {"CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")}
     found = next(f for f in doctor(ws.root, env=env).findings if f.name == "api key for cron")
     assert found.status == "ok" and str(custom) in found.detail
-    assert ("env file (API key)", str(custom)) in locations(ws.root, env=env)
+    assert ("env_file", "env file (API key)", str(custom)) in locations(ws.root, env=env)
 
 
 def test_doctor_config_error_and_cli_exit(ws: Workspace) -> None:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
+from crustacean.cli.output import console, err_console, print_json, say, warn
 from crustacean.errors import EXIT_USAGE, CrustaceanError
 from crustacean.workspace import Workspace, open_workspace
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+__all__ = ["console", "err_console", "print_json", "say", "warn"]
 
 
 @dataclass
@@ -28,7 +26,7 @@ class AppState:
     def open(self) -> Workspace:
         ws = open_workspace(self.workspace, self.overrides)
         for warning in ws.config.warnings:
-            err_console.print(f"Warning: {warning}", markup=False)
+            warn(f"Warning: {warning}")
         return ws
 
 
@@ -37,10 +35,6 @@ def state(ctx: typer.Context) -> AppState:
     if not isinstance(root.obj, AppState):
         root.obj = AppState()
     return root.obj
-
-
-def print_json(data: Any) -> None:
-    console.print_json(json.dumps(data, default=str))
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -65,9 +59,30 @@ def usage_failure(e: typer.TyperException) -> typer.Exit:
     return typer.Exit(getattr(e, "exit_code", EXIT_USAGE))
 
 
+def _flags_as_flags(command: Any) -> None:
+    """typer shows `<bool>` on a flag, as if `--plan true` were asked; a flag takes no value."""
+    for param in command.params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    original = command.get_help_option
+
+    def get_help_option(ctx: Any) -> Any:
+        option = original(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option
+
+
 class CrustaceanGroup(TyperGroup):
     """Translates `CrustaceanError` into `Error: …` on stderr and its exit code, once, and
-    typer's usage errors into the same short form."""
+    typer's usage errors into the same short form, and shows flags as flags in the help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in (self, *self.commands.values()):
+            _flags_as_flags(command)
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         """Parse errors of the root options happen here, before `invoke`."""

@@ -1,0 +1,303 @@
+"""Output that adapts to where it goes: a terminal gets word-wrapped lines, tables fitted to its
+width and progress bars; a pipe, a file or a cron log gets every line whole, never wrapped.
+
+The rules (git's and gh's habits): stdout that is not a terminal is never wrapped, so
+`crustacean paths | grep proposals` keeps the path and a piped diff applies; `NO_COLOR` turns
+every style off; the global `--quiet` keeps only errors and output asked for by name (`--json`,
+`context`); progress goes to stderr, only on a terminal, never with `--quiet` or `--json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from typing import Any
+
+import typer
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleDimensions
+from rich.table import Table
+from rich.text import Text
+
+# Far wider than any line: tables piped to a file or `grep` take their natural width.
+PIPE_WIDTH = 100_000
+
+
+class AdaptiveConsole(Console):
+    """A rich Console that wraps only on a terminal; anywhere else it is as wide as the line."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        if self._width is None and not self.is_terminal:
+            return ConsoleDimensions(PIPE_WIDTH, 25)
+        return super().size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+    @property
+    def soft_wrap(self) -> bool:  # type: ignore[override]  # a property over rich's attribute
+        return self._soft_wrap or not self.is_terminal
+
+    @soft_wrap.setter
+    def soft_wrap(self, value: bool) -> None:
+        self._soft_wrap = value
+
+
+def _console(stderr: bool) -> AdaptiveConsole:
+    plain = bool(os.environ.get("NO_COLOR"))  # no colour and no bold either (rich keeps bold)
+    return AdaptiveConsole(
+        stderr=stderr, highlight=False, color_system=None if plain else "auto", no_color=plain
+    )
+
+
+console = _console(stderr=False)
+err_console = _console(stderr=True)
+
+
+@dataclass
+class _Mode:
+    quiet: bool = False
+
+
+MODE = _Mode()
+
+
+def set_quiet(quiet: bool) -> None:
+    """`--quiet`: the human-readable stdout and the stderr notes go silent; errors stay."""
+    MODE.quiet = quiet
+    console.quiet = quiet
+
+
+def on_terminal() -> bool:
+    return console.is_terminal
+
+
+def width() -> int | None:
+    """The terminal's width, or None when stdout is a pipe or a file (nothing is wrapped)."""
+    return console.width if console.is_terminal else None
+
+
+# ---------------------------------------------------------------- lines
+
+_UNIT = re.compile(r"`[^`]*`\S*|\S+")
+
+
+def wrap(text: str, width: int | None) -> list[str]:
+    """Greedy word wrap that never breaks a word, a path or a `backticked command`.
+
+    A unit longer than the width gets a line of its own, whole (the terminal folds it for the
+    eye; a copy still gets it in one piece). Continuation lines keep the first line's indent plus
+    two spaces. `width=None` (a pipe) keeps every line as it is.
+    """
+    if width is None:
+        return text.split("\n")
+    out: list[str] = []
+    for line in text.split("\n"):
+        if cell_len(line) <= width:
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip(" "))]
+        current, hang = lead, lead + "  "
+        for unit in _UNIT.findall(line):
+            if current.strip() and cell_len(current) + 1 + cell_len(unit) > width:
+                out.append(current)
+                current = hang + unit
+            else:
+                current = f"{current} {unit}" if current.strip() else current + unit
+        out.append(current)
+    return out
+
+
+def say(text: str = "", *, err: bool = False) -> None:
+    """Print plain text (no markup): wrapped on words on a terminal, whole in a pipe."""
+    target = err_console if err else console
+    if err and MODE.quiet:
+        return
+    lines = wrap(text, target.width if target.is_terminal else None)
+    target.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+def warn(text: str) -> None:
+    """A note on stderr (Warning:, Skipped:, Note:); `--quiet` drops it."""
+    say(text, err=True)
+
+
+def print_json(data: Any) -> None:
+    """JSON asked for by name: printed even with `--quiet`, never wrapped, keys as given."""
+    text = json.dumps(data, default=str, ensure_ascii=False, indent=2)
+    if console.is_terminal and not MODE.quiet:
+        console.print_json(text)
+    else:
+        typer.echo(text)
+
+
+def print_diff(text: str) -> None:
+    """A unified diff: coloured on a terminal, byte-for-byte in a pipe (so `git apply` takes it)."""
+    if not console.is_terminal:
+        if not MODE.quiet:
+            typer.echo(text.rstrip("\n"))
+        return
+    from rich.syntax import Syntax
+
+    console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+
+
+# ---------------------------------------------------------------- times
+
+
+def zone_name(tz: tzinfo, when: datetime | None = None) -> str:
+    """The workspace zone as a view names it once: `Europe/Berlin`, else its abbreviation."""
+    key = getattr(tz, "key", None)
+    if key:
+        return str(key)
+    return (when or datetime.now(tz)).astimezone(tz).tzname() or "local"
+
+
+def local_time(moment: datetime, tz: tzinfo, seconds: bool = False) -> str:
+    """A moment in the workspace's zone, without repeating the zone on every row."""
+    return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+# ---------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class Col:
+    """One table column. `drop` 0 is a key column (always kept); higher numbers are dropped
+    first when the terminal is too narrow. `shrink` is how narrow a column may get: a `path`
+    column is shortened in the middle (`memory/con…/ada.md`), other text wraps on words."""
+
+    name: str
+    drop: int = 0
+    shrink: int | None = None
+    path: bool = False
+    justify: str = "left"
+
+
+GAP = 2  # the space between two columns (box.SIMPLE_HEAD, no edge padding)
+
+
+def plan_columns(
+    natural: Sequence[int], cols: Sequence[Col], width: int | None
+) -> list[int | None]:
+    """Each column's width, or None for a dropped column, so the table fits `width`.
+
+    Pure: key columns keep their natural width; shrinkable ones give way down to their
+    `shrink`; when even that does not fit, the columns with the highest `drop` go first.
+    `width=None` (a pipe) keeps every column whole.
+    """
+    if width is None:
+        return list(natural)
+    kept = list(range(len(cols)))
+
+    def least(i: int) -> int:
+        limit = cols[i].shrink
+        return natural[i] if limit is None else min(natural[i], limit)
+
+    def need(idx: list[int], widths: Callable[[int], int]) -> int:
+        return sum(widths(i) for i in idx) + GAP * (len(idx) - 1)
+
+    while need(kept, least) > width:
+        droppable = [i for i in kept if cols[i].drop > 0]
+        if not droppable:
+            break
+        kept.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
+    out: list[int | None] = [None] * len(cols)
+    for i in kept:
+        out[i] = least(i)
+    spare = width - need(kept, least)
+    for i in kept:  # give the spare room back, left to right, up to each natural width
+        extra = min(max(spare, 0), natural[i] - least(i))
+        out[i] = least(i) + extra
+        spare -= extra
+    return out
+
+
+def shorten_middle(text: str, limit: int) -> str:
+    """`memory/contacts/a-very-long-name.md` → `memory/cont…long-name.md` within `limit` cells;
+    the file name's end and the top folder stay readable."""
+    if cell_len(text) <= limit or limit < 5:
+        return text
+    tail = (limit - 1) * 3 // 5
+    head = limit - 1 - tail
+    return text[:head] + "…" + text[len(text) - tail :]
+
+
+def fit_table(
+    cols: Sequence[Col], rows: Sequence[Sequence[str]], *, title: str | None = None
+) -> Table:
+    """A table whose key columns stay whole at the terminal's width (see `plan_columns`)."""
+    natural = [
+        max([cell_len(c.name)] + [max(map(cell_len, str(r[i]).split("\n"))) for r in rows])
+        for i, c in enumerate(cols)
+    ]
+    widths = plan_columns(natural, cols, width())
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+        title_justify="left",
+    )
+    keep = [i for i, w in enumerate(widths) if w is not None]
+    for i in keep:
+        c, w = cols[i], widths[i]
+        wraps = c.shrink is not None and not c.path
+        table.add_column(
+            c.name,
+            justify=c.justify,  # type: ignore[arg-type]  # left/right/center, as rich takes
+            no_wrap=not wraps,
+            overflow="fold" if wraps else "ignore",
+            width=w if w is not None and w < natural[i] else None,
+        )
+    for row in rows:
+        cells = []
+        for i in keep:
+            cell, w = str(row[i]), widths[i]
+            if cols[i].path and w is not None:
+                cell = shorten_middle(cell, w)
+            cells.append(Text(cell))
+        table.add_row(*cells)
+    return table
+
+
+# ---------------------------------------------------------------- progress
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@contextmanager
+def progress(label: str, *, enabled: bool = True) -> Iterator[ProgressCallback | None]:
+    """Yield the callback a core function reports `(done, total)` through, or None.
+
+    A bar on stderr, only on a terminal, gone when the work ends; None (the core then skips its
+    reports) for a pipe, cron, `--quiet` or `--json`, so those outputs never hold a bar.
+    """
+    if not enabled or MODE.quiet or not err_console.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err_console,
+        transient=True,
+    )
+    task = bar.add_task(label, total=None)
+    with bar:
+
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield report
