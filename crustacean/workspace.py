@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from functools import cached_property
@@ -13,6 +13,10 @@ from crustacean.config import WORKSPACE_FILE, LoadedConfig, Settings, load_confi
 from crustacean.errors import ConfigError, WorkspaceNotFoundError
 
 WORKSPACE_ENV = "CRUSTACEAN_WORKSPACE"
+
+# How a core function reports long work: `progress(done, total)` after each item. The core never
+# draws anything; the CLI turns the calls into a bar on a terminal (cli/output.py `progress`).
+Progress = Callable[[int, int], None]
 STATE_DIR = ".crustacean"
 
 FOUNDATION_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md")

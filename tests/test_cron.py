@@ -112,6 +112,7 @@ def test_default_line_runs_tick_with_absolute_paths(ws: Workspace, tab: Path) ->
         "-w",
         str(ws.root),
         "tick",
+        "--log",
         ">>",
         str(ws.root / ".crustacean/logs/cron.log"),
         "2>&1",
@@ -270,7 +271,7 @@ def test_line_runs_under_a_minimal_cron_environment(tmp_path: Path) -> None:
     subprocess.run(["/bin/sh", "-c", command], env=env, check=True, timeout=10)
     log = (root / ".crustacean/logs/cron.log").read_text().splitlines()
     assert log == [
-        f"args=-m crustacean -w {root} tick",
+        f"args=-m crustacean -w {root} tick --log",
         f"cwd={root}",
         "path=/usr/local/bin:/usr/bin:/bin",
         f"cfg={tmp_path / 'userconfig'}",
@@ -366,7 +367,7 @@ def test_systemd_writes_a_persistent_timer_and_service(ws: Workspace, tmp_path: 
     assert "OnCalendar=*:0/10\n" in timer and "Persistent=true\n" in timer
     assert f"Unit={name}.service\n" in timer and "WantedBy=timers.target" in timer
     python = Path(sys.executable).absolute()
-    assert f"ExecStart={python} -m crustacean -w {ws.root} tick\n" in service
+    assert f"ExecStart={python} -m crustacean -w {ws.root} tick --log\n" in service
     assert "Type=oneshot" in service and f"WorkingDirectory={ws.root}\n" in service
     assert f"StandardOutput=append:{ws.root}/.crustacean/logs/cron.log" in service
     assert f"systemctl --user enable --now {name}.timer" in out

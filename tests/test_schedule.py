@@ -97,15 +97,15 @@ CASES: list[tuple[Any, ...]] = [
      True, "2026-12-13 04:00", True, "2 slots missed"),
     ("never-no-created", MONTHLY, "2026-11-15 08:00", None, UTC, None,
      True, "2026-11-01 05:00", False, "due: never ran; latest slot 2026-11-01 05:00 UTC"),
-    # zones: 03:30 in Berlin is 02:30 UTC in winter, 01:30 UTC in summer
+    # zones: 03:30 in Berlin is 02:30 UTC in winter, 01:30 UTC in summer; reasons say Berlin's
     ("berlin-winter", DAILY, "2026-11-30 02:45", "2026-11-29 03:31", BERLIN, None,
-     True, "2026-11-30 02:30", False, "slot 2026-11-30 02:30 UTC"),
+     True, "2026-11-30 02:30", False, "slot 2026-11-30 03:30 CET"),
     ("utc-same-clock", DAILY, "2026-11-30 02:45", "2026-11-29 03:31", UTC, None,
      False, None, False, "next slot 2026-11-30 03:30 UTC"),
     ("berlin-summer", DAILY, "2026-07-15 01:45", "2026-07-14 01:31", BERLIN, None,
-     True, "2026-07-15 01:30", False, "slot 2026-07-15 01:30 UTC"),
+     True, "2026-07-15 01:30", False, "slot 2026-07-15 03:30 CEST"),
     ("berlin-summer-before", DAILY, "2026-07-15 01:29", "2026-07-14 01:31", BERLIN, None,
-     False, None, False, "next slot 2026-07-15 01:30 UTC"),
+     False, None, False, "next slot 2026-07-15 03:30 CEST"),
 ]  # fmt: skip
 
 

@@ -89,7 +89,7 @@ def test_doctor_and_paths_honour_llm_env_file(ws: Workspace, tmp_path: Path) -> 
     custom.parent.mkdir()
     custom.write_text("ANTHROPIC_API_KEY=k\n")
     toml = ws.root / "crustacean.toml"
-    toml.write_text(toml.read_text().replace('env_file = ""', f'env_file = "{custom}"', 1))
+    toml.write_text(toml.read_text().replace('# env_file = ""', f'env_file = "{custom}"', 1))
     env = {"CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")}
     found = next(f for f in doctor(ws.root, env=env).findings if f.name == "api key for cron")
     assert found.status == "ok" and str(custom) in found.detail
@@ -188,7 +188,7 @@ def test_doctor_sees_the_cron_entry(ws: Workspace, tmp_path: Path, monkeypatch: 
     tab = tmp_path / "crontab"
     tab.write_text("# mine\n")
     cron.install(ws, crontab_file=tab, python="/nonexistent/python3")
-    monkeypatch.setattr(cron, "read_crontab", lambda _f: tab.read_text())
+    monkeypatch.setattr(cron, "read_crontab", lambda _f, **_: tab.read_text())
     found = {f.name: f for f in status._cron(ws)}
     assert (
         found["cron entry"].status == "fail"

@@ -112,7 +112,7 @@ def help_(
         sub = cmd.get_command(sub_ctx, name) if hasattr(cmd, "get_command") else None
         if sub is None:
             known = ", ".join(cmd.list_commands(sub_ctx)) if hasattr(cmd, "list_commands") else ""
-            where = " ".join(sub_ctx.command_path.split()[1:] + [name])
+            where = " ".join([*sub_ctx.command_path.split()[1:], name])
             raise UsageError(
                 f"No command `{where}`."
                 + (f" Commands here: {known}." if known else f" `{sub_ctx.command_path}` has none.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+
 from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state, warn
 from crustacean.cli.output import Col, fit_table
 from crustacean.config import SCHEMA, LoadedConfig, redundant_keys, toml_value

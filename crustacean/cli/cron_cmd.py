@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import CrustaceanGroup, console, err_console, state
+from crustacean.cli.common import CrustaceanGroup, say, state, warn
+from crustacean.cli.output import verbatim
 from crustacean.errors import UsageError
 from crustacean.workspace import Workspace
 
@@ -45,10 +46,6 @@ UnitDir = Annotated[
         show_default=False,
     ),
 ]
-
-
-def _say(text: str) -> None:
-    console.print(text, markup=False, soft_wrap=True)
 
 
 @cron_app.command("install")
@@ -115,46 +112,44 @@ def _check_flags(
 def _install_cron(ws: Workspace, per_stage: bool, every: int, crontab_file: Path | None) -> None:
     result = cron.install(ws, per_stage=per_stage, every=every, crontab_file=crontab_file)
     start, _ = cron.markers(ws)
-    _say(f"Installed {len(result.lines)} cron line(s) into {result.target}, in the block")
-    _say(f"`{start}`:")
+    say(f"Installed {len(result.lines)} cron line(s) into {result.target}, in the block")
+    say(f"`{start}`:")
     for line in result.lines:
-        _say(f"  {line}")
-    _say(f"Output goes to {ws.logs_dir / cron.LOG_NAME}.")
+        verbatim(f"  {line}")
+    say(f"Output goes to {ws.logs_dir / cron.LOG_NAME}.")
     _env_note(result.env_file, result.created_env)
     if per_stage and ws.settings.workspace.timezone:
-        err_console.print(
+        warn(
             f"Note: cron reads the schedules in the system time zone, not workspace.timezone "
-            f"({ws.settings.workspace.timezone}).",
-            markup=False,
-            soft_wrap=True,
+            f"({ws.settings.workspace.timezone})."
         )
 
 
 def _install_systemd(ws: Workspace, every: int, unit_dir: Path | None) -> None:
     result = cron.install_systemd(ws, every=every, unit_dir=unit_dir)
-    _say(f"Wrote {result.service}")
-    _say(f"Wrote {result.timer}")
-    _say("Enable the timer (Persistent=true catches up a run missed while asleep) with:")
-    _say(f"  {result.enable_command}")
+    say(f"Wrote {result.service}")
+    say(f"Wrote {result.timer}")
+    say("Enable the timer (Persistent=true catches up a run missed while asleep) with:")
+    verbatim(f"  {result.enable_command}")
     _env_note(result.env_file, result.created_env)
 
 
 def _print_openclaw(ws: Workspace) -> None:
-    _say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
+    say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
     for line in cron.openclaw_commands(ws):
-        _say(line)
+        verbatim(line)
     from crustacean.llm.client import KEY_ENV
 
-    _say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
+    say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
 
 
 def _env_note(env_file: Path, created: bool) -> None:
     from crustacean.llm.client import KEY_ENV
 
     if created:
-        _say(f"Created {env_file} (mode 0600): put {KEY_ENV}=... in it; scheduled runs read it.")
+        say(f"Created {env_file} (mode 0600): put {KEY_ENV}=... in it; scheduled runs read it.")
     else:
-        _say(f"Scheduled runs read {KEY_ENV} from {env_file} (left as it was).")
+        say(f"Scheduled runs read {KEY_ENV} from {env_file} (left as it was).")
 
 
 @cron_app.command("show")
@@ -163,9 +158,9 @@ def show_cmd(ctx: typer.Context, crontab_file: CrontabFile = None) -> None:
     ws = state(ctx).open()
     block = cron.block_for(ws, cron.read_crontab(crontab_file))
     if block is None:
-        _say(f"cron is not installed for {ws.root}")
+        say(f"cron is not installed for {ws.root}")
         return
-    console.print(block.rstrip("\n"), markup=False, soft_wrap=True)
+    verbatim(block.rstrip("\n"))
 
 
 @cron_app.command("remove")
@@ -185,17 +180,17 @@ def remove_cmd(
         _remove_systemd(ws, unit_dir)
         return
     if cron.remove(ws, crontab_file=crontab_file):
-        _say(f"Removed the crustacean block for {ws.root} from {cron.target_name(crontab_file)}.")
+        say(f"Removed the crustacean block for {ws.root} from {cron.target_name(crontab_file)}.")
     else:
-        _say(f"cron is not installed for {ws.root}; nothing to remove.")
+        say(f"cron is not installed for {ws.root}; nothing to remove.")
 
 
 def _remove_systemd(ws: Workspace, unit_dir: Path | None) -> None:
     gone = cron.remove_systemd(ws, unit_dir=unit_dir)
     for path in gone:
-        _say(f"Removed {path}")
+        say(f"Removed {path}")
     if not gone:
-        _say(f"No units for {ws.root}; nothing to remove.")
+        say(f"No units for {ws.root}; nothing to remove.")
         return
-    _say("Stop a running timer with:")
-    _say(f"  systemctl --user stop {cron.unit_name(ws)}.timer; systemctl --user daemon-reload")
+    say("Stop a running timer with:")
+    verbatim(f"  systemctl --user stop {cron.unit_name(ws)}.timer; systemctl --user daemon-reload")

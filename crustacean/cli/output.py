@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
@@ -24,6 +24,9 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleDimensions
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from crustacean.workspace import Progress
 
 # Far wider than any line: tables piped to a file or `grep` take their natural width.
 PIPE_WIDTH = 100_000
@@ -123,6 +126,11 @@ def say(text: str = "", *, err: bool = False) -> None:
         return
     lines = wrap(text, target.width if target.is_terminal else None)
     target.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+def verbatim(text: str) -> None:
+    """A line to copy as it is (a crontab line, a command): never wrapped, even on a terminal."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def warn(text: str) -> None:
@@ -272,11 +280,9 @@ def fit_table(
 
 # ---------------------------------------------------------------- progress
 
-ProgressCallback = Callable[[int, int], None]
-
 
 @contextmanager
-def progress(label: str, *, enabled: bool = True) -> Iterator[ProgressCallback | None]:
+def progress(label: str, *, enabled: bool = True) -> Iterator[Progress | None]:
     """Yield the callback a core function reports `(done, total)` through, or None.
 
     A bar on stderr, only on a terminal, gone when the work ends; None (the core then skips its
@@ -285,9 +291,10 @@ def progress(label: str, *, enabled: bool = True) -> Iterator[ProgressCallback |
     if not enabled or MODE.quiet or not err_console.is_terminal:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+    from rich.progress import Progress as Bar
 
-    bar = Progress(
+    bar = Bar(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),

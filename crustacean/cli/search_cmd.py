@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import console, err_console, print_json, state
+from crustacean.cli.common import print_json, say, state, warn
+from crustacean.cli.output import progress
 
 if TYPE_CHECKING:
     from crustacean.search import Hit, IndexStats
@@ -15,7 +16,12 @@ if TYPE_CHECKING:
 
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Words to find (all of them, else any).")],
+    words: Annotated[
+        list[str],
+        typer.Argument(
+            help="Words to find (all of them, else any); no quotes needed.", metavar="WORDS..."
+        ),
+    ],
     n: Annotated[int, typer.Option("-n", min=1, help="How many hits to show.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
     path_prefix: Annotated[
@@ -37,8 +43,10 @@ def search(
     from crustacean.state import open_state
 
     ws = state(ctx).open()
+    query = " ".join(words)
     with open_state(ws) as db, SearchIndex(ws, db) as index:
-        _report(index.update())
+        with progress("Indexing", enabled=not as_json) as report:
+            _report(index.update(report))
         hits = index.search(
             query, n, raw=raw, path_prefix=path_prefix, include_archive=archive, refresh=False
         )
@@ -47,14 +55,28 @@ def search(
     _print_hits(hits, as_json)
 
 
-def index(ctx: typer.Context) -> None:
+def index(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
     """Rebuild the search index from scratch."""
     from crustacean.search import SearchIndex
 
-    with SearchIndex(state(ctx).open()) as idx:
-        stats = idx.rebuild()
+    with SearchIndex(state(ctx).open()) as idx, progress("Indexing", enabled=not as_json) as bar:
+        stats = idx.rebuild(bar)
+    if as_json:
+        print_json(
+            {
+                "indexed": stats.indexed,
+                "removed": stats.removed,
+                "unchanged": stats.unchanged,
+                "skipped": [{"path": p, "reason": r} for p, r in stats.skipped],
+                "warnings": [{"path": p, "reason": r} for p, r in stats.warnings],
+            }
+        )
+        return
     _report(stats)
-    console.print(f"Indexed {stats.indexed} file(s); skipped {len(stats.skipped)}.")
+    say(f"Indexed {stats.indexed} file(s); skipped {len(stats.skipped)}.")
 
 
 def _print_hits(hits: list[Hit], as_json: bool) -> None:
@@ -62,15 +84,14 @@ def _print_hits(hits: list[Hit], as_json: bool) -> None:
         print_json([h.to_json() for h in hits])
         return
     if not hits:
-        console.print("No matches.")
+        say("No matches.")
     for h in hits:
-        line = f"{h.path}#L{h.start_line}-L{h.end_line}  {h.score:.2f}  {h.snippet}"
-        console.print(line, markup=False, soft_wrap=True)
+        say(f"{h.path}#L{h.start_line}-L{h.end_line}  {h.score:.2f}  {h.snippet}")
 
 
 def _report(stats: IndexStats) -> None:
     """Name the files search could not use, so nobody assumes the index is complete."""
     for path, reason in stats.skipped:
-        err_console.print(f"Skipped: {path} ({reason})", markup=False, soft_wrap=True)
+        warn(f"Skipped: {path} ({reason})")
     for path, reason in stats.warnings:
-        err_console.print(f"Warning: {path}: {reason}", markup=False, soft_wrap=True)
+        warn(f"Warning: {path}: {reason}")

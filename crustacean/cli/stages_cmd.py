@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import console, err_console, print_json, state
+from crustacean.cli.common import print_json, say, state, warn
+from crustacean.cli.output import print_diff, progress
 
 # The options every stage command shares, declared once.
 DryRun = Annotated[
@@ -68,23 +69,20 @@ def _render(result: object) -> None:
 
     assert isinstance(result, CollectResult)
     for path in result.missing_sources:
-        err_console.print(
-            f"Warning: source {path} has no transcripts (missing or empty).", markup=False
-        )
-    console.print(
+        warn(f"Warning: source {path} has no transcripts (missing or empty).")
+    say(
         f"Scanned {result.files_scanned} transcript file(s): "
         f"{result.new_messages} new message(s)"
         + (f", {result.bad_lines} unreadable line(s) skipped" if result.bad_lines else "")
-        + ".",
-        markup=False,
+        + "."
     )
     if result.plan is not None:
         _render_plan(result.plan)
         return
     for path, n in sorted(result.items_by_day.items()):
-        console.print(f"  {path}: {n} item(s)", markup=False)
+        say(f"  {path}: {n} item(s)")
     if result.duplicates:
-        console.print(f"  {result.duplicates} duplicate item(s) dropped", markup=False)
+        say(f"  {result.duplicates} duplicate item(s) dropped")
     if result.record is not None:
         _render_run(result.record, result.diff)
 
@@ -106,18 +104,15 @@ def curate(
     if as_json:
         print_json(result.to_json())
     else:
-        console.print(
-            f"{result.entries} uncurated daily entr{'y' if result.entries == 1 else 'ies'}.",
-            markup=False,
-        )
+        say(f"{result.entries} uncurated daily entr{'y' if result.entries == 1 else 'ies'}.")
         if result.plan is not None:
             _render_plan(result.plan)
         for dest, n in sorted(result.routed.items()):
-            console.print(f"  routed {n} to {dest}", markup=False)
+            say(f"  routed {n} to {dest}")
         for why, n in sorted(result.skipped.items()):
-            console.print(f"  skipped {n}: {why}", markup=False)
+            say(f"  skipped {n}: {why}")
         for line in result.indexed:
-            console.print(f"  indexed {line}", markup=False)
+            say(f"  indexed {line}")
         if result.record is not None:
             _render_run(result.record, result.diff)
     if result.record is not None and result.record.status == "failed":
@@ -128,14 +123,13 @@ def _render_plan(p: object) -> None:
     from crustacean.llm.runner import Plan
 
     assert isinstance(p, Plan)
-    console.print(
+    say(
         f"Plan: {p.model}, system {p.system_chars:,} chars, tools "
         f"{', '.join(p.tools)}, input {p.prompt_chars:,} chars; about "
         f"{p.est_input_tokens:,} input tokens, ~${p.est_cost_first_turn:.4f} for the "
-        "first turn.",
-        markup=False,
+        "first turn."
     )
-    console.print("Input excerpt:\n" + p.excerpt, markup=False)
+    say("Input excerpt:\n" + p.excerpt)
 
 
 def _render_run(rec: object, diff: str | None) -> None:
@@ -143,13 +137,12 @@ def _render_run(rec: object, diff: str | None) -> None:
 
     assert isinstance(rec, RunRecord)
     if diff:
-        console.print(diff, markup=False, highlight=False)
+        print_diff(diff)
     version = ", ".join(v[:12] for v in rec.versions) or "none"
-    console.print(
+    say(
         f"Run {rec.id}: {rec.status}; {rec.usage.total_input:,} tokens in, "
         f"{rec.usage.output_tokens:,} out, ${rec.cost_usd:.4f}; version {version}."
-        + (f" {rec.error}" if rec.error else ""),
-        markup=False,
+        + (f" {rec.error}" if rec.error else "")
     )
 
 
@@ -167,14 +160,18 @@ def compile_(
     """Archive, apply tiers, keep MEMORY.md under its caps, then judge and digest (stage 3)."""
     from crustacean.stages.compile import compile_workspace
 
-    result = compile_workspace(state(ctx).open(), dry_run=dry_run, no_model=no_model, plan=plan)
+    ws = state(ctx).open()
+    with progress("Compile: deterministic pass", enabled=not as_json) as report:
+        result = compile_workspace(
+            ws, dry_run=dry_run, no_model=no_model, plan=plan, progress=report
+        )
     if as_json:
         print_json(result.to_json())
     else:
         ops = result.ops
         if result.record is None:
             nothing = "" if ops.changed_anything else " nothing to archive, sweep, trash or move"
-            console.print(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
+            say(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
         for label, items in (
             ("archived", ops.archived),
             ("swept", ops.swept),
@@ -184,11 +181,9 @@ def compile_(
             ("model", ops.model_changes),
         ):
             for item in items:
-                console.print(f"  {label}: {item}", markup=False)
-        console.print(
-            f"Model pass: {result.model}."
-            + (f" Digest: {result.digest}." if result.digest else ""),
-            markup=False,
+                say(f"  {label}: {item}")
+        say(
+            f"Model pass: {result.model}." + (f" Digest: {result.digest}." if result.digest else "")
         )
         if result.plan is not None:
             _render_plan(result.plan)
@@ -212,11 +207,11 @@ def calibrate(
         print_json(result.to_json())
     else:
         audit = f" Audit: {result.audit}." if result.audit else ""
-        console.print(f"Health: {result.health.status}.{audit}", markup=False)
+        say(f"Health: {result.health.status}.{audit}")
         for pid in result.proposals:
-            console.print(f"  proposal {pid}: see `crustacean review show {pid}`", markup=False)
+            say(f"  proposal {pid}: see `crustacean review show {pid}`")
         for path in result.archived_lessons:
-            console.print(f"  archived lesson {path}", markup=False)
+            say(f"  archived lesson {path}")
         if result.plan is not None:
             _render_plan(result.plan)
         if result.record is not None:
