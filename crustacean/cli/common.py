@@ -84,6 +84,14 @@ class CrustaceanGroup(TyperGroup):
         for command in (self, *self.commands.values()):
             _flags_as_flags(command)
 
+    def get_params(self, ctx: Any) -> Any:
+        """typer adds the completion options after `__init__`; they are flags too."""
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         """Parse errors of the root options happen here, before `invoke`."""
         try:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from crustacean.cli.common import console, print_json, say, state
-from crustacean.cli.output import Col, fit_table, local_time, print_diff, zone_name
+from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -49,7 +49,7 @@ def history(
             local_time(v.time, ws.tz),
             v.actor,
             v.message,
-            ", ".join(v.files[:3]) + (f" (+{len(v.files) - 3})" if len(v.files) > 3 else ""),
+            path_list(v.files),
         ]
         for v in versions
     ]

@@ -9,6 +9,7 @@ every style off; the global `--quiet` keeps only errors and output asked for by 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -90,15 +91,15 @@ def width() -> int | None:
 
 # ---------------------------------------------------------------- lines
 
-_UNIT = re.compile(r"`[^`]*`\S*|\S+")
+_UNIT = re.compile(r"(\s*)(`[^`]*`\S*|\S+)")
 
 
 def wrap(text: str, width: int | None) -> list[str]:
     """Greedy word wrap that never breaks a word, a path or a `backticked command`.
 
     A unit longer than the width gets a line of its own, whole (the terminal folds it for the
-    eye; a copy still gets it in one piece). Continuation lines keep the first line's indent plus
-    two spaces. `width=None` (a pipe) keeps every line as it is.
+    eye; a copy still gets it in one piece). Spacing inside a line is kept; continuation lines
+    take the first line's indent plus two spaces. `width=None` (a pipe) keeps every line.
     """
     if width is None:
         return text.split("\n")
@@ -107,14 +108,15 @@ def wrap(text: str, width: int | None) -> list[str]:
         if cell_len(line) <= width:
             out.append(line)
             continue
-        lead = line[: len(line) - len(line.lstrip(" "))]
-        current, hang = lead, lead + "  "
-        for unit in _UNIT.findall(line):
-            if current.strip() and cell_len(current) + 1 + cell_len(unit) > width:
+        units = _UNIT.findall(line)
+        hang = " " * (len(units[0][0]) + 2) if units else ""
+        current = ""
+        for space, unit in units:
+            if current.strip() and cell_len(current + space + unit) > width:
                 out.append(current)
                 current = hang + unit
             else:
-                current = f"{current} {unit}" if current.strip() else current + unit
+                current += space + unit
         out.append(current)
     return out
 
@@ -206,25 +208,33 @@ def plan_columns(
         return list(natural)
     kept = list(range(len(cols)))
 
-    def least(i: int) -> int:
-        limit = cols[i].shrink
-        return natural[i] if limit is None else min(natural[i], limit)
-
     def need(idx: list[int], widths: Callable[[int], int]) -> int:
         return sum(widths(i) for i in idx) + GAP * (len(idx) - 1)
 
-    while need(kept, least) > width:
-        droppable = [i for i in kept if cols[i].drop > 0]
-        if not droppable:
+    def floor(i: int, texts_too: bool) -> int:
+        limit = cols[i].shrink
+        if limit is None or not (cols[i].path or texts_too):
+            return natural[i]
+        return min(natural[i], limit)
+
+    # Paths shorten first, then low-value columns go; text wraps only when that is not enough
+    # (and then only the columns that still do not fit go).
+    for texts_too in (False, True):
+        trial, least = list(kept), functools.partial(floor, texts_too=texts_too)
+        while need(trial, least) > width:
+            droppable = [i for i in trial if cols[i].drop > 0]
+            if not droppable:
+                break
+            trial.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
+        if need(trial, least) <= width or texts_too:
+            kept = trial
             break
-        kept.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
     out: list[int | None] = [None] * len(cols)
-    for i in kept:
-        out[i] = least(i)
-    spare = width - need(kept, least)
-    for i in kept:  # give the spare room back, left to right, up to each natural width
-        extra = min(max(spare, 0), natural[i] - least(i))
-        out[i] = least(i) + extra
+    spare = width - need(kept, lambda i: floor(i, True))
+    for i in kept:  # from the tightest fit, give the room back left to right, up to natural
+        least = floor(i, True)
+        extra = min(max(spare, 0), natural[i] - least)
+        out[i] = least + extra
         spare -= extra
     return out
 
@@ -237,6 +247,14 @@ def shorten_middle(text: str, limit: int) -> str:
     tail = (limit - 1) * 3 // 5
     head = limit - 1 - tail
     return text[:head] + "…" + text[len(text) - tail :]
+
+
+def path_list(paths: Sequence[str], limit: int = 3) -> str:
+    """Files of one row: `a.md, b.md, c.md (+2)` in a pipe; on a terminal only the first, so a
+    shortened cell still names one real path (`memory/con…/ada.md (+4)`)."""
+    shown = list(paths[: limit if width() is None else 1])
+    rest = len(paths) - len(shown)
+    return ", ".join(shown) + (f" (+{rest})" if rest else "")
 
 
 def fit_table(

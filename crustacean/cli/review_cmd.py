@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state
-from crustacean.cli.output import Col, fit_table, local_time, print_diff, zone_name
+from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -45,7 +45,7 @@ def review(
         Col("message", shrink=20),
     ]
     rows = [
-        [str(p.id), _when(p.created, ws.tz), p.actor, ", ".join(p.paths), p.message]
+        [str(p.id), _when(p.created, ws.tz), p.actor, path_list(p.paths, 10), p.message]
         for p in pending
     ]
     console.print(fit_table(cols, rows))

@@ -73,14 +73,14 @@ def _runs_table(found: list[RunRecord], tz: tzinfo) -> Table:
     cols = [
         Col("id"),
         Col("stage"),
-        Col(f"started ({zone_name(tz)})", drop=4),
-        Col("duration", drop=3),
+        Col(f"started ({zone_name(tz)})", drop=1),
+        Col("duration", drop=2),
         Col("status"),
         Col("model", shrink=10),
-        Col("turns", justify="right", drop=2),
-        Col("tokens in/out", justify="right", shrink=9),
+        Col("turns", justify="right", drop=3),
+        Col("tokens in/out", justify="right"),
         Col("cost", justify="right"),
-        Col("files", justify="right", drop=1),
+        Col("files", justify="right", drop=4),
     ]
     rows = [
         [
@@ -91,13 +91,20 @@ def _runs_table(found: list[RunRecord], tz: tzinfo) -> Table:
             _status(r),
             _model(r.model),
             str(r.turns),
-            f"{r.usage.total_input:,}/{r.usage.output_tokens:,}",
+            f"{_tokens(r.usage.total_input)}/{_tokens(r.usage.output_tokens)}",
             f"${r.cost_usd:.4f}",
             str(len(r.files_changed)),
         ]
         for r in found
     ]
     return fit_table(cols, rows)
+
+
+def _tokens(n: int) -> str:
+    """`1,234` in a pipe; on a terminal big counts shorten (`123.4k`, `1.23M`) to fit."""
+    if width() is None or n < 10_000:
+        return f"{n:,}"
+    return f"{n / 1000:.1f}k" if n < 1_000_000 else f"{n / 1_000_000:.2f}M"
 
 
 def _model(model: str | None) -> str:
