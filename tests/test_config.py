@@ -86,7 +86,7 @@ def test_an_old_full_toml_keeps_working_and_its_repeats_are_named(tmp_path: Path
     assert "workspace.daily_dir" not in repeats  # a fact of the workspace, not a taste
     out = run_cli("-w", str(root), "config", "show", "--redundant").stdout
     assert "delete the line to follow future defaults" in out
-    assert "  models.small = \"claude-haiku-5-5\"  (" + str(root / "crustacean.toml") + ")" in out
+    assert '  models.small = "claude-haiku-5-5"  (' + str(root / "crustacean.toml") + ")" in out
     rows = json.loads(run_cli("-w", str(root), "config", "show", "--json").stdout)
     small = next(r for r in rows if r["key"] == "models.small")
     assert small["layer"] == "workspace" and small["redundant"] is True
@@ -102,9 +102,10 @@ def test_config_show_tells_defaults_from_choices(tmp_path: Path) -> None:
     assert not any(r["redundant"] for r in rows)
     out = run_cli("-w", str(root), "config", "show").stdout
     assert f"1 of {len(SCHEMA)} keys chosen; the rest are defaults." in out
-    assert "No config file repeats a default" in run_cli(
-        "-w", str(root), "config", "show", "--redundant"
-    ).stdout
+    assert (
+        "No config file repeats a default"
+        in run_cli("-w", str(root), "config", "show", "--redundant").stdout
+    )
 
 
 def _workspace(tmp_path: Path, toml: str) -> Path:

@@ -463,3 +463,34 @@ def test_real_cron_daemon_runs_the_installed_entry(ws: Workspace, tmp_path: Path
     finally:
         assert cron.remove(ws)
     assert not cron.is_installed(ws, cron.read_crontab(None))
+
+
+def test_rotate_log_keeps_one_old_file_and_the_open_append_handle_working(
+    tmp_path: Path,
+) -> None:
+    """The shell that runs the cron line holds the log open for appending (`>>`): after the
+    rotation its writes land at the start of the emptied log, not in the old file."""
+    log = tmp_path / "cron.log"
+    log.write_text("a" * 50)
+    assert not cron.rotate_log(log, max_bytes=100)
+    with log.open("a") as shell_side:
+        log.write_text("b" * 150)
+        assert cron.rotate_log(log, max_bytes=100)
+        shell_side.write("after\n")
+    assert log.read_text() == "after\n"
+    assert (tmp_path / "cron.log.1").read_text() == "b" * 150
+    assert not cron.rotate_log(tmp_path / "missing.log")
+
+
+def test_status_and_doctor_hints_do_not_offer_crontab_file(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crustacean.status import cron_state, doctor
+
+    monkeypatch.setattr(cron, "crontab_program", lambda: None)
+    state = cron_state(ws)
+    assert state.endswith("and start it (`cron`).") and "--crontab-file" not in state
+    found = [f for f in doctor(ws.root).findings if f.name == "cron entry"]
+    assert found and "--crontab-file" not in found[0].detail + found[0].fix
+    with pytest.raises(cron.CronError, match="or pass --crontab-file PATH"):
+        cron.read_crontab(None)  # cron show/install/remove have the option, so they offer it

@@ -307,7 +307,10 @@ def test_help_command_and_completion() -> None:
     assert "Usage: crustacean review approve" in run_cli("help", "review", "approve").stdout
     assert "Commands" in run_cli("help").stdout
     failed = run_cli("help", "healt", code=2)
-    assert failed.stderr.startswith("Error: No command `healt`. Commands here: help, init,")
+    assert failed.stderr.startswith("Error: No command `healt`. Commands here: init, collect,")
+    assert run_cli("help", "runs", "nosuch", code=2).stderr == (
+        "Error: No command `runs nosuch`. Commands here: show.\n"
+    )
     script = run_cli("--show-completion", "bash").stdout
     assert "_CRUSTACEAN_COMPLETE" in script and "complete " in script
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import text
+from fakeapi import error, text
 
 from conftest import run_cli
 from crustacean.runs import RunRecorder, Usage
-from crustacean.status import doctor, run_totals, workspace_status
+from crustacean.status import doctor, run_totals, split_fix, workspace_status
 from crustacean.workspace import Workspace, locations
 
 NOW = datetime.now(UTC)
@@ -197,3 +197,36 @@ def test_doctor_sees_the_cron_entry(ws: Workspace, tmp_path: Path, monkeypatch: 
     cron.install(ws, crontab_file=tab)
     found = {f.name: f for f in status._cron(ws)}
     assert found["cron entry"].status == "ok" and "cron daemon" in found
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "fix"),
+    [
+        (401, "the API key was rejected (401; key from", "set a valid one"),
+        (
+            404,
+            "model 'claude-haiku-5-5' was not found (404)",
+            "set models.small in crustacean.toml",
+        ),
+    ],
+)
+def test_doctor_ping_names_the_fix_of_a_failed_request(
+    ws: Workspace, fake_api: Any, tmp_path: Path, status: int, detail: str, fix: str
+) -> None:
+    fake_api.enqueue(error(status))
+    env = {
+        "ANTHROPIC_API_KEY": "sk-test-ping-0123456789",
+        "ANTHROPIC_BASE_URL": fake_api.url,
+        "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+    found = next(f for f in doctor(ws.root, env=env, ping=True).findings if f.name == "api ping")
+    assert found.status == "fail" and found.detail.startswith(detail)
+    assert found.fix.startswith(fix) and found.fix != "see the message"
+
+
+def test_split_fix_cuts_at_the_last_semicolon_outside_brackets() -> None:
+    assert split_fix("x failed (401; key from env); set a valid one.") == (
+        "x failed (401; key from env)",
+        "set a valid one",
+    )
+    assert split_fix("no semicolon here")[1].startswith("run `crustacean doctor --ping` again")

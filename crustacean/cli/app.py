@@ -122,7 +122,6 @@ def help_(
     typer.echo(sub_ctx.get_help(), nl=False)
 
 
-app.command("help")(help_)
 app.command("init")(init_cmd.init)
 app.command("collect")(stages_cmd.collect)
 app.command("curate")(stages_cmd.curate)
@@ -146,6 +145,7 @@ app.command("index")(search_cmd.index)
 app.command("remember")(memory_cmd.remember)
 app.add_typer(memory_cmd.tier_app, name="tier")
 app.add_typer(runs_cmd.runs_app, name="runs")
+app.command("help")(help_)
 
 
 def main() -> None:
