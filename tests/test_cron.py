@@ -494,3 +494,22 @@ def test_status_and_doctor_hints_do_not_offer_crontab_file(
     assert found and "--crontab-file" not in found[0].detail + found[0].fix
     with pytest.raises(cron.CronError, match="or pass --crontab-file PATH"):
         cron.read_crontab(None)  # cron show/install/remove have the option, so they offer it
+
+
+def test_cron_commands_report_json(ws: Workspace, tab: Path, tmp_path: Path) -> None:
+    import json
+
+    made = json.loads(cli(ws, "install", "--crontab-file", str(tab), "--json").stdout)
+    assert made["kind"] == "cron" and len(made["lines"]) == 1 and "tick --log" in made["lines"][0]
+    assert made["log"] == str(ws.logs_dir / cron.LOG_NAME)
+    shown = json.loads(cli(ws, "show", "--crontab-file", str(tab), "--json").stdout)
+    assert shown["installed"] and shown["commands"][0].endswith("2>&1")
+    gone = json.loads(cli(ws, "remove", "--crontab-file", str(tab), "--json").stdout)
+    assert gone["removed"] is True and tab.read_text() == USER_LINES
+    units = tmp_path / "units"
+    made = json.loads(cli(ws, "install", "--systemd", "--unit-dir", str(units), "--json").stdout)
+    assert made["kind"] == "systemd" and Path(made["timer"]).is_file()
+    gone = json.loads(cli(ws, "remove", "--systemd", "--unit-dir", str(units), "--json").stdout)
+    assert made["timer"] in gone["removed"]
+    plan = json.loads(cli(ws, "install", "--openclaw", "--json").stdout)
+    assert plan["kind"] == "openclaw" and plan["commands"][0].startswith("openclaw cron add")
