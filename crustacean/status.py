@@ -340,12 +340,17 @@ def _cron(ws: Workspace) -> list[Finding]:
         if w.startswith("/") and "python" in Path(w).name
     }
     missing = [p for p in interpreters if not Path(p).exists()]
+    old_tick = any(" tick " in f" {line} " and "--log" not in line for line in block.splitlines())
     found = [
         Finding(
             "cron entry",
-            "fail" if missing else "ok",
-            f"interpreter {missing[0]} is gone" if missing else "installed",
-            "run `crustacean cron install` again" if missing else "",
+            "fail" if missing else "warn" if old_tick else "ok",
+            f"interpreter {missing[0]} is gone"
+            if missing
+            else "installed by an older release: `tick` logs every tick, unrotated"
+            if old_tick
+            else "installed",
+            "run `crustacean cron install` again" if missing or old_tick else "",
         )
     ]
     return [*found, _daemon()]

@@ -197,6 +197,10 @@ def test_doctor_sees_the_cron_entry(ws: Workspace, tmp_path: Path, monkeypatch: 
     cron.install(ws, crontab_file=tab)
     found = {f.name: f for f in status._cron(ws)}
     assert found["cron entry"].status == "ok" and "cron daemon" in found
+    tab.write_text(tab.read_text().replace(" tick --log >> ", " tick >> "))  # an older release's
+    old = {f.name: f for f in status._cron(ws)}["cron entry"]
+    assert old.status == "warn" and "unrotated" in old.detail
+    assert old.fix == "run `crustacean cron install` again"
 
 
 @pytest.mark.parametrize(
