@@ -157,6 +157,7 @@ def test_paths_piped_to_grep_keep_the_whole_path(sample: Path) -> None:
     keys = json.loads(piped("paths", "--json", cwd=sample))
     assert keys["proposals"] == str(proposals) and keys["workspace"] == str(sample)
     assert all(re.fullmatch(r"[a-z_]+", k) for k in keys)
+    assert json.loads(in_terminal("paths", "--json", cols=40, cwd=sample)) == keys  # unwrapped
 
 
 def test_init_hints_stay_on_one_line_in_a_pipe(tmp_path: Path) -> None:

@@ -144,7 +144,9 @@ def print_json(data: Any) -> None:
     """JSON asked for by name: printed even with `--quiet`, never wrapped, keys as given."""
     text = json.dumps(data, default=str, ensure_ascii=False, indent=2)
     if console.is_terminal and not MODE.quiet:
-        console.print_json(text)
+        from rich.json import JSON
+
+        console.print(JSON(text), soft_wrap=True)  # coloured, but a long string stays one line
     else:
         typer.echo(text)
 
@@ -166,7 +168,7 @@ def print_diff(text: str) -> None:
 def zone_name(tz: tzinfo, when: datetime | None = None) -> str:
     """The workspace zone as a view names it once: `Europe/Berlin`, else its abbreviation."""
     key = getattr(tz, "key", None)
-    if key:
+    if key and not str(key).startswith("Etc/"):  # Etc/UTC, Etc/GMT+2: the short name reads better
         return str(key)
     return (when or datetime.now(tz)).astimezone(tz).tzname() or "local"
 
