@@ -1,0 +1,63 @@
+"""The contract between what each stage is told and what code does: docs, preamble, request
+and executor all follow crustacean/llm/contract.py; any drift fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from crustacean.llm.contract import CONTRACTS, contract, drift, preamble, tool_specs
+from crustacean.store import policy
+
+PIPELINE = Path(__file__).resolve().parent.parent / "pipeline"
+STAGES = sorted(CONTRACTS)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_doc_tools_section_matches_the_contract(stage: str) -> None:
+    text = (PIPELINE / contract(stage).doc).read_text("utf-8")
+    assert drift(stage, text) == []
+
+
+@pytest.mark.parametrize(
+    ("stage", "never"),
+    [
+        ("curate", {"overwrite", "delete", "move"}),
+        ("compile", {"overwrite"}),
+        ("calibrate", {"overwrite", "delete"}),
+    ],
+)
+def test_a_stage_is_offered_only_the_modes_its_policy_may_use(stage: str, never: set[str]) -> None:
+    modes = set(contract(stage).modes)
+    assert not modes & never
+    rules = policy.POLICY[stage]
+    assert modes == {m for m in policy.MODES if any(m in ms for ms, _ in rules)}
+    write = next(t for t in tool_specs(stage) if t.name == "write_context")
+    enum = write.input_schema["properties"]["changes"]["items"]["properties"]["mode"]["enum"]
+    assert set(enum) == modes
+
+
+def test_collect_is_offered_its_one_tool_and_told_no_file_rules() -> None:
+    assert [t.name for t in tool_specs("collect")] == [contract("collect").own_tool.name]
+    text = preamble("collect")
+    for word in ("expected_sha256", "README", "finish", "write_context"):
+        assert word not in text
+
+
+def test_collect_category_table_lists_exactly_the_schema_enum() -> None:
+    spec = contract("collect").own_tool
+    item = spec.input_schema["properties"]["items"]["items"]
+    enum = item["properties"]["category"]["enum"]
+    text = (PIPELINE / "COLLECT.md").read_text("utf-8")
+    table = text.split("## What to look for", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z_]+)` \|", table, re.MULTILINE)
+    assert sorted(rows) == sorted(enum)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_preamble_names_only_offered_modes(stage: str) -> None:
+    text = preamble(stage)
+    for mode in set(policy.MODES) - set(contract(stage).modes):
+        assert f" {mode}," not in text and f" {mode}." not in text
