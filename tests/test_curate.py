@@ -170,7 +170,7 @@ def test_routes_a_three_day_log_and_never_twice(setup: dict[str, Any]) -> None:
     )
     result = curate(s["ws"], env=s["env"], clock=clock)
     rec = result.record
-    assert rec.status == "ok" and rec.turns == 4 and rec.proposals == [1]
+    assert rec.status == "ok" and rec.turns == 4 and rec.proposals == []
     alice = (root / "memory/contacts/telegram-alice.md").read_text()
     assert alice.count("green tea") == 1 and "head baker" in alice and alice.count("# Alice") == 1
     assert "Cron needs absolute paths" in (root / "memory/lessons/lessons.md").read_text()
@@ -179,11 +179,10 @@ def test_routes_a_three_day_log_and_never_twice(setup: dict[str, Any]) -> None:
     assert (root / "memory/2026-11-28.md").read_text() == DAYS["2026-11-28"]
     replies = fake.messages()[3].body["messages"][-1]["content"]
     assert "already there" in replies[0]["content"]
-    assert "Queued for review as proposal 1" in replies[1]["content"]
-    assert (
-        replies[2]["is_error"]
-        and "curate may not write memory/2026-11-28.md" in replies[2]["content"]
-    )
+    # curate may not propose foundation changes, and is never offered delete: both refused whole
+    assert replies[1]["is_error"] and "curate never changes SOUL.md" in replies[1]["content"]
+    assert replies[2]["is_error"] and "not offered mode 'delete'" in replies[2]["content"]
+    assert "nothing of this call was applied" in replies[2]["content"]
     index = (root / "memory/README.md").read_text()
     assert "  - `lessons.md` — Lessons" in index and "  - `ana-lease.md` — Call Ana" in index
     assert index.index("`lessons.md`") > index.index("- `lessons/`")

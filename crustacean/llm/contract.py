@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from crustacean.llm.tools import CHANGE_SCHEMA, TOOLS, ToolSpec
+from crustacean.llm.tools import TOOLS, ToolSpec, write_spec
 from crustacean.store import policy
 from crustacean.workspace import FOUNDATION_FILES
 
@@ -44,11 +44,8 @@ class Contract:
 
     @property
     def modes(self) -> tuple[str, ...]:
-        """The write modes its policy can ever allow, in policy order (none without write_context)."""
-        if "write_context" not in self.shared:
-            return ()
-        rules = policy.POLICY.get(self.stage, ())
-        return tuple(m for m in policy.MODES if any(m in modes for modes, _ in rules))
+        """The write modes its policy can ever allow (none without write_context)."""
+        return policy_modes(self.stage) if "write_context" in self.shared else ()
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -69,6 +66,12 @@ class Contract:
             if kept and shown:
                 out.append((shown, tuple(dict.fromkeys(kept))))
         return out
+
+
+def policy_modes(actor: str) -> tuple[str, ...]:
+    """Every mode some rule of the actor's policy allows, in policy order."""
+    rules = policy.POLICY.get(actor, ())
+    return tuple(m for m in policy.MODES if any(m in modes for modes, _ in rules))
 
 
 _TOOL_MOD = "crustacean.stages"
@@ -148,22 +151,6 @@ def contract(stage: str) -> Contract:
     return CONTRACTS[stage]
 
 
-def write_spec(modes: tuple[str, ...]) -> ToolSpec:
-    """`write_context` with only the modes a stage is offered in its schema and description."""
-    base = TOOLS["write_context"]
-    change = {**CHANGE_SCHEMA, "properties": dict(CHANGE_SCHEMA["properties"])}
-    change["properties"]["mode"] = {**change["properties"]["mode"], "enum": list(modes)}
-    for key, only in (("content", ("create", "append")), ("to", ("move",))):
-        if not set(only) & set(modes):
-            change["properties"].pop(key)
-    if "edit" not in modes:
-        change["properties"].pop("old")
-        change["properties"].pop("new")
-    schema = {**base.input_schema, "properties": dict(base.input_schema["properties"])}
-    schema["properties"]["changes"] = {**schema["properties"]["changes"], "items": change}
-    return ToolSpec(base.name, f"Modes: {', '.join(modes)}. " + base.description, schema)
-
-
 def tool_specs(stage: str) -> list[ToolSpec]:
     """Every tool the stage is offered, in the order the request lists them."""
     c = contract(stage)
@@ -224,6 +211,13 @@ def preamble(stage: str) -> str:
     rules += [f"- After you: code {x}." for x in c.after]
     rules.append("- When you are done, call finish with a short summary.")
     return head + "\n".join(rules) + "\n"
+
+
+def actor_preamble(actor: str) -> str:
+    """The general rules (the MCP server's instructions) with the modes the actor may use."""
+    from crustacean.llm.tools import PREAMBLE
+
+    return PREAMBLE.replace("{modes}", ", ".join(policy_modes(actor) or policy.MODES))
 
 
 def render_section(stage: str) -> str:
@@ -298,7 +292,8 @@ def _kind(field: dict[str, Any]) -> str:
         item = field.get("items", {})
         return "list of " + ("objects" if item.get("type") == "object" else str(item.get("type")))
     if t == "object" and "properties" not in field:
-        return "object of " + str(field.get("additionalProperties", {}).get("type", "values"))
+        inner = field.get("additionalProperties", {}).get("type", "values")
+        return "object of " + (inner if isinstance(inner, str) else " or ".join(inner))
     return t if isinstance(t, str) else " or ".join(t)
 
 
@@ -332,3 +327,78 @@ def sync_doc(stage: str, doc_text: str) -> str:
     if start < 0 or end < 0:
         raise ValueError(f"{contract(stage).doc} has no {BEGIN} … {END} markers")
     return doc_text[:start] + render_section(stage) + doc_text[end + len(END) :]
+
+
+def check_changes(stage: str, raw: object) -> None:
+    """Refuse, before the store sees it, a change the stage is not offered: a mode outside its
+    schema, a path code writes itself, or a foundation file when it may not propose. Nothing of
+    the call is applied."""
+    from crustacean.errors import PolicyError
+
+    if not isinstance(raw, list):
+        return  # the store explains the expected shape
+    c = contract(stage)
+    for ch in raw:
+        if not isinstance(ch, dict):
+            continue
+        mode, path = ch.get("mode"), str(ch.get("path", "")).lstrip("./")
+        if isinstance(mode, str) and mode in policy.MODES and mode not in c.modes:
+            raise PolicyError(
+                f"{stage} is not offered mode {mode!r} (offered: {', '.join(c.modes)}); "
+                "nothing of this call was applied."
+            )
+        for target in (path, str(ch.get("to") or "").lstrip("./")):
+            owner = next((p for p in c.code_writes if target.startswith(p)), None)
+            if owner:
+                raise PolicyError(
+                    f"{target} is written by code, not by {stage} ({_owner_hint(stage)}); "
+                    "nothing of this call was applied."
+                )
+            if target in FOUNDATION_FILES and not c.proposes:
+                raise PolicyError(
+                    f"{stage} never changes {target} (foundation files change only through "
+                    "calibrate's proposals); put it in memory/notes/ with a note for "
+                    "Calibrate. Nothing of this call was applied."
+                )
+
+
+def _owner_hint(stage: str) -> str:
+    return {
+        "curate": "code adds each file you create to its folder README's Index after the run",
+        "compile": "give your digest sections with record_digest",
+        "calibrate": "give your audit sections with record_audit",
+    }.get(stage, "see your instructions")
+
+
+SAFETY_BEGIN = "<!-- BEGIN GENERATED: stage table (crustacean/llm/contract.py) -->"
+SAFETY_END = "<!-- END GENERATED: stage table -->"
+
+
+def render_safety_table() -> str:
+    """What each stage is told, offered and allowed, in one table (docs/safety.md)."""
+    rows = [
+        SAFETY_BEGIN,
+        "| stage | told (its `.system/` doc, with the generated tools section) | offered tools "
+        "| write modes | may write | code writes, not the model |",
+        "|---|---|---|---|---|---|",
+    ]
+    for stage, c in CONTRACTS.items():
+        where = "; ".join(
+            f"{', '.join(modes)}: " + ", ".join(f"`{f}`" for f in folders)
+            for modes, folders in c.folders()
+        )
+        if c.proposes:
+            where += "; foundation files and `memory/.system/` as proposals only"
+        code = "; ".join(c.after)
+        tools = ", ".join(f"`{n}`" for n in c.tool_names)
+        modes = ", ".join(c.modes) or "none (no file tools)"
+        rows.append(f"| {stage} | `{c.doc}` | {tools} | {modes} | {where or 'nothing'} | {code} |")
+    rows.append(SAFETY_END)
+    return "\n".join(rows)
+
+
+def sync_safety(text: str) -> str:
+    start, end = text.find(SAFETY_BEGIN), text.find(SAFETY_END)
+    if start < 0 or end < 0:
+        raise ValueError(f"docs/safety.md has no {SAFETY_BEGIN} … {SAFETY_END} markers")
+    return text[:start] + render_safety_table() + text[end + len(SAFETY_END) :]

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from crustacean.health import Health, check_workspace
-from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.runs import RunRecord, RunRecorder
@@ -97,8 +97,6 @@ def build_request(
         stage=STAGE,
         system_doc=stage_doc(ws.root, "CALIBRATE.md"),
         prompt=prompt,
-        tools=DEFAULT_TOOLS,
-        extra_tools=(RECORD_AUDIT,),
     )
 
 

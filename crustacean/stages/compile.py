@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from crustacean.documents import DocumentSkipped, read_document, set_meta
-from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import load_memories
@@ -245,8 +245,6 @@ def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
         stage=STAGE,
         system_doc=stage_doc(ws.root, "COMPILE.md"),
         prompt=prompt,
-        tools=DEFAULT_TOOLS,
-        extra_tools=(RECORD_DIGEST,),
     )
 
 

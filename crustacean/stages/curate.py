@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from crustacean.documents import parse_document
-from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import memory_paths
@@ -158,8 +158,6 @@ def build_request(ws: Workspace, entries: list[Entry], dest_map: str) -> StageRe
         stage=STAGE,
         system_doc=stage_doc(ws.root, "CURATE.md"),
         prompt=prompt,
-        tools=DEFAULT_TOOLS,
-        extra_tools=(RECORD_ROUTING,),
     )
 
 

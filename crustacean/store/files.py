@@ -75,11 +75,19 @@ class WriteResult:
     proposal: int | None = None
     call_id: str = ""
     snapshot: str | None = None
+    sha256: dict[str, str | None] = field(default_factory=dict)  # new hash; None: moved away
 
     def to_json(self) -> dict[str, object]:
+        """The tool result models and MCP clients get: JSON, never prose."""
         if self.proposal is not None:
-            return {"proposal": self.proposal, "files": list(self.files)}
-        return {"version": self.version, "files": list(self.files)}
+            return {
+                "proposal": self.proposal,
+                "files": list(self.files),
+                "applied": False,
+                "note": f"queued for review as proposal {self.proposal}; a human approves it "
+                "with `crustacean review`. Nothing was written yet: do not resend it.",
+            }
+        return {"version": self.version, "files": list(self.files), "sha256": self.sha256}
 
 
 @dataclass
@@ -414,7 +422,11 @@ class Store:
             finally:
                 self._journal_path.unlink(missing_ok=True)
             return WriteResult(
-                files=tuple(touched), version=version, call_id=call_id, snapshot=snapshot
+                files=tuple(touched),
+                version=version,
+                call_id=call_id,
+                snapshot=snapshot,
+                sha256=_hashes(plan, touched),
             )
 
     def _lock(self) -> FileLock:
@@ -561,6 +573,11 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _hashes(plan: Plan, touched: list[str]) -> dict[str, str | None]:
+    """Each changed file's new sha256, so the next change to it needs no second read."""
+    return {p: None if plan.after[p] is None else sha256_hex(plan.after[p] or b"") for p in touched}
 
 
 def _named(plan: Plan) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from crustacean.store.changes import unified_diff
-from crustacean.store.files import FileContent, FileInfo, Store, WriteResult, new_id
+from crustacean.store.files import FileContent, FileInfo, Store, WriteResult, _hashes, new_id
 from crustacean.store.paths import jail
 
 
@@ -71,7 +71,12 @@ class OverlayStore(Store):
             )
         for path in plan.touched:
             self.overlay[path] = plan.after[path]
-        return WriteResult(files=tuple(plan.touched), version=None, call_id=new_id())
+        return WriteResult(
+            files=tuple(plan.touched),
+            version=None,
+            call_id=new_id(),
+            sha256=_hashes(plan, plan.touched),
+        )
 
     def diff(self) -> str:
         """A unified diff of the overlay against the files on disk."""
