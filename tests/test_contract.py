@@ -61,3 +61,10 @@ def test_preamble_names_only_offered_modes(stage: str) -> None:
     text = preamble(stage)
     for mode in set(policy.MODES) - set(contract(stage).modes):
         assert f" {mode}," not in text and f" {mode}." not in text
+
+
+def test_safety_doc_table_is_generated_from_the_contract() -> None:
+    from crustacean.llm.contract import render_safety_table
+
+    text = (PIPELINE.parent / "docs/safety.md").read_text("utf-8")
+    assert render_safety_table() in text

@@ -388,7 +388,29 @@ def test_a_routing_report_without_a_write_leaves_the_entry_for_next_time(
     )
     result = curate(s["ws"], env=s["env"], clock=clock)
     assert result.record.status == "ok" and result.unreported == 1  # the reminder: never written
+    reply = json.loads(fake.messages()[1].body["messages"][-1]["content"][1]["content"])
+    assert [r["why"] for r in reply["rejected"]] == ["memory/reminders/ana.md does not exist"]
+    assert len(reply["recorded"]) == 1 and "not recorded" in reply["note"]
     fake.enqueue(tool_use(("finish", {"summary": "again"})))
     again = curate(s["ws"], env=s["env"], clock=clock)
     assert again.entries == 1
     assert "Call Ana" in fake.messages()[2].body["messages"][0]["content"][0]["text"]
+
+
+def test_record_routing_names_destinations_not_written_this_run(setup: dict[str, Any]) -> None:
+    s, fake = setup, setup["fake"]
+    fake.enqueue(
+        tool_use(routing(s, {"[person]": "memory/contacts/telegram-alice.md"})),
+        tool_use(("record_routing", {"entries": [{"id": "nope", "destination": "skip"}]})),
+        tool_use(("finish", {"summary": "claimed"})),
+    )
+    result = curate(s["ws"], env=s["env"], clock=clock)
+    replies = [m.body["messages"][-1]["content"][0] for m in fake.messages()[1:]]
+    first, second = (json.loads(r["content"]) for r in replies)
+    assert replies[0]["is_error"] and first["recorded"] == []
+    assert {r["why"] for r in first["rejected"]} == {
+        "memory/contacts/telegram-alice.md was not written in this run"
+    }
+    assert second["rejected"][0]["why"] == "no such entry id in this run's entries"
+    assert "memory/contacts/telegram-alice.md" not in result.routed  # it comes back next run
+    assert result.unreported == len(ids_of(s, "[person]"))

@@ -13,6 +13,7 @@ An append whose text the target already holds is dropped by code before it reach
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -242,14 +243,16 @@ def curate(
         before = set(memory_paths(ws.root)) if not dry_run else set()
         reported: dict[str, tuple[str, str]] = {}
         landed: set[str] = set()
+        held: set[str] = set()  # reports code rejected: those entries stay for the next run
         outcome = session.run(
             build_request(ws, entries, destination_map(ws, session.store)),
-            _handlers(session, rec.record.id, reported, landed),
+            _handlers(session, rec.record.id, reported, landed, {e.id for e in entries}, held),
         )
         known = {e.id for e in entries}
         # Code checks the model's report: an entry counts as routed only if something really
         # landed in its destination this run; otherwise it stays uncurated and comes back.
         unlanded = {i for i, (dest, _) in reported.items() if dest != "skip" and dest not in landed}
+        unlanded |= held - set(reported)
         reported = {i: v for i, v in reported.items() if i in known and i not in unlanded}
         if outcome.status == "ok":
             for e in entries:
@@ -272,16 +275,35 @@ def _handlers(
     run_id: str,
     reported: dict[str, tuple[str, str]],
     landed: set[str],
+    known: set[str],
+    held: set[str],
 ) -> dict[str, Callable[..., ToolOutcome]]:
     def record_routing(inp: dict[str, Any]) -> ToolOutcome:
         items = inp.get("entries")
         if not isinstance(items, list):
             return ToolOutcome("Error: entries must be a list of {id, destination, reason}.", True)
+        recorded, rejected = [], []
         for item in items:
-            if isinstance(item, dict) and isinstance(item.get("id"), str):
-                reason = item.get("reason") if isinstance(item.get("reason"), str) else ""
-                reported[item["id"]] = (str(item.get("destination") or "skip"), reason)
-        return ToolOutcome(f"Recorded {len(items)} entr{'y' if len(items) == 1 else 'ies'}.", False)
+            if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+                rejected.append({"entry": item, "why": "not an {id, destination} object"})
+                continue
+            reason = item.get("reason") if isinstance(item.get("reason"), str) else ""
+            dest = str(item.get("destination") or "skip").strip().removeprefix("./")
+            why = routing_problem(item["id"], dest, known, landed, session.store.read_bytes)
+            if why:
+                rejected.append({"id": item["id"], "destination": dest, "why": why})
+                held.add(item["id"])
+                continue
+            reported[item["id"]] = (dest, reason)
+            held.discard(item["id"])
+            recorded.append(item["id"])
+        body: dict[str, Any] = {"recorded": recorded, "rejected": rejected}
+        if rejected:
+            body["note"] = (
+                "rejected entries were not recorded: write each one to its destination first "
+                "(or report it as skip), then report it again."
+            )
+        return ToolOutcome(json.dumps(body), bool(rejected))
 
     def write_context(inp: dict[str, Any]) -> ToolOutcome:
         changes, dropped = dedup_appends(session.store, inp.get("changes"))
@@ -299,6 +321,30 @@ def _handlers(
         return ToolOutcome(out.text + note, out.is_error, out.write, out.finished)
 
     return {"record_routing": record_routing, "write_context": write_context}
+
+
+def routing_problem(
+    entry: str,
+    dest: str,
+    known: set[str],
+    landed: set[str],
+    read: Callable[[str], bytes | None],
+) -> str:
+    """Why a reported routing cannot be recorded ("" when it can): unknown entry, or a
+    destination that does not exist or that this run did not write."""
+    if entry not in known:
+        return "no such entry id in this run's entries"
+    if dest == "skip":
+        return ""
+    try:
+        exists = read(dest) is not None
+    except Exception:  # a folder, a bad path: the destination is not a file
+        exists = False
+    if not exists:
+        return f"{dest} does not exist"
+    if dest not in landed:
+        return f"{dest} was not written in this run"
+    return ""
 
 
 def _tally(result: CurateResult, reported: Mapping[str, tuple[str, str]], total: int) -> None:

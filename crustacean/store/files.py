@@ -39,7 +39,7 @@ from crustacean.store.versions import TRAILER_ACTOR, TRAILER_CALL, TRAILER_RUN, 
 from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
 
 SKIP_DIRS = {".git", STATE_DIR}
-LOSS_GUARDED = ("compile", "calibrate")  # the stages that may reorganize whole files
+LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
 TRASH = "archive/trash"
 WRITE_LOCK_SECONDS = 60.0
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
@@ -99,6 +99,7 @@ class Plan:
     after: dict[str, bytes | None] = field(default_factory=dict)
     ask: list[str] = field(default_factory=list)
     moved: set[str] = field(default_factory=set)  # targets holding a file's bytes unchanged
+    loss: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (base, lost in run)
 
     @property
     def touched(self) -> list[str]:
@@ -118,6 +119,8 @@ class Store:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.git = Git(self.root)
         self._versioned: bool | None = None
+        # (run id, path) -> (lines when the run first changed it, lines the run lost so far)
+        self._loss_tally: dict[tuple[str | None, str], tuple[int, int]] = {}
 
     @property
     def versioned(self) -> bool:
@@ -189,7 +192,14 @@ class Store:
 
     # ------------------------------------------------------------ planning
 
-    def plan(self, raw_changes: object, *, actor: str, max_files: int | None = None) -> Plan:
+    def plan(
+        self,
+        raw_changes: object,
+        *,
+        actor: str,
+        max_files: int | None = None,
+        run_id: str | None = None,
+    ) -> Plan:
         """Validate a call completely and compute each file's new bytes; write nothing."""
         changes = parse_changes(raw_changes)
         limit = self.ws.settings.store.max_files_per_call if max_files is None else max_files
@@ -214,28 +224,42 @@ class Store:
         if actor != "user":
             self._check_working_memory(plan)
         if actor in LOSS_GUARDED:
-            self._check_loss(plan)
+            plan.loss = self._check_loss(plan, run_id)
         return plan
 
-    def _check_loss(self, plan: Plan) -> None:
-        """Refuse a write that drops many of a file's lines without moving them in this call."""
-        limit = self.ws.settings.compile.max_loss_fraction
-        added = b"\n".join(plan.after[p] or b"" for p in plan.touched if plan.after[p] is not None)
-        moved = {ln for ln in added.decode("utf-8", "replace").splitlines() if ln.strip()}
+    def _check_loss(self, plan: Plan, run_id: str | None) -> dict[str, tuple[int, int]]:
+        """Refuse a call that makes content disappear: old lines found nowhere in the files the
+        call leaves behind (see `lost_lines`). The cap is per file and per run, so many small
+        edits cannot do what one large one may not. Returns the run's new tally per file."""
+        cfg = self.ws.settings.compile
+        left = [plan.after[p] or b"" for p in plan.touched if plan.after[p] is not None]
+        added = [_added(plan.before.get(p), plan.after[p]) for p in plan.touched]
+        tally: dict[str, tuple[int, int]] = {}
         for path in plan.touched:
-            old, new = plan.before.get(path), plan.after[path]
-            if old is None or new is None or path in plan.moved:
+            old = plan.before.get(path)
+            if old is None or path in plan.moved:
                 continue
-            before = [ln for ln in old.decode("utf-8", "replace").splitlines() if ln.strip()]
-            after = [ln for ln in new.decode("utf-8", "replace").splitlines() if ln.strip()]
-            kept = set(after)
-            lost = [ln for ln in before if ln not in kept and ln not in moved]
-            if len(after) < len(before) and len(lost) > limit * len(before):
+            lost = lost_lines(old, left, added)
+            if not lost:
+                continue
+            base, before_lost = self._loss_tally.get((run_id, path), (0, 0)) if run_id else (0, 0)
+            base = base or _count_lines(old)
+            total = before_lost + len(lost)
+            cap = max(cfg.loss_floor_lines, int(cfg.max_loss_fraction * base))
+            if total > cap:
+                shown = "; ".join(f"{n}: {text[:60]!r}" for n, text in lost[:3])
+                more = f" and {len(lost) - 3} more" if len(lost) > 3 else ""
+                earlier = f" (after {before_lost} lost earlier this run)" if before_lost else ""
                 raise LimitError(
-                    f"{path} would lose {len(lost)} of its {len(before)} lines "
-                    f"(compile.max_loss_fraction {limit:g}). Move content to another file in the "
-                    "same call (it is then kept), or archive the whole file with move."
+                    f"refused, nothing of this call was applied: {path} would lose "
+                    f"{len(lost)} line(s){earlier}, found nowhere the call leaves behind — "
+                    f"line {shown}{more}. A run may lose at most {cap} of its {base} lines "
+                    f"(compile.max_loss_fraction {cfg.max_loss_fraction:g}, at least "
+                    f"compile.loss_floor_lines {cfg.loss_floor_lines}). Keep the lines, or move "
+                    "them to another file (e.g. under archive/pruned/) in the same call."
                 )
+            tally[path] = (base, total)
+        return tally
 
     def _current(self, plan: Plan, path: str) -> bytes | None:
         if path in plan.after:
@@ -392,7 +416,7 @@ class Store:
             self.recover()
             if _head_locked(self.root):  # a killed run's ref lock must not block this write
                 _clear_stale_ref_locks(self.root)
-            plan = self.plan(changes, actor=actor, max_files=max_files)
+            plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
             if plan.ask and not approved:
                 pid = proposals.add(
                     self, plan, actor=actor, message=message, run_id=run_id, reason=plan.ask[0]
@@ -421,6 +445,7 @@ class Store:
                 raise
             finally:
                 self._journal_path.unlink(missing_ok=True)
+            self._loss_tally.update({(run_id, p): t for p, t in plan.loss.items()})
             return WriteResult(
                 files=tuple(touched),
                 version=version,
@@ -520,6 +545,58 @@ class Store:
             trailers={TRAILER_ACTOR: "user"},
             parent=head,
         )
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split()).casefold()
+
+
+def _lines(data: bytes) -> list[str]:
+    return [_norm(x) for x in data.decode("utf-8", "replace").splitlines() if x.strip()]
+
+
+def _count_lines(data: bytes) -> int:
+    return len(_lines(data))
+
+
+def _added(old: bytes | None, new: bytes | None) -> list[str]:
+    """The lines of a file's new bytes that its old bytes did not have."""
+    if new is None:
+        return []
+    had = set(_lines(old or b""))
+    return [x for x in _lines(new) if x not in had]
+
+
+def lost_lines(old: bytes, left: list[bytes], added: list[list[str]]) -> list[tuple[int, str]]:
+    """The old file's lines (number, text) that a call makes disappear.
+
+    A line is kept when its text (whitespace and case aside) is still in a file the call leaves
+    behind, moved targets and the archive included; or when it was reworded: most of its words
+    reappear in the lines the call added. Words are taken from the added lines as a pool, each
+    used once, so junk or one reworded line cannot vouch for many."""
+    kept = {x for data in left for x in _lines(data)}
+    joined = "\n".join(x for data in left for x in _lines(data))
+    pool: dict[str, int] = {}
+    for line in (x for lines in added for x in lines):
+        for w in _WORD.findall(_norm(line)):
+            pool[w] = pool.get(w, 0) + 1
+    lost = []
+    numbered = [(n, x) for n, x in enumerate(old.decode("utf-8", "replace").splitlines(), 1)]
+    for n, raw in numbered:
+        line = _norm(raw)
+        if not line or line in kept or (len(line) >= 12 and line in joined):
+            continue
+        words = _WORD.findall(line)
+        found = [w for w in words if pool.get(w, 0) > 0]
+        if words and len(found) * 2 > len(words):
+            for w in found:
+                pool[w] -= 1
+            continue
+        lost.append((n, raw.strip()))
+    return lost
 
 
 _TEMP_NAME = re.compile(

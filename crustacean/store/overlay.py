@@ -59,7 +59,7 @@ class OverlayStore(Store):
         max_files: int | None = None,
     ) -> WriteResult:
         """Validate exactly as a real call would, then keep the result in memory."""
-        plan = self.plan(changes, actor=actor, max_files=max_files)
+        plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
         if not message.strip():
             from crustacean.errors import WriteError
 
@@ -71,6 +71,7 @@ class OverlayStore(Store):
             )
         for path in plan.touched:
             self.overlay[path] = plan.after[path]
+        self._loss_tally.update({(run_id, p): t for p, t in plan.loss.items()})
         return WriteResult(
             files=tuple(plan.touched),
             version=None,
