@@ -26,6 +26,7 @@ from crustacean.memories import load_memories
 from crustacean.runs import RunRecord, RunRecorder, last_runs
 from crustacean.stages.compile_plan import (
     find_candidates,
+    owner_names,
     plan_daily_archive,
     plan_empty_and_duplicates,
     plan_hook_sweep,
@@ -222,7 +223,13 @@ def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
         if data:
             logs[day] = data.decode("utf-8", "replace")
     memory_md = (store.read_bytes(WORKING_MEMORY) or b"").decode("utf-8", "replace")
-    return find_candidates(memory_md, files, logs, today, now).to_prompt()
+    owners = owner_names(
+        *(
+            (store.read_bytes(f) or b"").decode("utf-8", "replace")
+            for f in ("USER.md", "IDENTITY.md")
+        )
+    )
+    return find_candidates(memory_md, files, logs, today, now, owners).to_prompt()
 
 
 def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
