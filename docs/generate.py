@@ -15,6 +15,7 @@ tests/test_docs_generated.py fails when either file is stale.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import typing
@@ -352,12 +353,20 @@ def sync_contract_sections() -> list[str]:
     wrote = []
     targets = [(REPO / "pipeline" / c.doc, s) for s, c in contract.CONTRACTS.items()]
     targets.append((DOCS / "safety.md", None))
+    from crustacean import system_docs
+
+    versions = REPO / "pipeline" / system_docs.VERSIONS_FILE
+    known = system_docs.shipped_hashes()
     for path, stage in targets:
         text = path.read_text("utf-8")
         new = contract.sync_doc(stage, text) if stage else contract.sync_safety(text)
         if new != text:
             path.write_text(new, "utf-8")
             wrote.append(path.relative_to(REPO).as_posix())
+    current = system_docs.record_current(known)  # after the docs are rewritten
+    if current != known:
+        versions.write_text(json.dumps(current, indent=1) + "\n", "utf-8")
+        wrote.append(versions.relative_to(REPO).as_posix())
     return wrote
 
 

@@ -68,3 +68,19 @@ def test_safety_doc_table_is_generated_from_the_contract() -> None:
 
     text = (PIPELINE.parent / "docs/safety.md").read_text("utf-8")
     assert render_safety_table() in text
+
+
+def test_every_shipped_doc_is_listed_under_its_version() -> None:
+    """A doc edit without `docs/generate.py` would make every workspace copy look user-edited."""
+    from crustacean.store.changes import sha256_hex
+    from crustacean.system_docs import doc_version, shipped_hashes
+    from crustacean.workspace import PIPELINE_DOCS
+
+    known = shipped_hashes()
+    for name in PIPELINE_DOCS:
+        data = (PIPELINE / name).read_bytes()
+        version = str(doc_version(data.decode("utf-8")))
+        assert sha256_hex(data) in known[name].get(version, []), (
+            f"{name} changed: run .venv/bin/python docs/generate.py (and bump its Version: "
+            "line when the change matters to existing workspaces)"
+        )
