@@ -414,3 +414,34 @@ def test_record_routing_names_destinations_not_written_this_run(setup: dict[str,
     assert second["rejected"][0]["why"] == "no such entry id in this run's entries"
     assert "memory/contacts/telegram-alice.md" not in result.routed  # it comes back next run
     assert result.unreported == len(ids_of(s, "[person]"))
+
+
+def test_curate_is_handed_its_likely_destinations_with_their_sha256(
+    setup: dict[str, Any],
+) -> None:
+    s, fake, root = setup, setup["fake"], setup["ws"].root
+    contact = (root / "memory/contacts/telegram-alice.md").read_bytes()
+    fake.enqueue(tool_use(("finish", {"summary": "looked"})))
+    curate(s["ws"], env=s["env"], clock=clock)
+    prompt = fake.messages()[0].body["messages"][0]["content"][0]["text"]
+    handed = f'<file path="memory/contacts/telegram-alice.md" sha256="{sha256_hex(contact)}">'
+    assert handed in prompt and '<file path="memory/README.md"' in prompt
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Alice became head baker.", ["memory/contacts/telegram-alice.md"]),
+        ("Sourdough starter needs feeding.", ["knowledge/topics/sourdough.md"]),
+        ("Call Ana about the lease.", []),  # no file for Ana yet: nothing to hand
+        ("Telegram was down again.", []),  # a channel prefix is not a name
+    ],
+)
+def test_likely_destinations(text: str, expected: list[str]) -> None:
+    from crustacean.stages.curate import Entry, likely_destinations
+
+    labels = {
+        "memory/contacts/telegram-alice.md": "Alice",
+        "knowledge/topics/sourdough.md": "Sourdough",
+    }
+    assert likely_destinations([Entry("x", "2026-11-30", "", text, 1)], labels) == expected

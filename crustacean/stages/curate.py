@@ -34,6 +34,12 @@ from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"
 MAP_LIMIT = 400
+HAND_FILES = 8  # at most this many likely destinations are handed to the model with the entries
+HAND_CHARS = 24_000  # ...within this many characters in all
+HAND_FILE_CHARS = 6_000  # a bigger file is left for the model to read if it needs it
+ALWAYS_HANDED = ("memory/README.md", "knowledge/README.md", "MEMORY.md")
+_NAME_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’-]{2,}")
+_CHANNELS = frozenset({"telegram", "discord", "slack", "email", "whatsapp", "signal", "g"})
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
 _BLOCK = re.compile(r"^#{2,4}\s+(?P<head>.+)$")
 
@@ -125,40 +131,93 @@ def mark_curated(
         )
 
 
-def destination_map(ws: Workspace, store: Store) -> str:
+def destination_map(ws: Workspace, store: Store, labels: Mapping[str, str] | None = None) -> str:
     """Existing memory files with their name or first heading, so the model reuses them."""
-    lines = []
-    for rel in memory_paths(ws.root)[:MAP_LIMIT]:
-        data = store.read_bytes(rel) or b""
-        doc = parse_document(data[:4096].decode("utf-8", "replace"), rel)
-        heading = next(
-            (x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), ""
-        )
-        label = doc.meta.get("name") or heading
-        lines.append(f"- {rel}" + (f" — {label}" if label else ""))
+    labels = destination_labels(ws, store) if labels is None else labels
+    lines = [f"- {rel}" + (f" — {label}" if label else "") for rel, label in labels.items()]
     more = len(memory_paths(ws.root)) - MAP_LIMIT
     if more > 0:
         lines.append(f"- … and {more} more (use list_context_files or search_memory)")
     return "\n".join(lines) or "(no memory files yet)"
 
 
-def build_request(ws: Workspace, entries: list[Entry], dest_map: str) -> StageRequest:
+def likely_destinations(entries: list[Entry], labels: Mapping[str, str]) -> list[str]:
+    """Existing files the entries most likely belong in: those whose name words or label
+    (`name:` or first heading) an entry mentions, most mentioned first (pure, for tests)."""
+    words: Counter[str] = Counter()
+    for e in entries:
+        words.update({w.casefold() for w in _NAME_WORD.findall(e.text)})
+    scored = []
+    for path, label in labels.items():
+        stem = path.rpartition("/")[2].removesuffix(".md")
+        keys = {w for w in stem.split("-") if len(w) > 2 and w not in _CHANNELS}
+        keys |= {w.casefold() for w in _NAME_WORD.findall(label)}
+        hits = sum(words[k] for k in keys)
+        if hits:
+            scored.append((-hits, path))
+    return [p for _, p in sorted(scored)]
+
+
+def handed_files(store: Store, entries: list[Entry], labels: Mapping[str, str]) -> str:
+    """The folder READMEs, MEMORY.md and the likely destinations, with their sha256, so the
+    model can write without a read turn per file. Bounded, so the prompt stays small."""
+    out, used = [], 0
+    picks = [*ALWAYS_HANDED, *likely_destinations(entries, labels)[:HAND_FILES]]
+    for path in dict.fromkeys(picks):
+        data = store.read_bytes(path)
+        if data is None or len(data) > HAND_FILE_CHARS or used + len(data) > HAND_CHARS:
+            continue
+        used += len(data)
+        text = data.decode("utf-8", "replace")
+        out.append(f'<file path="{path}" sha256="{sha256_hex(data)}">\n{text}</file>')
+    return "\n".join(out)
+
+
+def destination_labels(ws: Workspace, store: Store) -> dict[str, str]:
+    """Each existing memory file's name or first heading (what the map shows)."""
+    labels = {}
+    for rel in memory_paths(ws.root)[:MAP_LIMIT]:
+        data = store.read_bytes(rel) or b""
+        doc = parse_document(data[:4096].decode("utf-8", "replace"), rel)
+        heading = next(
+            (x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), ""
+        )
+        labels[rel] = str(doc.meta.get("name") or heading)
+    return labels
+
+
+def build_request(
+    ws: Workspace, entries: list[Entry], dest_map: str, files: str = ""
+) -> StageRequest:
     listed = "\n".join(
         f"- [{e.id}] {e.day}" + (f" · {e.block}" if e.block else "") + f" · {e.text}"
         for e in entries
     )
+    handed = (
+        "\n\n<files>\nCode read these for you (content and sha256 as of now): write to them "
+        "without reading them again.\n" + files + "\n</files>"
+        if files
+        else ""
+    )
     prompt = (
-        "Curate these daily-log entries. For each: apply the promotion heuristic and the routing "
-        "table (first match wins), read the target before writing, append or edit (never "
-        "overwrite), and report each entry's destination or skip with record_routing. Call "
-        "finish when every entry is handled.\n\n"
+        "Curate these daily-log entries. For each: apply the promotion test and the routing "
+        "table (first match wins), append or edit the target (read it first unless it is in "
+        "<files>), and report each entry's destination or skip with record_routing after the "
+        "write. Call finish when every entry is handled.\n\n"
         f"<entries>\n{listed}\n</entries>\n\n"
-        f"<existing-files>\n{dest_map}\n</existing-files>"
+        f"<existing-files>\n{dest_map}\n</existing-files>" + handed
     )
     return StageRequest(
         stage=STAGE,
         system_doc=stage_doc(ws.root, "CURATE.md"),
         prompt=prompt,
+    )
+
+
+def request_for(ws: Workspace, store: Store, entries: list[Entry]) -> StageRequest:
+    labels = destination_labels(ws, store)
+    return build_request(
+        ws, entries, destination_map(ws, store, labels), handed_files(store, entries, labels)
     )
 
 
@@ -231,7 +290,7 @@ def curate(
             entries = pending_entries(ws, db, store, now, days)
         result = CurateResult(None, len(entries))
         if entries:
-            result.plan = plan_stage(ws, build_request(ws, entries, destination_map(ws, store)))
+            result.plan = plan_stage(ws, request_for(ws, store, entries))
         return result
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec, open_state(ws) as db:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
@@ -245,7 +304,7 @@ def curate(
         landed: set[str] = set()
         held: set[str] = set()  # reports code rejected: those entries stay for the next run
         outcome = session.run(
-            build_request(ws, entries, destination_map(ws, session.store)),
+            request_for(ws, session.store, entries),
             _handlers(session, rec.record.id, reported, landed, {e.id for e in entries}, held),
         )
         known = {e.id for e in entries}
