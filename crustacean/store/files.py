@@ -232,14 +232,21 @@ class Store:
         call leaves behind (see `lost_lines`). The cap is per file and per run, so many small
         edits cannot do what one large one may not. Returns the run's new tally per file."""
         cfg = self.ws.settings.compile
-        left = [plan.after[p] or b"" for p in plan.touched if plan.after[p] is not None]
-        added = [_added(plan.before.get(p), plan.after[p]) for p in plan.touched]
+        rest: Leftover | None = None
         tally: dict[str, tuple[int, int]] = {}
         for path in plan.touched:
-            old = plan.before.get(path)
+            old, new = plan.before.get(path), plan.after[path]
             if old is None or path in plan.moved:
                 continue
-            lost = lost_lines(old, left, added)
+            own = set(_lines(new or b""))
+            if all(x in own for x in _lines(old)):
+                continue  # the common case (appends, additions): nothing of it left the file
+            if rest is None:  # built once, only for a call that drops lines somewhere
+                left = [plan.after[p] or b"" for p in plan.touched if plan.after[p] is not None]
+                rest = Leftover(
+                    left, [_added(plan.before.get(p), plan.after[p]) for p in plan.touched]
+                )
+            lost = lost_lines(old, rest)
             if not lost:
                 continue
             base, before_lost = self._loss_tally.get((run_id, path), (0, 0)) if run_id else (0, 0)
@@ -570,32 +577,45 @@ def _added(old: bytes | None, new: bytes | None) -> list[str]:
     return [x for x in _lines(new) if x not in had]
 
 
-def lost_lines(old: bytes, left: list[bytes], added: list[list[str]]) -> list[tuple[int, str]]:
-    """The old file's lines (number, text) that a call makes disappear.
+class Leftover:
+    """What a call leaves behind, built once per call (a compile pass may touch 1,000 files):
+    every line it keeps, the text and words of the lines it adds. Words are drawn from one pool
+    for the whole call, each used once, so junk or one reworded line cannot vouch for many."""
 
-    A line is kept when its text (whitespace and case aside) is still in a file the call leaves
-    behind, moved targets and the archive included; or when it was reworded: most of its words
-    reappear in the lines the call added. Words are taken from the added lines as a pool, each
-    used once, so junk or one reworded line cannot vouch for many."""
-    kept = {x for data in left for x in _lines(data)}
-    joined = "\n".join(x for data in left for x in _lines(data))
-    pool: dict[str, int] = {}
-    for line in (x for lines in added for x in lines):
-        for w in _WORD.findall(_norm(line)):
-            pool[w] = pool.get(w, 0) + 1
-    lost = []
-    numbered = [(n, x) for n, x in enumerate(old.decode("utf-8", "replace").splitlines(), 1)]
-    for n, raw in numbered:
-        line = _norm(raw)
-        if not line or line in kept or (len(line) >= 12 and line in joined):
-            continue
+    def __init__(self, left: list[bytes], added: list[list[str]]) -> None:
+        self.kept = {x for data in left for x in _lines(data)}
+        lines = [x for group in added for x in group]
+        self.added = "\n".join(lines)
+        self.pool: dict[str, int] = {}
+        for line in lines:
+            for w in _WORD.findall(_norm(line)):
+                self.pool[w] = self.pool.get(w, 0) + 1
+
+    def keeps(self, line: str) -> bool:
+        """Still there (verbatim, reworded, or merged into an added line)."""
+        if line in self.kept:
+            return True
         words = _WORD.findall(line)
-        found = [w for w in words if pool.get(w, 0) > 0]
+        found = [w for w in words if self.pool.get(w, 0) > 0]
         if words and len(found) * 2 > len(words):
             for w in found:
-                pool[w] -= 1
-            continue
-        lost.append((n, raw.strip()))
+                self.pool[w] -= 1
+            return True
+        return len(line) >= 12 and line in self.added
+
+
+def lost_lines(
+    old: bytes, left: list[bytes] | Leftover, added: list[list[str]] | None = None
+) -> list[tuple[int, str]]:
+    """The old file's lines (number, text) that a call makes disappear: found in no file the
+    call leaves behind (moved targets and the archive included), and not reworded: most of
+    their words do not reappear in the lines the call added."""
+    rest = left if isinstance(left, Leftover) else Leftover(left, added or [])
+    lost = []
+    for n, raw in enumerate(old.decode("utf-8", "replace").splitlines(), 1):
+        line = _norm(raw)
+        if line and not rest.keeps(line):
+            lost.append((n, raw.strip()))
     return lost
 
 
