@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -104,6 +105,9 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
     assert "cache_control" not in json.dumps(second.body["messages"][:-1])  # one moving breakpoint
     read_result = json.loads(last["content"][0]["content"])
     assert read_result["path"] == "memory/README.md" and len(read_result["sha256"]) == 64
+    written = json.loads(last["content"][1]["content"])  # the new sha256: no second read needed
+    tea = (ws.root / "memory/notes/tea.md").read_bytes()
+    assert written["sha256"] == {"memory/notes/tea.md": hashlib.sha256(tea).hexdigest()}
     assert find_key_leaks(fake_api, KEY) == []
     stored = get_run(ws, rec.id)
     assert [c.name for c in stored.tool_calls] == ["read_context_file", "write_context", "finish"]

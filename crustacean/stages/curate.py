@@ -366,18 +366,20 @@ def _handlers(
 
     def write_context(inp: dict[str, Any]) -> ToolOutcome:
         changes, dropped = dedup_appends(session.store, inp.get("changes"))
-        note = (
-            f" Dropped appends to {', '.join(dropped)}: that text is already there."
-            if dropped
-            else ""
-        )
         landed.update(dropped)  # the text is already in that file: the entry has its home
+        extra = (
+            {"dropped": dropped, "note": "dropped appends whose text is already there"}
+            if dropped
+            else {}
+        )
         if isinstance(changes, list) and not changes:
-            return ToolOutcome("Nothing written:" + note, False)
+            return ToolOutcome(json.dumps({"files": [], **extra}), False)
         out = write_call(session.store, STAGE, run_id, {**inp, "changes": changes})
         if out.write is not None and not out.is_error:
             landed.update(out.write.files)
-        return ToolOutcome(out.text + note, out.is_error, out.write, out.finished)
+        if extra and out.write is not None:  # the result stays one JSON object
+            out = ToolOutcome(json.dumps({**out.write.to_json(), **extra}), False, out.write)
+        return out
 
     return {"record_routing": record_routing, "write_context": write_context}
 
