@@ -35,7 +35,8 @@ RECORD_AUDIT = ToolSpec(
     'Give the audit\'s review sections. foundation: one line per foundation file ("No changes" '
     "or what you proposed); pipeline: one line per stage and the structure map; lessons: "
     "validated/updated/archived counts and notes; meta: process changes you propose; "
-    "human_review: decisions only a person can make. Call once, before finish.",
+    "human_review: decisions only a person can make. Call once, before finish. Code writes the "
+    "audit file from these, its health check and the pending proposals.",
     {
         "type": "object",
         "properties": {

@@ -44,7 +44,8 @@ DIGEST_SECTIONS = ("lessons", "graduated", "contradictions", "patterns", "flagge
 
 RECORD_DIGEST = ToolSpec(
     "record_digest",
-    "Give the digest's judgement sections: one short line per item. Call once, before finish.",
+    "Give the digest's judgement sections: one short line per item. Call once, before finish. "
+    "Code writes the digest file from these and from its own record of every operation.",
     {
         "type": "object",
         "properties": {k: {"type": "array", "items": {"type": "string"}} for k in DIGEST_SECTIONS},

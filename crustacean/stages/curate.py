@@ -45,8 +45,10 @@ _BLOCK = re.compile(r"^#{2,4}\s+(?P<head>.+)$")
 
 RECORD_ROUTING = ToolSpec(
     "record_routing",
-    "Report what you did with entries, by id: the file you routed each to, or skip with a "
-    "reason. Call it as you go; entries you report are not shown to curate again.",
+    "Report what you did with entries, by id, after the write: the file you wrote each to in "
+    "this run, or skip with a reason. Code rejects a destination that does not exist or was "
+    "not written this run, and says which (that entry comes back next run). Entries recorded "
+    "are never shown to curate again.",
     {
         "type": "object",
         "properties": {
