@@ -84,3 +84,57 @@ def test_every_shipped_doc_is_listed_under_its_version() -> None:
             f"{name} changed: run .venv/bin/python docs/generate.py (and bump its Version: "
             "line when the change matters to existing workspaces)"
         )
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_request_offers_exactly_the_contract(stage: str) -> None:
+    """What build_params sends is what the doc and preamble describe: same tools, same modes."""
+    from crustacean.llm.loop import StageRequest, build_params
+
+    params = build_params(
+        StageRequest(stage, "# doc", "go"), "m", [{"role": "user", "content": "go"}]
+    )
+    assert [t["name"] for t in params["tools"]] == list(contract(stage).tool_names)
+    assert params["system"][0]["text"].startswith(preamble(stage))
+    for tool in params["tools"]:
+        if tool["name"] == "write_context":
+            item = tool["input_schema"]["properties"]["changes"]["items"]
+            assert item["properties"]["mode"]["enum"] == list(contract(stage).modes)
+
+
+@pytest.mark.parametrize(
+    ("stage", "change", "words"),
+    [
+        (
+            "compile",
+            {"path": "archive/digests/2026-11-29-weekly.md", "mode": "create", "content": "x"},
+            "written by code, not by compile (give your digest sections with record_digest)",
+        ),
+        (
+            "calibrate",
+            {"path": "archive/audits/2026-11-calibrate.md", "mode": "create", "content": "x"},
+            "written by code, not by calibrate",
+        ),
+        (
+            "curate",
+            {"path": "memory/README.md", "mode": "edit", "old": "#", "new": "##"},
+            "written by code, not by curate",
+        ),
+        ("calibrate", {"path": "memory/lessons/a.md", "mode": "delete"}, "not offered mode"),
+        ("compile", {"path": "USER.md", "mode": "edit", "old": "#", "new": "##"}, "never changes"),
+    ],
+)
+def test_the_executor_refuses_what_the_contract_does_not_offer(
+    ws: object, stage: str, change: dict[str, str], words: str
+) -> None:
+    from conftest import snapshot
+    from crustacean.llm.contract import check_changes
+    from crustacean.llm.tools import ToolExecutor
+    from crustacean.store.files import Store
+
+    store = Store(ws)  # type: ignore[arg-type]
+    before = snapshot(store.root)
+    executor = ToolExecutor(store, stage, "run", guard=lambda c: check_changes(stage, c))
+    out = executor.call("write_context", {"changes": [change], "message": "x"})
+    assert out.is_error and words in out.text and "othing of this call was applied" in out.text
+    assert snapshot(store.root) == before
