@@ -329,15 +329,15 @@ def test_json_results_have_stable_keys(tmp_path: Path) -> None:
     run_cli("init", "--no-detect", str(root))
     w = ["-w", str(root)]
     made = json.loads(run_cli(*w, "remember", "tea", "Ana likes tea.", "--json").stdout)
-    assert set(made) == {"path", "version", "files"}
+    assert set(made) == {"path", "version", "files", "sha256"}
     shown = json.loads(run_cli(*w, "show", made["version"], "--json").stdout)
     assert set(shown) == {"version", "show"} and shown["version"] == made["version"]
     assert "Ana likes tea." in shown["show"]
     tier = json.loads(run_cli(*w, "tier", "set", "memory/lessons/tea.md", "hot", "--json").stdout)
-    assert set(tier) == {"path", "tier", "version", "files"} and tier["tier"] == "hot"
+    assert set(tier) == {"path", "tier", "version", "files", "sha256"} and tier["tier"] == "hot"
     first = json.loads(run_cli(*w, "history", "--json").stdout)[-1]["id"]
     back = json.loads(run_cli(*w, "rollback", first, "--json").stdout)
-    assert set(back) == {"version", "files", "restored_from"}
+    assert set(back) == {"version", "files", "sha256", "restored_from"}
     assert "memory/lessons/tea.md" in back["files"]
 
 
