@@ -135,3 +135,58 @@ def serve(root: Path, overrides: list[str] | None = None) -> Iterator[Running]:
         server.should_exit = True
         thread.join(timeout=60)
         sock.close()
+
+
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
+
+
+def find_browser() -> tuple[str, str] | str:
+    """(browser, driver) paths, or why there is none (the browser tests skip with it)."""
+    import shutil
+
+    try:
+        import selenium  # noqa: F401  (only whether it is installed)
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[test]')"
+    browser = next((p for p in map(shutil.which, CHROMIUM) if p), None)
+    driver = shutil.which("chromedriver")
+    if browser is None or driver is None:
+        return (
+            "no headless chromium and chromedriver on PATH "
+            "(Debian: apt-get install chromium chromium-driver)"
+        )
+    return browser, driver
+
+
+def chrome(
+    browser: str, driver: str, profile: Path, width: int = 1280, height: int = 900
+) -> object:
+    """Debian's chromium, headless, offline: no sync, updates, extensions or proxy lookups."""
+    import os
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium fetch a driver or browser
+    os.environ.setdefault("SE_AVOID_STATS", "true")
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",  # CI runs as root
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--no-proxy-server",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--hide-scrollbars",
+        f"--window-size={width},{height}",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(executable_path=driver), options=options)

@@ -233,7 +233,9 @@ def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     store = _store(ws)
     content = store.read_context_file(path)
     view = "raw" if request.query_params.get("view") == "raw" else "rendered"
-    lines, cut = views.numbered(content.content)
+    hl = views.line_range(request.query_params.get("hl"))
+    page = views.page_number(request.query_params.get("page"))
+    raw = views.raw_page(content.content, views.page_of_line(hl[0]) if hl else page)
     front, body = None, content.content
     if content.path.endswith(".md"):
         try:
@@ -250,11 +252,12 @@ def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         title=content.path,
         file=content,
         view=view,
-        lines=lines,
-        cut=cut,
+        raw=raw,
+        line_count=content.content.count("\n") + (not content.content.endswith("\n")),
+        cut=len(body) > views.MAX_TEXT_CHARS,
         front=front,
         rendered=render.markdown(body[: views.MAX_TEXT_CHARS]) if view == "rendered" else "",
-        hl=views.line_range(request.query_params.get("hl")),
+        hl=hl,
         tier=tier,
         rows=views.version_rows(versions),
         crumbs=views.breadcrumbs(content.path.rpartition("/")[0]),

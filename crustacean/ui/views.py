@@ -18,9 +18,10 @@ from crustacean.workspace import FOUNDATION_FILES
 
 T = TypeVar("T")
 STAGE_ACTORS = ("collect", "curate", "compile", "calibrate")
-MAX_DIFF_LINES = 4000  # one page of diff; a bigger one is cut, with a link per file
-MAX_LISTED_FILES = 300
-MAX_TEXT_CHARS = 200_000
+MAX_DIFF_LINES = 2000  # one page of diff; a bigger one is cut, with a link per file
+MAX_LISTED_FILES = 150
+MAX_TEXT_CHARS = 150_000  # of a rendered file, or of one page of its raw lines
+LINES_PER_PAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -237,10 +238,32 @@ def version_rows(versions: Sequence[Version]) -> list[dict[str, object]]:
     ]
 
 
-def numbered(text: str, limit: int = MAX_TEXT_CHARS) -> tuple[list[str], bool]:
-    """The lines of a file for the raw view, cut at `limit` characters."""
-    cut = len(text) > limit
-    return (text[:limit] if cut else text).splitlines(), cut
+@dataclass(frozen=True)
+class RawPage:
+    """One page of a file's raw lines; `first` is the number of the first line shown."""
+
+    lines: list[str]
+    first: int
+    page: Paged[str]
+    cut: bool  # a line on this page was too long and is shown shortened
+
+
+def raw_page(text: str, page: int, size: int = LINES_PER_PAGE) -> RawPage:
+    """Page `page` of the lines of a file, each page at most about `MAX_TEXT_CHARS` long."""
+    lines = text.splitlines()
+    pages = max(1, -(-len(lines) // size))
+    paged = page_of(lines, min(page, pages), size)
+    budget, shown, cut = MAX_TEXT_CHARS, [], False
+    for line in paged.items:
+        if len(line) > budget:
+            line, cut = line[: max(budget, 200)] + " …", True
+        budget -= len(line)
+        shown.append(line)
+    return RawPage(shown, (paged.page - 1) * size + 1, paged, cut)
+
+
+def page_of_line(line: int, size: int = LINES_PER_PAGE) -> int:
+    return (line - 1) // size + 1
 
 
 def line_range(raw: str | None) -> tuple[int, int] | None:
