@@ -575,3 +575,31 @@ def test_a_huge_hand_written_file_is_paged(ws: Workspace) -> None:
     assert "line 14001 of" in hit and "line 13999 of" not in hit  # page 15: lines 14001-15000
     first = client.get("/file?path=memory/notes/huge.md&view=raw").text
     assert "long lines are shortened" in first and "20000 lines" in first.replace(",", "")
+
+
+def test_parse_show_splits_header_trailers_and_files() -> None:
+    text = (
+        "commit abc123\nAuthor:     crustacean curate <crustacean@localhost>\n"
+        "AuthorDate: Tue Dec 1 08:00:00 2026 +0000\nCommit:     crustacean curate <c@l>\n"
+        "CommitDate: Tue Dec 1 08:00:00 2026 +0000\n\n    curate: route\n\n"
+        "    Crustacean-Actor: curate\n    Crustacean-Run: run-1\n    Crustacean-Call: call-1\n\n"
+        " a.md | 2 +-\n\n"
+        "diff --git a/a.md b/a.md\nindex 1..2 100644\n--- a/a.md\n+++ b/a.md\n"
+        "@@ -1 +1 @@\n-old\n+new\n"
+        "diff --git a/b.md b/b.md\nnew file mode 100644\n--- /dev/null\n+++ b/b.md\n"
+        "@@ -0,0 +1 @@\n+hi\n"
+    )
+    shown = views.parse_show(text)
+    assert (shown.id, shown.actor, shown.message, shown.run_id) == (
+        "abc123",
+        "curate",
+        ["curate: route"],
+        "run-1",
+    )
+    assert [(f.path, f.old, f.added, f.removed) for f in shown.files] == [
+        ("a.md", "a.md", 1, 1),
+        ("b.md", None, 1, 0),
+    ]
+    assert shown.files[0].lines == [("hunk", "@@ -1 +1 @@"), ("del", "-old"), ("add", "+new")]
+    alone = views.parse_show(text.replace("run-1", "call-1"))
+    assert alone.run_id is None  # a write outside a run names only its call

@@ -65,7 +65,7 @@ def markdown(text: str) -> Markup:
 
 def cost_chart(days: Sequence[date], per_stage: Mapping[str, Sequence[float]]) -> Markup:
     """Stacked bars, one per day, one colour per stage; drawn here so no script is needed."""
-    width, height, pad, left = 720, 180, 20, 56
+    width, height, pad, left = 1000, 180, 20, 64
     totals = [sum(vals[i] for vals in per_stage.values()) for i in range(len(days))]
     peak = max(totals, default=0.0) or 1.0
     bar = (width - left - pad) / max(len(days), 1)
@@ -89,7 +89,7 @@ def cost_chart(days: Sequence[date], per_stage: Mapping[str, Sequence[float]]) -
                 f'height="{h:.1f}" fill="{STAGE_COLOURS.get(stage, "#888")}">'
                 f"<title>{tip}</title></rect>"
             )
-        if i % 7 == 0 or i == len(days) - 1:
+        if (len(days) - 1 - i) % 7 == 0:  # a label a week, the last one today
             out.append(
                 f'<text x="{left + (i + 0.5) * bar:.1f}" y="{height + 16}" text-anchor="middle" '
                 f'class="axis">{day:%m-%d}</text>'

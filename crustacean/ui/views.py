@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.versions import Version
+from crustacean.store.versions import TRAILER_CALL, TRAILER_RUN, Version
 from crustacean.workspace import FOUNDATION_FILES
 
 T = TypeVar("T")
@@ -98,6 +98,13 @@ class ShownVersion:
     date: str
     message: list[str]
     files: list[DiffFile]
+    trailers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str | None:
+        """The run that wrote it; a call outside any run names only itself."""
+        run = self.trailers.get(TRAILER_RUN)
+        return run if run and run != self.trailers.get(TRAILER_CALL) else None
 
 
 def parse_show(text: str) -> ShownVersion:
@@ -115,10 +122,14 @@ def parse_show(text: str) -> ShownVersion:
     vid = next((x.split()[1] for x in head if x.startswith("commit ")), "")
     author = next((x.split(":", 1)[1].strip() for x in head if x.startswith("Author:")), "")
     when = next((x.split(":", 1)[1].strip() for x in head if x.startswith("CommitDate:")), "")
-    message = [x[4:] for x in head if x.startswith("    ")]
+    body = [x[4:] for x in head if x.startswith("    ")]
+    trailers = dict(x.split(": ", 1) for x in body if x.startswith("Crustacean-") and ": " in x)
+    message = [x for x in body if not (x.startswith("Crustacean-") and ": " in x)]
+    while message and not message[-1].strip():
+        message.pop()
     name = author.split("<")[0].strip()
     actor = name.removeprefix("crustacean ") if name.startswith("crustacean ") else name
-    return ShownVersion(vid, author, actor, when, message, files)
+    return ShownVersion(vid, author, actor, when, message, files, trailers)
 
 
 def _diff_line(f: DiffFile, line: str) -> None:
