@@ -603,3 +603,21 @@ def test_parse_show_splits_header_trailers_and_files() -> None:
     assert shown.files[0].lines == [("hunk", "@@ -1 +1 @@"), ("del", "-old"), ("add", "+new")]
     alone = views.parse_show(text.replace("run-1", "call-1"))
     assert alone.run_id is None  # a write outside a run names only its call
+
+
+@pytest.mark.parametrize(
+    ("href", "folder", "link"),
+    [
+        ("contacts/alice.md", "memory", "/file?path=memory%2Fcontacts%2Falice.md"),
+        ("../SOUL.md#who", "memory", "/file?path=SOUL.md#who"),
+        ("https://example.com/x", "memory", "https://example.com/x"),
+        ("#section", "", "#section"),
+        ("../../etc/passwd", "memory", "../../etc/passwd"),
+        ("mailto:a@b.c", "", "mailto:a@b.c"),
+    ],
+)
+def test_relative_markdown_links_open_the_file_here(href: str, folder: str, link: str) -> None:
+    from crustacean.ui.render import file_link, markdown
+
+    assert file_link(href, folder) == link
+    assert f'href="{link.replace("&", "&amp;")}"' in markdown(f"[x]({href})", folder)

@@ -7,6 +7,7 @@ ones built here: markdown rendered with raw HTML off, and the SVG chart, whose l
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from datetime import date
 from functools import cache
@@ -59,8 +60,28 @@ def _markdown() -> Any:
     return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
 
-def markdown(text: str) -> Markup:
-    return Markup(_markdown().render(text))  # raw HTML is off, see _markdown
+def markdown(text: str, folder: str = "") -> Markup:
+    """Render a file's markdown; relative links open the linked file here (`folder` is the
+    rendered file's folder, which they are relative to)."""
+    md = _markdown()
+    tokens = md.parse(text)
+    for token in tokens:
+        for child in token.children or ():
+            if child.type == "link_open":
+                child.attrSet("href", file_link(str(child.attrGet("href") or ""), folder))
+    return Markup(md.renderer.render(tokens, md.options, {}))  # raw HTML is off, see _markdown
+
+
+def file_link(href: str, folder: str) -> str:
+    """`contacts/alice.md#x` from `memory/` becomes `/file?path=memory/contacts/alice.md#x`;
+    absolute URLs, anchors and links that climb out of the workspace stay as they are."""
+    if not href or href.startswith(("#", "/")) or ":" in href.split("/")[0]:
+        return href
+    target, _, anchor = href.partition("#")
+    path = posixpath.normpath(posixpath.join(folder, target))
+    if path.startswith("..") or path == ".":
+        return href
+    return "/file" + query_string(path=path) + (f"#{anchor}" if anchor else "")
 
 
 def cost_chart(days: Sequence[date], per_stage: Mapping[str, Sequence[float]]) -> Markup:

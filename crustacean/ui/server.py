@@ -256,7 +256,11 @@ def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         line_count=content.content.count("\n") + (not content.content.endswith("\n")),
         cut=len(body) > views.MAX_TEXT_CHARS,
         front=front,
-        rendered=render.markdown(body[: views.MAX_TEXT_CHARS]) if view == "rendered" else "",
+        rendered=(
+            render.markdown(body[: views.MAX_TEXT_CHARS], content.path.rpartition("/")[0])
+            if view == "rendered"
+            else ""
+        ),
         hl=hl,
         tier=tier,
         rows=views.version_rows(versions),
@@ -432,12 +436,14 @@ def reject(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> R
 
 def runs(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean runs`, paged."""
-    from crustacean.runs import list_runs
+    from crustacean.runs import get_run, list_runs
 
     page = views.page_number(request.query_params.get("page"))
     stage = request.query_params.get("stage") or None
     found = list_runs(ws, page * RUNS_PER_PAGE + 1, stage)
-    paged = views.page_of(found, page, RUNS_PER_PAGE)
+    listed = views.page_of(found, page, RUNS_PER_PAGE)
+    # the listing leaves tool calls out; this page shows their count and the refusals
+    paged = views.Paged([get_run(ws, r.id) for r in listed.items], listed.page, listed.more)
     return _html(ctx, ws, "runs.html", title="Runs", paged=paged, stage=stage, tz=ws.tz)
 
 
