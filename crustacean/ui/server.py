@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -35,6 +35,9 @@ from crustacean.errors import (
 from crustacean.ui import render, views
 from crustacean.ui.security import Guard, GuardMiddleware
 from crustacean.workspace import Workspace, open_workspace
+
+if TYPE_CHECKING:
+    from crustacean.store import Change, Store
 
 VERSIONS_PER_PAGE = 50
 FILES_PER_PAGE = 200
@@ -84,7 +87,7 @@ ChangeHandler = Callable[[UiContext, Workspace, Request, FormData], Response]
 
 def _get(ctx: UiContext, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        return await run_in_threadpool(_guarded, ctx, request, lambda ws: handler(ctx, ws, request))
+        return await run_in_threadpool(_guarded, ctx, lambda ws: handler(ctx, ws, request))
 
     return endpoint
 
@@ -103,14 +106,12 @@ def _change(ctx: UiContext, handler: ChangeHandler) -> Callable[[Request], Await
                 "Refused: the form's CSRF token is missing or wrong; "
                 "reload the page and try again.",
             )
-        return await run_in_threadpool(
-            _guarded, ctx, request, lambda ws: handler(ctx, ws, request, form)
-        )
+        return await run_in_threadpool(_guarded, ctx, lambda ws: handler(ctx, ws, request, form))
 
     return endpoint
 
 
-def _guarded(ctx: UiContext, request: Request, call: Callable[[Workspace], Response]) -> Response:
+def _guarded(ctx: UiContext, call: Callable[[Workspace], Response]) -> Response:
     """The UI's one error boundary, like the CLI's: a CrustaceanError is a page, not a crash."""
     try:
         ws = ctx.open()
@@ -157,7 +158,7 @@ def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=303)
 
 
-def _store(ws: Workspace) -> Any:
+def _store(ws: Workspace) -> Store:
     from crustacean.store import Store
 
     return Store(ws)
@@ -313,7 +314,7 @@ def version_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     )
 
 
-def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Any, str, list[Any]]:
+def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, str, list[Change]]:
     from crustacean.store import history as hist
 
     store = _store(ws)

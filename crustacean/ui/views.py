@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from crustacean.store.changes import Change, sha256_hex
+from crustacean.store.files import FileInfo
 from crustacean.store.versions import TRAILER_CALL, TRAILER_RUN, Version
 from crustacean.workspace import FOUNDATION_FILES
 
@@ -218,20 +219,19 @@ class Entry:
     tier: str | None = None
 
 
-def folder_entries(folder: str, infos: Iterable[object]) -> list[Entry]:
+def folder_entries(folder: str, infos: Iterable[FileInfo]) -> list[Entry]:
     """The immediate children of `folder` among `list_context_files` results, folders first."""
     prefix = f"{folder}/" if folder else ""
     folders: dict[str, int] = {}
     files = []
     for info in infos:
-        path: str = info.path  # type: ignore[attr-defined]
-        if not path.startswith(prefix):
+        if not info.path.startswith(prefix):
             continue
-        name, sep, _ = path[len(prefix) :].partition("/")
+        name, sep, _ = info.path[len(prefix) :].partition("/")
         if sep:
             folders[name] = folders.get(name, 0) + 1
         else:
-            files.append(Entry(name, path, False, size=info.size, tier=info.tier))  # type: ignore[attr-defined]
+            files.append(Entry(name, info.path, False, size=info.size, tier=info.tier))
     dirs = [Entry(n, prefix + n, True, count=c) for n, c in sorted(folders.items())]
     return dirs + files
 
