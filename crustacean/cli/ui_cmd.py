@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+import threading
 from typing import Annotated
 
 import typer
@@ -33,10 +36,21 @@ def ui(
     console.print(f"crustacean ui for {ws.root}", markup=False)
     console.print(f"Open {serving.url}", markup=False, soft_wrap=True)
     console.print("Press Ctrl-C to stop.")
-    if not no_open:
-        import webbrowser
-
-        webbrowser.open(serving.url)
+    if not no_open and not _open_browser(serving.url):
+        console.print("No graphical browser here; open the URL in one on this machine.")
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         serving.run()
     console.print("Stopped.")
+
+
+def _open_browser(url: str) -> bool:
+    """Open a graphical browser, in the background. Without a display, Python's webbrowser
+    would start a text browser in this terminal, so then it is not asked at all."""
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        return False
+    import webbrowser
+
+    threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    return True
