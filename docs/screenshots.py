@@ -25,7 +25,7 @@ WIDTH, MAX_HEIGHT = 1280, 1300
 # (file name, path on the server, element to wait for)
 PAGES = [
     ("overview", "/", "#stages"),
-    ("files", "/files?dir=memory/contacts", "#tree"),
+    ("files", "/files?dir=memory", "#tree"),
     ("file", "/file?path=memory/contacts/alice.md", "#rendered"),
     ("versions", "/versions", "table.versions"),
     ("version", "/versions/{compile_version}", ".diff"),
@@ -41,13 +41,21 @@ PAGES = [
 ]
 
 
+EXTRA = {
+    "memory/contacts/bob.md": "---\nname: bob\ntier: hot\n---\nBob runs the lighthouse trust.\n",
+    "memory/lessons/friday.md": "---\nname: friday\n---\nNo deploys on Friday.\n",
+    "memory/reminders/dentist.md": "# Dentist\n\nAppointment on 12 December at 9:30.\n",
+    "memory/ideas/tide-tables.md": "---\ntier: cold\n---\nPrint the tide tables for the keeper.\n",
+}
+
+
 def demo(root: Path) -> dict[str, str]:
     """The tests' seed plus a month of runs, so the cost chart has something to draw."""
     from ui_helpers import open_ws, seed
 
     from crustacean.init import init_workspace
     from crustacean.runs import RunRecorder, Usage
-    from crustacean.store import Store
+    from crustacean.store import Change, Store
     from crustacean.store import history as hist
 
     init_workspace(root, detect=False)
@@ -63,6 +71,13 @@ def demo(root: Path) -> dict[str, str]:
                 rec.add_usage(Usage(9_000, 600, 2_000, 0), cost)
                 rec.finish("ok")
     info = seed(ws, now)
+    store = Store(ws)
+    for path, text in EXTRA.items():
+        store.write_context(
+            [Change(path, "create", content=text.encode())],
+            actor="curate",
+            message=f"curate: {path.rsplit('/', 1)[-1]}",
+        )
     versions = hist.history(Store(ws), None, 50)
     by_message = {v.message: v.id for v in versions}
     return {

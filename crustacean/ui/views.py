@@ -12,9 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from crustacean.memories import is_memory_path
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import FileInfo
 from crustacean.store.versions import TRAILER_CALL, TRAILER_RUN, Version
+from crustacean.tiers import default_tier
 from crustacean.workspace import FOUNDATION_FILES
 
 T = TypeVar("T")
@@ -217,6 +219,7 @@ class Entry:
     count: int = 0
     size: int = 0
     tier: str | None = None
+    tier_default: bool = False  # no tier in its frontmatter: its folder's default
 
 
 def folder_entries(folder: str, infos: Iterable[FileInfo]) -> list[Entry]:
@@ -230,8 +233,13 @@ def folder_entries(folder: str, infos: Iterable[FileInfo]) -> list[Entry]:
         name, sep, _ = info.path[len(prefix) :].partition("/")
         if sep:
             folders[name] = folders.get(name, 0) + 1
-        else:
+        elif info.tier or not is_memory_path(info.path):
             files.append(Entry(name, info.path, False, size=info.size, tier=info.tier))
+        else:
+            tier = default_tier(info.path)
+            files.append(
+                Entry(name, info.path, False, size=info.size, tier=tier, tier_default=True)
+            )
     dirs = [Entry(n, prefix + n, True, count=c) for n, c in sorted(folders.items())]
     return dirs + files
 
