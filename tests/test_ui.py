@@ -622,3 +622,34 @@ def test_relative_markdown_links_open_the_file_here(href: str, folder: str, link
 
     assert file_link(href, folder) == link
     assert f'href="{link.replace("&", "&amp;")}"' in markdown(f"[x]({href})", folder)
+
+
+def test_the_real_server_checks_host_and_token_too(seeded) -> None:
+    """The same guard under uvicorn on an ephemeral port, over a real socket."""
+    import http.client
+
+    from ui_helpers import serve
+
+    ws, _ = seeded
+    before = workspace_state(ws.root)
+    with serve(ws.root) as running:
+
+        def get(path: str, host: str) -> tuple[int, dict[str, str]]:
+            conn = http.client.HTTPConnection("127.0.0.1", running.guard.port, timeout=60)
+            try:
+                conn.request("GET", path, headers={"Host": host})
+                r = conn.getresponse()
+                r.read()
+                return r.status, {k.lower(): v for k, v in r.getheaders()}
+            finally:
+                conn.close()
+
+        own = f"127.0.0.1:{running.guard.port}"
+        token = f"/?token={running.guard.token}"
+        assert (
+            get(token, "attacker.example")[0] == 421
+        )  # DNS rebinding: the right token, wrong name
+        assert get("/", own)[0] == 403
+        status, headers = get(token, own)
+        assert status == 303 and headers["set-cookie"].startswith(running.guard.cookie)
+    assert workspace_state(ws.root) == before
