@@ -248,6 +248,7 @@ def test_approve_applies_the_proposal_as_a_version(seeded) -> None:
     assert proposals.get(Store(ws), pid).status == "approved"
     shown = client.get(r.headers["location"]).text
     assert "Approved: the proposal was applied" in shown and "Be brief, warm and exact." in shown
+    assert f'href="/versions/{vid}"' in client.get("/proposals?status=approved").text
     again = client.post(f"/proposals/{pid}/approve", data={"csrf": guard.csrf})
     assert again.status_code == 400 and "already approved" in again.text
 
