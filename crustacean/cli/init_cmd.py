@@ -13,9 +13,12 @@ from crustacean.cli.common import console
 
 def init(
     directory: Annotated[
-        Path,
-        typer.Argument(help="Workspace folder to create or adopt.", show_default="current folder"),
-    ] = Path("."),
+        Path | None,
+        typer.Argument(
+            help="Workspace folder to create or adopt. Never the home folder or one above it.",
+            show_default="current folder",
+        ),
+    ] = None,
     daily_dir: Annotated[
         str | None,
         typer.Option(
@@ -50,7 +53,7 @@ def init(
     if sample and daily_dir:
         raise UsageError("--sample uses the default daily-log layout; drop --daily-dir.")
     if sample:
-        report = init_sample(directory)
+        report = init_sample(directory or Path("."))
     else:
         report = init_workspace(directory, daily_dir, detect=not no_detect)
     table = Table(title=f"Workspace {report.root}", show_edge=False)
@@ -69,6 +72,14 @@ def init(
         + (f"; version {report.version[:12]}" if report.version else "")
         + "."
     )
+    if report.left_out:
+        console.print(
+            f"Left out of git ({len(report.left_out)}, listed in .gitignore's crustacean block; "
+            "move them out of the workspace, or delete the block's line to version one):",
+            markup=False,
+        )
+        for item in report.left_out:
+            console.print(f"  - {item.path}: {item.reason}", markup=False)
     for note in report.notes:
         console.print(f"Note: {note}", markup=False)
     console.print("\nNext steps:")
