@@ -178,7 +178,7 @@ def test_no_snapshot_commits_a_file_over_the_size_limit(tmp_path: Path) -> None:
     )
     ws = Workspace(root, load_config(root))
     _, full = _dirty_write(ws, "# x\n\n" + "- line\n" * 40)
-    with pytest.raises(LimitError, match="over store.max_snapshot_bytes"):
+    with pytest.raises(LimitError, match=r"over store\.max_snapshot_bytes"):
         Store(ws).write_context(
             [{"path": "memory/notes/x.md", "mode": "append", "content": "- two\n"}],
             actor="curate",
