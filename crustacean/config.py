@@ -159,6 +159,12 @@ class ContextConfig:
     not_loaded_paths: int = _opt(
         5, "context: paths named per folder in the 'Not loaded' list (the rest are counted)", "pos"
     )
+    list_limit: int = _opt(
+        100, "list_context_files (MCP and stages): most files one call returns", "pos"
+    )
+    read_chars: int = _opt(
+        60000, "read_context_file (MCP and stages): largest reply; more needs a line range", "pos"
+    )
 
 
 @dataclass(frozen=True)
@@ -170,10 +176,6 @@ class CurateConfig:
 class McpConfig:
     write: Literal["direct", "ask", "off"] = _opt(
         "direct", "MCP writes: direct (within policy), ask (every write a proposal) or off"
-    )
-    list_limit: int = _opt(200, "MCP list_context_files: most files one call returns", "pos")
-    read_max_chars: int = _opt(
-        60000, "MCP read_context_file: largest reply; a bigger file needs a line range", "pos"
     )
 
 
