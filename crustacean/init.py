@@ -14,7 +14,14 @@ from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
 from crustacean.store.scan import LeftOut, check_file, with_left_out_block
 from crustacean.store.versions import Git, git_available
-from crustacean.workspace import LAYOUT_DIRS, PIPELINE_DOCS, STATE_DIR, SYSTEM_DIR, Workspace
+from crustacean.workspace import (
+    FOUNDATION_FILES,
+    LAYOUT_DIRS,
+    PIPELINE_DOCS,
+    STATE_DIR,
+    SYSTEM_DIR,
+    Workspace,
+)
 from crustacean.workspace import data_dir as _data_dir
 
 GITIGNORE = (
@@ -24,11 +31,17 @@ GITIGNORE = (
 NEXT_STEPS = (
     "Set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a local Anthropic-compatible server) "
     "before running a stage.",
+)
+OPENCLAW_STEPS = (  # only where OpenClaw is installed
     "OpenClaw: knowledge/ is not indexed by memory_search unless you add it to "
     "memorySearch.extraPaths.",
     "OpenClaw: the built-in dreaming job also rewrites MEMORY.md; disable it or schedule it "
     "apart from curate and compile.",
 )
+SOURCE_PATHS = {"openclaw": "~/.openclaw/agents", "claude_code": "~/.claude/projects"}
+# What an agent loads into every session: an adopted folder gets none of these templates, or
+# their placeholders would be loaded as if the user had written them.
+LOADED_TEMPLATES = (*FOUNDATION_FILES, "MEMORY.md")
 
 
 @dataclass
@@ -43,11 +56,17 @@ class InitReport:
     next_steps: tuple[str, ...] = NEXT_STEPS
 
 
-def scaffold_files(daily_dir: str, sources: list[SourceConfig] | None = None) -> dict[str, bytes]:
-    """Every file a fresh workspace starts with, by workspace-relative path."""
+def scaffold_files(
+    daily_dir: str, sources: list[SourceConfig] | None = None, *, adopted: bool = False
+) -> dict[str, bytes]:
+    """Every file a fresh workspace starts with, by workspace-relative path (an adopted one
+    gets no template an agent would load)."""
     files: dict[str, bytes] = {}
     templates = _data_dir("templates") / "workspace"
     for path in sorted(templates.rglob("*")):
+        rel = path.relative_to(templates).as_posix()
+        if adopted and rel in LOADED_TEMPLATES:
+            continue
         if path.is_file() and path.name != ".gitkeep":
             files[path.relative_to(templates).as_posix()] = path.read_bytes()
     pipeline = _data_dir("pipeline")
@@ -128,13 +147,25 @@ def init_workspace(
             )
     found = sources or []
     if sources is None and detect and not has_config:
-        found = _detected_sources(home or Path.home(), root)
+        found = offered_sources(root, home)
+        if len({src.kind for src in found}) > 1:
+            report.notes.append(_which_platform(found))
+            found = []
         for src in found:
             report.notes.append(
                 f"Found {src.kind} transcripts in {src.path}: added as a collect source."
             )
+    if had_files:
+        skipped = [p for p in LOADED_TEMPLATES if not (root / p).exists()]
+        if skipped:
+            report.notes.append(
+                f"Adopted an existing folder, so no {', '.join(skipped)} template was added: an "
+                "agent would load its placeholders as memory. Write your own where you want one."
+            )
+    if (home or Path.home()).joinpath(".openclaw").is_dir():
+        report.next_steps = NEXT_STEPS + OPENCLAW_STEPS
     changes = []
-    for rel, data in scaffold_files(daily_dir, found).items():
+    for rel, data in scaffold_files(daily_dir, found, adopted=had_files).items():
         if (root / rel).exists():
             ours = rel == ".gitignore" and not had_gitignore  # made by _leave_out just now
             (report.created if ours else report.kept).append(rel)
@@ -201,10 +232,35 @@ def _leave_out(git: Git, store: Store) -> list[LeftOut]:
     return left
 
 
-def _detected_sources(home: Path, root: Path) -> list[SourceConfig]:
+def offered_sources(target: Path | None, home: Path | None = None) -> list[SourceConfig]:
+    """The transcript folders installed in `home` that suit a workspace at `target` (an
+    OpenClaw workspace gets OpenClaw's only); more than one platform is the user's choice."""
     from crustacean.sources import default_sources
 
-    return default_sources(home.resolve(), root)
+    root = (target or Path.cwd()).expanduser().resolve()
+    return default_sources((home or Path.home()).resolve(), root)
+
+
+def sources_named(kinds: list[str]) -> list[SourceConfig]:
+    """`--source KIND` as collect sources at each platform's own folder."""
+    bad = [k for k in kinds if k not in SOURCE_PATHS]
+    if bad:
+        raise UsageError(
+            f"unknown --source {bad[0]!r}; use {' or '.join(SOURCE_PATHS)} "
+            "(give it twice for both)."
+        )
+    chosen = dict.fromkeys(kinds)
+    return [SourceConfig(kind=k, path=SOURCE_PATHS[k]) for k in chosen]  # type: ignore[arg-type]
+
+
+def _which_platform(found: list[SourceConfig]) -> str:
+    where = " and ".join(f"{s.kind} in {s.path}" for s in found)
+    return (
+        f"Found transcripts of more than one agent ({where}); added none, since a workspace "
+        "serves one agent. Add the one it is for to crustacean.toml as a [[sources]] table "
+        '(kind = "claude_code", path = "~/.claude/projects", for example), or run init '
+        "again in a new folder with --source KIND."
+    )
 
 
 def _ensure_repo(git: Git, root: Path, report: InitReport) -> bool:

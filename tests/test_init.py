@@ -39,7 +39,7 @@ def test_init_creates_the_whole_tree(tmp_path: Path) -> None:
     assert "## Index" in (root / "knowledge/README.md").read_text()
     assert ".crustacean/" in (root / ".gitignore").read_text()
     assert "created" in result.stdout and "Next steps:" in result.stdout
-    assert "memorySearch.extraPaths" in result.stdout and "dreaming" in result.stdout
+    assert "OpenClaw" not in result.stdout  # not installed in this HOME: not named
     assert "ANTHROPIC_API_KEY" in result.stdout and "ANTHROPIC_BASE_URL" in result.stdout
     assert git(root, "status", "--porcelain") == ""
     assert git(root, "log", "--format=%an|%s").strip() == (
@@ -185,16 +185,69 @@ def test_stage_docs_come_from_the_workspace_then_the_package(tmp_path: Path) -> 
 
 def test_init_offers_the_transcripts_it_finds(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    (home / ".claude/projects").mkdir(parents=True)
+    result = run_cli("init", str(tmp_path / "w"))
+    assert "Found claude_code transcripts in ~/.claude/projects: added as a collect source." in (
+        " ".join(result.stdout.split())
+    )
+    sources = load_config(tmp_path / "w", env={}).settings.sources
+    assert [(s.kind, s.path) for s in sources] == [("claude_code", "~/.claude/projects")]
+    run_cli("init", str(tmp_path / "v"), "--no-detect")
+    assert load_config(tmp_path / "v", env={}).settings.sources == []
+
+
+def test_init_does_not_guess_between_two_agents(tmp_path: Path) -> None:
+    home = tmp_path / "home"
     (home / ".openclaw/agents/main/sessions").mkdir(parents=True)
     (home / ".claude/projects").mkdir(parents=True)
     result = run_cli("init", str(tmp_path / "w"))
-    assert "Found openclaw transcripts in ~/.openclaw/agents: added as a collect source." in (
-        result.stdout
-    )
-    sources = load_config(tmp_path / "w", env={}).settings.sources
-    assert [(s.kind, s.path) for s in sources] == [
-        ("openclaw", "~/.openclaw/agents"),
-        ("claude_code", "~/.claude/projects"),
+    out = " ".join(result.stdout.split())
+    assert "Found transcripts of more than one agent" in out and "added none" in out
+    assert "--source KIND" in out and "memorySearch.extraPaths" in out  # OpenClaw is here
+    assert load_config(tmp_path / "w", env={}).settings.sources == []
+    run_cli("init", str(tmp_path / "v"), "--source", "claude_code")
+    sources = load_config(tmp_path / "v", env={}).settings.sources
+    assert [(s.kind, s.path) for s in sources] == [("claude_code", "~/.claude/projects")]
+    run_cli("init", str(tmp_path / "u"), "--source", "openclaw", "--source", "claude_code")
+    assert [s.kind for s in load_config(tmp_path / "u", env={}).settings.sources] == [
+        "openclaw",
+        "claude_code",
     ]
-    run_cli("init", str(tmp_path / "v"), "--no-detect")
-    assert load_config(tmp_path / "v", env={}).settings.sources == []
+
+
+def test_an_openclaw_workspace_takes_only_openclaws_transcripts(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".openclaw/agents/main/sessions").mkdir(parents=True)
+    (home / ".claude/projects").mkdir(parents=True)
+    run_cli("init", str(home / ".openclaw/workspace"))
+    sources = load_config(home / ".openclaw/workspace", env={}).settings.sources
+    assert [s.kind for s in sources] == ["openclaw"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--source", "telegram"], "unknown --source 'telegram'; use openclaw or claude_code"),
+        (["--source", "openclaw", "--no-detect"], "--source names the sources to add"),
+        (["--sample", "--source", "openclaw"], "--sample uses its own layout and sources"),
+    ],
+)
+def test_bad_source_options_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run_cli("init", str(tmp_path / "w"), *args, code=2)
+    assert message in result.output
+    assert not (tmp_path / "w").exists()
+
+
+def test_adopting_adds_no_template_an_agent_would_load(tmp_path: Path) -> None:
+    root = tmp_path / "oc"
+    root.mkdir()
+    (root / "SOUL.md").write_text("# Soul\nI am Otto.\n")
+    (root / "memory").mkdir()
+    (root / "memory/2026-11-29.md").write_text("- hello\n")
+    result = run_cli("init", str(root))
+    for name in ("IDENTITY.md", "TOOLS.md", "USER.md", "AGENTS.md", "MEMORY.md"):
+        assert not (root / name).exists(), name
+    assert (root / "SOUL.md").read_text() == "# Soul\nI am Otto.\n"
+    assert (root / "memory/README.md").is_file() and (root / "crustacean.toml").is_file()
+    out = " ".join(result.stdout.split())
+    assert "no AGENTS.md, IDENTITY.md, USER.md, TOOLS.md, MEMORY.md template was added" in out

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from crustacean.cli.common import console
+
+if TYPE_CHECKING:
+    from crustacean.config import SourceConfig
 
 
 def init(
@@ -37,6 +40,15 @@ def init(
             "--no-detect", help="Don't add ~/.openclaw or ~/.claude transcripts as collect sources."
         ),
     ] = False,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            help="Collect this agent's transcripts: openclaw or claude_code (twice for both). "
+            "Without it, init adds the one platform it finds, and asks when it finds both.",
+            show_default=False,
+        ),
+    ] = None,
     sample: Annotated[
         bool,
         typer.Option(
@@ -47,15 +59,24 @@ def init(
     ] = False,
 ) -> None:
     """Create a workspace, or adopt an existing one without changing any file it has."""
-    from crustacean.errors import UsageError
-    from crustacean.init import init_sample, init_workspace
+    import sys
 
-    if sample and daily_dir:
-        raise UsageError("--sample uses the default daily-log layout; drop --daily-dir.")
+    from crustacean.errors import UsageError
+    from crustacean.init import init_sample, init_workspace, offered_sources, sources_named
+
+    if sample and (daily_dir or source):
+        raise UsageError("--sample uses its own layout and sources; drop --daily-dir/--source.")
+    if source and no_detect:
+        raise UsageError("--source names the sources to add and --no-detect adds none; pick one.")
+    chosen = sources_named(source) if source else None
+    if chosen is None and not (sample or no_detect) and sys.stdin.isatty():
+        offered = offered_sources(directory)
+        if len({s.kind for s in offered}) > 1:
+            chosen = _ask_which(offered)
     if sample:
         report = init_sample(directory or Path("."))
     else:
-        report = init_workspace(directory, daily_dir, detect=not no_detect)
+        report = init_workspace(directory, daily_dir, detect=not no_detect, sources=chosen)
     table = Table(title=f"Workspace {report.root}", show_edge=False)
     table.add_column("path")
     table.add_column("status")
@@ -85,3 +106,15 @@ def init(
     console.print("\nNext steps:")
     for step in report.next_steps:
         console.print(f"  - {step}", markup=False)
+
+
+def _ask_which(offered: list[SourceConfig]) -> list[SourceConfig]:
+    """Both OpenClaw and Claude Code are here: the user says which agent this workspace is for."""
+    names = [s.kind for s in offered]
+    console.print("Found transcripts of " + " and ".join(f"{s.kind} ({s.path})" for s in offered))
+    answer = typer.prompt(
+        f"Collect which? ({', '.join(names)}, both, none)",
+        type=typer.Choice([*names, "both", "none"]),
+        default="none",
+    )
+    return offered if answer == "both" else [s for s in offered if s.kind == answer]
