@@ -63,12 +63,15 @@ def guard_snapshot(contents: Mapping[str, bytes], max_bytes: int) -> None:
         bad = check_file(path, data, max_bytes)
         if bad is None:
             continue
-        error = SecretError if bad.kind == "credential" else LimitError
-        raise error(
+        what = (
             f"refused: {path} has uncommitted edits that crustacean would have to commit first, "
-            f"and it is {bad.reason}. Remove that from the file (or commit it yourself), "
-            "then run again."
+            f"and it is {bad.reason}."
         )
+        if bad.kind == "credential":
+            raise SecretError(
+                f"{what} Take it out of the file (or commit it yourself), then retry."
+            )
+        raise LimitError(f"{what} Move the file out of the workspace (or commit it yourself).")
 
 
 def _size(n: int) -> str:
