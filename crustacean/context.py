@@ -141,7 +141,7 @@ class Context:
             for e in chosen:
                 tag = f" ({e.tier})" if e.tier else ""
                 out.append(f"### {e.path}{tag}\n\n{e.text.strip()}\n")
-        out.append("## Not loaded\n")
+        out.append("## Not loaded\n" if self.not_loaded else "## More memory\n")
         if self.not_loaded:
             out.append(
                 "This context is not your whole memory. Not loaded: "
@@ -164,8 +164,9 @@ class Context:
 
     def to_claude_hook(self, limit: int = 9500) -> str:
         """The JSON a Claude Code SessionStart hook prints (REFERENCE.md §3.2), at most `limit`
-        characters in all: entries go in whole in loading order while they fit, one that does
-        not is cut at a line (foundation) or left out, and the end says what was left out."""
+        characters in all: entries go in whole, most needed first (`_hook_rank`), while they
+        fit; the first foundation file that does not is cut at a line, the rest are left out,
+        and the end says what was left out and how to find it."""
         budget = limit
         for _ in range(6):
             out = json.dumps(

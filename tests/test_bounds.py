@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from test_mcp import call as session
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -36,14 +37,6 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
         generate_workspace(tmp / "ws", 10_000)
     (tmp / "ws/memory/notes/huge.md").write_text("# Huge\n\n" + "- a line of notes\n" * 300_000)
     yield Workspace(tmp / "ws", load_config(tmp / "ws"))
-
-
-def session(ws: Workspace, *steps: tuple[str, dict[str, Any]]) -> list[Any]:
-    async def main() -> list[Any]:
-        async with Client(build_server(ws)) as client:
-            return [await client.call_tool(name, args) for name, args in steps]
-
-    return anyio.run(main)
 
 
 def text_of(result: Any) -> str:

@@ -215,6 +215,43 @@ def test_init_does_not_guess_between_two_agents(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("answer", "kinds"),
+    [("claude_code\n", ["claude_code"]), ("both\n", ["openclaw", "claude_code"]), ("\n", [])],
+)
+def test_at_a_terminal_init_asks_which_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, kinds: list[str]
+) -> None:
+    from typer.testing import CliRunner
+
+    from crustacean.cli import init_cmd
+    from crustacean.cli.app import app
+
+    home = tmp_path / "home"
+    (home / ".openclaw/agents/main/sessions").mkdir(parents=True)
+    (home / ".claude/projects").mkdir(parents=True)
+    monkeypatch.setattr(init_cmd, "_interactive", lambda: True)
+    result = CliRunner().invoke(app, ["init", str(tmp_path / "w")], input=answer)
+    assert result.exit_code == 0, result.output
+    assert "Collect which? (openclaw, claude_code, both, none)" in result.output
+    assert [s.kind for s in load_config(tmp_path / "w", env={}).settings.sources] == kinds
+
+
+def test_a_bad_answer_makes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from crustacean.cli import init_cmd
+    from crustacean.cli.app import app
+
+    (tmp_path / "home/.openclaw/agents").mkdir(parents=True)
+    (tmp_path / "home/.claude/projects").mkdir(parents=True)
+    monkeypatch.setattr(init_cmd, "_interactive", lambda: True)
+    result = CliRunner().invoke(app, ["init", str(tmp_path / "w")], input="telegram\n")
+    assert result.exit_code == 2
+    assert "answer one of openclaw, claude_code, both, none, not 'telegram'" in result.output
+    assert not (tmp_path / "w").exists()
+
+
 def test_an_openclaw_workspace_takes_only_openclaws_transcripts(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".openclaw/agents/main/sessions").mkdir(parents=True)

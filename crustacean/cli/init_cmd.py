@@ -59,8 +59,6 @@ def init(
     ] = False,
 ) -> None:
     """Create a workspace, or adopt an existing one without changing any file it has."""
-    import sys
-
     from crustacean.errors import UsageError
     from crustacean.init import init_sample, init_workspace, offered_sources, sources_named
 
@@ -69,7 +67,7 @@ def init(
     if source and no_detect:
         raise UsageError("--source names the sources to add and --no-detect adds none; pick one.")
     chosen = sources_named(source) if source else None
-    if chosen is None and not (sample or no_detect) and sys.stdin.isatty():
+    if chosen is None and not (sample or no_detect) and _interactive():
         offered = offered_sources(directory)
         if len({s.kind for s in offered}) > 1:
             chosen = _ask_which(offered)
@@ -108,13 +106,21 @@ def init(
         console.print(f"  - {step}", markup=False)
 
 
+def _interactive() -> bool:
+    """A person at a terminal can be asked; cron, scripts and pipes never are."""
+    import sys
+
+    return sys.stdin.isatty()
+
+
 def _ask_which(offered: list[SourceConfig]) -> list[SourceConfig]:
     """Both OpenClaw and Claude Code are here: the user says which agent this workspace is for."""
     names = [s.kind for s in offered]
     console.print("Found transcripts of " + " and ".join(f"{s.kind} ({s.path})" for s in offered))
-    answer = typer.prompt(
-        f"Collect which? ({', '.join(names)}, both, none)",
-        type=typer.Choice([*names, "both", "none"]),
-        default="none",
-    )
+    options = [*names, "both", "none"]
+    answer = typer.prompt(f"Collect which? ({', '.join(options)})", default="none").strip()
+    if answer not in options:
+        from crustacean.errors import UsageError
+
+        raise UsageError(f"answer one of {', '.join(options)}, not {answer!r}; nothing was made.")
     return offered if answer == "both" else [s for s in offered if s.kind == answer]
