@@ -21,6 +21,7 @@ SMALL = {
     "compile_bench.py": ["--files", "60"],
     "secrets_bench.py": ["--lines", "500", "--rounds", "1"],
     "tick_bench.py": ["--rounds", "1", "--runs", "2", "--messages", "8"],
+    "ui_bench.py": ["--files", "60", "--rounds", "1"],
     "curate_bench.py": ["--people", "2", "--entries", "1"],
 }
 
