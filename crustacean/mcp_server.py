@@ -53,13 +53,21 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
 
         return call
 
-    def list_context_files(prefix: str | None = None) -> list[dict[str, Any]]:
-        return [f.to_json() for f in store.list_context_files(prefix)]
+    def list_context_files(
+        prefix: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
+        from crustacean.reads import list_page
 
-    def read_context_file(path: str) -> dict[str, str]:
-        got = store.read_context_file(path)
-        _recall(ws, got.path)
-        return {"path": got.path, "content": got.content, "sha256": got.sha256}
+        return list_page(store, prefix, limit, cursor)
+
+    def read_context_file(
+        path: str, start_line: int | None = None, end_line: int | None = None
+    ) -> dict[str, Any]:
+        from crustacean.reads import read_range
+
+        got = read_range(store, path, start_line, end_line)
+        _recall(ws, got["path"])
+        return got
 
     def search_memory(query: str, limit: int = 10) -> list[dict[str, Any]]:
         from crustacean.search import SearchIndex

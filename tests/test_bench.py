@@ -19,6 +19,7 @@ SMALL = {
     "runtime_bench.py": ["--turns", "2", "--rounds", "1"],
     "collect_bench.py": ["--mb", "1", "--files", "2"],
     "compile_bench.py": ["--files", "60"],
+    "secrets_bench.py": ["--lines", "500", "--rounds", "1"],
     "tick_bench.py": ["--rounds", "1", "--runs", "2", "--messages", "8"],
     "ui_bench.py": ["--files", "60", "--rounds", "1"],
     "curate_bench.py": ["--people", "2", "--entries", "1"],

@@ -242,6 +242,20 @@ def test_secrets_are_redacted_before_the_request(setup: dict[str, Any]) -> None:
     assert "[REDACTED:Anthropic API key]" in json.dumps(fake.messages()[0].body)
 
 
+def test_issue_20_formats_are_redacted_before_the_request(setup: dict[str, Any]) -> None:
+    # a real OpenClaw transcript once sent a live Composio key to the model
+    s, fake = setup, setup["fake"]
+    composio = "ak_" + "t-F9AbvfZHU7SUrqAGNn"
+    telegram = "7012345678:" + "AAE" + "k3Jd9sLq2Wm8Xn5Bv7Cz1Rt4Yp6qW9eR"
+    with s["oc"].open("a") as fh:
+        fh.write(oc_line(5, "user", f"use COMPOSIO_API_KEY={composio} and bot {telegram}"))
+    fake.enqueue(notes())
+    run(s)
+    body = json.dumps(fake.messages()[0].body)
+    assert composio not in body and telegram not in body
+    assert "[REDACTED:Composio API key]" in body and "[REDACTED:Telegram bot token]" in body
+
+
 def test_an_injected_instruction_can_do_nothing_but_return_items(setup: dict[str, Any]) -> None:
     s, fake = setup, setup["fake"]
     with s["oc"].open("a") as fh:

@@ -34,6 +34,7 @@ from crustacean.errors import (
 from crustacean.store import policy, proposals
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.paths import jail
+from crustacean.store.scan import guard_snapshot
 from crustacean.store.secrets import find_secrets
 from crustacean.store.versions import TRAILER_ACTOR, TRAILER_CALL, TRAILER_RUN, Git
 from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
@@ -545,6 +546,9 @@ class Store:
         dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
         if not dirty:
             return None
+        guard_snapshot(
+            {p: plan.before[p] or b"" for p in dirty}, self.ws.settings.store.max_snapshot_bytes
+        )
         return self.git.commit_paths(
             dirty,
             actor="user",
