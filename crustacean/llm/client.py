@@ -126,6 +126,17 @@ class ModelClient:
         except self._sdk.APIError as e:
             raise ModelError(self._explain(e, params.get("model", "?"), tier_key)) from None
 
+    def batch(self, action: str, *args: Any, model: str, tier_key: str, **kw: Any) -> Any:
+        """`messages.batches.<action>` (create, retrieve, results), errors worded as above;
+        `results` is read whole here so a dropped connection is a `ModelError` too."""
+        try:
+            answer = getattr(self.client.messages.batches, action)(*args, **kw)
+            return list(answer) if action == "results" else answer
+        except self._sdk.APIError as e:
+            raise ModelError(self._explain(e, model, tier_key)) from None
+        except self._sdk.AnthropicError as e:  # results asked of a batch that has none
+            raise ModelError(redact(f"the batch API call failed: {e}")) from None
+
     def _explain(self, e: Exception, model: str, tier_key: str) -> str:
         sdk, retries = self._sdk, self.settings.llm.max_retries
         after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
