@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -88,7 +88,10 @@ class DelayItem:
     then: dict[str, Any] | ErrorItem | DropItem
 
 
-Item = dict[str, Any] | ErrorItem | DelayItem | DropItem
+Reply = Callable[[dict[str, Any]], dict[str, Any]]
+"""A reply built from the request body it answers (a test's stand-in for a model's judgement)."""
+
+Item = dict[str, Any] | ErrorItem | DelayItem | DropItem | Reply
 
 
 def _usage(usage: dict[str, Any] | None) -> dict[str, Any]:
@@ -429,6 +432,8 @@ class FakeAnthropic:
                 h.close_connection = True  # shutting down: don't answer
                 return
             item = item.then
+        if callable(item):
+            item = item(body)
         if isinstance(item, DropItem):
             h.close_connection = True
         elif isinstance(item, ErrorItem):
