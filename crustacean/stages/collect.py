@@ -688,6 +688,11 @@ def collect(
 
     clock = clock or (lambda: datetime.now(UTC))
     now = clock()
+    if batch and dry_run:
+        raise UsageError(
+            "--batch cannot be combined with --dry-run: a batch answers later; use "
+            "--plan --batch to see what it would send and cost."
+        )
     if plan:
         with open_state(ws) as db:
             return _plan(ws, gather(ws, db, now, since, source), batch)
