@@ -622,3 +622,52 @@ def test_progress_reports_each_chunk(
     assert [p.chunks_sent for p in seen] == [1, 2, 3, 4]
     assert all(p.chunks_total == 4 for p in seen) and seen[-1].items == 80
     assert seen[-1].input_tokens > seen[0].input_tokens > 0
+
+
+# ------------------------------------------------------------------ curate sees backfills
+
+
+def route_all(body: dict[str, Any]) -> dict[str, Any]:
+    """A curate model that skips every listed entry (so each is marked seen), then finishes."""
+    content = body["messages"][0]["content"]
+    text = content if isinstance(content, str) else content[0]["text"]
+    listed = text.split("<entries>", 1)[1].split("</entries>", 1)[0]
+    ids = re.findall(r"^- \[([0-9a-f]{12})\]", listed, re.M)
+    routing = [{"id": i, "destination": "skip", "reason": "seen"} for i in ids]
+    return tool_use(("record_routing", {"entries": routing}), ("finish", {"summary": "done"}))
+
+
+def test_curate_sees_a_backfilled_old_day_and_compile_waits_for_it(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    from crustacean.stages.compile import compile_workspace
+    from crustacean.stages.curate import curate
+
+    old = NOW - timedelta(days=40)
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(
+        header("s", old)
+        + line("e1", "user", "note-1 forty days ago", old)
+        + line("e2", "user", "note-2 today", NOW - timedelta(hours=1))
+    )
+    one = live(ws, env)
+    fake_api.enqueue(echo, echo)
+    run(one, env)
+    run(one, env, since=NOW - timedelta(days=41))
+    old_log = f"memory/{old.date()}.md"
+    assert (ws.root / old_log).exists()
+    held = compile_workspace(one, env=env, clock=lambda: NOW, no_model=True)
+    assert held.ops.archived == [] and held.ops.held == [
+        f"{old_log}: 1 uncurated entry from a collect backfill; archived once curate has seen them"
+    ]
+    assert (ws.root / old_log).exists()
+    out = run_cli("-w", str(ws.root), "compile", "--no-model", env=env).stdout
+    assert f"not archived: {old_log}: 1 uncurated entry" in out
+    fake_api.enqueue(route_all)
+    curated = curate(one, env=env, clock=lambda: NOW + timedelta(minutes=1))
+    listed = fake_api.messages()[-1].body["messages"][0]["content"]
+    assert curated.entries == 2 and str(old.date()) in json.dumps(listed)
+    archived = compile_workspace(
+        one, env=env, clock=lambda: NOW + timedelta(minutes=2), no_model=True
+    )
+    assert archived.ops.held == [] and len(archived.ops.archived) == 1
+    assert not (ws.root / old_log).exists()

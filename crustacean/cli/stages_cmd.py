@@ -39,9 +39,10 @@ def collect(
         str | None,
         typer.Option(
             "--since",
-            help="Only messages at or after this ISO time (default: the last 2 days). Reads "
-            "every transcript from its start, so it can backfill what earlier runs passed by; "
-            "nothing already collected is collected again.",
+            help="Backfill: read every transcript from its start and collect the messages at "
+            "or after this ISO time that were not collected yet. Without it, each file is read "
+            "from its cursor, whatever the age of what follows; a file never read before from "
+            "2 days before the last run.",
         ),
     ] = None,
     source: Annotated[
@@ -244,6 +245,7 @@ def compile_(
             console.print(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
         for label, items in (
             ("archived", ops.archived),
+            ("not archived", ops.held),
             ("swept", ops.swept),
             ("trashed", ops.trashed),
             ("tier", ops.tiers),

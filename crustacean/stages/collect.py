@@ -667,7 +667,8 @@ class CollectResult:
         files = f"{self.files_scanned} transcript file(s)"
         if not self.new_messages:
             return f"nothing new in {files}"
-        return f"{self.new_messages} new message(s) in {files}, {self.chunks} request(s)"
+        requests = f", {self.chunks} requests" if self.chunks > 1 else ""
+        return f"{self.new_messages} new message(s) in {files}{requests}"
 
 
 def collect(
