@@ -671,3 +671,31 @@ def test_curate_sees_a_backfilled_old_day_and_compile_waits_for_it(
     )
     assert archived.ops.held == [] and len(archived.ops.archived) == 1
     assert not (ws.root / old_log).exists()
+
+
+def test_old_notes_a_budget_left_behind_are_read_again_next_run(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Plain notes have no lines to stop before: one left unsent keeps no usable cursor, so it is
+    read whole again, even though it is older than any window."""
+    import os
+
+    notes_dir = tmp_path / "notes"
+    notes_dir.mkdir()
+    old = (NOW - timedelta(days=6)).timestamp()
+    for i in range(60):
+        note = notes_dir / f"n{i:02d}.md"
+        note.write_text(f"note-{i} " + "a thought about the garden plan " * 95)
+        os.utime(note, (old, old))
+    toml = ws.root / "crustacean.toml"
+    toml.write_text(toml.read_text() + f'\n[[sources]]\nkind = "plain"\npath = "{notes_dir}"\n')
+    small = live(ws, env, "budget.max_turns=1")
+    fake_api.enqueue(*[echo] * 10)
+    first = run(small, env, since=NOW - timedelta(days=7))
+    assert first.record.status == "partial" and first.chunks > 1
+    runs = [first]
+    while runs[-1].record.status == "partial":
+        runs.append(run(small, env))
+        assert len(runs) < 10
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(60)}
+    assert run(small, env).record.status == "skipped"

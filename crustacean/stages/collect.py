@@ -208,13 +208,16 @@ def cursors_after(files: Iterable[FileRead], done: set[str]) -> list[Cursor]:
     """Each file's cursor, moved only past messages that are collected (`done`).
 
     A file whose messages were not all sent stops just before the first one that was not, so
-    the next run reads it again from there; a note (no lines) keeps its old cursor."""
+    the next run reads it again from there, whatever its age; a note (no lines) gets a cursor
+    that matches no file, so it is read whole again."""
     out = []
     for f in files:
         pending = [m for m in f.result.messages if m.id not in done]
         if not pending:
             out.append(f.result.cursor)
-        elif f.kind != "plain":
+        elif f.kind == "plain":
+            out.append(replace(f.result.cursor, size=-1))  # matches no file: read it again
+        else:
             try:
                 out.append(cursor_before(f.result.cursor, min(pending, key=lambda m: m.offset)))
             except OSError:
@@ -735,7 +738,9 @@ def collect(
             result.waiting_in_batch += sent.messages
             result.left_for_next_run = len(intake.messages) - sent.messages
             finish_batch(db, rec.record.id, cursors_after(intake.files, collected_ids(db)), [], now)
-            result.record = rec.finish("ok", summary=_summary(result))
+            status = "partial" if result.left_for_next_run else "ok"
+            error = _BUDGET_LEFT if result.left_for_next_run else None
+            result.record = rec.finish(status, summary=_summary(result), error=error)
             return result
         asked = _ask(ws, session, rec, chunks, progress)
         result.chunks_sent = asked.sent
@@ -777,6 +782,12 @@ def _count_append(result: CollectResult, appended: Appended) -> None:
         result.items_by_day[path] = result.items_by_day.get(path, 0) + n
 
 
+_BUDGET_LEFT = (
+    "the run's budget (budget.max_turns, budget.max_input_tokens) ended before the last chunk; "
+    "the rest waits for the next run"
+)
+
+
 @dataclass
 class Asked:
     status: str
@@ -807,11 +818,7 @@ def _ask(
             max_input_tokens=budget.max_input_tokens - (_input_used(rec.record) - input0),
         )
         if k and (left.max_turns <= 0 or estimate_tokens(ws, req) > left.max_input_tokens):
-            return _stopped(
-                asked,
-                f"the run's budget (budget.max_turns, budget.max_input_tokens) ended after {k} "
-                f"of {len(chunks)} chunk(s); the rest waits for the next run",
-            )
+            return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(chunks)} chunks)")
         got: list[Any] = []
 
         def record(inp: dict[str, Any], got: list[Any] = got) -> ToolOutcome:
