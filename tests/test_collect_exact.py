@@ -140,13 +140,18 @@ def test_two_sessions_in_one_run_with_a_model_that_gives_no_session_label(
     assert run(live(ws, env), env).record.status == "skipped"
 
 
-def test_an_item_citing_nothing_in_a_two_session_chunk_fails_the_run_and_moves_nothing(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def two_sessions(tmp_path: Path) -> None:
+    """Two sessions small enough to share one chunk."""
     t = NOW - timedelta(hours=3)
     folder = sessions_dir(tmp_path)
     (folder / "alpha.jsonl").write_text(header("alpha", t) + line("a1", "user", "note-1 tea", t))
     (folder / "beta.jsonl").write_text(header("beta", t) + line("b1", "user", "note-2 5k", t))
+
+
+def test_an_item_citing_nothing_in_a_two_session_chunk_fails_the_run_and_moves_nothing(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    two_sessions(tmp_path)
     fake_api.enqueue(notes({"category": "fact", "text": "Ana likes tea.", "session": "telegram"}))
     before = snapshot(ws.root)
     failed = run(live(ws, env), env)
@@ -167,10 +172,7 @@ def test_an_item_citing_nothing_in_a_two_session_chunk_fails_the_run_and_moves_n
 def test_cli_failed_binding_exits_1_with_the_reason(
     ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
-    t = NOW - timedelta(hours=3)
-    folder = sessions_dir(tmp_path)
-    (folder / "alpha.jsonl").write_text(header("alpha", t) + line("a1", "user", "note-1", t))
-    (folder / "beta.jsonl").write_text(header("beta", t) + line("b1", "user", "note-2", t))
+    two_sessions(tmp_path)
     fake_api.enqueue(notes({"category": "fact", "text": "Unbound.", "refs": ["m99"]}))
     out = run_cli("-w", str(ws.root), "collect", "--json", code=1, env=env)
     data = json.loads(out.stdout)
