@@ -415,6 +415,15 @@ def test_cli_collect(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> 
     fake.enqueue(notes(item("fact", "CLI fact.", "m1")))
     done = json.loads(run_cli(*w, "collect", "--json").stdout)
     assert done["status"] == "ok" and sum(done["items_by_day"].values()) == 1
+    assert (done["appended"], done["duplicates"], done["rejected"]) == (1, 0, {})
+    with s["oc"].open("a") as fh:
+        fh.write(oc_line(8, "user", "tea again"))
+    fake.enqueue(notes(item("fact", "cli fact", "m1"), item("gossip", "x", "m1")))
+    text = run_cli(*w, "collect").stdout
+    assert "  memory/2026-11-30.md" not in text  # nothing new landed
+    assert (
+        "1 item(s) merged as duplicates" in text and "1 item(s) rejected: unknown category" in text
+    )
     bad = run_cli(*w, "collect", "--source", "nope", code=2)
     assert "no source named 'nope'; sources: oc, cc" in bad.stderr
     assert "use an ISO date" in run_cli(*w, "collect", "--since", "soon", code=2).stderr

@@ -701,3 +701,22 @@ def test_old_notes_a_budget_left_behind_are_read_again_next_run(
         assert len(runs) < 10
     assert logged(ws.root) == {f"note-{i}": 1 for i in range(60)}
     assert run(small, env).record.status == "skipped"
+
+
+def test_the_cli_shows_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from crustacean.cli import stages_cmd
+
+    assert stages_cmd._progress() is None  # tests run without a terminal
+    screen = io.StringIO()
+    monkeypatch.setattr(stages_cmd, "err_console", Console(file=screen, force_terminal=True))
+    show = stages_cmd._progress()
+    assert callable(show)
+    show(Progress(1, 3, 4, 12_000))
+    show(Progress(3, 3, 9, 30_000))
+    out = screen.getvalue()
+    assert "collect: chunk 1/3, 4 item(s), 12,000 input tokens\r" in out
+    assert out.endswith("collect: chunk 3/3, 9 item(s), 30,000 input tokens\n")

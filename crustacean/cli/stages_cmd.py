@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crustacean.cli.common import console, err_console, print_json, state
+
+if TYPE_CHECKING:
+    from crustacean.stages.collect import Progress
 
 # The options every stage command shares, declared once.
 DryRun = Annotated[
@@ -117,13 +121,13 @@ def _collect_lines(result: object) -> list[str]:
     assert isinstance(result, CollectResult)
     lines = []
     if result.duplicates:
-        lines.append(f"{result.duplicates} item(s) merged as duplicates of the day's entries")
+        lines.append(f"{result.duplicates} item(s) merged as duplicates")
     for reason, n in sorted(result.rejected.items()):
         lines.append(f"{n} item(s) rejected: {reason}")
     if result.unbound:
         lines.append(f"{result.unbound} item(s) cited no message; given to their chunk's session")
     if result.copies:
-        lines.append(f"{result.copies} message copie(s) in checkpoint/reset files sent once")
+        lines.append(f"{result.copies} repeated message(s) in checkpoint/reset copies, sent once")
     batch = result.batch or {}
     if batch.get("fetched"):
         lines.append(f"appended the results of batch {batch['fetched']}")
@@ -139,11 +143,10 @@ def _collect_lines(result: object) -> list[str]:
     return lines
 
 
-def _progress() -> object | None:
+def _progress() -> Callable[[Progress], None] | None:
     """A one-line progress display on a terminal (stderr), none otherwise."""
     if not err_console.is_terminal:
         return None
-    from crustacean.stages.collect import Progress
 
     def show(p: Progress) -> None:
         end = "\n" if p.chunks_sent == p.chunks_total else "\r"
