@@ -62,7 +62,7 @@ UNTAGGED = {"fact"}
 CHUNK_CHARS = 60_000
 KNOWN_DAYS_CHARS = 12_000
 WHEN_SLACK = timedelta(minutes=1)  # the transcript shows times to the minute
-ID_RETENTION = timedelta(days=60)
+ID_RETENTION = timedelta(days=400)  # ids of collected messages: a --since backfill skips them
 _HOOK_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}(-.+)?\.md$")
 _REF = re.compile(r"^\[?\s*m(\d+)\s*\]?$", re.IGNORECASE)
 _LEAD = re.compile(
