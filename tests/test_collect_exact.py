@@ -720,3 +720,35 @@ def test_the_cli_shows_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPat
     out = screen.getvalue()
     assert "collect: chunk 1/3, 4 item(s), 12,000 input tokens\r" in out
     assert out.endswith("collect: chunk 3/3, 9 item(s), 30,000 input tokens\n")
+
+
+def test_a_crash_after_a_batch_append_neither_loses_nor_repeats(
+    ws: Workspace,
+    env: dict[str, str],
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crustacean.stages import collect_batch
+
+    big_transcript(tmp_path, 40)
+    one = live(ws, env)
+    fake_api.enqueue(*[echo] * 2)
+    run(one, env, batch=True)
+    fake_api.end_batches()
+    real = collect_batch.finish_batch
+
+    def killed(*args: Any, **kw: Any) -> None:
+        raise KeyboardInterrupt("killed after the batch's append")
+
+    monkeypatch.setattr(collect_batch, "finish_batch", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run(one, env)
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}  # the append landed
+    monkeypatch.setattr(collect_batch, "finish_batch", real)
+    again = run(one, env)  # finds the marker: finishes the batch instead of fetching it again
+    assert again.recovered and again.record.status == "skipped"
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
+    assert fake_api.messages() == []
+    with sqlite3.connect(ws.root / ".crustacean/state.db") as db:
+        assert db.execute("SELECT count(*) FROM collect_sent_batches").fetchone() == (0,)
