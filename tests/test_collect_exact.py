@@ -752,3 +752,21 @@ def test_a_crash_after_a_batch_append_neither_loses_nor_repeats(
     assert fake_api.messages() == []
     with sqlite3.connect(ws.root / ".crustacean/state.db") as db:
         assert db.execute("SELECT count(*) FROM collect_sent_batches").fetchone() == (0,)
+
+
+def test_tick_fetches_a_finished_batch(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    from crustacean.schedule import tick
+
+    big_transcript(tmp_path, 40)
+    off = [f"stages.{s}.enabled=false" for s in ("curate", "compile", "calibrate")]
+    one = live(ws, env, *off)
+    fake_api.enqueue(*[echo] * 2)
+    submitted = run(one, env, batch=True)
+    fake_api.end_batches()
+    later = NOW + timedelta(hours=3)  # the next collect slot has come
+    done = tick(one, env=env, clock=lambda: later)
+    assert [(o.stage, o.status) for o in done.outcomes if o.status] == [("collect", "ok")]
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
+    assert submitted.batch and fake_api.messages() == []
