@@ -462,6 +462,8 @@ def test_plan_prices_every_chunk(
     )
     out = run_cli("-w", str(ws.root), "collect", "--plan").stdout
     assert "for all 4 requests" in out
+    out = run_cli("-w", str(ws.root), "-c", "budget.max_turns=2", "collect", "--plan").stdout
+    assert "covers part of it; 40 message(s) would wait for the next run" in out
     assert fake_api.requests == []
 
 

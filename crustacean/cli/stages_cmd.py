@@ -97,15 +97,20 @@ def _render(result: object) -> None:
         + ".",
         markup=False,
     )
-    if result.plan is not None:
-        _render_plan(result.plan)
+    if result.record is None:  # a plan
+        if result.plan is not None:
+            _render_plan(result.plan)
+        if result.left_for_next_run:
+            console.print(
+                f"The run budget (budget.*) covers part of it; {result.left_for_next_run} "
+                "message(s) would wait for the next run.",
+                markup=False,
+            )
+        if result.waiting_in_batch:
+            console.print(
+                f"{result.waiting_in_batch} message(s) wait for a batch's results.", markup=False
+            )
         return
-    if result.left_for_next_run and result.record is None:
-        console.print(
-            f"  the run budget covers part of it; {result.left_for_next_run} message(s) would "
-            "wait for the next run",
-            markup=False,
-        )
     for path, n in sorted(result.items_by_day.items()):
         console.print(f"  {path}: {n} item(s) appended", markup=False)
     for line in _collect_lines(result):
