@@ -772,3 +772,20 @@ def test_tick_fetches_a_finished_batch(
     assert [(o.stage, o.status) for o in done.outcomes if o.status] == [("collect", "ok")]
     assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
     assert submitted.batch and fake_api.messages() == []
+
+
+def test_a_batch_the_api_lost_is_released_and_sent_again(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=2)
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(
+        header("s", t) + line("e1", "user", "note-1", t)
+    )
+    one = live(ws, env)
+    fake_api.enqueue(echo)
+    batch_id = run(one, env, batch=True).batch["submitted"]  # type: ignore[index]
+    del fake_api.batches[batch_id]  # expired results, or deleted: the API answers 404
+    fake_api.enqueue(echo)
+    result = run(one, env)
+    assert result.batch and result.batch["released_chunks"] == 1
+    assert len(fake_api.messages()) == 1 and logged(ws.root) == {"note-1": 1}

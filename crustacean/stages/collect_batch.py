@@ -150,11 +150,16 @@ def fetch_ready(ws: Workspace, db: StateDB, session: ModelSession, now: datetime
 
 
 def _results(session: ModelSession, batch_id: str) -> list[Any] | None:
+    """The results of an ended batch; [] for one the API no longer has (every chunk is then
+    released); None while it is still processing."""
     client, model, tier = session.client(), session.model, session.tier_key
     batch = client.batch("retrieve", batch_id, model=model, tier_key=tier)
+    if batch is None:
+        session.rec.log(f"batch {batch_id} is gone from the API; its messages are sent again")
+        return []
     if batch.processing_status != "ended":
         return None
-    return client.batch("results", batch_id, model=model, tier_key=tier)
+    return client.batch("results", batch_id, model=model, tier_key=tier) or []
 
 
 def _append_batch(
