@@ -789,3 +789,26 @@ def test_a_batch_the_api_lost_is_released_and_sent_again(
     result = run(one, env)
     assert result.batch and result.batch["released_chunks"] == 1
     assert len(fake_api.messages()) == 1 and logged(ws.root) == {"note-1": 1}
+
+
+def test_an_answer_cut_at_max_tokens_is_not_trusted_and_the_chunk_goes_again_in_halves(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=3)
+    lines = [
+        line(f"e{i}", "user", f"note-{i} item {i}", t + timedelta(minutes=i)) for i in range(6)
+    ]
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + "".join(lines))
+    cut = tool_use(
+        (
+            "record_notes",
+            {"items": [{"category": "fact", "text": "Noted note-0.", "refs": ["m1"]}]},
+        ),
+        stop_reason="max_tokens",
+    )
+    fake_api.enqueue(cut, echo, echo)
+    result = run(live(ws, env), env)
+    assert result.record.status == "ok", result.record.error
+    assert result.chunks_sent == 2
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(6)}
+    assert [len(NOTE.findall(section(r.body))) for r in fake_api.messages()] == [6, 3, 3]

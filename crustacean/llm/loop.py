@@ -116,6 +116,7 @@ class LoopOutcome:
     usage: Usage = field(default_factory=Usage)
     cost: float = 0.0
     text: str = ""
+    last_reply_stop: str = ""  # the last response's stop_reason (max_tokens: maybe truncated)
 
 
 Create = Callable[..., Any]
@@ -145,6 +146,7 @@ def run_loop(
             )
         resp = create(**build_params(req, model, messages))
         out.turns += 1
+        out.last_reply_stop = str(resp.stop_reason)
         used = usage_of(resp.usage)
         out.usage, out.cost = out.usage + used, out.cost + cost(used, price)
         if on_turn:

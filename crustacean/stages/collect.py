@@ -746,7 +746,7 @@ def collect(
         result.chunks_sent = asked.sent
         result.unbound = asked.unbound
         result.rejected = dict(Counter(result.rejected) + asked.rejected)
-        sent_ids = [m.id for c in chunks[: asked.sent] for m in c.refs.values()]
+        sent_ids = asked.sent_ids
         result.left_for_next_run = len(intake.messages) - len(sent_ids)
         if asked.status == "failed":
             result.record = rec.finish("failed", summary=_summary(result), error=asked.error)
@@ -793,6 +793,7 @@ class Asked:
     status: str
     error: str | None
     sent: int  # chunks whose answer was used
+    sent_ids: list[str] = field(default_factory=list)
     items: list[Item] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
     unbound: int = 0
@@ -806,11 +807,15 @@ def _ask(
     progress: ProgressFn | None,
 ) -> Asked:
     """One forced record_notes call per chunk, all under the run's one budget; stop at the
-    first chunk that fails or would not fit, keeping what the chunks before it gave."""
+    first chunk that fails or would not fit, keeping what the chunks before it gave. A chunk
+    whose answer outgrew max_tokens is sent again as two halves, so a long one cannot stall."""
     budget = ws.settings.budget
     asked = Asked("ok", None, 0)
     turns0, input0 = rec.record.turns, _input_used(rec.record)
-    for k, chunk in enumerate(chunks):
+    queue = list(chunks)
+    k = 0
+    while k < len(queue):
+        chunk = queue[k]
         req = build_request(ws, chunk.text, known_days(ws, session.store.read_bytes, chunk))
         left = replace(
             budget,
@@ -818,7 +823,7 @@ def _ask(
             max_input_tokens=budget.max_input_tokens - (_input_used(rec.record) - input0),
         )
         if k and (left.max_turns <= 0 or estimate_tokens(ws, req) > left.max_input_tokens):
-            return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(chunks)} chunks)")
+            return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(queue)} chunks)")
         got: list[Any] = []
 
         def record(inp: dict[str, Any], got: list[Any] = got) -> ToolOutcome:
@@ -829,9 +834,15 @@ def _ask(
             limit = replace(left, max_input_tokens=max(1, left.max_input_tokens))
             outcome = session.run(req, {"record_notes": record}, limit)
         except CrustaceanError as e:
-            if not k:
+            if not asked.sent:
                 raise
             return _stopped(asked, str(e))
+        if outcome.last_reply_stop == "max_tokens":  # the answer may be cut: not trusted
+            if len(chunk.refs) < 2:
+                return _stopped(asked, "the answer for one message hit max_tokens")
+            queue[k : k + 1] = _halves(chunk, ws.tz)
+            rec.log(f"chunk {k + 1}: the answer hit max_tokens; sending it as two halves")
+            continue
         if outcome.status != "ok" or not got:
             return _stopped(asked, outcome.error or "the model did not call record_notes")
         bound = bind_items(got[-1], chunk.refs, ws.tz)
@@ -840,16 +851,25 @@ def _ask(
                 "failed",
                 f"chunk {k + 1}: {bound.fatal}; nothing was appended and no cursor moved, so "
                 "the next run sends it again",
-                asked.sent,
+                0,
             )
         asked.items += bound.items
         asked.rejected += bound.rejected
         asked.unbound += bound.unbound
         asked.sent += 1
+        asked.sent_ids += [m.id for m in chunk.refs.values()]
+        k += 1
         if progress:
             used = _input_used(rec.record) - input0
-            progress(Progress(asked.sent, len(chunks), len(asked.items), used))
+            progress(Progress(asked.sent, len(queue), len(asked.items), used))
     return asked
+
+
+def _halves(chunk: Chunk, tz: tzinfo) -> list[Chunk]:
+    """The chunk as two, with half its messages each."""
+    messages = list(chunk.refs.values())
+    half = len(messages) // 2
+    return [build_chunks(part, tz, 10**9)[0] for part in (messages[:half], messages[half:])]
 
 
 def _stopped(asked: Asked, error: str) -> Asked:
