@@ -569,16 +569,17 @@ def test_batch_submits_records_the_id_and_a_later_run_appends(
 def test_a_failed_batch_request_is_released_and_sent_again(
     ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
-    big_transcript(tmp_path, 40)
+    big_transcript(tmp_path, 60)
     one = live(ws, env)
-    fake_api.enqueue(echo, error(500, message="overloaded"))
-    assert run(one, env, batch=True).batch["requests"] == 2  # type: ignore[index]
+    cut = tool_use(("record_notes", {"items": []}), stop_reason="max_tokens")
+    fake_api.enqueue(echo, error(500, message="overloaded"), cut)
+    assert run(one, env, batch=True).batch["requests"] == 3  # type: ignore[index]
     fake_api.end_batches()
-    fake_api.enqueue(echo)
-    result = run(one, env)  # fetches chunk 1, then sends chunk 2's messages directly
-    assert result.batch and result.batch["released_chunks"] == 1
-    assert len(fake_api.messages()) == 1
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
+    fake_api.enqueue(echo, echo)
+    result = run(one, env)  # appends chunk 1, then sends chunks 2 and 3 again directly
+    assert result.batch and result.batch["released_chunks"] == 2
+    assert len(fake_api.messages()) == 2
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(60)}
 
 
 def test_batch_cost_is_half_the_direct_cost(

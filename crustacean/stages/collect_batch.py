@@ -217,6 +217,8 @@ def _notes(rec: Any, result: Any, session: ModelSession) -> object | None:
     used = usage_of(message.usage)
     price = getattr(session.ws.settings.prices, session.tier)
     rec.add_usage(used, cost(used, price) * BATCH_DISCOUNT)
+    if message.stop_reason == "max_tokens":
+        return None  # the answer may be cut: released, the next run sends it directly
     for block in message.content:
         if getattr(block, "type", "") == "tool_use" and block.name == RECORD_NOTES.name:
             data = block.input if isinstance(block.input, dict) else {}
