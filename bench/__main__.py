@@ -40,6 +40,11 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
         "collect's tokens on a folder with copies; batch against direct cost",
     ),
     "compile_bench.py": ([], ["--files", "60"], "compile's deterministic pass, 3 years"),
+    "curate_bench.py": (
+        [],
+        ["--people", "2", "--entries", "1"],
+        "curate's input tokens per routed entry",
+    ),
     "tick_bench.py": (
         [],
         ["--rounds", "1", "--runs", "2", "--messages", "8"],

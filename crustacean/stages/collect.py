@@ -90,8 +90,8 @@ RECORD_NOTES = ToolSpec(
                         },
                         "when": {
                             "type": "string",
-                            "description": "Optional: the YYYY-MM-DD HH:MM it happened, if it "
-                            "differs from its first message.",
+                            "description": "The YYYY-MM-DD HH:MM it happened, only if that "
+                            "differs from its first cited message.",
                         },
                         "topic": {
                             "type": "string",
