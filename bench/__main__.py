@@ -40,6 +40,7 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
         "collect's tokens on a folder with copies; batch against direct cost",
     ),
     "compile_bench.py": ([], ["--files", "60"], "compile's deterministic pass, 3 years"),
+    "ui_bench.py": ([], ["--files", "60", "--rounds", "1"], "ui pages against their core calls"),
     "curate_bench.py": (
         [],
         ["--people", "2", "--entries", "1"],
