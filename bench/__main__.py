@@ -34,6 +34,11 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "context_bench.py": ([], ["--files", "60", "--rounds", "1"], "context on many memories"),
     "runtime_bench.py": ([], ["--turns", "2", "--rounds", "1"], "agent loop and CLI start-up"),
     "collect_bench.py": ([], ["--mb", "1", "--files", "2"], "collect over a big transcript set"),
+    "collect_tokens_bench.py": (
+        [],
+        ["--sessions", "3", "--messages", "20"],
+        "collect's tokens on a folder with copies; batch against direct cost",
+    ),
     "compile_bench.py": ([], ["--files", "60"], "compile's deterministic pass, 3 years"),
     "secrets_bench.py": ([], ["--lines", "500", "--rounds", "1"], "the credential scan"),
     "ui_bench.py": ([], ["--files", "60", "--rounds", "1"], "ui pages against their core calls"),

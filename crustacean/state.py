@@ -130,6 +130,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m006_collect_sent_batches",
+        """
+        CREATE TABLE collect_sent_batches (
+            batch_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            created TEXT NOT NULL,
+            payload TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 

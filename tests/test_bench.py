@@ -18,6 +18,7 @@ SMALL = {
     "context_bench.py": ["--files", "60", "--rounds", "1"],
     "runtime_bench.py": ["--turns", "2", "--rounds", "1"],
     "collect_bench.py": ["--mb", "1", "--files", "2"],
+    "collect_tokens_bench.py": ["--sessions", "3", "--messages", "20"],
     "compile_bench.py": ["--files", "60"],
     "secrets_bench.py": ["--lines", "500", "--rounds", "1"],
     "tick_bench.py": ["--rounds", "1", "--runs", "2", "--messages", "8"],

@@ -17,6 +17,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -93,10 +94,12 @@ def _echo_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
     tools = {t["name"] for t in body.get("tools", [])}
     if "record_notes" in tools:
         section = _prompt(body).split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
-        markers = list(dict.fromkeys(re.findall(r"marker-\d{4}", section)))
+        first: dict[str, str] = {}  # marker -> the reference of the message it is in
+        for ref, marker in re.findall(r"^\[(m\d+) [^\]]*\].*?(marker-\d{4})", section, re.M):
+            first.setdefault(marker, ref)
         items = [
-            {"category": "fact", "text": f"Collected {m} via req{n}.", "when": "", "session": "s"}
-            for m in markers
+            {"category": "fact", "text": f"Collected {m} via req{n}.", "refs": [ref]}
+            for m, ref in first.items()
         ]
         return tool_use(("record_notes", {"items": items}))
     if len(body["messages"]) > 1:
@@ -330,6 +333,8 @@ def crash_collect(ws: Workspace, tmp_path: Path, fake: EchoFake, trials: int, se
     tally = Tally()
     for t in range(trials):
         written += add_messages(transcript, 3 * t, 3)
+        if t % 2:  # OpenClaw's checkpoint copy beside the live file: the same ids, sent once
+            shutil.copy(transcript, transcript.with_name(f"s.checkpoint.{t:04x}-cafe.jsonl"))
         kill_trial(ws.root, "collect", fake, rng, tally, replies=1)
         check_workspace(ws.root, tally, after_clean=False)
         twice = {m: n for m, n in collected_counts(ws.root).items() if n > 1}
