@@ -343,3 +343,165 @@ def test_a_key_the_user_already_had_in_a_file_does_not_block_other_edits(ws: Wor
     git(ws.root, "add", "memory/notes/ids.md")
     git(ws.root, "commit", "-q", "-m", "mine")
     assert payload(mcp_append(ws, "memory/notes/ids.md", "- another line\n"))["version"]
+
+
+# ------------------------------------------------------------------ 6. terminal output
+
+
+def test_review_diff_and_history_escape_control_characters_and_markup(ws: Workspace) -> None:
+    message = "\x1b[2Kharmless [bold red]APPROVE NOW[/] \x9b1A\r"
+    changes = [{"path": "SOUL.md", "mode": "append", "content": "- Be kind.\x1b[2K\x1b[1A\n"}]
+    (queued,) = call(ws, ("write_context", {"message": message, "changes": changes}))
+    assert payload(queued)["proposal"] == 1
+    root = str(ws.root)
+    outputs = [
+        run_cli("-w", root, "review").stdout,
+        run_cli("-w", root, "review", "show", "1").stdout,
+    ]
+    run_cli("-w", root, "review", "approve", "1")
+    outputs += [run_cli("-w", root, "history").stdout, run_cli("-w", root, "show", "HEAD").stdout]
+    for out in outputs:
+        assert "\x1b" not in out and "\x9b" not in out and "\r" not in out, out
+    assert all("\\x1b[2K" in out for out in outputs)
+    for out in (outputs[0], outputs[1], outputs[2]):
+        assert "[bold red]APPROVE NOW[/]" in out  # shown as typed, never rendered
+    assert "- Be kind.\\x1b[2K\\x1b[1A" in outputs[1]  # the diff too
+
+
+# ------------------------------------------------------------------ 7. frontmatter bombs
+
+
+BOMB = (
+    "---\n"
+    + "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+    )
+    + "---\nA tiny note with a bomb on top.\n"
+)
+
+
+def test_an_alias_bomb_is_reported_over_the_limit_not_parsed(ws: Workspace) -> None:
+    bomb = ws.root / "memory/notes/bomb.md"
+    bomb.write_text(BOMB)
+    assert len(BOMB) < 1024  # nine levels of nine: 387 million values once expanded
+    before = snapshot(ws.root)
+    out = run_cli("-w", str(ws.root), "tier", "set", "memory/notes/bomb.md", "hot", code=2)
+    assert "over the limit" in out.stderr and "10,000 values" in out.stderr
+    assert snapshot(ws.root) == before
+    health = run_cli("-w", str(ws.root), "health")
+    assert "memory/notes/bomb.md" in health.stdout and "over the limit" in health.stdout
+    found = run_cli("-w", str(ws.root), "search", "tiny note", "--json")
+    assert "over the limit" in found.stderr and "memory/notes/bomb.md" in found.stdout
+
+
+def test_a_self_referencing_alias_is_over_the_depth_limit(ws: Workspace) -> None:
+    from crustacean.documents import parse_document
+
+    doc = parse_document("---\na: &a [*a]\n---\nbody\n", "memory/notes/loop.md")
+    assert doc.meta == {} and doc.warning and "deeper than 64 levels" in doc.warning
+
+
+# ------------------------------------------------------------------ 8. no silent unversioned
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the repository another owner")
+def test_dubious_ownership_fails_loudly_and_says_how_to_fix_it(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))  # never the real global config
+    for path in [ws.root, *ws.root.rglob("*")]:
+        os.lchown(path, 4242, 4242)
+    before = snapshot(ws.root)
+    out = run_cli("-w", str(ws.root), "remember", "tea", "Green tea.", code=2)
+    fix = f"git config --global --add safe.directory {ws.root}"
+    assert "dubious ownership" in out.stderr and fix in out.stderr
+    assert "nothing was written" in out.stderr and snapshot(ws.root) == before
+    result = mcp_append(ws, "MEMORY.md", "- a line\n")
+    assert result.is_error and fix in result.content[0].text  # type: ignore[attr-defined]
+    assert fix in run_cli("-w", str(ws.root), "history", code=2).stderr
+    subprocess.run(["git", "config", "--global", "--add", "safe.directory", str(ws.root)])
+    run_cli("-w", str(ws.root), "remember", "tea", "Green tea.")
+    assert "Green tea" in git(ws.root, "show", "HEAD:memory/lessons/tea.md")
+
+
+def test_signing_is_honoured_and_a_failing_signer_refuses_the_write(ws: Workspace) -> None:
+    signer = ws.root.parent / "fake-gpg"
+    signer.write_text(
+        "#!/bin/sh\ncat >/dev/null\necho '[GNUPG:] SIG_CREATED ' >&2\n"
+        "printf -- '-----BEGIN PGP SIGNATURE-----\\nfake\\n-----END PGP SIGNATURE-----\\n'\n"
+    )
+    signer.chmod(0o755)
+    git(ws.root, "config", "commit.gpgsign", "true")
+    git(ws.root, "config", "gpg.program", str(signer))
+    run_cli("-w", str(ws.root), "remember", "tea", "Green tea.")
+    assert "gpgsig -----BEGIN PGP SIGNATURE-----" in git(ws.root, "cat-file", "commit", "HEAD")
+    git(ws.root, "config", "gpg.program", "false")
+    before = snapshot(ws.root)
+    out = run_cli("-w", str(ws.root), "remember", "coffee", "Coffee.", code=2)
+    assert "git commit-tree failed" in out.stderr
+    assert snapshot(ws.root) == before  # the files are put back; no version, no change
+
+
+# ------------------------------------------------------------------ 9. the smaller ones
+
+
+def test_moving_onto_a_foundation_file_is_refused_not_proposed(ws: Workspace) -> None:
+    changes = [{"path": "crustacean.toml", "mode": "move", "to": "USER.md"}]
+    (result,) = call(ws, ("write_context", {"message": "mv", "changes": changes}))
+    assert result.is_error and "mcp may not write crustacean.toml" in result.content[0].text
+    assert not (ws.state_dir / "proposals").exists()
+
+
+def test_an_edit_cannot_take_memory_md_past_its_line_cap(ws: Workspace) -> None:
+    memory = ws.root / "MEMORY.md"
+    memory.write_text("# Memory\n" + "x" * 3000 + "\n")
+    git(ws.root, "commit", "-q", "-am", "a long line")
+    before = snapshot(ws.root)
+    changes = [{"path": "MEMORY.md", "mode": "edit", "old": "x" * 3000, "new": "- y\n" * 600}]
+    (result,) = call(ws, ("write_context", {"message": "split", "changes": changes}))
+    assert result.is_error and "MEMORY.md would be 602 lines" in result.content[0].text
+    assert snapshot(ws.root) == before
+
+
+def test_reserved_folders_in_any_case_are_refused(ws: Workspace) -> None:
+    for path in (".Crustacean/state.md", ".CRUSTACEAN/x.md"):
+        changes = [{"path": path, "mode": "create", "content": "x\n"}]
+        (result,) = call(ws, ("write_context", {"message": "x", "changes": changes}))
+        assert result.is_error and "which crustacean never writes" in result.content[0].text
+
+
+def test_one_invalid_byte_does_not_hide_a_daily_log_from_context(ws: Workspace) -> None:
+    from datetime import UTC, datetime
+
+    log = ws.root / ws.daily_log(ws.today(datetime.now(UTC)))
+    log.write_bytes(b"# today\n- met Alice at the caf\xe9 by the pier\n")
+    out = run_cli("-w", str(ws.root), "context")
+    assert "met Alice at the caf\ufffd by the pier" in out.stdout
+
+
+def test_a_running_mcp_server_reads_mcp_write_on_every_call(ws: Workspace) -> None:
+    import anyio
+    from mcp import Client
+
+    from crustacean.mcp_server import build_server
+
+    def change(name: str) -> dict[str, object]:
+        content = {"path": f"memory/notes/{name}.md", "mode": "create", "content": "n\n"}
+        return {"message": name, "changes": [content]}
+
+    async def main() -> list[object]:
+        async with Client(build_server(ws)) as client:
+            first = await client.call_tool("write_context", change("one"))
+            toml = ws.root / "crustacean.toml"
+            text = toml.read_text()
+            assert '[mcp]\nwrite = "direct"' in text
+            toml.write_text(text.replace('[mcp]\nwrite = "direct"', '[mcp]\nwrite = "off"'))
+            return [first, await client.call_tool("write_context", change("two"))]
+
+    first, second = anyio.run(main)
+    assert payload(first)["version"]
+    assert second.is_error and "memory.write is off" in second.content[0].text  # type: ignore[attr-defined]
+    assert not (ws.root / "memory/notes/two.md").exists()

@@ -345,11 +345,12 @@ class Store:
         if data is None or WORKING_MEMORY not in plan.touched:
             return
         mem = self.ws.settings.memory
-        text = data.decode("utf-8", "replace")
-        lines, chars = text.count("\n") + (0 if text.endswith("\n") or not text else 1), len(text)
-        before = (plan.before.get(WORKING_MEMORY) or b"").decode("utf-8", "replace")
-        grows = chars > len(before)
-        if grows and (lines > mem.working_lines or chars > mem.working_chars):
+        lines, chars = _size(data)
+        was_lines, was_chars = _size(plan.before.get(WORKING_MEMORY) or b"")
+        # each cap on its own: an edit may shrink the characters and still add hundreds of lines
+        if (lines > mem.working_lines and lines > was_lines) or (
+            chars > mem.working_chars and chars > was_chars
+        ):
             raise LimitError(
                 f"MEMORY.md would be {lines} lines / {chars:,} characters; its caps are "
                 f"{mem.working_lines} lines and {mem.working_chars:,} characters "
@@ -690,6 +691,12 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 def _line_end(data: bytes, at: int) -> int:
     end = data.find(b"\n", min(max(at, 0), len(data)))
     return len(data) if end < 0 else end
+
+
+def _size(data: bytes) -> tuple[int, int]:
+    """(lines, characters) of a text as the MEMORY.md caps count them."""
+    text = data.decode("utf-8", "replace")
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1), len(text)
 
 
 def _sha_or_none(data: bytes | None) -> str | None:

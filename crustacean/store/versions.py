@@ -67,6 +67,7 @@ class Git:
         self.root = root
         self._git_dir: Path | None = None
         self._index_fd: int | None = None  # set while this object holds index.lock
+        self._sign: bool | None = None
 
     def run(
         self,
@@ -249,11 +250,19 @@ class Git:
             tree = self.out("write-tree", env=env)
             body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
             parent = ["-p", head] if head else []
-            commit = self.out("commit-tree", tree, *parent, env=env, input=body.encode())
+            sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgsign
+            commit = self.out("commit-tree", tree, *parent, *sign, env=env, input=body.encode())
             self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, head or "0" * 40)
         finally:
             index.unlink(missing_ok=True)
         return commit
+
+    def signs_commits(self) -> bool:
+        """`commit.gpgsign`, honoured as `git commit` would (plumbing ignores it on purpose)."""
+        if self._sign is None:
+            proc = self.run("config", "--bool", "--get", "commit.gpgsign", check=False)
+            self._sign = proc.stdout.strip() == b"true"
+        return self._sign
 
     # ------------------------------------------------------------ the user's index
 
