@@ -74,8 +74,8 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
         return hits
 
     def write_context(changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
-        writer = Store(_reread(ws))  # `mcp.write = "off"` set meanwhile holds from this call on
-        result = writer.write_context(changes, actor=ACTOR, message=message)
+        store.ws = _reread(ws)  # `mcp.write = "off"` set meanwhile holds from this call on
+        result = store.write_context(changes, actor=ACTOR, message=message)
         fresh["dirty"] = True
         if result.proposal is not None:
             return {
