@@ -334,11 +334,9 @@ class Git:
             data = tmp.read_bytes()
         finally:
             tmp.unlink(missing_ok=True)
-        fd = self._index_fd
-        os.write(fd, data)
-        os.fsync(fd)
-        os.close(fd)
-        self._index_fd = -1  # closed: the rename below releases the lock
+        self._index_fd, fd = -1, self._index_fd  # closed here; the rename below releases it
+        with os.fdopen(fd, "wb") as fh:  # no fsync, as git does for its index: HEAD rebuilds it
+            fh.write(data)
         os.replace(self.git_dir / "index.lock", index)
 
     def _tree_entries(self, commit: str, paths: list[str]) -> dict[str, bytes]:
