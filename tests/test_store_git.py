@@ -391,6 +391,8 @@ def test_an_alias_bomb_is_reported_over_the_limit_not_parsed(ws: Workspace) -> N
     assert snapshot(ws.root) == before
     health = run_cli("-w", str(ws.root), "health")
     assert "memory/notes/bomb.md" in health.stdout and "over the limit" in health.stdout
+    run_cli("-w", str(ws.root), "compile", "--no-model")  # the run the bomb used to stall
+    assert snapshot(ws.root)["memory/notes/bomb.md"] == before["memory/notes/bomb.md"]
     found = run_cli("-w", str(ws.root), "search", "tiny note", "--json")
     assert "over the limit" in found.stderr and "memory/notes/bomb.md" in found.stdout
 
