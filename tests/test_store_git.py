@@ -507,3 +507,14 @@ def test_a_running_mcp_server_reads_mcp_write_on_every_call(ws: Workspace) -> No
     assert payload(first)["version"]
     assert second.is_error and "memory.write is off" in second.content[0].text  # type: ignore[attr-defined]
     assert not (ws.root / "memory/notes/two.md").exists()
+
+
+def test_status_escapes_workspace_text_in_a_run_error(ws: Workspace) -> None:
+    from datetime import UTC, datetime
+
+    from crustacean.runs import RunRecorder
+
+    with RunRecorder(ws, "curate", now=lambda: datetime.now(UTC)) as rec:
+        rec.finish("failed", error="WriteError: [red]x[/red] \x1b[2Kgone")
+    out = run_cli("-w", str(ws.root), "status").stdout
+    assert "\x1b" not in out and "[red]x[/red] \\x1b[2K" in out
