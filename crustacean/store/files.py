@@ -9,6 +9,7 @@ call had written; a crash midway is undone by the next call (see `recover`).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -451,7 +452,8 @@ class Store:
         except BaseException:
             self._restore(self._read_journal())
             if snapshot is not None:  # the user's snapshot did land: the index follows it
-                self.git.sync_index(snapshot, touched)
+                with contextlib.suppress(Exception):  # never hide why the commit failed
+                    self.git.sync_index(snapshot, touched)
             self._journal_path.unlink(missing_ok=True)
             raise
         _fault_point(INDEX_SYNC)
