@@ -337,7 +337,7 @@ def assemble(
         if not (ws.root / rel).is_file():
             continue  # a missing file is normal (no log yet today); nothing to load
         try:
-            doc = read_document(ws.root, rel)
+            doc = read_document(ws.root, rel, lenient=True)  # one bad byte hides nothing
         except DocumentSkipped as e:
             problems.append((rel, e.reason))
             continue

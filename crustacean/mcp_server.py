@@ -83,6 +83,7 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
         return hits
 
     def write_context(changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
+        store.ws = _reread(ws)  # `mcp.write = "off"` set meanwhile holds from this call on
         result = store.write_context(changes, actor=ACTOR, message=message)
         fresh["dirty"] = True
         return result.to_json()
@@ -104,6 +105,18 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
             description = write_spec(policy_modes(ACTOR)).description
         server.tool(name=name, description=description)(guarded(fn))
     return server
+
+
+def _reread(ws: Workspace) -> Workspace:
+    """The config as the files say now, under the -c flags the server was started with."""
+    from crustacean.config import load_config
+
+    flags = [
+        f"{key}={value}"
+        for key, value in ws.config.values.items()
+        if ws.config.origins.get(key) == "flag" and not isinstance(value, list)
+    ]
+    return Workspace(ws.root, load_config(ws.root, overrides=flags))
 
 
 def _recall(ws: Workspace, path: str) -> None:

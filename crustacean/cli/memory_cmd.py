@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from crustacean.cli.common import CrustaceanGroup, console, err_console, print_json, state
+from crustacean.cli.common import (
+    CrustaceanGroup,
+    cell,
+    console,
+    err_console,
+    print_json,
+    safe,
+    state,
+)
 from crustacean.tiers import TIERS
 
 FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")  # as crustacean.context, kept light
@@ -50,7 +58,7 @@ def context(
     ws = state(ctx).open()
     result = build_context(ws, request, datetime.now(UTC))
     for path, why in result.problems:
-        err_console.print(f"Skipped: {path} ({why})", markup=False)
+        err_console.print(safe(f"Skipped: {path} ({why})"), markup=False)
     if fmt == "json":
         print_json(result.to_json())
     elif fmt == "claude-hook":
@@ -121,10 +129,10 @@ def tier_list(
         table.add_column(col, overflow="fold")
     for r in rows:
         last = r.usage.last_recalled.strftime("%Y-%m-%d") if r.usage.last_recalled else "never"
-        table.add_row(r.path, r.tier, r.how, str(r.usage.uses), last)
+        table.add_row(cell(r.path), r.tier, r.how, str(r.usage.uses), last)
     console.print(table)
     for path, why in problems:
-        err_console.print(f"Skipped: {path} ({why})", markup=False)
+        err_console.print(safe(f"Skipped: {path} ({why})"), markup=False)
 
 
 @tier_app.command("plan")
