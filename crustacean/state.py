@@ -130,6 +130,23 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # Line-level search: one FTS5 row per line (its file name and heading path as title),
+        # a trigram index of the lines holding CJK text, and each daily log's date. Emptying
+        # search_files makes the next update index every file again.
+        "m006_search_lines",
+        """
+        DROP TABLE search_chunks;
+        DELETE FROM search_files;
+        ALTER TABLE search_files RENAME COLUMN chunks TO lines;
+        ALTER TABLE search_files ADD COLUMN day TEXT;
+        CREATE INDEX search_files_day ON search_files (day) WHERE day IS NOT NULL;
+        CREATE VIRTUAL TABLE search_lines USING fts5(
+            path UNINDEXED, line UNINDEXED, title, body, tokenize='porter unicode61'
+        );
+        CREATE VIRTUAL TABLE search_cjk USING fts5(body, tokenize='trigram');
+        """,
+    ),
 ]
 
 

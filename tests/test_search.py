@@ -13,14 +13,15 @@ import pytest
 from conftest import run_cli
 from crustacean.errors import SearchQueryError
 from crustacean.search import (
-    CHUNK_CHARS,
     MAX_TERMS,
-    Chunk,
     Hit,
+    Line,
     SearchIndex,
-    chunk_markdown,
-    quote_terms,
+    index_lines,
+    is_scaffold,
+    log_day,
 )
+from crustacean.search_query import split_words
 from crustacean.state import open_state
 from crustacean.workspace import Workspace
 
@@ -68,44 +69,38 @@ Gulls steal chips.
 """
 
 
-def test_chunks_follow_headings_with_1_based_inclusive_lines() -> None:
-    chunks, warning = chunk_markdown(DOC, "heron-watch")
+def test_lines_carry_their_heading_path_and_skip_blanks_frontmatter_and_comments() -> None:
+    lines, warning = index_lines(DOC + "<!-- collect run=x -->\n", "heron-watch")
     assert warning is None
-    assert [(c.start_line, c.end_line) for c in chunks] == [(5, 5), (9, 15), (17, 18)]
-    assert chunks[1].body.startswith("Grey herons") and "# not a heading" in chunks[1].body
-    assert chunks[2] == Chunk(17, 18, "Heron Watch › Birds › Gulls", "Gulls steal chips.")
+    assert [ln.number for ln in lines] == [5, 7, 9, 11, 13, 14, 15, 17, 18]
+    assert lines[0] == Line(5, "Heron Watch › Birds", "Intro line before any heading.")
+    assert lines[3].title == "Heron Watch › Birds › Herons"
+    assert lines[5].body == "# not a heading, inside a fence"
+    assert lines[5].title == lines[3].title  # a fenced "# line" is not a heading
+    assert lines[-1] == Line(18, "Heron Watch › Birds › Gulls", "Gulls steal chips.")
 
 
 def test_a_title_holds_the_name_the_file_name_and_the_heading_path() -> None:
-    chunks, _ = chunk_markdown("# Alice\n\n## Work\nAcme\n", "alice-smith")
-    assert [c.title for c in chunks] == ["alice smith › Alice › Work"]
+    lines, _ = index_lines("# Alice\n\n## Work\nAcme\n", "alice-smith")
+    assert lines[-1] == Line(4, "alice smith › Alice › Work", "Acme")
 
 
-def test_an_empty_parent_heading_is_carried_by_its_children_not_a_chunk() -> None:
-    chunks, _ = chunk_markdown("# A\n\n## B\nb\n## C\n", "x")
-    assert [(c.start_line, c.title) for c in chunks] == [(3, "x › A › B"), (5, "x › A › C")]
-
-
-def test_long_sections_split_at_paragraphs_under_the_cap() -> None:
-    paragraph = ("word " * 60).strip()  # ~300 chars
-    text = "## Long\n\n" + "\n\n".join(f"{paragraph} p{i}" for i in range(12)) + "\n"
-    chunks, _ = chunk_markdown(text, "notes")
-    assert len(chunks) > 2
-    assert all(len(c.body) <= CHUNK_CHARS for c in chunks)
-    assert all(c.title == "notes › Long" for c in chunks)
-    assert chunks[0].start_line == 1 and chunks[-1].end_line == 25
-    for before, after in pairwise(chunks):
-        assert after.start_line == before.end_line + 2  # the blank line between paragraphs
-    lines = text.split("\n")
-    for c in chunks:
-        assert c.body.endswith(lines[c.end_line - 1])
-
-
-def test_a_huge_paragraph_splits_at_line_ends() -> None:
-    text = "\n".join(f"line {i} " + "x" * 95 for i in range(40))
-    chunks, _ = chunk_markdown(text, "huge")
-    assert len(chunks) >= 3 and all(len(c.body) <= CHUNK_CHARS for c in chunks)
-    assert chunks[0].start_line == 1 and chunks[-1].end_line == 40
+@pytest.mark.parametrize(
+    ("rel", "scaffold", "day"),
+    [
+        ("README.md", True, None),
+        ("memory/contacts/README.md", True, None),
+        ("AGENTS.md", True, None),
+        ("memory/notes/readme-ideas.md", True, None),
+        ("memory/notes/agents-of-change.md", False, None),
+        ("memory/2026-03-04.md", False, "2026-03-04"),
+        ("archive/daily/2026-03/2026-03-04.md", False, "2026-03-04"),
+        ("memory/2026-02-30.md", False, None),
+        ("memory/notes/2026-03-04-trip.md", False, None),
+    ],
+)
+def test_scaffold_files_and_daily_log_dates(rel: str, scaffold: bool, day: str | None) -> None:
+    assert (is_scaffold(rel), log_day(rel)) == (scaffold, day)
 
 
 @pytest.mark.parametrize(
@@ -117,42 +112,46 @@ def test_a_huge_paragraph_splits_at_line_ends() -> None:
     ],
 )
 def test_broken_frontmatter_is_body_with_a_warning_naming_the_line(text: str, line: str) -> None:
-    chunks, warning = chunk_markdown(text, "x")
+    lines, warning = index_lines(text, "x")
     assert warning is not None and warning.startswith(line) and "indexed as body" in warning
-    assert chunks[0].start_line == 1
+    assert lines[0].number == 1
 
 
-def test_frontmatter_only_file_is_found_by_its_name() -> None:
-    chunks, _ = chunk_markdown("---\nname: Lone Star\n---\n", "x")
-    assert chunks == [Chunk(1, 3, "Lone Star › x", "")]
+def test_frontmatter_only_file_is_found_by_its_name(ws: Workspace) -> None:
+    lines, _ = index_lines("---\nname: Lone Star\n---\n", "x")
+    assert lines == [Line(1, "Lone Star › x", "")]
+    write(ws, "memory/notes/x.md", "---\nname: Lone Star\n---\n")
+    assert paths(search(ws, "lone star")) == ["memory/notes/x.md"]
 
 
 # ---------------------------------------------------------------- ranking
 
 
-def test_a_hit_names_the_section_lines(ws: Workspace) -> None:
+def test_a_hit_names_the_lines_it_holds(ws: Workspace) -> None:
     write(ws, "memory/notes/birds.md", DOC)
     [hit] = search(ws, "chips")
-    assert (hit.path, hit.start_line, hit.end_line) == ("memory/notes/birds.md", 17, 18)
-    assert "[chips]" in hit.snippet and hit.score > 0
+    assert (hit.path, hit.start_line, hit.end_line) == ("memory/notes/birds.md", 18, 18)
+    assert "[chips]" in hit.snippet and hit.score > 0 and hit.text == "Gulls steal chips."
 
 
-def test_a_title_match_ranks_above_a_body_mention(ws: Workspace) -> None:
+def test_a_line_under_a_heading_or_file_named_for_its_word_ranks_above_a_mention(
+    ws: Workspace,
+) -> None:
     filler = "\n".join(f"Line {i} about tea, travel and the weather." for i in range(20))
     write(ws, "memory/notes/trip.md", f"# Trip\n\n{filler}\nWe saw one kingfisher.\n")
-    write(ws, "memory/notes/river.md", "# River\n\n## Kingfisher\n\nBlue, fast, shy.\n")
+    write(ws, "memory/notes/river.md", "# River\n\n## Birds\n\nA kingfisher, blue and fast.\n")
+    write(ws, "memory/notes/kingfisher.md", "# Notes\n\nThe kingfisher dives.\n")
     write(ws, "memory/notes/k.md", "---\nname: Kingfisher facts\n---\nThey dive.\n")
-    assert sorted(paths(search(ws, "kingfisher"))[:2]) == [
-        "memory/notes/k.md",
-        "memory/notes/river.md",
-    ]
-    assert paths(search(ws, "kingfisher"))[2] == "memory/notes/trip.md"
+    found = paths(search(ws, "kingfisher"))
+    assert found[:1] == ["memory/notes/kingfisher.md"]
+    assert found.index("memory/notes/trip.md") < found.index("memory/notes/k.md")  # title only
 
 
-def test_or_fallback_finds_something_and_prefers_chunks_with_more_words(ws: Workspace) -> None:
+
+def test_lines_with_most_words_come_first_when_none_has_all(ws: Workspace) -> None:
     write(ws, "memory/notes/a.md", "# A\n\nThe ferry leaves at noon.\n")
     write(ws, "memory/notes/b.md", "# B\n\nThe ferry to the island leaves at noon.\n")
-    hits = search(ws, "ferry island timetable")  # no chunk has "timetable": AND finds nothing
+    hits = search(ws, "ferry island timetable")  # no line has "timetable"
     assert paths(hits)[:2] == ["memory/notes/b.md", "memory/notes/a.md"]
     assert hits[0].score > hits[1].score
 
@@ -194,13 +193,13 @@ def test_update_reindexes_only_changed_files_and_drops_deleted_ones(ws: Workspac
         assert "memory/notes/n3.md" not in paths(index.search("body", limit=50))
 
 
-def test_deleted_files_leave_no_chunks_behind(ws: Workspace) -> None:
+def test_deleted_files_leave_no_lines_behind(ws: Workspace) -> None:
     write(ws, "memory/notes/gone.md", "# Gone\n\n" + "\n\n".join(["zebra"] * 5) + "\n")
     with SearchIndex(ws) as index:
         index.update()
         (ws.root / "memory/notes/gone.md").unlink()
         index.update()
-        sql = "SELECT count(*) FROM search_chunks WHERE path = 'memory/notes/gone.md'"
+        sql = "SELECT count(*) FROM search_lines WHERE path = 'memory/notes/gone.md'"
         assert index.db.conn.execute(sql).fetchone() == (0,)
         assert index.search("zebra") == []
 
@@ -243,8 +242,8 @@ def test_concurrent_updates_leave_one_consistent_index(ws: Workspace) -> None:
         w.join(30)
     assert errors == []
     with SearchIndex(ws) as index:
-        count = "SELECT count(*) FROM search_chunks WHERE path LIKE 'memory/notes/n%'"
-        assert index.db.conn.execute(count).fetchone() == (80,)
+        count = "SELECT count(*) FROM search_lines WHERE path LIKE 'memory/notes/n%'"
+        assert index.db.conn.execute(count).fetchone() == (160,)
         assert len(index.search("salamander", limit=100)) == 40
 
 
@@ -264,18 +263,13 @@ def test_a_very_long_query_stays_a_query(ws: Workspace) -> None:
     write(ws, "memory/notes/a.md", "albatross\n")
     long_query = "albatross " + " ".join(f"word{i}" for i in range(200))
     assert paths(search(ws, long_query)) == ["memory/notes/a.md"]
-    assert len(quote_terms(long_query)) == MAX_TERMS
-
-
-def test_quoting_makes_words_fts5_strings() -> None:
-    assert quote_terms('say "hi" -now') == ['"say"', '"""hi"""', '"-now"']
-    assert quote_terms("- * :") == []
+    assert len(split_words(long_query)) > MAX_TERMS
 
 
 def test_operators_are_plain_words_by_default(ws: Workspace) -> None:
-    write(ws, "memory/notes/a.md", "cats AND dogs\n")
+    write(ws, "memory/notes/a.md", "cats NEAR dogs\n")
     write(ws, "memory/notes/b.md", "cats only\n")
-    assert paths(search(ws, "cats AND")) == ["memory/notes/a.md"]
+    assert paths(search(ws, "cats NEAR")) == ["memory/notes/a.md", "memory/notes/b.md"]
 
 
 def test_raw_passes_fts5_syntax_through(ws: Workspace) -> None:
@@ -368,13 +362,15 @@ def test_a_workspace_without_a_state_dir_gets_one(ws: Workspace) -> None:
 
 
 def test_hit_json_has_the_tool_fields() -> None:
-    hit = Hit("a.md", 1, 2, 1.5, "[x]")
+    hit = Hit("a.md", 1, 2, 1.5, "[x]", "x\ny", "2026-03-04 10:05")
     assert hit.to_json() == {
         "path": "a.md",
         "start_line": 1,
         "end_line": 2,
         "score": 1.5,
         "snippet": "[x]",
+        "text": "x\ny",
+        "when": "2026-03-04 10:05",
     }
 
 
@@ -392,7 +388,7 @@ def test_cli_prints_path_lines_score_and_snippet(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "search", "chips")
     [line] = result.stdout.strip().splitlines()
     location, score, snippet = line.split("  ", 2)
-    assert location == "memory/notes/birds.md#L17-L18"
+    assert location == "memory/notes/birds.md#L18-L18"
     assert float(score) > 0 and snippet == "Gulls steal [chips]."
 
 
@@ -406,7 +402,7 @@ def test_cli_json_and_n(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "search", "marmot", "--json", "-n", "2")
     data = json.loads(result.stdout)
     assert len(data) == 2
-    assert set(data[0]) == {"path", "start_line", "end_line", "score", "snippet"}
+    assert set(data[0]) == {"path", "start_line", "end_line", "score", "snippet", "text", "when"}
     assert json.loads(run_cli("-w", str(ws.root), "search", "zzzyzx", "--json").stdout) == []
 
 
