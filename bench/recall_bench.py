@@ -39,7 +39,7 @@ from crustacean.workspace import Workspace
 
 BUDGETS = (1000, 2000, 4000)
 CONTEXT_CHARS = 8000
-DEPTH = 60  # hits asked for: more than any budget here can hold
+DEPTH = 200  # hits asked for: more than any budget here can hold
 _WORDS = re.compile(r"[^\W_]+")
 
 Span = tuple[str, int, int]  # path, first line, last line (1-based, inclusive)

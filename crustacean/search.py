@@ -21,7 +21,8 @@ BM25.
 
 Hits: the best lines, each with `CONTEXT_BEFORE`/`CONTEXT_AFTER` neighbouring lines (the answer
 is often the turn after the one a question's words match); a window touching or overlapping
-another one of the same file is merged into it, so no line comes back twice. `budget_chars`
+another one of the same file is merged into it (up to `WINDOW_LINES`), so no line comes back
+twice. `budget_chars`
 fills that many characters of window text in rank order (a window that would overflow is
 skipped), so an agent asks for "the best 2,000 characters", not "10 hits".
 
@@ -60,6 +61,8 @@ CONTEXT_BEFORE = 0
 CONTEXT_AFTER = 0
 QUESTION_AFTER = 1  # a line that asks something comes with the next turn: its answer
 MAX_HITS = 50
+WINDOW_LINES = 8  # a window this long takes no more merges: the next hit starts its own
+MAX_BUDGET_CHARS = 50_000
 MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giving up
 CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
 SNIPPET_CHARS = 200
@@ -231,6 +234,18 @@ def partition(rel: str) -> int:
     if rel.startswith(ARCHIVE):
         return ARCHIVE_ROWIDS
     return SCAFFOLD_ROWIDS if is_scaffold(rel) else 0
+
+
+def check_request(query: str, limit: int | None, budget_chars: int | None) -> None:
+    """Refuse an empty query, a limit below 1 or a budget out of range, before any work."""
+    if not query.strip():
+        raise SearchQueryError("the search query is empty; give one or more words to find.")
+    if limit is not None and limit < 1:
+        raise SearchQueryError(f"limit must be at least 1, not {limit}.")
+    if budget_chars is not None and not 1 <= budget_chars <= MAX_BUDGET_CHARS:
+        raise SearchQueryError(
+            f"the budget must be from 1 to {MAX_BUDGET_CHARS:,} characters, not {budget_chars}."
+        )
 
 
 def _snippet(marked: str) -> str:
@@ -477,12 +492,7 @@ class SearchIndex:
         """Best windows first: at most `limit` (10, or `MAX_HITS` with a budget) and, with
         `budget_chars`, at most that many characters of text. `now` dates "last week" and
         such. A `path_prefix` under archive/ implies `include_archive`."""
-        if not query.strip():
-            raise SearchQueryError("the search query is empty; give one or more words to find.")
-        if limit is not None and limit < 1:
-            raise SearchQueryError(f"limit must be at least 1, not {limit}.")
-        if budget_chars is not None and budget_chars < 1:
-            raise SearchQueryError(f"the budget must be at least 1 character, not {budget_chars}.")
+        check_request(query, limit, budget_chars)
         if refresh:
             self.update()
         prefix = (path_prefix or "").removeprefix("./").lstrip("/")
@@ -617,7 +627,11 @@ class SearchIndex:
                     break
                 continue
             near = [owner[x] for r in new for x in (r - 1, r + 1) if x in owner]
-            touching = [w for w in windows if any(w is n for n in near) and w.path == path]
+            touching = [
+                w
+                for w in windows
+                if any(w is n for n in near) and w.path == path and len(w.rows) < WINDOW_LINES
+            ]
             if touching:
                 target = touching[0]
                 for other in touching[1:]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
-from itertools import pairwise
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, snapshot
 from crustacean.errors import SearchQueryError
 from crustacean.search import (
     MAX_TERMS,
@@ -22,7 +23,7 @@ from crustacean.search import (
     log_day,
 )
 from crustacean.search_query import split_words
-from crustacean.state import open_state
+from crustacean.state import MIGRATIONS, open_state, split_statements
 from crustacean.workspace import Workspace
 
 
@@ -145,7 +146,6 @@ def test_a_line_under_a_heading_or_file_named_for_its_word_ranks_above_a_mention
     found = paths(search(ws, "kingfisher"))
     assert found[:1] == ["memory/notes/kingfisher.md"]
     assert found.index("memory/notes/trip.md") < found.index("memory/notes/k.md")  # title only
-
 
 
 def test_lines_with_most_words_come_first_when_none_has_all(ws: Workspace) -> None:
@@ -458,3 +458,205 @@ def test_cli_index_rebuilds_and_prints_stats(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "index")
     assert result.stdout.startswith("Indexed ") and "skipped 1" in result.stdout
     assert "Skipped: memory/notes/empty.md (empty)" in result.stderr
+
+
+# ---------------------------------------------------------------- matching words
+
+
+def test_stemming_finds_other_forms_of_a_word(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "# Garden\n\nI planted courgettes and watered them.\n")
+    for query in ("plant", "plants", "planting", "courgette", "watering"):
+        assert paths(search(ws, query)) == ["memory/notes/a.md"], query
+
+
+def test_stop_words_do_not_have_to_match(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "Caroline is researching adoption agencies.\n")
+    assert paths(search(ws, "what did Caroline research?"))[:1] == ["memory/notes/a.md"]
+
+
+def test_a_possessive_in_the_query_matches_the_persons_own_lines(ws: Workspace) -> None:
+    write(ws, "memory/2026-03-01.md", "# 2026-03-01\n\n- **Maria**: my sister moved to Oslo.\n")
+    [hit] = search(ws, "Maria's sister")
+    assert hit.text == "- **Maria**: my sister moved to Oslo."
+
+
+def test_cjk_text_is_found_by_part_of_a_run(ws: Workspace) -> None:
+    write(ws, "memory/notes/trip.md", "# 旅行\n\n来週東京に行きます。\nThe hotel is near Ueno.\n")
+    write(ws, "memory/notes/food.md", "京都のラーメンが好き\n")
+    assert paths(search(ws, "東京")) == ["memory/notes/trip.md"]
+    assert paths(search(ws, "東京に行く")) == ["memory/notes/trip.md"]  # pieces: 東京に, 京に行
+    assert paths(search(ws, "ラーメン")) == ["memory/notes/food.md"]
+    assert paths(search(ws, "hotel 東京"))[0] == "memory/notes/trip.md"
+    assert search(ws, "大阪") == []
+
+
+def test_cjk_lines_leave_the_trigram_index_with_their_file(ws: Workspace) -> None:
+    write(ws, "memory/notes/trip.md", "東京に行きます\n")
+    assert paths(search(ws, "東京")) == ["memory/notes/trip.md"]
+    (ws.root / "memory/notes/trip.md").unlink()
+    assert search(ws, "東京") == []
+    with SearchIndex(ws) as index:
+        assert index.db.conn.execute("SELECT count(*) FROM search_cjk").fetchone() == (0,)
+
+
+def test_scaffold_files_are_left_out_unless_a_prefix_is_given(ws: Workspace) -> None:
+    write(ws, "README.md", "# Workspace\n\nAsk about the heron here.\n")
+    write(ws, "memory/contacts/README.md", "One file per heron watcher.\n")
+    write(ws, "AGENTS.md", "Look up the heron before answering.\n")
+    write(ws, "memory/notes/birds.md", "A heron by the river.\n")
+    assert paths(search(ws, "heron")) == ["memory/notes/birds.md"]
+    assert paths(search(ws, "heron", path_prefix="memory/contacts/")) == [
+        "memory/contacts/README.md"
+    ]
+    assert "AGENTS.md" in paths(search(ws, "heron", path_prefix="AGENTS"))
+
+
+# ---------------------------------------------------------------- dates
+
+NOW = datetime(2026, 3, 28, 12, 0, tzinfo=UTC)
+
+
+def daily(ws: Workspace, day: str, *turns: str) -> None:
+    body = "\n".join(f"- **Ana**: {t}" for t in turns)
+    write(ws, f"memory/{day}.md", f"# {day}\n\n### [19:05] evening chat\n\n{body}\n")
+
+
+@pytest.mark.parametrize(
+    ("query", "day"),
+    [
+        ("What did Ana cook for dinner on 2026-03-04?", "2026-03-04"),
+        ("What did Ana cook for dinner on 4 March 2026?", "2026-03-04"),
+        ("dinner in February", "2026-02-10"),
+        ("what did Ana cook last week", "2026-03-24"),
+        ("dinner in 2025", "2025-12-31"),
+    ],
+)
+def test_a_date_in_the_query_prefers_that_days_daily_log(
+    ws: Workspace, query: str, day: str
+) -> None:
+    for d, dish in (
+        ("2025-12-31", "goose"),
+        ("2026-02-10", "soup"),
+        ("2026-03-04", "risotto"),
+        ("2026-03-10", "tacos"),
+        ("2026-03-24", "curry"),
+    ):
+        daily(ws, d, "How was work?", f"For dinner I cooked {dish}.")
+    hits = search(ws, query, now=NOW)
+    assert hits[0].path == f"memory/{day}.md"
+    assert hits[0].when == f"{day} 19:05"
+
+
+def test_a_date_alone_returns_that_days_lines_in_order(ws: Workspace) -> None:
+    daily(ws, "2026-03-27", "first thing", "second thing")
+    daily(ws, "2026-03-20", "older thing")
+    hits = search(ws, "yesterday", now=NOW)
+    assert {h.path for h in hits} == {"memory/2026-03-27.md"}
+    assert "first thing" in hits[0].text and "second thing" in hits[0].text
+
+
+def test_relative_dates_follow_now(ws: Workspace) -> None:
+    daily(ws, "2026-03-27", "the plumber came")
+    daily(ws, "2026-01-14", "the plumber came")
+    later = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
+    assert search(ws, "plumber yesterday", now=NOW)[0].path == "memory/2026-03-27.md"
+    assert search(ws, "plumber yesterday", now=later)[0].path == "memory/2026-01-14.md"
+
+
+# ---------------------------------------------------------------- windows and budgets
+
+
+def test_neighbouring_hits_merge_into_one_window_and_no_line_comes_twice(
+    ws: Workspace,
+) -> None:
+    lines = [f"- filler line {i} about nothing much" for i in range(30)]
+    lines[10] = "- the otter swam past"
+    lines[11] = "- another otter followed"
+    lines[12] = "- a third otter, the smallest"
+    lines[20] = "- did you see the otter?"
+    lines[21] = "- yes, by the old bridge"
+    write(ws, "memory/notes/river.md", "\n".join(lines) + "\n")
+    hits = search(ws, "otter", limit=50)
+    spans = sorted((h.start_line, h.end_line) for h in hits)
+    assert spans == [(11, 13), (21, 22)]  # one window of three; a question with its answer
+    seen = [n for h in hits for n in range(h.start_line, h.end_line + 1)]
+    assert len(seen) == len(set(seen))
+    [answer] = [h for h in hits if h.start_line == 21]
+    assert answer.text == "- did you see the otter?\n- yes, by the old bridge"
+
+
+def test_windows_never_cross_into_another_file(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "first\nlast line asks about the owl?\n")
+    write(ws, "memory/notes/b.md", "unrelated opening line\n")
+    [hit] = search(ws, "owl")
+    assert (hit.path, hit.start_line, hit.end_line) == ("memory/notes/a.md", 2, 2)
+
+
+def test_a_budget_is_filled_in_rank_order_and_never_exceeded(ws: Workspace) -> None:
+    for i in range(40):
+        write(ws, f"memory/notes/n{i:02}.md", f"# N{i}\n\nthe badger number {i} " + "x" * i + "\n")
+    everything = search(ws, "badger", limit=50)
+    for budget in (1, 100, 500, 2000):
+        hits = search(ws, "badger", budget_chars=budget)
+        used = sum(len(h.text) + 1 for h in hits)
+        assert used <= budget
+        assert [h.path for h in hits] == [h.path for h in everything if h in hits]
+        rest = [h for h in everything if h not in hits]
+        assert all(used + len(h.text) + 1 > budget for h in rest[:1]), budget
+    assert len(search(ws, "badger", budget_chars=50_000)) == 40  # more than the default 10
+    assert len(search(ws, "badger", budget_chars=50_000, limit=5)) == 5
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"), [({"budget_chars": 0}, "budget"), ({"limit": 0}, "limit")]
+)
+def test_a_bad_budget_or_limit_is_a_clear_error(
+    ws: Workspace, kw: dict[str, int], message: str
+) -> None:
+    with pytest.raises(SearchQueryError, match=message):
+        search(ws, "x", **kw)
+
+
+def test_cli_budget_prints_each_hits_lines(ws: Workspace) -> None:
+    daily(ws, "2026-03-04", "Did you cook?", "Yes, a risotto.")
+    out = run_cli("-w", str(ws.root), "search", "cook", "--budget-chars", "500").stdout
+    assert out.splitlines() == [
+        out.splitlines()[0],
+        "    - **Ana**: Did you cook?",
+        "    - **Ana**: Yes, a risotto.",
+    ]
+    assert out.startswith("memory/2026-03-04.md#L5-L6  ") and "(2026-03-04 19:05)" in out
+
+
+def test_cli_bad_budget_exits_2_and_changes_nothing(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "x\n")
+    before = snapshot(ws.root)
+    result = run_cli("-w", str(ws.root), "search", "x", "--budget-chars", "0", code=2)
+    assert "--budget-chars" in result.output and "Traceback" not in result.output
+    result = run_cli("-w", str(ws.root), "search", "x", "--budget-chars", "60000", code=2)
+    assert "Error: the budget must be from 1 to 50,000 characters" in result.stderr
+    assert snapshot(ws.root) == before
+
+
+# ---------------------------------------------------------------- the migration
+
+
+def test_an_index_built_before_line_search_is_rebuilt(ws: Workspace) -> None:
+    """A state.db from before m006 (chunk rows) gets the line index at its next search."""
+    write(ws, "memory/notes/a.md", "# A\n\nthe wombat sleeps\n")
+    state_dir = ws.root / ".crustacean"
+    state_dir.mkdir(exist_ok=True)
+    conn = sqlite3.connect(state_dir / "state.db")
+    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
+    for name, sql in MIGRATIONS[:5]:
+        for statement in split_statements(sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO _migrations VALUES (?, 'x')", (name,))
+    conn.execute(
+        "INSERT INTO search_files (path, size, mtime_ns, sha256, first_rowid, chunks) "
+        "VALUES ('memory/notes/a.md', 1, 1, 'old', 1, 1)"
+    )
+    conn.commit()
+    conn.close()
+    [hit] = search(ws, "wombats")
+    assert (hit.path, hit.start_line) == ("memory/notes/a.md", 3)
