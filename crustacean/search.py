@@ -63,6 +63,7 @@ QUESTION_AFTER = 1  # a line that asks something comes with the next turn: its a
 MAX_HITS = 50
 WINDOW_LINES = 8  # a window this long takes no more merges: the next hit starts its own
 MAX_BUDGET_CHARS = 50_000
+TOPIC_LINES = 3000  # lines a context topic ranks, to choose memories and fill the rest
 MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giving up
 CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
 SNIPPET_CHARS = 200
@@ -504,7 +505,7 @@ class SearchIndex:
         else:
             parsed = parse_query(query, self.ws.today(now or datetime.now(UTC)))
             ranked = self.rank(parsed, scope, CANDIDATES * cap)
-            marks = " OR ".join(p for t in parsed.terms if not t.cjk for p in t.pieces)
+            marks = _marks(parsed)
         return self._windows(ranked, cap, budget_chars, marks)
 
     def _scope(self, prefix: str, archive: bool) -> _Scope:
@@ -527,6 +528,11 @@ class SearchIndex:
 
     def rank(self, query: Query, scope: _Scope, n: int) -> list[tuple[int, float]]:
         """Lines as (rowid, score), best first: words held by IDF, times their squared share."""
+        scored, words = self._scored(query, scope)
+        return scored.ranked(words, scope.keep, n)
+
+    def _scored(self, query: Query, scope: _Scope) -> tuple[Scored, int]:
+        """Every line holding a query word, scored; and how many words (a date is one)."""
         conn = self.db.conn
         total = _next_rowid(conn, 0)  # about the number of lines: all the IDF needs
         scored = Scored()
@@ -539,15 +545,30 @@ class SearchIndex:
                 "AND lines > 0 AND first_rowid < ?",
                 (query.dates.first.isoformat(), query.dates.last.isoformat(), scope.top),
             ).fetchall()
-            rows = sum(n for _, n in spans)
-            dated = (r for first, n in spans for r in range(first, first + n))
+            rows = sum(count for _, count in spans)
+            dated = (r for first, count in spans for r in range(first, first + count))
             if words:  # the date is one more word, for the lines that hold some other
                 have = scored.score
                 scored.add([r for r in dated if r in have], idf(total, rows))
             else:  # a date alone: those days' lines, in order
                 scored.add(dated, 1.0)
             words += 1
-        return scored.ranked(words, scope.keep, n)
+        return scored, words
+
+    def ranking(self, topic: str, now: datetime, n: int = TOPIC_LINES) -> Ranking:
+        """The best `n` lines for a topic (live files, no scaffold), for `context --topic`."""
+        self.update()
+        query = parse_query(topic, self.ws.today(now))
+        scope = self._scope("", archive=False)
+        scored, words = self._scored(query, scope)
+        ranked = scored.ranked(words, None, n)
+        shares = {r: scored.held[r] / words for r, _ in ranked} if words else {}
+        files = self.db.conn.execute(
+            "SELECT first_rowid, lines, path FROM search_files "
+            "WHERE lines > 0 AND first_rowid < ? ORDER BY first_rowid",
+            (SCAFFOLD_ROWIDS,),
+        ).fetchall()
+        return Ranking(self, ranked, shares, _marks(query), files)
 
     def _score_term(self, scored: Scored, term: Term, scope: _Scope, total: int) -> None:
         conn = self.db.conn
@@ -678,6 +699,43 @@ class SearchIndex:
             "\n".join(row.body for row in ordered),
             when,
         )
+
+
+def _marks(query: Query) -> str:
+    """The FTS5 query that marks a line's matched words in its snippet."""
+    return " OR ".join(p for t in query.terms if not t.cjk for p in t.pieces)
+
+
+@dataclass
+class Ranking:
+    """A topic's best lines over the whole workspace, for choosing and filling a context."""
+
+    index: SearchIndex
+    lines: list[tuple[int, float]]  # (rowid, score), best first
+    shares: dict[int, float]  # rowid: share of the topic's words the line holds
+    marks: str
+    files: list[tuple[int, int, str]]  # (first rowid, lines, path), by first rowid
+
+    def path_of(self, rowid: int) -> str | None:
+        k = bisect_right(self.files, (rowid, TOP_ROWID, "")) - 1
+        if k < 0:
+            return None
+        first, count, path = self.files[k]
+        return path if rowid < first + count else None
+
+    def best_shares(self) -> dict[str, float]:
+        """Each file's best line: the share of the topic's words it holds (0 to 1)."""
+        out: dict[str, float] = {}
+        for rowid, _ in self.lines:
+            path = self.path_of(rowid)
+            if path is not None and self.shares[rowid] > out.get(path, 0.0):
+                out[path] = self.shares[rowid]
+        return out
+
+    def hits(self, keep: Callable[[str], bool], budget: int, limit: int = MAX_HITS) -> list[Hit]:
+        """The best windows of the files `keep` accepts, filling `budget` characters."""
+        lines = [(r, s) for r, s in self.lines if (p := self.path_of(r)) and keep(p)]
+        return self.index._windows(lines, limit, budget, self.marks)
 
 
 def _next_rowid(conn: sqlite3.Connection, base: int) -> int:
