@@ -11,13 +11,16 @@ the same files in the same process, is one-line BM25: every line of every file s
 its own FTS5 row (same porter tokenizer), queried by the question's words ORed, one line a hit.
 It also reports the size of the hits (lines), the share of questions whose evidence lines
 `context --topic QUESTION` puts within its first 8,000 characters, and the mean query time.
-No model anywhere; the same seed gives the same figures.
+The main table is lexical search (the default install); when the `semantic` extra is installed
+the same questions run again with it, and a second table shows both. No language model
+anywhere; the same seed gives the same figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import re
 import sqlite3
 import statistics
@@ -32,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 
 from bench.common import data_size, isolate, row
 from bench.conversations import KINDS, Bench, Question, generate
+from crustacean import semantic
 from crustacean.config import load_config
 from crustacean.init import init_workspace
 from crustacean.search import SearchIndex, scan_markdown
@@ -112,9 +116,9 @@ def ours(index: SearchIndex, bench: Bench) -> Callable[[str], list[Span]]:
     return run
 
 
-def one_line_bm25(root: Path, tmp: Path) -> Callable[[str], list[Span]]:
+def one_line_bm25(root: Path) -> Callable[[str], list[Span]]:
     """Every line of every indexable file as its own FTS5 row; the query's words ORed."""
-    conn = sqlite3.connect(tmp / "lines.db")
+    conn = sqlite3.connect(":memory:")
     conn.execute(
         "CREATE VIRTUAL TABLE l USING fts5(path UNINDEXED, line UNINDEXED, body, "
         "tokenize='porter unicode61')"
@@ -169,7 +173,9 @@ class Run:
     chars: int
 
 
-def measure(root: Path, tmp: Path, sessions: int, seed: int) -> Run:
+def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False) -> Run:
+    os.environ[semantic.ENV] = "1" if dense else "0"
+    semantic.forget()
     init_workspace(root, detect=False, home=tmp / "home")
     bench = generate(root, seed=seed, sessions=sessions)
     ws = Workspace(root, load_config(root))
@@ -183,7 +189,7 @@ def measure(root: Path, tmp: Path, sessions: int, seed: int) -> Run:
     mine, base = Scores(), Scores()
     hit_lines: list[int] = []
     times: list[float] = []
-    baseline = one_line_bm25(root, tmp)
+    baseline = one_line_bm25(root)
     with SearchIndex(ws) as index:
         index.rebuild()
         search = ours(index, bench)
@@ -228,7 +234,8 @@ def report(run: Run, sessions: int) -> None:
     med, p95 = statistics.median(run.hit_lines or [0]), _pct(run.hit_lines, 95)
     mean_ms = statistics.fmean(run.times) * 1000
     print(f"\nHit size in the top 10: median {med:.0f} lines, p95 {p95:.0f}.")
-    print(f"Query time: mean {mean_ms:.1f} ms, p95 {_pct(run.times, 95) * 1000:.1f} ms.")
+    p95_ms = _pct(run.times, 95) * 1000
+    print(f"Query time ({DEPTH} hits): mean {mean_ms:.1f} ms, p95 {p95_ms:.1f} ms.")
     for m in ("some within 1,000", "some within 2,000", "all within 2,000", "all within 4,000"):
         for k in ("all kinds", "reworded"):
             name = f"recall, {m} chars ({k})"
@@ -241,6 +248,20 @@ def report(run: Run, sessions: int) -> None:
     )
 
 
+def report_semantic(lexical: Run, dense: Run) -> None:
+    """Lexical against lexical + the semantic extra, per kind, at each budget."""
+    kinds = [*KINDS, "all kinds"]
+    print("\nWith the semantic extra (each cell: lexical / lexical + semantic):\n")
+    print("| measure | " + " | ".join(kinds) + " |")
+    print("|---|" + "--:|" * len(kinds))
+    for m in measures()[:6]:
+        cells = [f"{lexical.ours.share(k, m):.3f} / {dense.ours.share(k, m):.3f}" for k in kinds]
+        print(f"| {m} | " + " | ".join(cells) + " |")
+    m = "some within 2,000"
+    name = f"recall with the semantic extra, {m} chars (reworded)"
+    row(name, dense.ours.share("reworded", m), None, lexical.ours.share("reworded", m), "lexical")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=40, help="sessions per pair of people")
@@ -249,7 +270,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="crustacean-recall-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
-        report(measure(tmp / "ws", tmp, args.sessions, args.seed), args.sessions)
+        lexical = measure(tmp / "ws", tmp, args.sessions, args.seed)
+        report(lexical, args.sessions)
+        os.environ[semantic.ENV] = "1"
+        semantic.forget()
+        if semantic.load() is not None:
+            dense = measure(tmp / "ws-semantic", tmp, args.sessions, args.seed, dense=True)
+            report_semantic(lexical, dense)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import shutil
@@ -372,6 +373,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="crustacean-search-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
+        os.environ["CRUSTACEAN_SEMANTIC"] = "0"  # the default install: lexical search
         report(measure((args.dir or tmp / "ws").resolve(), args.files, tmp), args.files)
 
 

@@ -42,9 +42,11 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from itertools import combinations
 from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import yaml
 
@@ -66,6 +68,7 @@ MAX_BUDGET_CHARS = 50_000
 TOPIC_LINES = 3000  # lines a context topic ranks, to choose memories and fill the rest
 MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giving up
 CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
+TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
 SNIPPET_CHARS = 200
 ARCHIVE = "archive/"
 TRASH = "archive/trash"
@@ -262,30 +265,82 @@ def _snippet(marked: str) -> str:
 
 
 @dataclass
+class Word:
+    """The lines holding one query word (or the query's date), and its IDF."""
+
+    body: set[int]
+    title: set[int]  # lines whose heading or file name holds it
+    weight: float
+    shares: dict[int, float] | None = None  # CJK: the share of the word's pieces a line holds
+
+
+Ranked = tuple[int, float, float]  # rowid, score, share of the query's words the line holds
+
+
+@dataclass
 class Scored:
-    """Per-line sums while a query is scored: IDF held, and words held (for the share)."""
+    """A query's words with their lines; `ranked()` orders the lines (pure)."""
 
-    score: dict[int, float] = field(default_factory=dict)
-    held: dict[int, float] = field(default_factory=dict)
+    words: list[Word] = field(default_factory=list)
 
-    def add(self, rowids: Iterable[int], idf: float, share: float = 1.0) -> None:
-        score, held = self.score, self.held
-        for r in rowids:
-            score[r] = score.get(r, 0.0) + idf
-            held[r] = held.get(r, 0.0) + share
-
-    def ranked(
-        self, words: int, keep: Callable[[int], bool] | None, n: int
-    ) -> list[tuple[int, float]]:
-        """The n best lines: IDF held times the squared share of the words held."""
-        if not words:
+    def ranked(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """The n best lines: all the words first, then most (by the words' IDF)."""
+        if not self.words:
             return []
-        held, inv = self.held, 1.0 / (words * words)
-        final = {r: s * held[r] * held[r] * inv for r, s in self.score.items()}
-        items: Iterable[tuple[int, float]] = final.items()
+        if len(self.words) <= TIER_WORDS and all(w.shares is None for w in self.words):
+            return self._tiers(keep, n)
+        return self._summed(keep, n)
+
+    def _tiers(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """Set algebra, word subsets biggest first: cheap however many lines hold a word."""
+        words, m = self.words, len(self.words)
+        held = [w.body | w.title for w in words]
         if keep is not None:
-            items = [p for p in items if keep(p[0])]
-        best = heapq.nlargest(n, items, key=itemgetter(1))
+            held = [{r for r in lines if keep(r)} for lines in held]
+        combos = [c for k in range(m, 0, -1) for c in combinations(range(m), k)]
+        combos.sort(key=lambda c: (-len(c), -sum(words[i].weight for i in c)))
+        out: list[Ranked] = []
+        seen: set[int] = set()
+        for combo in combos:
+            order = sorted(combo, key=lambda i: len(held[i]))
+            lines = held[order[0]].intersection(*(held[i] for i in order[1:])) - seen
+            if not lines:
+                continue
+            share = len(combo) / m
+            base = sum(words[i].weight for i in combo) * share * share
+            in_body = lines.intersection(*(words[i].body for i in combo))
+            for group, score in ((in_body, base), (lines - in_body, base * TITLE_WEIGHT)):
+                out += [(r, score, share) for r in sorted(group)[: n - len(out)]]
+            if len(out) >= n:
+                break
+            seen |= lines
+        return out
+
+    def _summed(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """IDF held times the squared share of the words held: for CJK pieces, or many words."""
+        score: dict[int, float] = {}
+        held: dict[int, float] = {}
+
+        def add(lines: Iterable[int], weight: float, share: float) -> None:
+            for r in lines:
+                score[r] = score.get(r, 0.0) + weight
+                held[r] = held.get(r, 0.0) + share
+
+        for w in self.words:
+            if w.shares is not None:
+                for r, share in w.shares.items():
+                    add((r,), w.weight * share, share)
+                continue
+            add(w.body, w.weight, 1.0)
+            add(w.title - w.body, w.weight * TITLE_WEIGHT, 1.0)
+            add(w.title & w.body, w.weight * TITLE_WEIGHT, 0.0)  # the word counts once
+        m = len(self.words)
+        final = [
+            (r, s * (held[r] / m) ** 2, held[r] / m)
+            for r, s in score.items()
+            if keep is None or keep(r)
+        ]
+        best = heapq.nlargest(n, final, key=itemgetter(1))
         best.sort(key=lambda p: (-p[1], p[0]))  # ties: the earlier line first
         return best
 
@@ -432,7 +487,7 @@ class SearchIndex:
             for rel in sorted(changed)
         ]
         gone = sorted(seen.keys() - disk.keys())
-        if full or docs or gone:
+        if full or docs or gone or _vectors_missing(self.db.conn):
             self._write(docs, gone, full=full)
         indexed = sum(1 for d in docs if d.lines is not None and d.skipped is None)
         return self._stats(indexed, len(gone), len(disk), problems)
@@ -449,15 +504,15 @@ class SearchIndex:
     def _write(self, docs: list[_Doc], gone: list[str], *, full: bool) -> None:
         with self.db.transaction() as conn:
             if full:
-                conn.execute("DELETE FROM search_lines")
-                conn.execute("DELETE FROM search_cjk")
-                conn.execute("DELETE FROM search_files")
+                for table in ("search_lines", "search_cjk", "search_vectors", "search_files"):
+                    conn.execute(f"DELETE FROM {table}")
             for path in gone:
                 _drop(conn, path)
             free = {base: _next_rowid(conn, base) for base in (0, SCAFFOLD_ROWIDS, ARCHIVE_ROWIDS)}
             for doc in docs:
                 base = partition(doc.path)
                 free[base] = _store(conn, doc, free[base])
+            _embed_missing(conn)
             if full:
                 conn.execute("INSERT INTO search_lines(search_lines) VALUES ('optimize')")
 
@@ -527,42 +582,70 @@ class SearchIndex:
         return _Scope(top, keep)
 
     def rank(self, query: Query, scope: _Scope, n: int) -> list[tuple[int, float]]:
-        """Lines as (rowid, score), best first: words held by IDF, times their squared share."""
-        scored, words = self._scored(query, scope)
-        return scored.ranked(words, scope.keep, n)
+        """Lines as (rowid, score), best first: all the words, then most, by IDF; fused with
+        the cosine of the semantic extra's vectors when it is installed."""
+        ranked = self._scored(query, scope).ranked(scope.keep, n)
+        return self._fused(query, [(r, s) for r, s, _ in ranked], scope, n)
 
-    def _scored(self, query: Query, scope: _Scope) -> tuple[Scored, int]:
-        """Every line holding a query word, scored; and how many words (a date is one)."""
+    def _fused(
+        self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
+    ) -> list[tuple[int, float]]:
+        """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py)."""
+        from crustacean import semantic
+
+        embedder = semantic.load()
+        if embedder is None or not query.text.strip():
+            return lexical
+        ids, matrix = _vector_matrix(self.db, embedder)
+        if not len(ids):
+            return lexical
+        np = embedder.np
+        cos = matrix @ embedder.query(query.text)
+        cos[ids >= scope.top] = -1.0
+        if scope.keep is not None:
+            cos[[not scope.keep(int(r)) for r in ids]] = -1.0
+        best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
+        fused = {r: s / best for r, s in lexical}
+        where = {int(r): k for k, r in enumerate(ids)}
+        for r in fused:
+            k = where.get(r)
+            fused[r] += semantic.WEIGHT * float(cos[k]) if k is not None else 0.0
+        top = np.argpartition(-cos, min(semantic.DENSE_TOP, len(cos) - 1))[: semantic.DENSE_TOP]
+        for k in top:
+            r = int(ids[k])
+            if cos[k] > 0 and r not in fused:
+                fused[r] = semantic.WEIGHT * float(cos[k])
+        ranked = sorted(fused.items(), key=lambda p: (-p[1], p[0]))
+        return ranked[:n]
+
+    def _scored(self, query: Query, scope: _Scope) -> Scored:
+        """Every line holding a query word; a date is one more word, held by that day's lines."""
         conn = self.db.conn
         total = _next_rowid(conn, 0)  # about the number of lines: all the IDF needs
-        scored = Scored()
-        for term in query.terms:
-            self._score_term(scored, term, scope, total)
-        words = len(query.terms)
+        scored = Scored([self._word(term, scope, total) for term in query.terms])
         if query.dates is not None:
             spans = conn.execute(
                 "SELECT first_rowid, lines FROM search_files WHERE day BETWEEN ? AND ? "
                 "AND lines > 0 AND first_rowid < ?",
                 (query.dates.first.isoformat(), query.dates.last.isoformat(), scope.top),
             ).fetchall()
-            rows = sum(count for _, count in spans)
-            dated = (r for first, count in spans for r in range(first, first + count))
-            if words:  # the date is one more word, for the lines that hold some other
-                have = scored.score
-                scored.add([r for r in dated if r in have], idf(total, rows))
-            else:  # a date alone: those days' lines, in order
-                scored.add(dated, 1.0)
-            words += 1
-        return scored, words
+            dated: set[int] = set()
+            for first, count in spans:
+                dated.update(range(first, first + count))
+            rows = len(dated)
+            if scored.words:  # held by the lines that hold some other word
+                dated &= set().union(*(w.body | w.title for w in scored.words))
+            scored.words.append(Word(dated, set(), idf(total, rows)))
+        return scored
 
     def ranking(self, topic: str, now: datetime, n: int = TOPIC_LINES) -> Ranking:
         """The best `n` lines for a topic (live files, no scaffold), for `context --topic`."""
         self.update()
         query = parse_query(topic, self.ws.today(now))
         scope = self._scope("", archive=False)
-        scored, words = self._scored(query, scope)
-        ranked = scored.ranked(words, None, n)
-        shares = {r: scored.held[r] / words for r, _ in ranked} if words else {}
+        lexical = self._scored(query, scope).ranked(None, n)
+        shares = {r: share for r, _, share in lexical}
+        ranked = self._fused(query, [(r, s) for r, s, _ in lexical], scope, n)
         files = self.db.conn.execute(
             "SELECT first_rowid, lines, path FROM search_files "
             "WHERE lines > 0 AND first_rowid < ? ORDER BY first_rowid",
@@ -570,24 +653,18 @@ class SearchIndex:
         ).fetchall()
         return Ranking(self, ranked, shares, _marks(query), files)
 
-    def _score_term(self, scored: Scored, term: Term, scope: _Scope, total: int) -> None:
+    def _word(self, term: Term, scope: _Scope, total: int) -> Word:
         conn = self.db.conn
         if term.cjk:
             sets = [self._cjk_rowids(piece, scope) for piece in term.pieces]
             union = set().union(*sets)
-            weight = idf(total, len(union))
-            for share in {sum(r in s for s in sets) for r in union}:
-                got = [r for r in union if sum(r in s for s in sets) == share]
-                scored.add(got, weight * share / len(sets), share / len(sets))
-            return
+            shares = {r: sum(r in s for s in sets) / len(sets) for r in union}
+            return Word(union, set(), idf(total, len(union)), shares)
         sql = f"SELECT rowid FROM search_lines WHERE search_lines MATCH ?{scope.sql}"
         piece = term.pieces[0]
         body = {r for (r,) in conn.execute(sql, (f"body : {piece}",))}
         title = {r for (r,) in conn.execute(sql, (f"title : {piece}",))}
-        weight = idf(total, len(body | title))
-        scored.add(body, weight)
-        scored.add(title - body, weight * TITLE_WEIGHT)
-        scored.add(title & body, weight * TITLE_WEIGHT, 0.0)  # the word counts once
+        return Word(body, title, idf(total, len(body | title)))
 
     def _cjk_rowids(self, piece: str, scope: _Scope) -> set[int]:
         """Lines holding a CJK piece: the trigram index for 3+ characters, LIKE below that."""
@@ -701,6 +778,62 @@ class SearchIndex:
         )
 
 
+_MATRICES: dict[str, tuple[int, Any, Any]] = {}  # state.db path: (version, rowids, vectors)
+
+
+def _vector_matrix(db: StateDB, embedder: Any) -> tuple[Any, Any]:
+    """Every stored vector as one matrix, cached per process until the vectors change."""
+    conn = db.conn
+    row = conn.execute("SELECT value FROM search_meta WHERE key = 'vectors'").fetchone()
+    version = row[0] if row else 0
+    key = str(db.path)
+    cached = _MATRICES.get(key)
+    if cached is None or cached[0] != version:
+        rows = conn.execute("SELECT rowid, vec FROM search_vectors ORDER BY rowid").fetchall()
+        ids = embedder.np.array([r for r, _ in rows], dtype=embedder.np.int64)
+        cached = (version, ids, embedder.matrix([v for _, v in rows]))
+        _MATRICES[key] = cached
+    return cached[1], cached[2]
+
+
+def _vectors_missing(conn: sqlite3.Connection) -> bool:
+    """Files indexed before the semantic extra was installed, to embed now."""
+    from crustacean import semantic
+
+    if semantic.load() is None:
+        return False
+    sql = "SELECT 1 FROM search_files WHERE lines > 0 AND vectors = 0 LIMIT 1"
+    return conn.execute(sql).fetchone() is not None
+
+
+def _embed_missing(conn: sqlite3.Connection) -> None:
+    """Embed the lines of every file that has none yet (new, changed, or from before)."""
+    from crustacean import semantic
+
+    embedder = semantic.load()
+    if embedder is None:
+        return
+    files = conn.execute(
+        "SELECT path, first_rowid, lines FROM search_files WHERE lines > 0 AND vectors = 0"
+    ).fetchall()
+    for path, first, count in files:
+        rows = conn.execute(
+            "SELECT rowid, body FROM search_lines WHERE rowid BETWEEN ? AND ?",
+            (first, first + count - 1),
+        ).fetchall()
+        vectors = embedder.lines([body for _, body in rows])
+        conn.executemany(
+            "INSERT OR REPLACE INTO search_vectors (rowid, vec) VALUES (?, ?)",
+            [(r, v) for (r, _), v in zip(rows, vectors, strict=True)],
+        )
+        conn.execute("UPDATE search_files SET vectors = 1 WHERE path = ?", (path,))
+    if files:
+        conn.execute(
+            "INSERT INTO search_meta (key, value) VALUES ('vectors', 1) "
+            "ON CONFLICT(key) DO UPDATE SET value = value + 1"
+        )
+
+
 def _marks(query: Query) -> str:
     """The FTS5 query that marks a line's matched words in its snippet."""
     return " OR ".join(p for t in query.terms if not t.cjk for p in t.pieces)
@@ -728,7 +861,7 @@ class Ranking:
         out: dict[str, float] = {}
         for rowid, _ in self.lines:
             path = self.path_of(rowid)
-            if path is not None and self.shares[rowid] > out.get(path, 0.0):
+            if path is not None and self.shares.get(rowid, 0.0) > out.get(path, 0.0):
                 out[path] = self.shares[rowid]
         return out
 
@@ -756,6 +889,7 @@ def _drop(conn: sqlite3.Connection, path: str) -> None:
         span = (got[0], got[0] + got[1] - 1)
         conn.execute("DELETE FROM search_lines WHERE rowid BETWEEN ? AND ?", span)
         conn.execute("DELETE FROM search_cjk WHERE rowid BETWEEN ? AND ?", span)
+        conn.execute("DELETE FROM search_vectors WHERE rowid BETWEEN ? AND ?", span)
     conn.execute("DELETE FROM search_files WHERE path = ?", (path,))
 
 

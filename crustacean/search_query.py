@@ -65,6 +65,7 @@ class Query:
     terms: tuple[Term, ...]
     dates: DateRange | None = None
     when: bool = False  # a "when did …" question: the answer is a date
+    text: str = ""  # the query as asked, for the semantic extra
 
 
 def fts_string(text: str) -> str:
@@ -252,4 +253,4 @@ def parse_query(text: str, today: date) -> Query:
     kept = [t for t in terms if t.cjk or t.text not in STOP_WORDS]
     if not kept and dates is None:
         kept = terms
-    return Query(tuple(kept[:MAX_TERMS]), dates, when)
+    return Query(tuple(kept[:MAX_TERMS]), dates, when, text)

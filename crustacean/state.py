@@ -132,8 +132,9 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
     (
         # Line-level search: one FTS5 row per line (its file name and heading path as title),
-        # a trigram index of the lines holding CJK text, and each daily log's date. Emptying
-        # search_files makes the next update index every file again.
+        # a trigram index of the lines holding CJK text, each daily log's date, and the
+        # vectors of the optional semantic extra. Emptying search_files makes the next update
+        # index every file again.
         "m006_search_lines",
         """
         DROP TABLE search_chunks;
@@ -145,6 +146,9 @@ MIGRATIONS: list[tuple[str, str]] = [
             path UNINDEXED, line UNINDEXED, title, body, tokenize='porter unicode61'
         );
         CREATE VIRTUAL TABLE search_cjk USING fts5(body, tokenize='trigram');
+        ALTER TABLE search_files ADD COLUMN vectors INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE search_vectors (rowid INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+        CREATE TABLE search_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
         """,
     ),
 ]
