@@ -12,19 +12,22 @@ What is indexed: every `*.md` file under the workspace except hidden folders (`.
 README, AGENTS.md, CLAUDE.md: instructions, not memory) unless a `path_prefix` is given.
 
 Ranking (plain words; search_query.py takes the query apart: stop words out, possessives and
-punctuation split as the index splits them, dates found): a line scores the sum of the IDF of the
-query words it holds (a word in its heading or file name adds `TITLE_WEIGHT` of that), times
-the squared share of the words it holds, so lines with all the words come first, then those with
-most. A date in the query is one more word, held by the lines of the daily logs of those days.
+punctuation split as the index splits them, dates found): lines holding all the query's words
+come first, then those holding most, by subsets of the words; among lines holding the same
+number, the rarer words (higher IDF) first, and a line holding them in its text before one that
+holds some only in its heading or file name (`TITLE_WEIGHT`). A date in the query is one more
+word, held by the lines of the daily logs of those days. CJK pieces and queries of more than
+`TIER_WORDS` words are scored by IDF times the squared share of the words held. With the
+`semantic` extra (semantic.py) the lexical score is fused with the cosine of local embeddings.
 `raw=True` passes FTS5 syntax through (phrases, `NEAR`, `title:word`, prefix `word*`), ranked by
 BM25.
 
-Hits: the best lines, each with `CONTEXT_BEFORE`/`CONTEXT_AFTER` neighbouring lines (the answer
-is often the turn after the one a question's words match); a window touching or overlapping
-another one of the same file is merged into it (up to `WINDOW_LINES`), so no line comes back
-twice. `budget_chars`
-fills that many characters of window text in rank order (a window that would overflow is
-skipped), so an agent asks for "the best 2,000 characters", not "10 hits".
+Hits: the best lines; a line that asks something (ends with "?") comes with the next one
+(`QUESTION_AFTER`: the answer is often the turn after the one a question's words match). A
+window touching or overlapping another one of the same file is merged into it (up to
+`WINDOW_LINES`), so no line comes back twice. `budget_chars` fills that many characters of
+window text in rank order (a window that would overflow is skipped), so an agent asks for "the
+best 2,000 characters", not "10 hits".
 
 The index lives in state.db and is rebuildable: `update()` re-reads only files whose size or
 mtime changed, and re-indexes them only if their sha256 changed too.
