@@ -191,10 +191,16 @@ def split_statements(sql: str) -> list[str]:
 class StateDB:
     """One connection to state.db, migrated to the newest schema on open."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, *, any_thread: bool = False) -> None:
+        """`any_thread`: the caller serializes use of one connection across threads."""
         state_dir.mkdir(parents=True, exist_ok=True)
         self.path = state_dir / DB_NAME
-        self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        self.conn = sqlite3.connect(
+            self.path,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=not any_thread,
+        )
         try:
             self._configure()
             self._migrate()
@@ -308,6 +314,6 @@ class StateDB:
         return {path: Usage(uses, from_db_time(last)) for path, uses, last in rows}
 
 
-def open_state(ws: Workspace) -> StateDB:
+def open_state(ws: Workspace, *, any_thread: bool = False) -> StateDB:
     """The workspace's state database, created and migrated as needed."""
-    return StateDB(ws.state_dir)
+    return StateDB(ws.state_dir, any_thread=any_thread)
