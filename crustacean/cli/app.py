@@ -22,6 +22,7 @@ from crustacean.cli import (
     stages_cmd,
     status_cmd,
     tick_cmd,
+    ui_cmd,
 )
 from crustacean.cli.common import CrustaceanGroup, console, state
 
@@ -105,6 +106,7 @@ app.command("index")(search_cmd.index)
 app.command("remember")(memory_cmd.remember)
 app.add_typer(memory_cmd.tier_app, name="tier")
 app.add_typer(runs_cmd.runs_app, name="runs")
+app.command("ui")(ui_cmd.ui)
 
 
 def main() -> None:
