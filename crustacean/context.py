@@ -8,7 +8,10 @@ The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
   archive never. Lessons are presented as settled rulings;
 - caps: `max_entries` memories, newest first, then `budget_chars` over the memory section.
   Foundation files and daily logs have their own budget (`context.foundation_chars`).
-- anything cut is listed by path, so the agent never assumes its memory is complete.
+- anything cut is listed (counts per folder and the first few paths, so the list stays small on
+  10,000 memories), so the agent never assumes its memory is complete, with how to find the rest.
+- `--format claude-hook` fits the whole output under `context.hook_chars`: Claude Code saves a
+  longer hook output to a file and shows the model a ~2 KB preview of it.
 
 With a topic, the search engine ranks every line of the workspace for it (search.py: stemmed
 words, stop words out, dates matched against daily logs). A memory's relevance is the share of
@@ -24,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -53,6 +56,11 @@ _STOP_WORDS = (
     "about into have has had not but all any can will our out its his her they them"
 )
 _STOP = frozenset(_STOP_WORDS.split())
+FIND_THE_REST = (
+    "Find the rest with the MCP tool `search_memory` (then `read_context_file`), "
+    "or `crustacean search WORDS` in a shell."
+)
+MAX_FOLDERS = 8  # folders named in the "Not loaded" list; the rest are counted together
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class Caps:
     max_entries: int
     budget_chars: int
     foundation_chars: int
+    listed_paths: int = 5  # context.not_loaded_paths
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,7 @@ class Context:
     entries: tuple[Entry, ...]
     not_loaded: tuple[tuple[str, str], ...]
     problems: tuple[tuple[str, str], ...]
+    listed_paths: int = 5  # context.not_loaded_paths: paths named per folder and reason
 
     @property
     def memory_paths(self) -> list[str]:
@@ -116,7 +126,8 @@ class Context:
                 }
                 for e in self.entries
             ],
-            "not_loaded": [{"path": p, "why": w} for p, w in self.not_loaded],
+            "not_loaded": [{"path": p, "why": w} for p, w in self._listed_not_loaded()],
+            "not_loaded_count": len(self.not_loaded),
             "problems": [{"path": p, "why": w} for p, w in self.problems],
         }
 
@@ -146,25 +157,116 @@ class Context:
                 out.append(f"> {preamble}\n")
             for e in chosen:
                 out.append(f"### {_heading(e)}\n\n{e.text.strip()}\n")
+        out.append("## Not loaded\n" if self.not_loaded else "## More memory\n")
         if self.not_loaded:
-            out.append("## Not loaded\n")
             out.append(
                 "This context is not your whole memory. Not loaded: "
-                + "; ".join(f"{p} ({w})" for p, w in self.not_loaded)
+                + not_loaded_summary(self.not_loaded, self.listed_paths)
                 + ".\n"
             )
+        out.append(FIND_THE_REST + "\n")
         return "\n".join(out)
 
-    def to_claude_hook(self) -> str:
-        """The JSON a Claude Code SessionStart hook prints (REFERENCE.md §3.2)."""
-        return json.dumps(
-            {
-                "hookSpecificOutput": {
-                    "hookEventName": "SessionStart",
-                    "additionalContext": self.to_markdown(),
-                }
-            }
+    def _listed_not_loaded(self) -> list[tuple[str, str]]:
+        """The first `listed_paths` cut paths of each folder and reason (for JSON)."""
+        seen: dict[tuple[str, str], int] = {}
+        out = []
+        for path, why in self.not_loaded:
+            key = (path.rpartition("/")[0], why)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] <= self.listed_paths:
+                out.append((path, why))
+        return out
+
+    def to_claude_hook(self, limit: int = 9500) -> str:
+        """The JSON a Claude Code SessionStart hook prints (REFERENCE.md §3.2), at most `limit`
+        characters in all: entries go in whole, most needed first (`_hook_rank`), while they
+        fit; the first foundation file that does not is cut at a line, the rest are left out,
+        and the end says what was left out and how to find it."""
+        budget = limit
+        for _ in range(6):
+            out = json.dumps(
+                {
+                    "hookSpecificOutput": {
+                        "hookEventName": "SessionStart",
+                        "additionalContext": self._fitted(budget, limit).to_markdown(),
+                    }
+                },
+                ensure_ascii=False,
+            )
+            if len(out) <= limit:
+                return out
+            budget -= len(out) - limit + 100  # JSON escapes (\n, quotes) took the difference
+        return out
+
+    def _fitted(self, budget: int, limit: int) -> Context:
+        """This context with entries cut or left out so its markdown is at most `budget`."""
+        why = f"over context.hook_chars {limit}"
+        every = sorted(self.entries, key=_hook_rank)
+        worst = replace(
+            self,
+            entries=(),
+            not_loaded=self.not_loaded + tuple((e.path, why) for e in every),
         )
+        room = budget - len(worst.to_markdown()) - 200  # section headings and the preamble
+        kept: list[Entry] = []
+        deferred: list[Entry] = []
+        for e in every:  # whole entries first, most needed first, while they fit
+            size = len(e.path) + len(e.text) + 12
+            if size <= room:
+                kept.append(e)
+                room -= size
+            else:
+                deferred.append(e)
+        left: list[tuple[str, str]] = []
+        for e in deferred:  # then the head of the first foundation file that did not fit
+            if e.section == "foundation" and room >= 600:
+                kept.append(replace(e, text=_cut(e.text, room - len(e.path) - 120, e.path)))
+                left.append((e.path, f"cut to fit context.hook_chars {limit}"))
+                room = 0
+            else:
+                left.append((e.path, why))
+        place = {e.path: i for i, e in enumerate(self.entries)}
+        kept.sort(key=lambda e: place[e.path])
+        return replace(self, entries=tuple(kept), not_loaded=tuple(left) + self.not_loaded)
+
+
+def _hook_rank(e: Entry) -> int:
+    """What a hook keeps first when not everything fits: who the agent is and who the user is,
+    then who this is with, the settled rulings, working memory, the recent days, memories."""
+    if e.section == "foundation":
+        return 0 if e.path in EVERY_SESSION else 3 if e.path == WORKING_MEMORY else 4
+    return {"person": 1, "lesson": 2}.get(e.section, 5)
+
+
+def _cut(text: str, room: int, path: str) -> str:
+    """The head of `text` that fits `room`, ended at a line, saying where the rest is."""
+    head = text[: max(room, 0)]
+    head = head[: head.rfind("\n")] if "\n" in head else head
+    return f"{head.rstrip()}\n\n[… cut to fit; the rest: read_context_file {path}]"
+
+
+def not_loaded_summary(items: Iterable[tuple[str, str]], per_folder: int) -> str:
+    """What was cut, bounded whatever its number: per folder a count for each reason and the
+    first `per_folder` names (newest first, as the caps cut them), at most MAX_FOLDERS folders."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for path, why in items:
+        folder, _, name = path.rpartition("/")
+        groups.setdefault(folder, {}).setdefault(why, []).append(name)
+    ranked = sorted(groups.items(), key=lambda kv: -sum(map(len, kv[1].values())))
+    parts = []
+    for folder, reasons in ranked[:MAX_FOLDERS]:
+        described = []
+        for why, names in reasons.items():
+            shown = ", ".join(names[:per_folder]) + (", …" if len(names) > per_folder else "")
+            count = f"{len(names):,} " if folder else ""
+            described.append(f"{count}{why}: {shown}" if folder else f"{shown} ({why})")
+        parts.append(f"{folder}/ ({'; '.join(described)})" if folder else "; ".join(described))
+    rest = ranked[MAX_FOLDERS:]
+    if rest:
+        n = sum(len(names) for _, reasons in rest for names in reasons.values())
+        parts.append(f"and {n:,} more in {len(rest):,} other folders")
+    return "; ".join(parts)
 
 
 def _heading(e: Entry) -> str:
@@ -285,7 +387,7 @@ def _assemble(
         if not (ws.root / rel).is_file():
             continue  # a missing file is normal (no log yet today); nothing to load
         try:
-            doc = read_document(ws.root, rel)
+            doc = read_document(ws.root, rel, lenient=True)  # one bad byte hides nothing
         except DocumentSkipped as e:
             problems.append((rel, e.reason))
             continue
@@ -322,7 +424,14 @@ def _assemble(
         spent += len(text)
     if ranking is not None:
         entries += _found(ranking, {e.path for e in entries}, caps.budget_chars - spent)
-    return Context(audience, topic, tuple(entries), tuple(not_loaded + cut), tuple(problems))
+    return Context(
+        audience,
+        topic,
+        tuple(entries),
+        tuple(not_loaded + cut),
+        tuple(problems),
+        caps.listed_paths,
+    )
 
 
 def _best_lines(
@@ -379,6 +488,7 @@ class ContextRequest:
             self.max_entries or s.memory.max_entries,
             self.budget_chars or s.memory.budget_chars,
             s.context.foundation_chars,
+            s.context.not_loaded_paths,
         )
 
 

@@ -53,6 +53,7 @@ from typing import Any
 
 import yaml
 
+from crustacean.documents import HANDLER, FrontmatterOverLimit
 from crustacean.errors import SearchQueryError
 from crustacean.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
@@ -91,7 +92,6 @@ _DAY = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})\.md$")
 _TIME = re.compile(r"\[(\d{1,2}:\d{2})\]")
 # Private marks (not [ ]) so that brackets in the text do not pass for a match.
 _OPEN, _CLOSE = "\x01", "\x02"
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # ---------------------------------------------------------------- results
@@ -156,8 +156,10 @@ def split_frontmatter(lines: list[str]) -> tuple[dict[str, object], int, str | N
     if end is None:
         return {}, 0, "line 1: frontmatter has no closing '---'; indexed as body"
     try:
-        meta = yaml.load("\n".join(lines[1:end]), Loader=_Loader)
-    except yaml.YAMLError as e:
+        meta = HANDLER.load("\n".join(lines[1:end]))
+    except FrontmatterOverLimit as e:
+        return {}, 0, f"line 2: frontmatter {e}, over the limit; not parsed, indexed as body"
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
         mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1
         return {}, 0, f"line {line}: frontmatter is not valid YAML; indexed as body"
@@ -408,13 +410,17 @@ def _parse(rel: str, st: os.stat_result, data: bytes, sha: str) -> _Doc:
     def skip(reason: str) -> _Doc:
         return _Doc(rel, st.st_size, st.st_mtime_ns, sha, (), skipped=reason)
 
+    bad = None
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError:
-        return skip("not UTF-8 text")
+    except UnicodeDecodeError as e:  # one bad byte must not hide a whole daily log
+        text, bad = data.decode("utf-8", "replace").removeprefix("\ufeff"), e.start
     if not text.strip():
         return skip("empty")
     lines, warning = index_lines(text, Path(rel).stem)
+    if bad is not None:
+        note = f"not valid UTF-8 at byte {bad}; indexed with U+FFFD in its place"
+        warning = f"{warning}; {note}" if warning else note
     return _Doc(rel, st.st_size, st.st_mtime_ns, sha, tuple(lines), warning=warning)
 
 

@@ -163,7 +163,11 @@ def test_caps_newest_first_then_budget(ws: Workspace) -> None:
     assert cut["memory/notes/n1.md"] == "over memory.max_entries 4"
     md = ctx.to_markdown()
     assert "This context is not your whole memory. Not loaded: " in md
-    assert "memory/notes/n0.md (over memory.max_entries 4)" in md
+    assert (
+        "memory/notes/ (2 over memory.budget_chars 250: n3.md, n2.md; "
+        "2 over memory.max_entries 4: n1.md, n0.md)"
+    ) in md
+    assert md.rstrip().endswith("or `crustacean search WORDS` in a shell.")
 
 
 def test_foundation_budget_lists_what_it_cut(ws: Workspace) -> None:

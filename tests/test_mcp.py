@@ -62,7 +62,7 @@ def test_every_tool(ws: Workspace) -> None:
         ("search_memory", {"query": "green tea", "limit": 5}),
         ("get_context", {"audience": "main", "topic": "green tea"}),
     )
-    assert [f["path"] for f in payload(listed)] == ["memory/notes/tea.md"]
+    assert [f["path"] for f in payload(listed)["files"]] == ["memory/notes/tea.md"]
     got = payload(read)
     assert got["content"].startswith("# Tea") and len(got["sha256"]) == 64
     assert payload(found)[0]["path"] == "memory/notes/tea.md"

@@ -344,15 +344,18 @@ def test_bad_files_are_skipped_and_named_while_search_keeps_working(ws: Workspac
                 "memory/notes/blank.md": "empty",
                 "memory/notes/empty.md": "empty",
                 "memory/notes/huge.md": "larger than 1 MB",
-                "memory/notes/latin1.md": "not UTF-8 text",
             }
-            assert [p for p, _ in stats.warnings] == ["memory/notes/broken.md"]
+            assert [p for p, _ in stats.warnings] == [
+                "memory/notes/broken.md",
+                "memory/notes/latin1.md",  # one bad byte: indexed with U+FFFD, and named
+            ]
         assert sorted(paths(index.search("tapir"))) == [
             "memory/notes/broken.md",
             "memory/notes/good.md",
+            "memory/notes/latin1.md",
         ]
         write(ws, "memory/notes/latin1.md", "fixed tapir\n")
-        assert "memory/notes/latin1.md" not in dict(index.update().skipped)
+        assert "memory/notes/latin1.md" not in dict(index.update().warnings)
 
 
 def test_a_workspace_without_a_state_dir_gets_one(ws: Workspace) -> None:
@@ -410,7 +413,7 @@ def test_cli_names_skipped_files_on_stderr(ws: Workspace) -> None:
     write(ws, "memory/notes/bad.md", b"\xff\xfe")
     write(ws, "memory/notes/ok.md", "capybara\n")
     result = run_cli("-w", str(ws.root), "search", "capybara", "--json")
-    assert "Skipped: memory/notes/bad.md (not UTF-8 text)" in result.stderr
+    assert "Warning: memory/notes/bad.md: not valid UTF-8 at byte 0" in result.stderr
     assert json.loads(result.stdout)[0]["path"] == "memory/notes/ok.md"
 
 
@@ -642,7 +645,7 @@ def test_cli_bad_budget_exits_2_and_changes_nothing(ws: Workspace) -> None:
 
 
 def test_an_index_built_before_line_search_is_rebuilt(ws: Workspace) -> None:
-    """A state.db from before m006 (chunk rows) gets the line index at its next search."""
+    """A state.db from before m007 (chunk rows) gets the line index at its next search."""
     write(ws, "memory/notes/a.md", "# A\n\nthe wombat sleeps\n")
     state_dir = ws.root / ".crustacean"
     state_dir.mkdir(exist_ok=True)

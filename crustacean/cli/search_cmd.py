@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import console, err_console, print_json, state
+from crustacean.cli.common import console, err_console, print_json, safe, state
 
 if TYPE_CHECKING:
     from crustacean.search import Hit, IndexStats
@@ -95,18 +95,19 @@ def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
     if not hits:
         console.print("No matches.")
     for h in hits:
-        where = f"{h.path}#L{h.start_line}-L{h.end_line}"
+        where = safe(f"{h.path}#L{h.start_line}-L{h.end_line}")
         if full:
             when = f"  ({h.when})" if h.when else ""
-            text = "\n".join(f"    {line}" for line in h.text.split("\n"))
+            text = "\n".join(f"    {safe(line)}" for line in h.text.split("\n"))
             console.print(f"{where}  {h.score:.2f}{when}\n{text}", markup=False, soft_wrap=True)
         else:
-            console.print(f"{where}  {h.score:.2f}  {h.snippet}", markup=False, soft_wrap=True)
+            line = f"{where}  {h.score:.2f}  {safe(h.snippet)}"
+            console.print(line, markup=False, soft_wrap=True)
 
 
 def _report(stats: IndexStats) -> None:
     """Name the files search could not use, so nobody assumes the index is complete."""
     for path, reason in stats.skipped:
-        err_console.print(f"Skipped: {path} ({reason})", markup=False, soft_wrap=True)
+        err_console.print(safe(f"Skipped: {path} ({reason})"), markup=False, soft_wrap=True)
     for path, reason in stats.warnings:
-        err_console.print(f"Warning: {path}: {reason}", markup=False, soft_wrap=True)
+        err_console.print(safe(f"Warning: {path}: {reason}"), markup=False, soft_wrap=True)

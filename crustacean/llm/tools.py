@@ -106,17 +106,32 @@ TOOLS: dict[str, ToolSpec] = {
     for t in (
         ToolSpec(
             "list_context_files",
-            "List the workspace's files (path, size, modified, tier). Read a folder's README.md "
-            "first: it says what belongs there.",
+            "List the workspace's files (path, size, modified, tier), sorted by path, a page at "
+            "a time: pass next_cursor back as cursor for the next page. Read a folder's "
+            "README.md first: it says what belongs there.",
             _obj(
-                {"prefix": {"type": "string", "description": "Only paths starting with this."}}, []
+                {
+                    "prefix": {"type": "string", "description": "Only paths starting with this."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Files per page."},
+                    "cursor": {"type": "string", "description": "next_cursor of the last page."},
+                },
+                [],
             ),
         ),
         ToolSpec(
             "read_context_file",
-            "Read a file. Returns its content and sha256; pass that sha256 as expected_sha256 when "
-            "you change the file, so a change made meanwhile is not overwritten.",
-            _obj({"path": {"type": "string"}}, ["path"]),
+            "Read a file, or lines start_line..end_line of it (1-based, inclusive); a file too "
+            "big for one reply is refused with its size, so read it in parts. Returns the content "
+            "and the whole file's sha256; pass that sha256 as expected_sha256 when you change the "
+            "file, so a change made meanwhile is not overwritten.",
+            _obj(
+                {
+                    "path": {"type": "string"},
+                    "start_line": {"type": "integer", "minimum": 1},
+                    "end_line": {"type": "integer", "minimum": 1},
+                },
+                ["path"],
+            ),
         ),
         ToolSpec(
             "search_memory",
@@ -209,15 +224,18 @@ class ToolExecutor:
             return ToolOutcome(f"Error: {e}", True)
 
     def _list_context_files(self, inp: dict[str, Any]) -> ToolOutcome:
-        prefix = _opt_str(inp, "prefix")
-        files = [f.to_json() for f in self.store.list_context_files(prefix)]
-        return ToolOutcome(json.dumps(files), False)
+        from crustacean.reads import list_page
+
+        page = list_page(
+            self.store, _opt_str(inp, "prefix"), inp.get("limit"), _opt_str(inp, "cursor")
+        )
+        return ToolOutcome(json.dumps(page), False)
 
     def _read_context_file(self, inp: dict[str, Any]) -> ToolOutcome:
-        got = self.store.read_context_file(_str(inp, "path"))
-        return ToolOutcome(
-            json.dumps({"path": got.path, "content": got.content, "sha256": got.sha256}), False
-        )
+        from crustacean.reads import read_range
+
+        got = read_range(self.store, _str(inp, "path"), inp.get("start_line"), inp.get("end_line"))
+        return ToolOutcome(json.dumps(got), False)
 
     def _search_memory(self, inp: dict[str, Any]) -> ToolOutcome:
         query = _str(inp, "query")
