@@ -31,6 +31,7 @@ from bench.common import ROWS_ENV
 RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "store_bench.py": ([], ["--reps", "2"], "write_context versions against git commit"),
     "search_bench.py": ([], ["--files", "60"], "search, re-index and ranking"),
+    "recall_bench.py": ([], ["--sessions", "8"], "what search and context find within a budget"),
     "context_bench.py": ([], ["--files", "60", "--rounds", "1"], "context on many memories"),
     "runtime_bench.py": ([], ["--turns", "2", "--rounds", "1"], "agent loop and CLI start-up"),
     "collect_bench.py": ([], ["--mb", "1", "--files", "2"], "collect over a big transcript set"),

@@ -13,26 +13,36 @@ The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
 - `--format claude-hook` fits the whole output under `context.hook_chars`: Claude Code saves a
   longer hook output to a file and shows the model a ~2 KB preview of it.
 
-Relevance is the share of the topic's words (3+ letters, stop words dropped) found in the
-memory's path, name and body: `RELEVANT` (0.5) or more for warm, `HIGHLY_RELEVANT` (0.8) or more
-for cold. Without a topic, only hot memories load.
+With a topic, the search engine ranks every line of the workspace for it (search.py: stemmed
+words, stop words out, dates matched against daily logs). A memory's relevance is the share of
+the topic's words its best line holds, with its heading and file name: `RELEVANT` (0.5) or more
+for warm, `HIGHLY_RELEVANT` (0.8) or more for cold. A picked memory longer than `LONG_CHARS`
+loads its best lines for the topic (up to `WINDOW_CHARS`), not the whole file. What is left of
+`budget_chars` then goes to the topic's best lines in the daily logs and knowledge/ that did not
+load whole, as "found for the topic". Without a topic, only hot memories load.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from crustacean.documents import DocumentSkipped, read_document
 from crustacean.errors import UsageError
 from crustacean.memories import MemoryDoc, load_memories
 from crustacean.workspace import WORKING_MEMORY, Workspace
 
+if TYPE_CHECKING:
+    from crustacean.search import Hit, Ranking
+
 RELEVANT = 0.5
 HIGHLY_RELEVANT = 0.8
+LONG_CHARS = 2000
+WINDOW_CHARS = 1200
 EVERY_SESSION = ("SOUL.md", "IDENTITY.md", "USER.md")
 FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")
 RULINGS = (
@@ -81,7 +91,7 @@ class Caps:
 @dataclass(frozen=True)
 class Entry:
     path: str
-    section: str  # foundation | person | lesson | memory
+    section: str  # foundation | person | found | lesson | memory
     title: str
     text: str
     why: str
@@ -124,10 +134,17 @@ class Context:
     def to_markdown(self) -> str:
         about = f" about {self.topic!r}" if self.topic else ""
         out = [f"# Memory context ({self.audience}{about})\n"]
-        sections = (("foundation", None), ("person", None), ("lesson", RULINGS), ("memory", None))
+        sections = (
+            ("foundation", None),
+            ("person", None),
+            ("found", None),
+            ("lesson", RULINGS),
+            ("memory", None),
+        )
         heads = {
             "foundation": "Foundation and recent days",
             "person": "Who this is with",
+            "found": "Found for the topic (best lines of daily logs and knowledge)",
             "lesson": "Settled rulings (memory/lessons/)",
             "memory": "Memories",
         }
@@ -139,8 +156,7 @@ class Context:
             if preamble:
                 out.append(f"> {preamble}\n")
             for e in chosen:
-                tag = f" ({e.tier})" if e.tier else ""
-                out.append(f"### {e.path}{tag}\n\n{e.text.strip()}\n")
+                out.append(f"### {_heading(e)}\n\n{e.text.strip()}\n")
         out.append("## Not loaded\n" if self.not_loaded else "## More memory\n")
         if self.not_loaded:
             out.append(
@@ -253,6 +269,13 @@ def not_loaded_summary(items: Iterable[tuple[str, str]], per_folder: int) -> str
     return "; ".join(parts)
 
 
+def _heading(e: Entry) -> str:
+    """`path (tier)`; a topic's found lines name their lines and `[HH:MM]` heading."""
+    if e.section == "found":
+        return f"{e.title} ({e.why})" if e.why else e.title
+    return f"{e.path} ({e.tier})" if e.tier else e.path
+
+
 def words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower())) - _STOP
 
@@ -268,9 +291,16 @@ def relevance(topic_words: set[str], mem: MemoryDoc) -> float:
 
 
 def choose(
-    mems: Iterable[MemoryDoc], topic: str | None, caps: Caps
+    mems: Iterable[MemoryDoc],
+    topic: str | None,
+    caps: Caps,
+    shares: Mapping[str, float] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> tuple[list[tuple[MemoryDoc, str]], list[tuple[str, str]]]:
-    """Pick memories by tier and relevance, newest first, within both caps (pure)."""
+    """Pick memories by tier and relevance, newest first, within both caps (pure).
+
+    `shares` (path: relevance from the search ranking) replaces the word-share relevance;
+    `texts` (path: best lines) stands for a long memory's body in the budget."""
     topic_words = words(topic or "")
     picked, cut = [], []
     for mem in mems:
@@ -280,14 +310,17 @@ def choose(
             continue
         if tier == "archive":
             continue  # never loaded, and not news to anyone
-        score = relevance(topic_words, mem)
+        if shares is not None:
+            score, asked = shares.get(mem.path, 0.0), True
+        else:
+            score, asked = relevance(topic_words, mem), bool(topic_words)
         need = RELEVANT if tier == "warm" else HIGHLY_RELEVANT
-        if topic_words and score >= need:
+        if asked and score >= need:
             picked.append((mem, f"{tier}, relevance {score:.2f}"))
     picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
     kept, used = [], 0
     for i, (mem, why) in enumerate(picked):
-        size = len(mem.doc.body)
+        size = len((texts or {}).get(mem.path, mem.doc.body))
         if i >= caps.max_entries:
             cut.append((mem.path, f"over memory.max_entries {caps.max_entries}"))
         elif used + size > caps.budget_chars:
@@ -328,7 +361,24 @@ def _person_file(mems: list[MemoryDoc], audience: Audience) -> MemoryDoc | None:
 def assemble(
     ws: Workspace, audience: Audience, topic: str | None, caps: Caps, now: datetime
 ) -> Context:
-    """Read the workspace and build the context; no side effects (the caller records recalls)."""
+    """Read the workspace and build the context; no side effects (the caller records recalls)
+    but the search index's refresh."""
+    if topic and topic.strip():
+        from crustacean.search import SearchIndex
+
+        with SearchIndex(ws) as index:
+            return _assemble(ws, audience, topic, caps, now, index.ranking(topic, now))
+    return _assemble(ws, audience, topic, caps, now, None)
+
+
+def _assemble(
+    ws: Workspace,
+    audience: Audience,
+    topic: str | None,
+    caps: Caps,
+    now: datetime,
+    ranking: Ranking | None,
+) -> Context:
     entries: list[Entry] = []
     not_loaded: list[tuple[str, str]] = []
     problems: list[tuple[str, str]] = []
@@ -360,10 +410,20 @@ def assemble(
     elif audience.kind in ("dm", "group"):
         not_loaded.append((f"{audience.kind}:{audience.name}", "no matching file"))
     rest = [m for m in mems if m is not person]
-    kept, cut = choose(rest, topic, caps)
+    shares = texts = None
+    if ranking is not None:
+        shares = ranking.best_shares()
+        texts = _best_lines(ranking, rest, shares)
+    kept, cut = choose(rest, topic, caps, shares, texts)
+    spent = 0
     for mem, why in kept:
         section = "lesson" if mem.path.startswith("memory/lessons/") else "memory"
-        entries.append(Entry(mem.path, section, mem.doc.name, mem.doc.body, why, mem.tier))
+        text = (texts or {}).get(mem.path, mem.doc.body)
+        why += ", best lines for the topic" if text is not mem.doc.body else ""
+        entries.append(Entry(mem.path, section, mem.doc.name, text, why, mem.tier))
+        spent += len(text)
+    if ranking is not None:
+        entries += _found(ranking, {e.path for e in entries}, caps.budget_chars - spent)
     return Context(
         audience,
         topic,
@@ -372,6 +432,41 @@ def assemble(
         tuple(problems),
         caps.listed_paths,
     )
+
+
+def _best_lines(
+    ranking: Ranking, mems: list[MemoryDoc], shares: Mapping[str, float]
+) -> dict[str, str]:
+    """A long memory's best windows for the topic, to load instead of the whole file."""
+    out = {}
+    for mem in mems:
+        if len(mem.doc.body) > LONG_CHARS and shares.get(mem.path, 0.0) >= RELEVANT:
+            hits = ranking.hits(lambda p, m=mem.path: p == m, WINDOW_CHARS)
+            if hits:
+                out[mem.path] = "\n…\n".join(h.text for h in sorted(hits, key=_line))
+    return out
+
+
+def _line(hit: Hit) -> int:
+    return hit.start_line
+
+
+def _found(ranking: Ranking, loaded: set[str], budget: int) -> list[Entry]:
+    """The topic's best lines in daily logs and knowledge/ not loaded yet, within `budget`."""
+    from crustacean.search import log_day
+
+    if budget <= 0:
+        return []
+
+    def keep(path: str) -> bool:
+        return path not in loaded and (log_day(path) is not None or path.startswith("knowledge/"))
+
+    out = []
+    for h in ranking.hits(keep, budget):  # best first: the budget may be read only in part
+        lines = f"L{h.start_line}" + (f"-L{h.end_line}" if h.end_line > h.start_line else "")
+        at = h.when.split()[-1] if h.when and " " in h.when else ""
+        out.append(Entry(h.path, "found", f"{h.path}#{lines}", h.text, at))
+    return out
 
 
 @dataclass

@@ -69,15 +69,18 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
         _recall(ws, got["path"])
         return got
 
-    def search_memory(query: str, limit: int = 10) -> list[dict[str, Any]]:
+    def search_memory(
+        query: str, limit: int | None = None, budget_chars: int | None = None
+    ) -> list[dict[str, Any]]:
         from crustacean.search import SearchIndex
 
-        if not 1 <= limit <= 50:
+        if limit is not None and not 1 <= limit <= 50:
             raise ToolError("Error: limit must be from 1 to 50.")
         now = clock()
         refresh = bool(fresh["dirty"]) or now - fresh["at"] >= REFRESH_SECONDS
         with SearchIndex(ws) as index:
-            hits = [h.to_json() for h in index.search(query, limit, refresh=refresh)]
+            found = index.search(query, limit, refresh=refresh, budget_chars=budget_chars)
+            hits = [h.to_json() for h in found]
         if refresh:
             fresh.update(at=now, dirty=False)
         return hits

@@ -143,6 +143,27 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # Line-level search: one FTS5 row per line (its file name and heading path as title),
+        # a trigram index of the lines holding CJK text, each daily log's date, and the
+        # vectors of the optional semantic extra. Emptying search_files makes the next update
+        # index every file again.
+        "m007_search_lines",
+        """
+        DROP TABLE search_chunks;
+        DELETE FROM search_files;
+        ALTER TABLE search_files RENAME COLUMN chunks TO lines;
+        ALTER TABLE search_files ADD COLUMN day TEXT;
+        CREATE INDEX search_files_day ON search_files (day) WHERE day IS NOT NULL;
+        CREATE VIRTUAL TABLE search_lines USING fts5(
+            path UNINDEXED, line UNINDEXED, title, body, tokenize='porter unicode61'
+        );
+        CREATE VIRTUAL TABLE search_cjk USING fts5(body, tokenize='trigram');
+        ALTER TABLE search_files ADD COLUMN vectors INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE search_vectors (rowid INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+        CREATE TABLE search_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        """,
+    ),
 ]
 
 
@@ -188,7 +209,8 @@ def split_statements(sql: str) -> list[str]:
 class StateDB:
     """One connection to state.db, migrated to the newest schema on open."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, *, any_thread: bool = False) -> None:
+        """`any_thread`: the caller serializes use of one connection across threads."""
         state_dir.mkdir(parents=True, exist_ok=True)
         self.path = state_dir / DB_NAME
         if self.path.exists() and not self.path.is_file():
@@ -198,7 +220,10 @@ class StateDB:
             )
         try:
             self.conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=not any_thread,
             )
         except sqlite3.Error as e:
             raise StateDBError(f"{self.path} cannot be opened ({e}); {HOLDS}.") from None
@@ -314,6 +339,6 @@ class StateDB:
         return {path: Usage(uses, from_db_time(last)) for path, uses, last in rows}
 
 
-def open_state(ws: Workspace) -> StateDB:
+def open_state(ws: Workspace, *, any_thread: bool = False) -> StateDB:
     """The workspace's state database, created and migrated as needed."""
-    return StateDB(ws.state_dir)
+    return StateDB(ws.state_dir, any_thread=any_thread)

@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL = {
     "store_bench.py": ["--reps", "2"],
     "search_bench.py": ["--files", "60"],
+    "recall_bench.py": ["--sessions", "8"],
     "context_bench.py": ["--files", "60", "--rounds", "1"],
     "runtime_bench.py": ["--turns", "2", "--rounds", "1"],
     "collect_bench.py": ["--mb", "1", "--files", "2"],

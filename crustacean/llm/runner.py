@@ -179,12 +179,12 @@ def _count(rec: RunRecorder, used: Usage, usd: float) -> None:
     rec.add_usage(used, usd)
 
 
-def _searcher(ws: Workspace) -> Callable[[str, int], list[dict[str, Any]]]:
-    def search(query: str, limit: int) -> list[dict[str, Any]]:
+def _searcher(ws: Workspace) -> Callable[[str, int | None, int | None], list[dict[str, Any]]]:
+    def search(query: str, limit: int | None, budget: int | None) -> list[dict[str, Any]]:
         from crustacean.search import SearchIndex
 
         with SearchIndex(ws) as index:
-            return [h.to_json() for h in index.search(query, limit)]
+            return [h.to_json() for h in index.search(query, limit, budget_chars=budget)]
 
     return search
 
