@@ -130,6 +130,20 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m006_tick_memo",
+        """
+        CREATE TABLE tick_memo (
+            key TEXT PRIMARY KEY,
+            files TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            db_state TEXT NOT NULL,
+            since TEXT NOT NULL,
+            until TEXT NOT NULL,
+            output TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 
