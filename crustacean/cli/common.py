@@ -5,17 +5,36 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
 from crustacean.errors import EXIT_USAGE, CrustaceanError
 from crustacean.workspace import Workspace, open_workspace
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class _LazyConsole:
+    """A rich Console made on first use: rich costs ~20 ms to import, and a command that prints
+    through typer.echo (`context`, the SessionStart hook) never needs it."""
+
+    def __init__(self, **settings: Any) -> None:
+        self._settings = settings
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._settings)
+        return getattr(self._console, name)
+
+
+console = cast("Console", _LazyConsole(highlight=False))
+err_console = cast("Console", _LazyConsole(stderr=True, highlight=False))
 
 
 @dataclass

@@ -46,13 +46,15 @@ class _Tee(io.TextIOBase):
 
 def main() -> None:
     """`crustacean …`: a memoized no-op tick, or the typer app."""
-    from crustacean import tick_memo
-
     argv, env = sys.argv[1:], os.environ
-    try:
-        memo = tick_memo.probe(argv, env, Path.cwd(), sys.stdout.isatty())
-    except OSError:  # a vanished cwd, say: the ordinary path reports it
-        memo = None
+    memo = None
+    if "tick" in argv:  # other commands do not pay for the memo's imports
+        from crustacean import tick_memo
+
+        try:
+            memo = tick_memo.probe(argv, env, Path.cwd(), sys.stdout.isatty())
+        except OSError:  # a vanished cwd, say: the ordinary path reports it
+            memo = None
     if memo is not None:
         answer = memo.replay(datetime.now(UTC))
         if answer is not None:
