@@ -144,6 +144,18 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m007_compile_skip",
+        """
+        CREATE TABLE compile_skip (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            fingerprint TEXT NOT NULL,
+            taken_ns INTEGER NOT NULL,
+            since TEXT NOT NULL,
+            until TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 
