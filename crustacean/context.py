@@ -25,7 +25,8 @@ from datetime import datetime, timedelta
 
 from crustacean.documents import DocumentSkipped, read_document
 from crustacean.errors import UsageError
-from crustacean.memories import MemoryDoc, load_memories
+from crustacean.memories import MemoryDoc
+from crustacean.memory_index import load_memories
 from crustacean.workspace import WORKING_MEMORY, Workspace
 
 RELEVANT = 0.5
@@ -246,7 +247,7 @@ def assemble(
             continue
         used += len(doc.text)
         entries.append(Entry(rel, "foundation", rel, doc.text, why))
-    mems, bad = load_memories(ws)
+    mems, bad = load_memories(ws, bodies=bool(words(topic or "")))  # topic-less: the index
     problems += bad
     person = _person_file(mems, audience)
     if person is not None:

@@ -156,6 +156,20 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m008_memory_index",
+        """
+        CREATE TABLE memory_index (
+            path TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            racy INTEGER NOT NULL,
+            tier TEXT NOT NULL,
+            problem TEXT,
+            loaded INTEGER NOT NULL
+        );
+        """,
+    ),
 ]
 
 
