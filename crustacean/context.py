@@ -186,7 +186,7 @@ def choose(
     picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
     kept, used = [], 0
     for i, (mem, why) in enumerate(picked):
-        size = len(mem.doc.body)
+        size = mem.size
         if i >= caps.max_entries:
             cut.append((mem.path, f"over memory.max_entries {caps.max_entries}"))
         elif used + size > caps.budget_chars:

@@ -40,6 +40,11 @@ class MemoryDoc:
         rec = self.doc.recorded
         return datetime(rec.year, rec.month, rec.day, tzinfo=UTC) if rec else self.mtime
 
+    @property
+    def size(self) -> int:
+        """Characters of its body, what the context budget counts."""
+        return len(self.doc.body)
+
     def as_memory(self) -> Memory:
         ts = self.doc.tier_set
         tier_set = datetime(ts.year, ts.month, ts.day, tzinfo=UTC) if ts else None

@@ -165,6 +165,8 @@ MIGRATIONS: list[tuple[str, str]] = [
             mtime_ns INTEGER NOT NULL,
             racy INTEGER NOT NULL,
             tier TEXT NOT NULL,
+            recorded TEXT,
+            body INTEGER NOT NULL,
             problem TEXT,
             loaded INTEGER NOT NULL
         );

@@ -12,7 +12,7 @@ import pytest
 from crustacean import context as context_mod
 from crustacean import memories
 from crustacean.context import Caps, assemble, parse_for
-from crustacean.memory_index import PERSON_FOLDERS, load_memories
+from crustacean.memory_index import PERSON_FOLDERS, IndexedMemory, load_memories
 from crustacean.state import open_state
 from crustacean.workspace import Workspace
 
@@ -104,29 +104,45 @@ def test_context_output_is_the_same_as_from_a_full_read(
 def test_settled_files_are_not_parsed_again(
     many: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Files older than the racy window are answered from the index; only the memories whose
-    body a context uses (hot ones, contacts, groups) are read."""
+    """Files older than the racy window are answered from the index; a used memory's text is
+    read when the context uses it (IndexedMemory.doc), a changed file is parsed again."""
     old = NOW.timestamp() - 86_400
-    for path in (many.root / "memory").rglob("*.md"):
-        os.utime(path, (old, old))
-    for path in (many.root / "knowledge").rglob("*.md"):
-        os.utime(path, (old, old))
+    for top in ("memory", "knowledge"):
+        for path in (many.root / top).rglob("*.md"):
+            os.utime(path, (old, old))
     got(many)
-    read: list[str] = []
+    parsed: list[str] = []
     real = memories.read_memory
 
     def counting(ws: Workspace, rel: str) -> Any:
-        read.append(rel)
+        parsed.append(rel)
         return real(ws, rel)
 
     monkeypatch.setattr("crustacean.memory_index.read_memory", counting)
+    mems, _ = load_memories(many, bodies=False)
+    assert parsed == [] and all(isinstance(m, IndexedMemory) for m in mems)
+    assert [m.path for m in mems] == [p for p, _ in expected(many)[0]]
     assert got(many) == expected(many)
-    wanted = {"memory/notes/hot.md", "memory/lessons/ruling.md"}
-    wanted |= {"memory/contacts/telegram-ana.md", "memory/groups/g-crew.md"}
-    assert set(read) == wanted
     warm = many.root / "memory/notes/warm.md"
     warm.write_text("---\ntier: hot\n---\nnow hot\n")
     os.utime(warm, (old + 60, old + 60))
-    read.clear()
     assert got(many) == expected(many)
-    assert set(read) == wanted | {"memory/notes/warm.md"}
+    assert parsed == ["memory/notes/warm.md"]
+
+
+def test_an_indexed_memory_knows_its_size_and_date_without_reading(many: Workspace) -> None:
+    old = NOW.timestamp() - 86_400
+    for path in (many.root / "memory").rglob("*.md"):
+        os.utime(path, (old, old))
+    full = {m.path: m for m in memories.load_memories(many)[0]}
+    load_memories(many, bodies=False)
+    for mem in load_memories(many, bodies=False)[0]:
+        assert isinstance(mem, IndexedMemory) and mem._doc is None
+        same = full[mem.path]
+        assert (mem.tier, mem.recorded, mem.size, mem.mtime) == (
+            same.tier,
+            same.recorded,
+            same.size,
+            same.mtime,
+        )
+        assert mem._doc is None and mem.doc == same.doc
