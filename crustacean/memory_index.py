@@ -98,9 +98,10 @@ def load_memories(
         }
         fresh: list[tuple[object, ...]] = []
         paths = memory_paths(ws.root)
+        root = str(ws.root)  # not Path / rel: for 10,000 files pathlib costs more than stat
         for rel in paths:
             try:
-                st: os.stat_result | None = os.stat(ws.root / rel)
+                st: os.stat_result | None = os.stat(f"{root}/{rel}")
             except OSError:
                 st = None
             kept = rows.get(rel)
