@@ -14,7 +14,7 @@ from crustacean.cli.lazy import LazyCommands, loader, plain_params
 # Every command: (name, module in crustacean.cli, attribute), in `--help` order: commands, then
 # groups (a typer.Typer), as typer lists what `app.command` and `app.add_typer` registered. The
 # module is imported only when its command is looked up (crustacean/cli/lazy.py), so
-# `crustacean paths` does not pay for `mcp` or `review`.
+# `crustacean paths` does not pay for `mcp` or `review`. A new command goes here.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("init", "init_cmd", "init"),
     ("collect", "stages_cmd", "collect"),
@@ -49,13 +49,16 @@ class RootGroup(CrustaceanGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = self.context_settings["help_option_names"]
+        registered = dict(self.commands)  # any `app.command(...)` still works, listed last
         self.commands = LazyCommands(
             {
                 name: loader(app, name, f"crustacean.cli.{mod}", attr, names)
                 for name, mod, attr in COMMANDS
             }
         )
-        plain_params(self, names)
+        self.commands.update(registered)
+        for command in (self, *registered.values()):
+            plain_params(command, names)
 
 
 app = typer.Typer(
