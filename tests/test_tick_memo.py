@@ -210,3 +210,23 @@ def test_a_tick_that_warns_is_not_kept(ws: Workspace) -> None:
     assert first.returncode == second.returncode == 0
     assert "governance.locked is only read from the org file" in second.stderr
     assert second.stdout == first.stdout and "typer" in imported(second.stderr)
+
+
+def test_the_tee_keeps_what_typer_and_rich_print_and_is_the_real_stream_otherwise(
+    tmp_path: Path,
+) -> None:
+    """click writes to the stream it is given only when its encoding looks right, and rich
+    takes its fileno on a broken pipe: both must see the real stream's."""
+    from rich.console import Console
+    from typer import echo
+
+    from crustacean.cli.entry import _Tee
+
+    with (tmp_path / "out.txt").open("w", encoding="utf-8") as real:
+        tee = _Tee(real)
+        echo("via echo", file=tee)  # type: ignore[arg-type]
+        Console(file=tee, highlight=False).print("via rich", markup=False)  # type: ignore[arg-type]
+        assert (tee.encoding, tee.fileno(), tee.isatty()) == ("utf-8", real.fileno(), False)
+        tee.flush()
+    assert tee.copy.getvalue() == "via echo\nvia rich\n"
+    assert (tmp_path / "out.txt").read_text() == "via echo\nvia rich\n"

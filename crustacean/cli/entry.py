@@ -15,32 +15,24 @@ from pathlib import Path
 from typing import Any, TextIO
 
 
-class _Tee(io.TextIOBase):
-    """Writes through to a stream and keeps a copy, so a tick's exact output can be kept."""
+class _Tee:
+    """Writes through to a stream and keeps a copy, so a tick's exact output can be kept.
+
+    Everything else (encoding, errors, fileno, isatty, buffer…) is the real stream's: click
+    checks the encoding before writing to it, rich takes the fileno on a broken pipe."""
 
     def __init__(self, inner: TextIO) -> None:
         self.inner = inner
         self.copy = io.StringIO()
 
     def write(self, text: str) -> int:
-        self.copy.write(text)
+        self.copy.write(text)  # bytes raise here, before the real write: click probes so
         return self.inner.write(text)
 
     def flush(self) -> None:
         self.inner.flush()
 
-    def isatty(self) -> bool:
-        return self.inner.isatty()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase's is None; click then
-        return self.inner.encoding  # writes to the buffer underneath, past the copy
-
-    @property
-    def errors(self) -> str | None:  # type: ignore[override]
-        return self.inner.errors
-
-    def __getattr__(self, name: str) -> Any:  # encoding, fileno, errors… as the real stream
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
 
