@@ -168,8 +168,12 @@ class McpConfig:
 class CompileConfig:
     max_loss_fraction: float = _opt(
         0.10,
-        "refuse a compile/calibrate write that drops more than this share of a file's lines",
+        "refuse a curate/compile/calibrate run's writes once they lose more than this share of "
+        "a file's lines (content found nowhere the call leaves behind)",
         "fraction",
+    )
+    loss_floor_lines: int = _opt(
+        3, "...but always let a run lose this many lines of a file (small files)", "nonneg"
     )
 
 

@@ -138,6 +138,12 @@ def init_workspace(
             max_files=len(changes),
         )
         report.version = result.version
+    if any(f"{SYSTEM_DIR}/{name}" in report.kept for name in PIPELINE_DOCS):
+        from crustacean.system_docs import upgrade_docs
+
+        docs = upgrade_docs(store)  # an existing workspace gets the fixed instructions
+        report.notes += docs.notes()
+        report.version = docs.version or report.version
     return report
 
 

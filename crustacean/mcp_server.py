@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from crustacean.errors import CrustaceanError
-from crustacean.llm.tools import PREAMBLE, TOOLS
+from crustacean.llm.contract import actor_preamble, policy_modes
+from crustacean.llm.tools import TOOLS, write_spec
 from crustacean.store.files import Store
 from crustacean.workspace import Workspace
 
@@ -36,7 +37,7 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    server = MCPServer("crustacean", instructions=PREAMBLE, log_level="WARNING")
+    server = MCPServer("crustacean", instructions=actor_preamble(ACTOR), log_level="WARNING")
     store = Store(ws)
     # A search refreshes the index (a stat of every file) only when this server wrote something
     # or REFRESH_SECONDS have passed: a conversation's searches then cost the query alone.
@@ -76,13 +77,6 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
     def write_context(changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
         result = store.write_context(changes, actor=ACTOR, message=message)
         fresh["dirty"] = True
-        if result.proposal is not None:
-            return {
-                "proposal": result.proposal,
-                "files": list(result.files),
-                "note": f"queued for review as proposal {result.proposal}; a human approves "
-                "it with `crustacean review`. Nothing was written yet.",
-            }
         return result.to_json()
 
     def get_context(audience: str = "main", topic: str | None = None) -> str:
@@ -98,6 +92,8 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
         (get_context, "get_context"),
     ):
         description = TOOLS[name].description if name in TOOLS else GET_CONTEXT
+        if name == "write_context":  # only the modes the mcp policy can allow
+            description = write_spec(policy_modes(ACTOR)).description
         server.tool(name=name, description=description)(guarded(fn))
     return server
 

@@ -3,6 +3,9 @@
     .venv/bin/python docs/generate.py           # rewrite both files
     .venv/bin/python docs/generate.py --check   # exit 1, naming a stale file
 
+It also rewrites the blocks generated from the stage contract (crustacean/llm/contract.py): the
+tools section of each pipeline/*.md and the stage table in docs/safety.md.
+
 cli.md is every command's `--help`, found by walking the typer app's command tree (a new command
 is picked up by itself) and rendered in-process at a fixed width with colour off, so the output is
 the same in any terminal, CI or locale. configuration.md is built from `crustacean.config.SCHEMA`.
@@ -12,6 +15,7 @@ tests/test_docs_generated.py fails when either file is stale.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import typing
@@ -336,7 +340,34 @@ def main(argv: list[str] | None = None) -> int:
     for name, render in TARGETS.items():
         (DOCS / name).write_text(render(), "utf-8")
         print(f"wrote docs/{name}")
+    for path in sync_contract_sections():
+        print(f"wrote {path}")
     return 0
+
+
+def sync_contract_sections() -> list[str]:
+    """Rewrite the generated blocks the stage contract owns: each pipeline doc's tools section
+    and the table in docs/safety.md (tests/test_contract.py fails when one is stale)."""
+    from crustacean.llm import contract
+
+    wrote = []
+    targets = [(REPO / "pipeline" / c.doc, s) for s, c in contract.CONTRACTS.items()]
+    targets.append((DOCS / "safety.md", None))
+    from crustacean import system_docs
+
+    versions = REPO / "pipeline" / system_docs.VERSIONS_FILE
+    known = system_docs.shipped_hashes()
+    for path, stage in targets:
+        text = path.read_text("utf-8")
+        new = contract.sync_doc(stage, text) if stage else contract.sync_safety(text)
+        if new != text:
+            path.write_text(new, "utf-8")
+            wrote.append(path.relative_to(REPO).as_posix())
+    current = system_docs.record_current(known)  # after the docs are rewritten
+    if current != known:
+        versions.write_text(json.dumps(current, indent=1) + "\n", "utf-8")
+        wrote.append(versions.relative_to(REPO).as_posix())
+    return wrote
 
 
 if __name__ == "__main__":

@@ -198,9 +198,12 @@ def test_model_cannot_rm_or_overwrite_a_log_or_drop_half_of_memory(setup: dict[s
     ws = Workspace(root, load_config(root, env=s["env"]))
     compile_workspace(ws, env=s["env"], clock=lambda: NOW + timedelta(days=1))
     replies = fake.messages()[1].body["messages"][-1]["content"]
-    assert replies[0]["is_error"] and "compile may not overwrite" in replies[0]["content"]
+    assert (
+        replies[0]["is_error"]
+        and "compile is not offered mode 'overwrite'" in replies[0]["content"]
+    )
     assert replies[1]["is_error"] and "compile.max_loss_fraction" in replies[1]["content"]
-    assert "proposal" in replies[2]["content"]
+    assert replies[2]["is_error"] and "compile never changes SOUL.md" in replies[2]["content"]
     assert ((root / log).read_bytes(), (root / "MEMORY.md").read_bytes()) == before
     with pytest.raises(LimitError, match="would lose"):
         Store(ws).write_context(

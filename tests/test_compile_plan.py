@@ -20,6 +20,7 @@ from crustacean.stages.compile_plan import (
     find_candidates,
     is_never_move,
     mentions,
+    owner_names,
     parse_day,
     plan_daily_archive,
     plan_empty_and_duplicates,
@@ -815,3 +816,42 @@ def test_find_candidates_all_kinds_together() -> None:
     assert all(
         title in prompt for title in ("Promotion", "Graduation", "Patterns", "Reminders", "Lessons")
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "due"),
+    [
+        ("- 2026-03-01 — call Bob (moved from 2026-04-20)", ["2026-03-01"]),
+        ("- 2026-04-10 — call Bob (daily log 2026-03-01, telegram DM)", []),
+        ("- call Bob (moved from 2026-03-01)", []),
+        ("- [reminder] 2026-03-02 — pay rent", ["2026-03-02"]),
+        ("- Due 2026-03-03.", ["2026-03-03"]),
+        ("- [ ] **2026-03-04** — renew the passport", ["2026-03-04"]),
+        # a wrapped continuation line is part of the item above, never a second reminder
+        ("- 2026-04-10 — a long reminder that wraps\n  onto a line with 2026-03-01 in it", []),
+        (
+            "- 2026-03-05 — one\n  wrapped 2026-03-06\n- 2026-03-07 — two",
+            ["2026-03-05", "2026-03-07"],
+        ),
+    ],
+)
+def test_reminders_are_one_line_items_with_a_leading_date(text: str, due: list[str]) -> None:
+    files = {"memory/reminders/r.md": (f"# Reminders\n{text}\n".encode(), NOW)}
+    found = candidates(files=files).reminders_due
+    assert [f.rpartition("(due ")[2].rstrip(")") for f in found] == due
+
+
+def test_category_tags_and_the_owners_names_are_not_entities() -> None:
+    log = "".join(
+        f"- [{tag}] Sam Rivera asked Crusty about Falcon.\n"
+        for tag in ("decision", "decision", "plan", "joke", "todo")
+    )
+    owners = owner_names(
+        "- **Name:** Sam Rivera\n- **What to call them:** Sam\n", "- **Name:** Crusty <!-- me -->\n"
+    )
+    assert owners == {"sam rivera", "sam", "rivera", "crusty"}
+    found = candidates(daily_logs={TODAY: log}, owners=owners).patterns
+    assert found == ("Falcon (5 mentions on 1 days)",)
+    memory = "# MEMORY\n" + "- Sam met Falcon.\n" * 6
+    assert candidates(memory_md=memory, owners=owners).promotion == ("Falcon (6 mentions)",)
+    assert owner_names("- **Name:** <!-- what I am called -->\n") == frozenset()

@@ -170,7 +170,7 @@ def test_routes_a_three_day_log_and_never_twice(setup: dict[str, Any]) -> None:
     )
     result = curate(s["ws"], env=s["env"], clock=clock)
     rec = result.record
-    assert rec.status == "ok" and rec.turns == 4 and rec.proposals == [1]
+    assert rec.status == "ok" and rec.turns == 4 and rec.proposals == []
     alice = (root / "memory/contacts/telegram-alice.md").read_text()
     assert alice.count("green tea") == 1 and "head baker" in alice and alice.count("# Alice") == 1
     assert "Cron needs absolute paths" in (root / "memory/lessons/lessons.md").read_text()
@@ -179,11 +179,10 @@ def test_routes_a_three_day_log_and_never_twice(setup: dict[str, Any]) -> None:
     assert (root / "memory/2026-11-28.md").read_text() == DAYS["2026-11-28"]
     replies = fake.messages()[3].body["messages"][-1]["content"]
     assert "already there" in replies[0]["content"]
-    assert "Queued for review as proposal 1" in replies[1]["content"]
-    assert (
-        replies[2]["is_error"]
-        and "curate may not write memory/2026-11-28.md" in replies[2]["content"]
-    )
+    # curate may not propose foundation changes, and is never offered delete: both refused whole
+    assert replies[1]["is_error"] and "curate never changes SOUL.md" in replies[1]["content"]
+    assert replies[2]["is_error"] and "not offered mode 'delete'" in replies[2]["content"]
+    assert "nothing of this call was applied" in replies[2]["content"]
     index = (root / "memory/README.md").read_text()
     assert "  - `lessons.md` — Lessons" in index and "  - `ana-lease.md` — Call Ana" in index
     assert index.index("`lessons.md`") > index.index("- `lessons/`")
@@ -389,7 +388,60 @@ def test_a_routing_report_without_a_write_leaves_the_entry_for_next_time(
     )
     result = curate(s["ws"], env=s["env"], clock=clock)
     assert result.record.status == "ok" and result.unreported == 1  # the reminder: never written
+    reply = json.loads(fake.messages()[1].body["messages"][-1]["content"][1]["content"])
+    assert [r["why"] for r in reply["rejected"]] == ["memory/reminders/ana.md does not exist"]
+    assert len(reply["recorded"]) == 1 and "not recorded" in reply["note"]
     fake.enqueue(tool_use(("finish", {"summary": "again"})))
     again = curate(s["ws"], env=s["env"], clock=clock)
     assert again.entries == 1
     assert "Call Ana" in fake.messages()[2].body["messages"][0]["content"][0]["text"]
+
+
+def test_record_routing_names_destinations_not_written_this_run(setup: dict[str, Any]) -> None:
+    s, fake = setup, setup["fake"]
+    fake.enqueue(
+        tool_use(routing(s, {"[person]": "memory/contacts/telegram-alice.md"})),
+        tool_use(("record_routing", {"entries": [{"id": "nope", "destination": "skip"}]})),
+        tool_use(("finish", {"summary": "claimed"})),
+    )
+    result = curate(s["ws"], env=s["env"], clock=clock)
+    replies = [m.body["messages"][-1]["content"][0] for m in fake.messages()[1:]]
+    first, second = (json.loads(r["content"]) for r in replies)
+    assert replies[0]["is_error"] and first["recorded"] == []
+    assert {r["why"] for r in first["rejected"]} == {
+        "memory/contacts/telegram-alice.md was not written in this run"
+    }
+    assert second["rejected"][0]["why"] == "no such entry id in this run's entries"
+    assert "memory/contacts/telegram-alice.md" not in result.routed  # it comes back next run
+    assert result.unreported == len(ids_of(s, "[person]"))
+
+
+def test_curate_is_handed_its_likely_destinations_with_their_sha256(
+    setup: dict[str, Any],
+) -> None:
+    s, fake, root = setup, setup["fake"], setup["ws"].root
+    contact = (root / "memory/contacts/telegram-alice.md").read_bytes()
+    fake.enqueue(tool_use(("finish", {"summary": "looked"})))
+    curate(s["ws"], env=s["env"], clock=clock)
+    prompt = fake.messages()[0].body["messages"][0]["content"][0]["text"]
+    handed = f'<file path="memory/contacts/telegram-alice.md" sha256="{sha256_hex(contact)}">'
+    assert handed in prompt and '<file path="memory/README.md"' in prompt
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Alice became head baker.", ["memory/contacts/telegram-alice.md"]),
+        ("Sourdough starter needs feeding.", ["knowledge/topics/sourdough.md"]),
+        ("Call Ana about the lease.", []),  # no file for Ana yet: nothing to hand
+        ("Telegram was down again.", []),  # a channel prefix is not a name
+    ],
+)
+def test_likely_destinations(text: str, expected: list[str]) -> None:
+    from crustacean.stages.curate import Entry, likely_destinations
+
+    labels = {
+        "memory/contacts/telegram-alice.md": "Alice",
+        "knowledge/topics/sourdough.md": "Sourdough",
+    }
+    assert likely_destinations([Entry("x", "2026-11-30", "", text, 1)], labels) == expected

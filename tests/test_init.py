@@ -163,7 +163,7 @@ def test_without_git_the_workspace_still_works_unversioned(
 
 def test_version_flag_names_the_pipeline_docs_version() -> None:
     out = run_cli("--version").stdout
-    assert out.startswith("crustacean 0.") and "pipeline docs 1" in out
+    assert out.startswith("crustacean 0.") and "pipeline docs 2" in out
 
 
 def test_stage_docs_come_from_the_workspace_then_the_package(tmp_path: Path) -> None:
@@ -174,7 +174,7 @@ def test_stage_docs_come_from_the_workspace_then_the_package(tmp_path: Path) -> 
     (root / "memory/.system/CURATE.md").write_text("# Curate, tuned\n")
     (root / "memory/.system/COMPILE.md").unlink()
     assert stage_doc(root, "CURATE.md") == "# Curate, tuned\n"
-    assert stage_doc(root, "COMPILE.md").startswith("# ") and "Version: 1" in stage_doc(
+    assert stage_doc(root, "COMPILE.md").startswith("# ") and "Version: 2" in stage_doc(
         root, "COMPILE.md"
     )
 
@@ -194,3 +194,47 @@ def test_init_offers_the_transcripts_it_finds(tmp_path: Path) -> None:
     ]
     run_cli("init", str(tmp_path / "v"), "--no-detect")
     assert load_config(tmp_path / "v", env={}).settings.sources == []
+
+
+V1 = Path(__file__).parent / "fixtures/pipeline-v1"  # two docs as version 1 shipped them
+
+
+def test_init_upgrades_unedited_docs_and_proposes_over_edited_ones(tmp_path: Path) -> None:
+    import json
+
+    from crustacean.store.files import Store
+    from crustacean.store.proposals import diff, list_proposals
+    from crustacean.system_docs import shipped_hashes, upgrade_docs
+    from crustacean.workspace import Workspace, data_dir
+
+    root = tmp_path / "w"
+    run_cli("init", str(root))
+    system = root / "memory/.system"
+    shipped = {n: (data_dir("pipeline") / n).read_bytes() for n in PIPELINE_DOCS}
+    old = {n: json.dumps(v) for n, v in shipped_hashes().items()}
+    assert all('"1"' in old[n] for n in PIPELINE_DOCS)
+    # a workspace from version 1: docs as shipped then, and one the user tuned
+    v1 = {n: (V1 / n).read_bytes() for n in ("COMPILE.md", "CURATE.md")}
+    tuned = v1["CURATE.md"] + b"\n- Also: file recipes under knowledge/recipes/.\n"
+    store = Store(Workspace(root, load_config(root)))
+    store.write_context(
+        [
+            {"path": f"memory/.system/{n}", "mode": "overwrite", "content": text.decode()}
+            for n, text in (("COMPILE.md", v1["COMPILE.md"]), ("CURATE.md", tuned))
+        ],
+        actor="user",
+        message="docs as a version-1 workspace has them",
+    )
+
+    result = run_cli("init", str(root))
+    assert "Updated memory/.system/COMPILE.md to the shipped version" in result.stdout
+    assert "memory/.system/CURATE.md has your edits, so it was kept" in result.stdout
+    assert (system / "COMPILE.md").read_bytes() == shipped["COMPILE.md"]
+    assert (system / "CURATE.md").read_bytes() == tuned  # the user's edit is never overwritten
+    (prop,) = list_proposals(store)
+    text = diff(store, prop.id)
+    assert "+Version: 2" in text and "-- Also: file recipes under knowledge/recipes/." in text
+    # running it again adds no second proposal and changes nothing
+    before = snapshot(root)
+    again = upgrade_docs(store)
+    assert again.proposed == {} and again.updated == [] and snapshot(root) == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -95,6 +96,7 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
         "read_context_file",
         "search_memory",
         "write_context",
+        "record_routing",
         "finish",
     ]
     last = second.body["messages"][-1]
@@ -103,6 +105,9 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
     assert "cache_control" not in json.dumps(second.body["messages"][:-1])  # one moving breakpoint
     read_result = json.loads(last["content"][0]["content"])
     assert read_result["path"] == "memory/README.md" and len(read_result["sha256"]) == 64
+    written = json.loads(last["content"][1]["content"])  # the new sha256: no second read needed
+    tea = (ws.root / "memory/notes/tea.md").read_bytes()
+    assert written["sha256"] == {"memory/notes/tea.md": hashlib.sha256(tea).hexdigest()}
     assert find_key_leaks(fake_api, KEY) == []
     stored = get_run(ws, rec.id)
     assert [c.name for c in stored.tool_calls] == ["read_context_file", "write_context", "finish"]
@@ -117,7 +122,7 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
                 "write_context",
                 {"changes": [{"path": "memory/notes/x.md", "mode": "delete"}], "message": "x"},
             ),
-            "curate may not delete",
+            "curate is not offered mode 'delete'",
         ),
         (("write_context", {"changes": "not a list", "message": "x"}), "changes must be"),
         (
@@ -168,6 +173,7 @@ def test_bad_tool_calls_become_error_results(
 
 
 def test_foundation_write_becomes_a_proposal(ws: Workspace, fake_api: Any) -> None:
+    """Calibrate is the stage whose contract lets it propose foundation changes."""
     ws, env = configured(ws, fake_api)
     before = (ws.root / "SOUL.md").read_bytes()
     fake_api.enqueue(
@@ -182,11 +188,12 @@ def test_foundation_write_becomes_a_proposal(ws: Workspace, fake_api: Any) -> No
         ),
         tool_use(("finish", {"summary": "proposed"})),
     )
-    rec = run_stage(ws, request(), env=env).record
+    req = StageRequest(stage="calibrate", system_doc="# Calibrate", prompt="Review.")
+    rec = run_stage(ws, req, env=env).record
     assert rec.proposals == [1] and rec.versions == []
     assert (ws.root / "SOUL.md").read_bytes() == before
     reply = fake_api.messages()[1].body["messages"][-1]["content"][0]["content"]
-    assert "Queued for review as proposal 1" in reply
+    assert json.loads(reply)["proposal"] == 1 and json.loads(reply)["applied"] is False
 
 
 @pytest.mark.parametrize(

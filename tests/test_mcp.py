@@ -15,6 +15,7 @@ from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.mcp_server import build_server, tool_schemas
 from crustacean.state import open_state
+from crustacean.store.changes import sha256_hex
 from crustacean.workspace import Workspace
 
 PINNED = Path(__file__).parent / "fixtures/mcp_tools.json"
@@ -86,6 +87,8 @@ def test_every_tool(ws: Workspace) -> None:
         ),
     )
     assert not wrote.is_error and payload(wrote)["files"] == ["memory/notes/tea.md"]
+    tea = (ws.root / "memory/notes/tea.md").read_bytes()
+    assert payload(wrote)["sha256"] == {"memory/notes/tea.md": sha256_hex(tea)}
 
 
 def test_refusals_are_tool_errors_and_change_nothing(ws: Workspace) -> None:
@@ -169,6 +172,7 @@ def test_foundation_write_is_a_proposal_then_approved(ws: Workspace) -> None:
         ),
     )
     assert payload(result)["proposal"] == 1 and (ws.root / "SOUL.md").read_bytes() == soul
+    assert payload(result)["applied"] is False
     run_cli("-w", str(ws.root), "review", "approve", "1")
     assert (ws.root / "SOUL.md").read_text().endswith("- Be kind.\n")
 

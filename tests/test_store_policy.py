@@ -230,7 +230,13 @@ def propose(ws: Workspace, changes: list[dict] | None = None, actor: str = "cura
         changes or [SOUL_EDIT, NOTE_ADD], actor=actor, message="curate: values", run_id="run-7"
     )
     assert result.proposal is not None and result.version is None
-    assert result.to_json() == {"proposal": result.proposal, "files": list(result.files)}
+    body = result.to_json()
+    assert (body["proposal"], body["files"], body["applied"]) == (
+        result.proposal,
+        list(result.files),
+        False,
+    )
+    assert "Nothing was written yet" in str(body["note"])
     after = snapshot(ws.root)
     assert without_proposals(after) == without_proposals(before)  # nothing applied, no commit
     assert f".crustacean/proposals/{result.proposal:06d}.json" in after

@@ -76,11 +76,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from crustacean.workspace import data_dir
+        from crustacean.system_docs import shipped_version
 
-        doc = (data_dir("pipeline") / "HOW-IT-WORKS.md").read_text("utf-8")
-        line = next((x for x in doc.splitlines() if x.startswith("Version:")), "Version: ?")
-        console.print(f"crustacean {__version__} (pipeline docs {line.split(':', 1)[1].strip()})")
+        console.print(f"crustacean {__version__} (pipeline docs {shipped_version()})")
         raise typer.Exit()
 
 

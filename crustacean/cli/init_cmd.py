@@ -43,7 +43,10 @@ def init(
         ),
     ] = False,
 ) -> None:
-    """Create a workspace, or adopt an existing one without changing any file it has."""
+    """Create a workspace, or adopt an existing one without changing any file it has.
+
+    The one exception: memory/.system/ docs you never edited are replaced by the shipped ones;
+    an edited one is kept and the new version becomes a proposal (crustacean review)."""
     from crustacean.errors import UsageError
     from crustacean.init import init_sample, init_workspace
 

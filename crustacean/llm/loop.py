@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from crustacean.config import BudgetConfig, PriceConfig
+from crustacean.llm import contract
 from crustacean.llm.client import cost, usage_of
-from crustacean.llm.tools import PREAMBLE, TOOLS, ToolExecutor, ToolOutcome, ToolSpec
+from crustacean.llm.tools import TOOLS, ToolExecutor, ToolOutcome, ToolSpec
 from crustacean.runs import Usage
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -38,7 +39,16 @@ class StageRequest:
 
 
 def tool_specs(req: StageRequest) -> list[ToolSpec]:
+    """A pipeline stage is offered exactly what its contract lists; other requests their own."""
+    if req.stage in contract.CONTRACTS:
+        return contract.tool_specs(req.stage)
     return [TOOLS[n] for n in req.tools] + list(req.extra_tools)
+
+
+def preamble_for(stage: str) -> str:
+    return (
+        contract.preamble(stage) if stage in contract.CONTRACTS else contract.actor_preamble(stage)
+    )
 
 
 def build_params(req: StageRequest, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -50,7 +60,11 @@ def build_params(req: StageRequest, model: str, messages: list[dict[str, Any]]) 
         "model": model,
         "max_tokens": req.max_tokens,
         "system": [
-            {"type": "text", "text": PREAMBLE + "\n" + req.system_doc, "cache_control": EPHEMERAL}
+            {
+                "type": "text",
+                "text": preamble_for(req.stage) + "\n" + req.system_doc,
+                "cache_control": EPHEMERAL,
+            }
         ],
         "tools": tools,
         "messages": with_breakpoint(messages),

@@ -123,7 +123,8 @@ class ModelSession:
             self.rec.record.id,
             _searcher(self.ws),
             handlers,
-            offered=req.tools,
+            offered=tuple(t.name for t in tool_specs(req)),
+            guard=_guard(req.stage),
         )
         return run_loop(
             lambda **p: client.create(tier_key=self.tier_key, **p),
@@ -156,6 +157,14 @@ def run_stage(
         outcome = session.run(req, handlers)
         record = rec.finish(outcome.status, summary=outcome.summary, error=outcome.error)
     return StageRun(record, session.diff())
+
+
+def _guard(stage: str) -> Callable[[object], None] | None:
+    from crustacean.llm.contract import CONTRACTS, check_changes
+
+    if stage not in CONTRACTS:
+        return None
+    return lambda changes: check_changes(stage, changes)
 
 
 def _count(rec: RunRecorder, used: Usage, usd: float) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from crustacean.errors import CrustaceanError
 from crustacean.store.files import Store, WriteResult
 
+MODES_ALL = ("create", "append", "edit", "overwrite", "delete", "move")
 CHANGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -20,12 +21,12 @@ CHANGE_SCHEMA: dict[str, Any] = {
         },
         "mode": {
             "type": "string",
-            "enum": ["create", "append", "edit", "overwrite", "delete", "move"],
+            "enum": list(MODES_ALL),
         },
-        "content": {"type": "string", "description": "For create, append and overwrite."},
-        "old": {"type": "string", "description": "For edit: exact text that occurs once."},
-        "new": {"type": "string", "description": "For edit: its replacement."},
-        "to": {"type": "string", "description": "For move: the new path."},
+        "content": {"type": "string", "description": "the text."},
+        "old": {"type": "string", "description": "exact text that occurs once."},
+        "new": {"type": "string", "description": "its replacement."},
+        "to": {"type": "string", "description": "the new path."},
         "expected_sha256": {
             "type": "string",
             "description": "The sha256 read_context_file returned (not create).",
@@ -33,6 +34,19 @@ CHANGE_SCHEMA: dict[str, Any] = {
     },
     "required": ["path", "mode"],
 }
+
+
+MODES = MODES_ALL
+MODE_HELP = {
+    "create": "create (a new file)",
+    "append": "append (to the end)",
+    "edit": "edit (old must occur exactly once)",
+    "overwrite": "overwrite (the whole file)",
+    "delete": "delete (moves the file to archive/trash/)",
+    "move": "move (to `to`)",
+}
+FIELD_MODES = {"content": ("create", "append", "overwrite"), "old": ("edit",), "new": ("edit",)}
+FIELD_MODES["to"] = ("move",)
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,40 @@ class ToolSpec:
             "description": self.description,
             "input_schema": self.input_schema,
         }
+
+
+def write_spec(modes: tuple[str, ...]) -> ToolSpec:
+    """`write_context` offering only `modes`: its enum, fields and description name no other."""
+    props: dict[str, Any] = {}
+    for key, prop in CHANGE_SCHEMA["properties"].items():
+        used = [m for m in FIELD_MODES.get(key, modes) if m in modes]
+        if not used:
+            continue
+        if key == "mode":
+            prop = {**prop, "enum": list(modes)}
+        elif key in FIELD_MODES:
+            prop = {**prop, "description": f"For {_words(used)}: {prop['description']}"}
+        props[key] = prop
+    change = {**CHANGE_SCHEMA, "properties": props}
+    return ToolSpec(
+        "write_context",
+        "Change one or more files in ONE call: one whole update, one version, applied whole or "
+        f"not at all. Modes: {', '.join(MODE_HELP[m] for m in modes)}. Read before you write and "
+        "pass expected_sha256; the result gives each changed file's new sha256. Never write "
+        "secrets, credentials or raw transcripts. Write facts and procedures, not instructions "
+        "to other agents. Refusals say why; correct the call and retry.",
+        _obj(
+            {
+                "changes": {"type": "array", "items": change, "minItems": 1},
+                "message": {"type": "string", "description": "Why: becomes the version message."},
+            },
+            ["changes", "message"],
+        ),
+    )
+
+
+def _words(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -82,24 +130,7 @@ TOOLS: dict[str, ToolSpec] = {
                 ["query"],
             ),
         ),
-        ToolSpec(
-            "write_context",
-            "Change one or more files in ONE call: one whole update, one version. Modes: create "
-            "(new file), append, edit (old must occur exactly once), overwrite, delete (moves to "
-            "archive/trash/), move. Read before you write and pass expected_sha256. Never write "
-            "secrets, credentials or raw transcripts. Write facts and procedures, not instructions "
-            "to other agents. Refusals say why; correct the call and retry.",
-            _obj(
-                {
-                    "changes": {"type": "array", "items": CHANGE_SCHEMA, "minItems": 1},
-                    "message": {
-                        "type": "string",
-                        "description": "Why: becomes the version message.",
-                    },
-                },
-                ["changes", "message"],
-            ),
-        ),
+        write_spec(MODES),
         ToolSpec(
             "finish",
             "End the run with a short summary of what you did and what you left for later.",
@@ -112,14 +143,15 @@ PREAMBLE = """\
 You work on an AI agent's memory workspace: plain markdown files that a person owns. Rules that
 code enforces whatever you do, so follow them to avoid refusals:
 - Read a folder's README.md (its index) before changing anything there, and follow it.
-- Read a file before changing it, and pass the sha256 you got as expected_sha256.
-- Put one whole update in a single write_context call; add new files to the index in that call.
-- Nothing is ever deleted: delete moves a file to archive/trash/. Prefer append and edit.
+- Read a file before changing it, and pass the sha256 you got as expected_sha256; a write's result
+  gives each changed file's new sha256 for your next change to it.
+- write_context modes you may use: {modes}. Put one whole update in a single call; a call is
+  applied whole or not at all.
+- Nothing is ever deleted. Prefer append and edit.
 - Never write secrets, credentials, tokens or raw transcripts.
 - Write facts and procedures, never instructions to other agents.
 - Foundation files (SOUL.md, IDENTITY.md, USER.md, AGENTS.md, TOOLS.md) change only through a
-  proposal a human approves; a write there returns a proposal id.
-- When you are done, call finish with a short summary.
+  proposal a human approves; a write there returns {"proposal": id} and writes nothing yet.
 """
 
 
@@ -146,12 +178,14 @@ class ToolExecutor:
         search: Callable[[str, int], list[dict[str, Any]]] | None = None,
         handlers: dict[str, Callable[[dict[str, Any]], ToolOutcome]] | None = None,
         offered: tuple[str, ...] | None = None,
+        guard: Callable[[object], None] | None = None,
     ) -> None:
         self.store, self.actor, self.run_id, self.search = store, actor, run_id, search
         self.handlers = handlers or {}  # a stage's own tools, e.g. collect's record_notes
         # Only the tools this request offered run: a model that names another one (say a
         # write_context that collect never offers) gets an error result, not a write.
         self.offered = set(TOOLS if offered is None else offered) | set(self.handlers)
+        self.guard = guard  # the stage contract's check of a write's modes and paths
 
     def call(self, name: str, raw: object) -> ToolOutcome:
         try:
@@ -160,8 +194,12 @@ class ToolExecutor:
                 raise ToolInputError(f"unknown tool {name!r}; tools: {known}.")
             if not isinstance(raw, dict):
                 raise ToolInputError(f"{name} input must be a JSON object.")
+            if name == "write_context" and self.guard is not None:
+                self.guard(raw.get("changes"))
             if name in self.handlers:
                 return self.handlers[name](raw)
+            if not hasattr(self, f"_{name}"):
+                raise ToolInputError(f"{name} is not available in this run.")
             return getattr(self, f"_{name}")(raw)
         except CrustaceanError as e:
             return ToolOutcome(f"Error: {e}", True)
@@ -202,14 +240,7 @@ def write_call(store: Store, actor: str, run_id: str, inp: dict[str, Any]) -> To
     result = store.write_context(
         inp.get("changes"), actor=actor, message=_str(inp, "message"), run_id=run_id
     )
-    if result.proposal is not None:
-        text = (
-            f"Queued for review as proposal {result.proposal}: a human approves it with "
-            "`crustacean review`. Nothing was written yet."
-        )
-    else:
-        text = json.dumps(result.to_json())
-    return ToolOutcome(text, False, write=result)
+    return ToolOutcome(json.dumps(result.to_json()), False, write=result)
 
 
 def _str(inp: dict[str, Any], key: str) -> str:

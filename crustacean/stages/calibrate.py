@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from crustacean.health import Health, check_workspace
-from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.runs import RunRecord, RunRecorder
@@ -35,7 +35,8 @@ RECORD_AUDIT = ToolSpec(
     'Give the audit\'s review sections. foundation: one line per foundation file ("No changes" '
     "or what you proposed); pipeline: one line per stage and the structure map; lessons: "
     "validated/updated/archived counts and notes; meta: process changes you propose; "
-    "human_review: decisions only a person can make. Call once, before finish.",
+    "human_review: decisions only a person can make. Call once, before finish. Code writes the "
+    "audit file from these, its health check and the pending proposals.",
     {
         "type": "object",
         "properties": {
@@ -97,8 +98,6 @@ def build_request(
         stage=STAGE,
         system_doc=stage_doc(ws.root, "CALIBRATE.md"),
         prompt=prompt,
-        tools=DEFAULT_TOOLS,
-        extra_tools=(RECORD_AUDIT,),
     )
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from crustacean.documents import DocumentSkipped, read_document, set_meta
-from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import load_memories
@@ -27,6 +27,7 @@ from crustacean.runs import RunRecord, RunRecorder, last_runs
 from crustacean.stages import compile_skip
 from crustacean.stages.compile_plan import (
     find_candidates,
+    owner_names,
     plan_daily_archive,
     plan_empty_and_duplicates,
     plan_hook_sweep,
@@ -44,7 +45,8 @@ DIGEST_SECTIONS = ("lessons", "graduated", "contradictions", "patterns", "flagge
 
 RECORD_DIGEST = ToolSpec(
     "record_digest",
-    "Give the digest's judgement sections: one short line per item. Call once, before finish.",
+    "Give the digest's judgement sections: one short line per item. Call once, before finish. "
+    "Code writes the digest file from these and from its own record of every operation.",
     {
         "type": "object",
         "properties": {k: {"type": "array", "items": {"type": "string"}} for k in DIGEST_SECTIONS},
@@ -224,7 +226,13 @@ def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
         if data:
             logs[day] = data.decode("utf-8", "replace")
     memory_md = (store.read_bytes(WORKING_MEMORY) or b"").decode("utf-8", "replace")
-    return find_candidates(memory_md, files, logs, today, now).to_prompt()
+    owners = owner_names(
+        *(
+            (store.read_bytes(f) or b"").decode("utf-8", "replace")
+            for f in ("USER.md", "IDENTITY.md")
+        )
+    )
+    return find_candidates(memory_md, files, logs, today, now, owners).to_prompt()
 
 
 def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
@@ -247,8 +255,6 @@ def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
         stage=STAGE,
         system_doc=stage_doc(ws.root, "COMPILE.md"),
         prompt=prompt,
-        tools=DEFAULT_TOOLS,
-        extra_tools=(RECORD_DIGEST,),
     )
 
 

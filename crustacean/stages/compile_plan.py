@@ -582,7 +582,18 @@ _STOP = frozenset(_STOP_TEXT.split())
 _WORD = r"[A-ZÀ-ÖØ-Þ][\w'’-]*"
 _PHRASE = re.compile(rf"(?<![\w'’-]){_WORD}(?: {_WORD})*")
 _TAG = re.compile(r"(?<![\w\]])\[([A-Za-z][\w-]{0,39})\](?![(\[:])")
-_TAG_STOP = frozenset({"reminder", "idea", "x", "X"})  # Collect's categories; checkboxes
+# Collect's category tags (`[decision]`…) and checkboxes are labels, not subjects
+_TAG_STOP = frozenset(
+    {"decision", "plan", "person", "preference", "fact", "reminder", "todo", "idea", "joke"}
+    | {"project", "personality", "x", "X"}
+)
+_BULLET = re.compile(r"^[-*+]\s+|^\d+[.)]\s+")
+_LEAD = re.compile(
+    r"^(?:\[[ xX]\]\s*)?(?:\[[A-Za-z][\w-]*\]\s*)?(?:\*\*)?(?:due:?\s*)?(?:\*\*)?"
+    r"(\d{4})-(\d{2})-(\d{2})(?!\d)",
+    re.IGNORECASE,
+)
+_PAREN = re.compile(r"\([^()]*\)")
 _NOISE = re.compile(r"`[^`\n]*`|\b[a-z][a-z0-9+.-]*://\S+|\]\([^)\s]*\)")
 _DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _DONE = re.compile(r"^\s*[-*+]\s*\[[xX]\]|\b(?:done|completed|cancell?ed)\b|✅", re.IGNORECASE)
@@ -606,16 +617,20 @@ def _trim(phrase: str) -> str:
     return " ".join(words)
 
 
-def mentions(text: str, *, tags: bool = False) -> Counter[str]:
-    """Capitalized words and phrases (and, with `tags`, `[tags]`), each occurrence counted; code
-    spans and URLs are skipped so paths and links do not count as names."""
+def mentions(
+    text: str, *, tags: bool = False, owners: frozenset[str] = frozenset()
+) -> Counter[str]:
+    """Capitalized words and phrases (and, with `tags`, `[tags]` that are not Collect's
+    categories), each occurrence counted; code spans and URLs are skipped so paths and links do
+    not count as names, and the owner's and agent's own names (`owners`, casefolded) are not
+    entities of their own memory."""
     clean = _NOISE.sub(" ", text)
     found: Counter[str] = Counter()
     for match in _PHRASE.finditer(clean):
-        if name := _trim(match.group(0)):
+        if (name := _trim(match.group(0))) and name.casefold() not in owners:
             found[name] += 1
     if tags:
-        found.update(f"[{t}]" for t in _TAG.findall(clean) if t not in _TAG_STOP)
+        found.update(f"[{t}]" for t in _TAG.findall(clean) if t.casefold() not in _TAG_STOP)
     return found
 
 
@@ -686,14 +701,14 @@ def _block(title: str, items: tuple[str, ...]) -> str:
     return "\n".join([f"### {title}", *shown])
 
 
-def _promotion(memory_md: str) -> list[str]:
+def _promotion(memory_md: str, owners: frozenset[str] = frozenset()) -> list[str]:
     """Long sections (never-move ones excluded: they stay by design), then frequent entities."""
     items = [
         f"{s.heading} ({s.end - s.start} lines)"
         for s in split_sections(memory_md)
         if s.end - s.start > PROMOTE_LINES and not is_never_move(s.heading)
     ]
-    counts = mentions(memory_md)
+    counts = mentions(memory_md, owners=owners)
     frequent = sorted((n for n in counts.items() if n[1] >= PROMOTE_MENTIONS), key=_by_count)
     return items + [f"{name} ({n} mentions)" for name, n in frequent]
 
@@ -714,13 +729,15 @@ def _graduation(files: Mapping[str, tuple[bytes, datetime]], now: datetime) -> l
     return items
 
 
-def _patterns(daily_logs: Mapping[date, str], today: date) -> list[str]:
+def _patterns(
+    daily_logs: Mapping[date, str], today: date, owners: frozenset[str] = frozenset()
+) -> list[str]:
     """Subjects of this week's logs (today and the 6 days before; future-dated logs ignored)."""
     counts: Counter[str] = Counter()
     days: dict[str, set[date]] = {}
     for day, text in daily_logs.items():
         if 0 <= (today - day).days < PATTERN_DAYS:
-            found = mentions(text, tags=True)
+            found = mentions(text, tags=True, owners=owners)
             counts.update(found)
             for name in found:
                 days.setdefault(name, set()).add(day)
@@ -728,30 +745,48 @@ def _patterns(daily_logs: Mapping[date, str], today: date) -> list[str]:
     return [f"{name} ({n} mentions on {len(days[name])} days)" for name, n in frequent]
 
 
-def _due_lines(path: str, text: str, today: date) -> list[str]:
-    """Dated, undone lines whose latest date is past; headings group, they are not reminders."""
-    items = []
-    for n, line in enumerate(text.splitlines(), 1):
-        dates = _dates(line)
-        if dates and not _HEADING.match(line) and not _DONE.search(line) and max(dates) < today:
-            items.append(f"{path}:{n}: {line.strip()[:120]} (due {max(dates)})")
-    return items
+def due_date(line: str) -> date | None:
+    """A reminder's due date: one list item, its leading ISO date (after a checkbox, a tag or
+    "Due"); else the latest date outside parentheses, so provenance such as "(moved from
+    2026-11-30)" or "(daily log 2026-03-16)" is never read as the due date."""
+    item = _BULLET.sub("", line.strip(), count=1)
+    if (lead := _LEAD.match(item)) and (day := _valid_date(*lead.groups())):
+        return day
+    dates = _dates(_PAREN.sub(" ", item))
+    return max(dates) if dates else None
+
+
+def _items(text: str) -> list[tuple[int, str]]:
+    """The file's list items (number, line); a wrapped continuation line belongs to the item
+    above it, and headings and prose are not items."""
+    return [(n, x) for n, x in enumerate(text.splitlines(), 1) if _BULLET.match(x)]
+
+
+def _due_lines(path: str, items: list[tuple[int, str]], today: date) -> list[str]:
+    """Undone items whose due date is past."""
+    found = []
+    for n, line in items:
+        due = due_date(line)
+        if due and due < today and not _DONE.search(line):
+            found.append(f"{path}:{n}: {line.strip()[:120]} (due {due})")
+    return found
 
 
 def _reminders(files: Mapping[str, tuple[bytes, datetime]], today: date) -> list[str]:
-    """Past-due lines; a file with no dated line is due by the date in its name."""
-    items = []
+    """Past-due items; a file with no dated item is due by the date in its name."""
+    found = []
     for path in sorted(files):
         if not _content_file(path, "memory/reminders/"):
             continue
         text = _text(files[path][0])
-        if any(_dates(line) for line in text.splitlines()):
-            items += _due_lines(path, text, today)
+        items = _items(text)
+        if any(due_date(line) for _, line in items):
+            found += _due_lines(path, items, today)
             continue
         named = _dates(path.rpartition("/")[2])
         if named and named[0] < today and not _DONE.search(text):
-            items.append(f"{path} (due {named[0]})")
-    return items
+            found.append(f"{path} (due {named[0]})")
+    return found
 
 
 def _lesson_date(text: str) -> tuple[date, str] | None:
@@ -782,21 +817,41 @@ def _old_lessons(
     return items
 
 
+_NAME_LINE = re.compile(
+    r"^\s*[-*]?\s*\*\*(?:name|what to call them):\*\*(?P<v>.*)$", re.IGNORECASE | re.MULTILINE
+)
+
+
+def owner_names(*foundation: str) -> frozenset[str]:
+    """The names in USER.md's and IDENTITY.md's `**Name:**` / `**What to call them:**` lines,
+    each whole and each word of it, casefolded (comments and blanks ignored)."""
+    names: set[str] = set()
+    for text in foundation:
+        for match in _NAME_LINE.finditer(text):
+            value = re.sub(r"<!--.*?-->", "", match["v"]).strip(" *_.")
+            if value:
+                names.add(value.casefold())
+                names.update(w.casefold() for w in value.split() if len(w) > 1)
+    return frozenset(names)
+
+
 def find_candidates(
     memory_md: str,
     files: dict[str, tuple[bytes, datetime]],
     daily_logs: dict[date, str],
     today: date,
     now: datetime,
+    owners: frozenset[str] = frozenset(),
 ) -> Candidates:
     """Everything the model pass should consider, found by code so the model only judges.
 
-    `files` maps workspace paths to (bytes, mtime); `daily_logs` maps days to their log's text.
+    `files` maps workspace paths to (bytes, mtime); `daily_logs` maps days to their log's text;
+    `owners` are the owner's and the agent's names (casefolded), which are never candidates.
     """
     return Candidates(
-        promotion=tuple(_promotion(memory_md)),
+        promotion=tuple(_promotion(memory_md, owners)),
         graduation=tuple(_graduation(files, now)),
-        patterns=tuple(_patterns(daily_logs, today)),
+        patterns=tuple(_patterns(daily_logs, today, owners)),
         reminders_due=tuple(_reminders(files, today)),
         old_lessons=tuple(_old_lessons(files, today, now)),
     )

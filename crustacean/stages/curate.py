@@ -13,6 +13,7 @@ An append whose text the target already holds is dropped by code before it reach
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -21,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from crustacean.documents import parse_document
-from crustacean.llm.loop import DEFAULT_TOOLS, StageRequest
+from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import memory_paths
@@ -33,13 +34,21 @@ from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"
 MAP_LIMIT = 400
+HAND_FILES = 8  # at most this many likely destinations are handed to the model with the entries
+HAND_CHARS = 24_000  # ...within this many characters in all
+HAND_FILE_CHARS = 6_000  # a bigger file is left for the model to read if it needs it
+ALWAYS_HANDED = ("memory/README.md", "knowledge/README.md", "MEMORY.md")
+_NAME_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’-]{2,}")
+_CHANNELS = frozenset({"telegram", "discord", "slack", "email", "whatsapp", "signal", "g"})
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
 _BLOCK = re.compile(r"^#{2,4}\s+(?P<head>.+)$")
 
 RECORD_ROUTING = ToolSpec(
     "record_routing",
-    "Report what you did with entries, by id: the file you routed each to, or skip with a "
-    "reason. Call it as you go; entries you report are not shown to curate again.",
+    "Report what you did with entries, by id, after the write: the file you wrote each to in "
+    "this run, or skip with a reason. Code rejects a destination that does not exist or was "
+    "not written this run, and says which (that entry comes back next run). Entries recorded "
+    "are never shown to curate again.",
     {
         "type": "object",
         "properties": {
@@ -124,42 +133,93 @@ def mark_curated(
         )
 
 
-def destination_map(ws: Workspace, store: Store) -> str:
+def destination_map(ws: Workspace, store: Store, labels: Mapping[str, str] | None = None) -> str:
     """Existing memory files with their name or first heading, so the model reuses them."""
-    lines = []
-    for rel in memory_paths(ws.root)[:MAP_LIMIT]:
-        data = store.read_bytes(rel) or b""
-        doc = parse_document(data[:4096].decode("utf-8", "replace"), rel)
-        heading = next(
-            (x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), ""
-        )
-        label = doc.meta.get("name") or heading
-        lines.append(f"- {rel}" + (f" — {label}" if label else ""))
+    labels = destination_labels(ws, store) if labels is None else labels
+    lines = [f"- {rel}" + (f" — {label}" if label else "") for rel, label in labels.items()]
     more = len(memory_paths(ws.root)) - MAP_LIMIT
     if more > 0:
         lines.append(f"- … and {more} more (use list_context_files or search_memory)")
     return "\n".join(lines) or "(no memory files yet)"
 
 
-def build_request(ws: Workspace, entries: list[Entry], dest_map: str) -> StageRequest:
+def likely_destinations(entries: list[Entry], labels: Mapping[str, str]) -> list[str]:
+    """Existing files the entries most likely belong in: those whose name words or label
+    (`name:` or first heading) an entry mentions, most mentioned first (pure, for tests)."""
+    words: Counter[str] = Counter()
+    for e in entries:
+        words.update({w.casefold() for w in _NAME_WORD.findall(e.text)})
+    scored = []
+    for path, label in labels.items():
+        stem = path.rpartition("/")[2].removesuffix(".md")
+        keys = {w for w in stem.split("-") if len(w) > 2 and w not in _CHANNELS}
+        keys |= {w.casefold() for w in _NAME_WORD.findall(label)}
+        hits = sum(words[k] for k in keys)
+        if hits:
+            scored.append((-hits, path))
+    return [p for _, p in sorted(scored)]
+
+
+def handed_files(store: Store, entries: list[Entry], labels: Mapping[str, str]) -> str:
+    """The folder READMEs, MEMORY.md and the likely destinations, with their sha256, so the
+    model can write without a read turn per file. Bounded, so the prompt stays small."""
+    out, used = [], 0
+    picks = [*ALWAYS_HANDED, *likely_destinations(entries, labels)[:HAND_FILES]]
+    for path in dict.fromkeys(picks):
+        data = store.read_bytes(path)
+        if data is None or len(data) > HAND_FILE_CHARS or used + len(data) > HAND_CHARS:
+            continue
+        used += len(data)
+        text = data.decode("utf-8", "replace")
+        out.append(f'<file path="{path}" sha256="{sha256_hex(data)}">\n{text}</file>')
+    return "\n".join(out)
+
+
+def destination_labels(ws: Workspace, store: Store) -> dict[str, str]:
+    """Each existing memory file's name or first heading (what the map shows)."""
+    labels = {}
+    for rel in memory_paths(ws.root)[:MAP_LIMIT]:
+        data = store.read_bytes(rel) or b""
+        doc = parse_document(data[:4096].decode("utf-8", "replace"), rel)
+        heading = next(
+            (x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), ""
+        )
+        labels[rel] = str(doc.meta.get("name") or heading)
+    return labels
+
+
+def build_request(
+    ws: Workspace, entries: list[Entry], dest_map: str, files: str = ""
+) -> StageRequest:
     listed = "\n".join(
         f"- [{e.id}] {e.day}" + (f" · {e.block}" if e.block else "") + f" · {e.text}"
         for e in entries
     )
+    handed = (
+        "\n\n<files>\nCode read these for you (content and sha256 as of now): write to them "
+        "without reading them again.\n" + files + "\n</files>"
+        if files
+        else ""
+    )
     prompt = (
-        "Curate these daily-log entries. For each: apply the promotion heuristic and the routing "
-        "table (first match wins), read the target before writing, append or edit (never "
-        "overwrite), and report each entry's destination or skip with record_routing. Call "
-        "finish when every entry is handled.\n\n"
+        "Curate these daily-log entries. For each: apply the promotion test and the routing "
+        "table (first match wins), append or edit the target (read it first unless it is in "
+        "<files>), and report each entry's destination or skip with record_routing after the "
+        "write. Call finish when every entry is handled.\n\n"
         f"<entries>\n{listed}\n</entries>\n\n"
-        f"<existing-files>\n{dest_map}\n</existing-files>"
+        f"<existing-files>\n{dest_map}\n</existing-files>" + handed
     )
     return StageRequest(
         stage=STAGE,
         system_doc=stage_doc(ws.root, "CURATE.md"),
         prompt=prompt,
-        tools=DEFAULT_TOOLS,
-        extra_tools=(RECORD_ROUTING,),
+    )
+
+
+def request_for(ws: Workspace, store: Store, entries: list[Entry]) -> StageRequest:
+    labels = destination_labels(ws, store)
+    return build_request(
+        ws, entries, destination_map(ws, store, labels), handed_files(store, entries, labels)
     )
 
 
@@ -232,7 +292,7 @@ def curate(
             entries = pending_entries(ws, db, store, now, days)
         result = CurateResult(None, len(entries))
         if entries:
-            result.plan = plan_stage(ws, build_request(ws, entries, destination_map(ws, store)))
+            result.plan = plan_stage(ws, request_for(ws, store, entries))
         return result
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec, open_state(ws) as db:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
@@ -244,14 +304,16 @@ def curate(
         before = set(memory_paths(ws.root)) if not dry_run else set()
         reported: dict[str, tuple[str, str]] = {}
         landed: set[str] = set()
+        held: set[str] = set()  # reports code rejected: those entries stay for the next run
         outcome = session.run(
-            build_request(ws, entries, destination_map(ws, session.store)),
-            _handlers(session, rec.record.id, reported, landed),
+            request_for(ws, session.store, entries),
+            _handlers(session, rec.record.id, reported, landed, {e.id for e in entries}, held),
         )
         known = {e.id for e in entries}
         # Code checks the model's report: an entry counts as routed only if something really
         # landed in its destination this run; otherwise it stays uncurated and comes back.
         unlanded = {i for i, (dest, _) in reported.items() if dest != "skip" and dest not in landed}
+        unlanded |= held - set(reported)
         reported = {i: v for i, v in reported.items() if i in known and i not in unlanded}
         if outcome.status == "ok":
             for e in entries:
@@ -274,33 +336,78 @@ def _handlers(
     run_id: str,
     reported: dict[str, tuple[str, str]],
     landed: set[str],
+    known: set[str],
+    held: set[str],
 ) -> dict[str, Callable[..., ToolOutcome]]:
     def record_routing(inp: dict[str, Any]) -> ToolOutcome:
         items = inp.get("entries")
         if not isinstance(items, list):
             return ToolOutcome("Error: entries must be a list of {id, destination, reason}.", True)
+        recorded, rejected = [], []
         for item in items:
-            if isinstance(item, dict) and isinstance(item.get("id"), str):
-                reason = item.get("reason") if isinstance(item.get("reason"), str) else ""
-                reported[item["id"]] = (str(item.get("destination") or "skip"), reason)
-        return ToolOutcome(f"Recorded {len(items)} entr{'y' if len(items) == 1 else 'ies'}.", False)
+            if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+                rejected.append({"entry": item, "why": "not an {id, destination} object"})
+                continue
+            reason = item.get("reason") if isinstance(item.get("reason"), str) else ""
+            dest = str(item.get("destination") or "skip").strip().removeprefix("./")
+            why = routing_problem(item["id"], dest, known, landed, session.store.read_bytes)
+            if why:
+                rejected.append({"id": item["id"], "destination": dest, "why": why})
+                held.add(item["id"])
+                continue
+            reported[item["id"]] = (dest, reason)
+            held.discard(item["id"])
+            recorded.append(item["id"])
+        body: dict[str, Any] = {"recorded": recorded, "rejected": rejected}
+        if rejected:
+            body["note"] = (
+                "rejected entries were not recorded: write each one to its destination first "
+                "(or report it as skip), then report it again."
+            )
+        return ToolOutcome(json.dumps(body), bool(rejected))
 
     def write_context(inp: dict[str, Any]) -> ToolOutcome:
         changes, dropped = dedup_appends(session.store, inp.get("changes"))
-        note = (
-            f" Dropped appends to {', '.join(dropped)}: that text is already there."
-            if dropped
-            else ""
-        )
         landed.update(dropped)  # the text is already in that file: the entry has its home
+        extra = (
+            {"dropped": dropped, "note": "dropped appends whose text is already there"}
+            if dropped
+            else {}
+        )
         if isinstance(changes, list) and not changes:
-            return ToolOutcome("Nothing written:" + note, False)
+            return ToolOutcome(json.dumps({"files": [], **extra}), False)
         out = write_call(session.store, STAGE, run_id, {**inp, "changes": changes})
         if out.write is not None and not out.is_error:
             landed.update(out.write.files)
-        return ToolOutcome(out.text + note, out.is_error, out.write, out.finished)
+        if extra and out.write is not None:  # the result stays one JSON object
+            out = ToolOutcome(json.dumps({**out.write.to_json(), **extra}), False, out.write)
+        return out
 
     return {"record_routing": record_routing, "write_context": write_context}
+
+
+def routing_problem(
+    entry: str,
+    dest: str,
+    known: set[str],
+    landed: set[str],
+    read: Callable[[str], bytes | None],
+) -> str:
+    """Why a reported routing cannot be recorded ("" when it can): unknown entry, or a
+    destination that does not exist or that this run did not write."""
+    if entry not in known:
+        return "no such entry id in this run's entries"
+    if dest == "skip":
+        return ""
+    try:
+        exists = read(dest) is not None
+    except Exception:  # a folder, a bad path: the destination is not a file
+        exists = False
+    if not exists:
+        return f"{dest} does not exist"
+    if dest not in landed:
+        return f"{dest} was not written in this run"
+    return ""
 
 
 def _tally(result: CurateResult, reported: Mapping[str, tuple[str, str]], total: int) -> None:

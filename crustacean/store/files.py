@@ -39,7 +39,7 @@ from crustacean.store.versions import TRAILER_ACTOR, TRAILER_CALL, TRAILER_RUN, 
 from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
 
 SKIP_DIRS = {".git", STATE_DIR}
-LOSS_GUARDED = ("compile", "calibrate")  # the stages that may reorganize whole files
+LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
 TRASH = "archive/trash"
 WRITE_LOCK_SECONDS = 60.0
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
@@ -75,11 +75,19 @@ class WriteResult:
     proposal: int | None = None
     call_id: str = ""
     snapshot: str | None = None
+    sha256: dict[str, str | None] = field(default_factory=dict)  # new hash; None: moved away
 
     def to_json(self) -> dict[str, object]:
+        """The tool result models and MCP clients get: JSON, never prose."""
         if self.proposal is not None:
-            return {"proposal": self.proposal, "files": list(self.files)}
-        return {"version": self.version, "files": list(self.files)}
+            return {
+                "proposal": self.proposal,
+                "files": list(self.files),
+                "applied": False,
+                "note": f"queued for review as proposal {self.proposal}; a human approves it "
+                "with `crustacean review`. Nothing was written yet: do not resend it.",
+            }
+        return {"version": self.version, "files": list(self.files), "sha256": self.sha256}
 
 
 @dataclass
@@ -91,6 +99,7 @@ class Plan:
     after: dict[str, bytes | None] = field(default_factory=dict)
     ask: list[str] = field(default_factory=list)
     moved: set[str] = field(default_factory=set)  # targets holding a file's bytes unchanged
+    loss: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (base, lost in run)
 
     @property
     def touched(self) -> list[str]:
@@ -110,6 +119,8 @@ class Store:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.git = Git(self.root)
         self._versioned: bool | None = None
+        # (run id, path) -> (lines when the run first changed it, lines the run lost so far)
+        self._loss_tally: dict[tuple[str | None, str], tuple[int, int]] = {}
 
     @property
     def versioned(self) -> bool:
@@ -181,7 +192,14 @@ class Store:
 
     # ------------------------------------------------------------ planning
 
-    def plan(self, raw_changes: object, *, actor: str, max_files: int | None = None) -> Plan:
+    def plan(
+        self,
+        raw_changes: object,
+        *,
+        actor: str,
+        max_files: int | None = None,
+        run_id: str | None = None,
+    ) -> Plan:
         """Validate a call completely and compute each file's new bytes; write nothing."""
         changes = parse_changes(raw_changes)
         limit = self.ws.settings.store.max_files_per_call if max_files is None else max_files
@@ -206,28 +224,49 @@ class Store:
         if actor != "user":
             self._check_working_memory(plan)
         if actor in LOSS_GUARDED:
-            self._check_loss(plan)
+            plan.loss = self._check_loss(plan, run_id)
         return plan
 
-    def _check_loss(self, plan: Plan) -> None:
-        """Refuse a write that drops many of a file's lines without moving them in this call."""
-        limit = self.ws.settings.compile.max_loss_fraction
-        added = b"\n".join(plan.after[p] or b"" for p in plan.touched if plan.after[p] is not None)
-        moved = {ln for ln in added.decode("utf-8", "replace").splitlines() if ln.strip()}
+    def _check_loss(self, plan: Plan, run_id: str | None) -> dict[str, tuple[int, int]]:
+        """Refuse a call that makes content disappear: old lines found nowhere in the files the
+        call leaves behind (see `lost_lines`). The cap is per file and per run, so many small
+        edits cannot do what one large one may not. Returns the run's new tally per file."""
+        cfg = self.ws.settings.compile
+        rest: Leftover | None = None
+        tally: dict[str, tuple[int, int]] = {}
         for path in plan.touched:
             old, new = plan.before.get(path), plan.after[path]
-            if old is None or new is None or path in plan.moved:
+            if old is None or path in plan.moved:
                 continue
-            before = [ln for ln in old.decode("utf-8", "replace").splitlines() if ln.strip()]
-            after = [ln for ln in new.decode("utf-8", "replace").splitlines() if ln.strip()]
-            kept = set(after)
-            lost = [ln for ln in before if ln not in kept and ln not in moved]
-            if len(after) < len(before) and len(lost) > limit * len(before):
-                raise LimitError(
-                    f"{path} would lose {len(lost)} of its {len(before)} lines "
-                    f"(compile.max_loss_fraction {limit:g}). Move content to another file in the "
-                    "same call (it is then kept), or archive the whole file with move."
+            own = set(_lines(new or b""))
+            if all(x in own for x in _lines(old)):
+                continue  # the common case (appends, additions): nothing of it left the file
+            if rest is None:  # built once, only for a call that drops lines somewhere
+                left = [plan.after[p] or b"" for p in plan.touched if plan.after[p] is not None]
+                rest = Leftover(
+                    left, [_added(plan.before.get(p), plan.after[p]) for p in plan.touched]
                 )
+            lost = lost_lines(old, rest)
+            if not lost:
+                continue
+            base, before_lost = self._loss_tally.get((run_id, path), (0, 0)) if run_id else (0, 0)
+            base = base or _count_lines(old)
+            total = before_lost + len(lost)
+            cap = max(cfg.loss_floor_lines, int(cfg.max_loss_fraction * base))
+            if total > cap:
+                shown = "; ".join(f"{n}: {text[:60]!r}" for n, text in lost[:3])
+                more = f" and {len(lost) - 3} more" if len(lost) > 3 else ""
+                earlier = f" (after {before_lost} lost earlier this run)" if before_lost else ""
+                raise LimitError(
+                    f"refused, nothing of this call was applied: {path} would lose "
+                    f"{len(lost)} line(s){earlier}, found nowhere the call leaves behind — "
+                    f"line {shown}{more}. A run may lose at most {cap} of its {base} lines "
+                    f"(compile.max_loss_fraction {cfg.max_loss_fraction:g}, at least "
+                    f"compile.loss_floor_lines {cfg.loss_floor_lines}). Keep the lines, or move "
+                    "them to another file (e.g. under archive/pruned/) in the same call."
+                )
+            tally[path] = (base, total)
+        return tally
 
     def _current(self, plan: Plan, path: str) -> bytes | None:
         if path in plan.after:
@@ -384,7 +423,7 @@ class Store:
             self.recover()
             if _head_locked(self.root):  # a killed run's ref lock must not block this write
                 _clear_stale_ref_locks(self.root)
-            plan = self.plan(changes, actor=actor, max_files=max_files)
+            plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
             if plan.ask and not approved:
                 pid = proposals.add(
                     self, plan, actor=actor, message=message, run_id=run_id, reason=plan.ask[0]
@@ -413,8 +452,13 @@ class Store:
                 raise
             finally:
                 self._journal_path.unlink(missing_ok=True)
+            self._loss_tally.update({(run_id, p): t for p, t in plan.loss.items()})
             return WriteResult(
-                files=tuple(touched), version=version, call_id=call_id, snapshot=snapshot
+                files=tuple(touched),
+                version=version,
+                call_id=call_id,
+                snapshot=snapshot,
+                sha256=_hashes(plan, touched),
             )
 
     def _lock(self) -> FileLock:
@@ -510,6 +554,71 @@ class Store:
         )
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split()).casefold()
+
+
+def _lines(data: bytes) -> list[str]:
+    return [_norm(x) for x in data.decode("utf-8", "replace").splitlines() if x.strip()]
+
+
+def _count_lines(data: bytes) -> int:
+    return len(_lines(data))
+
+
+def _added(old: bytes | None, new: bytes | None) -> list[str]:
+    """The lines of a file's new bytes that its old bytes did not have."""
+    if new is None:
+        return []
+    had = set(_lines(old or b""))
+    return [x for x in _lines(new) if x not in had]
+
+
+class Leftover:
+    """What a call leaves behind, built once per call (a compile pass may touch 1,000 files):
+    every line it keeps, the text and words of the lines it adds. Words are drawn from one pool
+    for the whole call, each used once, so junk or one reworded line cannot vouch for many."""
+
+    def __init__(self, left: list[bytes], added: list[list[str]]) -> None:
+        self.kept = {x for data in left for x in _lines(data)}
+        lines = [x for group in added for x in group]
+        self.added = "\n".join(lines)
+        self.pool: dict[str, int] = {}
+        for line in lines:
+            for w in _WORD.findall(_norm(line)):
+                self.pool[w] = self.pool.get(w, 0) + 1
+
+    def keeps(self, line: str) -> bool:
+        """Still there (verbatim, reworded, or merged into an added line)."""
+        if line in self.kept:
+            return True
+        words = _WORD.findall(line)
+        found = [w for w in words if self.pool.get(w, 0) > 0]
+        if words and len(found) * 2 > len(words):
+            for w in found:
+                self.pool[w] -= 1
+            return True
+        return len(line) >= 12 and line in self.added
+
+
+def lost_lines(
+    old: bytes, left: list[bytes] | Leftover, added: list[list[str]] | None = None
+) -> list[tuple[int, str]]:
+    """The old file's lines (number, text) that a call makes disappear: found in no file the
+    call leaves behind (moved targets and the archive included), and not reworded: most of
+    their words do not reappear in the lines the call added."""
+    rest = left if isinstance(left, Leftover) else Leftover(left, added or [])
+    lost = []
+    for n, raw in enumerate(old.decode("utf-8", "replace").splitlines(), 1):
+        line = _norm(raw)
+        if line and not rest.keeps(line):
+            lost.append((n, raw.strip()))
+    return lost
+
+
 _TEMP_NAME = re.compile(
     r"^\..+\.[a-z0-9_]{8}\.tmp$"  # atomic_write's mkstemp names
     r"|^index-[0-9a-f]{32}(\.lock)?$"  # the private git index of a killed commit
@@ -561,6 +670,11 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _hashes(plan: Plan, touched: list[str]) -> dict[str, str | None]:
+    """Each changed file's new sha256, so the next change to it needs no second read."""
+    return {p: None if plan.after[p] is None else sha256_hex(plan.after[p] or b"") for p in touched}
 
 
 def _named(plan: Plan) -> list[str]:

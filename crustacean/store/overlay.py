@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from crustacean.store.changes import unified_diff
-from crustacean.store.files import FileContent, FileInfo, Store, WriteResult, new_id
+from crustacean.store.files import FileContent, FileInfo, Store, WriteResult, _hashes, new_id
 from crustacean.store.paths import jail
 
 
@@ -59,7 +59,7 @@ class OverlayStore(Store):
         max_files: int | None = None,
     ) -> WriteResult:
         """Validate exactly as a real call would, then keep the result in memory."""
-        plan = self.plan(changes, actor=actor, max_files=max_files)
+        plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
         if not message.strip():
             from crustacean.errors import WriteError
 
@@ -71,7 +71,13 @@ class OverlayStore(Store):
             )
         for path in plan.touched:
             self.overlay[path] = plan.after[path]
-        return WriteResult(files=tuple(plan.touched), version=None, call_id=new_id())
+        self._loss_tally.update({(run_id, p): t for p, t in plan.loss.items()})
+        return WriteResult(
+            files=tuple(plan.touched),
+            version=None,
+            call_id=new_id(),
+            sha256=_hashes(plan, plan.touched),
+        )
 
     def diff(self) -> str:
         """A unified diff of the overlay against the files on disk."""

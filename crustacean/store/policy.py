@@ -38,6 +38,7 @@ POLICY: dict[str, tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = {
                 "memory/README.md",
                 "archive/digests/**",
                 "archive/lessons/**",
+                "archive/pruned/**",  # done items pruned from a file, moved here in one call
             ),
         ),
         (frozenset({"move", "delete"}), ("memory/**", "knowledge/**", "archive/**")),

@@ -95,8 +95,8 @@ def check(ws: Workspace, fake: Any, before: dict[str, str]) -> None:
     assert find_key_leaks(fake, KEY) == []  # the key never travelled in a request body
     replies = fake.messages()[1].body["messages"][-1]["content"]
     texts = [r["content"] for r in replies]
-    assert all(r["is_error"] for i, r in enumerate(replies) if i != 1), texts
-    assert "Queued for review as proposal" in texts[1]  # SOUL.md: at most a proposal
+    assert all(r["is_error"] for r in replies), texts
+    assert "nothing of this call was applied" in texts[1]  # SOUL.md: not even a proposal
     assert "looks like a credential (Anthropic API key)" in texts[3]
     assert GUESS not in json.dumps(texts)
 
