@@ -35,6 +35,7 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "runtime_bench.py": ([], ["--turns", "2", "--rounds", "1"], "agent loop and CLI start-up"),
     "collect_bench.py": ([], ["--mb", "1", "--files", "2"], "collect over a big transcript set"),
     "compile_bench.py": ([], ["--files", "60"], "compile's deterministic pass, 3 years"),
+    "ui_bench.py": ([], ["--files", "60", "--rounds", "1"], "ui pages against their core calls"),
     "curate_bench.py": (
         [],
         ["--people", "2", "--entries", "1"],

@@ -77,6 +77,16 @@ def read_memory(ws: Workspace, rel: str) -> tuple[MemoryDoc | None, str | None]:
     return MemoryDoc(doc, mtime), doc.warning  # a warning: still loaded, as body only
 
 
+def is_memory_path(rel: str) -> bool:
+    """Whether `memory_paths` would list `rel` (checked without walking the workspace)."""
+    parts = rel.split("/")
+    if not rel.endswith(".md") or parts[-1] in INDEX_NAMES:
+        return False
+    if any(p.startswith(".") for p in parts[:-1]):
+        return False
+    return any(rel.startswith(top + "/") for top in MEMORY_ROOTS)
+
+
 def load_memories(ws: Workspace) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
     """All readable memories, and the files with problems and why (never an exception)."""
     docs, problems = [], []

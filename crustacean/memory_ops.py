@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
-from crustacean.documents import new_document, read_document, set_meta
+from crustacean.documents import DocumentSkipped, new_document, read_document, set_meta
 from crustacean.errors import UsageError
-from crustacean.memories import MemoryDoc, load_memories
+from crustacean.memories import MemoryDoc, is_memory_path, load_memories
 from crustacean.state import open_state
 from crustacean.store import Change, Store, WriteResult, sha256_hex
 from crustacean.store.paths import jail
-from crustacean.tiers import TIERS, Rules, TierDecision, Usage, plan_tiers
+from crustacean.tiers import TIERS, Rules, TierDecision, Usage, next_tier, plan_tiers
 from crustacean.workspace import Workspace
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
@@ -81,6 +81,24 @@ def tier_rows(ws: Workspace) -> tuple[list[TierRow], list[tuple[str, str]]]:
     with open_state(ws) as db:
         usages = db.usages()
     return [TierRow(m.path, m.tier, _how(m), usages.get(m.path, Usage())) for m in mems], problems
+
+
+def memory_tier(ws: Workspace, path: str, now: datetime) -> tuple[TierRow, TierDecision] | None:
+    """One memory's row and what the lifecycle would do with it now, without loading the rest
+    (the UI's file page); None when `path` is not a readable memory."""
+    rel = jail(ws.root, path)
+    if not is_memory_path(rel) or not (ws.root / rel).is_file():
+        return None
+    try:
+        doc = read_document(ws.root, rel)
+    except DocumentSkipped:
+        return None
+    mem = MemoryDoc(doc, datetime.fromtimestamp((ws.root / rel).stat().st_mtime, UTC))
+    with open_state(ws) as db:
+        usage = db.usage(rel)
+    rules = Rules.from_config(ws.settings.tiers)
+    decision = next_tier(mem.as_memory(), usage, now, rules)
+    return TierRow(rel, mem.tier, _how(mem), usage), decision
 
 
 def _how(mem: MemoryDoc) -> str:

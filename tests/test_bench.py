@@ -20,6 +20,7 @@ SMALL = {
     "collect_bench.py": ["--mb", "1", "--files", "2"],
     "compile_bench.py": ["--files", "60"],
     "tick_bench.py": ["--rounds", "1", "--runs", "2", "--messages", "8"],
+    "ui_bench.py": ["--files", "60", "--rounds", "1"],
     "curate_bench.py": ["--people", "2", "--entries", "1"],
 }
 

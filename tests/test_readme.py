@@ -108,6 +108,7 @@ def test_help_lists_only_commands_that_work() -> None:
         "index",
         "remember",
         "tier",
+        "ui",
     }
     for name in listed:
         assert f"`crustacean {name}" in README

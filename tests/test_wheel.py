@@ -39,6 +39,8 @@ def test_wheel_carries_data_and_init_works_from_it(tmp_path: Path) -> None:
     assert "crustacean/_data/templates/workspace/MEMORY.md" in names
     assert "crustacean/_data/templates/workspace/memory/README.md" in names
     assert "crustacean/_data/templates/sample/workspace/MEMORY.md" in names
+    for ui in ("templates/base.html", "templates/overview.html", "static/ui.css"):
+        assert f"crustacean/ui/{ui}" in names  # `crustacean ui` works from a wheel
     assert any(
         n.startswith("crustacean/_data/templates/sample/transcripts/openclaw/") for n in names
     )

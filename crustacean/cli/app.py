@@ -34,6 +34,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("search", "search_cmd", "search"),
     ("index", "search_cmd", "index"),
     ("remember", "memory_cmd", "remember"),
+    ("ui", "ui_cmd", "ui"),
     ("cron", "cron_cmd", "cron_app"),
     ("config", "config_cmd", "config_app"),
     ("review", "review_cmd", "review_app"),

@@ -1,0 +1,542 @@
+"""Routes of the local UI, and the server that runs them.
+
+Each route opens the workspace afresh (so a config edit shows at once, with the same layers,
+-c overrides and governance locks as the CLI), calls the core function the matching CLI command
+calls, and renders a template. Changes are POSTs through `_change`, which checks the CSRF token
+before anything runs; refusals from the core (stale files, memory.write = "off", locks) become an
+error page and change nothing, exactly as they would in the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from crustacean.errors import (
+    CrustaceanError,
+    LockedError,
+    PolicyError,
+    StaleWriteError,
+    UsageError,
+)
+from crustacean.ui import render, views
+from crustacean.ui.security import Guard, GuardMiddleware
+from crustacean.workspace import Workspace, open_workspace
+
+if TYPE_CHECKING:
+    from crustacean.store import Change, Store
+
+VERSIONS_PER_PAGE = 50
+FILES_PER_PAGE = 200
+RUNS_PER_PAGE = 50
+PROPOSALS_PER_PAGE = 20
+SEARCH_HITS = 30
+
+
+@dataclass
+class UiContext:
+    """What every route needs: where the workspace is, how to open it, and the guard."""
+
+    root: Path
+    overrides: list[str]
+    guard: Guard
+    env: dict[str, str] | None = None
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    def open(self) -> Workspace:
+        return open_workspace(self.root, self.overrides, self.env)
+
+
+def build_app(ctx: UiContext) -> Starlette:
+    """The ASGI app: every request passes the guard first."""
+    routes = [
+        Route("/", _get(ctx, overview)),
+        Route("/files", _get(ctx, files)),
+        Route("/file", _get(ctx, file_page)),
+        Route("/versions", _get(ctx, versions)),
+        Route("/versions/{vid}", _get(ctx, version_page)),
+        Route("/versions/{vid}/rollback", _get(ctx, rollback_confirm)),
+        Route("/versions/{vid}/rollback", _change(ctx, rollback_do), methods=["POST"]),
+        Route("/proposals", _get(ctx, proposals_page)),
+        Route("/proposals/{pid:int}/approve", _change(ctx, approve), methods=["POST"]),
+        Route("/proposals/{pid:int}/reject", _change(ctx, reject), methods=["POST"]),
+        Route("/runs", _get(ctx, runs)),
+        Route("/runs/{rid}", _get(ctx, run_page)),
+        Route("/search", _get(ctx, search)),
+        Route("/ui.css", lambda _r: FileResponse(render.HERE / "static/ui.css")),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=ctx.guard)])
+
+
+Handler = Callable[[UiContext, Workspace, Request], Response]
+ChangeHandler = Callable[[UiContext, Workspace, Request, FormData], Response]
+
+
+def _get(ctx: UiContext, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return await run_in_threadpool(_guarded, ctx, lambda ws: handler(ctx, ws, request))
+
+    return endpoint
+
+
+def _change(ctx: UiContext, handler: ChangeHandler) -> Callable[[Request], Awaitable[Response]]:
+    """A POST that runs only with this server's CSRF token."""
+
+    async def endpoint(request: Request) -> Response:
+        form = await request.form()
+        token = form.get("csrf")
+        if not ctx.guard.csrf_ok(token if isinstance(token, str) else None):
+            return _error(
+                ctx,
+                None,
+                403,
+                "Refused: the form's CSRF token is missing or wrong; "
+                "reload the page and try again.",
+            )
+        return await run_in_threadpool(_guarded, ctx, lambda ws: handler(ctx, ws, request, form))
+
+    return endpoint
+
+
+def _guarded(ctx: UiContext, call: Callable[[Workspace], Response]) -> Response:
+    """The UI's one error boundary, like the CLI's: a CrustaceanError is a page, not a crash."""
+    try:
+        ws = ctx.open()
+    except CrustaceanError as e:
+        return _error(ctx, None, 500, str(e))
+    try:
+        return call(ws)
+    except CrustaceanError as e:
+        return _error(ctx, ws, _status_of(e), str(e))
+
+
+def _status_of(e: CrustaceanError) -> int:
+    if isinstance(e, StaleWriteError):
+        return 409
+    if isinstance(e, LockedError):
+        return 423
+    if isinstance(e, PolicyError):
+        return 403
+    return 400
+
+
+def _html(
+    ctx: UiContext, ws: Workspace | None, name: str, http_status: int = 200, **kw: Any
+) -> Response:
+    from crustacean.store import Store, proposals
+
+    pending = len(proposals.list_proposals(Store(ws))) if ws is not None else 0
+    body = render.page(
+        name,
+        csrf=ctx.guard.csrf,
+        root=str(ctx.root),
+        pending=pending,
+        warnings=list(ws.config.warnings) if ws is not None else [],
+        **kw,
+    )
+    return HTMLResponse(body, status_code=http_status)
+
+
+def _error(ctx: UiContext, ws: Workspace | None, code: int, message: str) -> Response:
+    return _html(ctx, ws, "error.html", code, title="Refused", message=message)
+
+
+def _redirect(url: str) -> Response:
+    return RedirectResponse(url, status_code=303)
+
+
+def _store(ws: Workspace) -> Store:
+    from crustacean.store import Store
+
+    return Store(ws)
+
+
+# ---------------------------------------------------------------- overview
+
+
+def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """`crustacean status` and `crustacean doctor` on one page."""
+    from crustacean.runs import list_runs
+    from crustacean.status import STAGES, doctor, run_totals, workspace_status
+    from crustacean.store import proposals
+
+    now = ctx.clock()
+    status = workspace_status(ws, now)
+    runs = list_runs(ws, limit=10_000)
+    per_stage = {
+        s: [c for _, c in run_totals([r for r in runs if r.stage == s], now)[1]] for s in STAGES
+    }
+    days = [d for d, _ in status.daily_cost]
+    report = doctor(ws.root, env=ctx.env, now=now)
+    write = ws.config.get("memory.write")
+    return _html(
+        ctx,
+        ws,
+        "overview.html",
+        title="Overview",
+        status=status,
+        tz=ws.tz,
+        chart=render.cost_chart(days, per_stage),
+        findings=[f for f in report.findings if f.status != "ok"],
+        ok_checks=sum(f.status == "ok" for f in report.findings),
+        proposals=proposals.list_proposals(_store(ws))[:5],
+        write=write,
+        write_locked="memory.write" in ws.config.locked,
+        locked=sorted(ws.config.locked),
+    )
+
+
+# ---------------------------------------------------------------- files
+
+
+def files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """The workspace tree, one folder at a time (a folder of 10,000 memories is paged)."""
+    folder = request.query_params.get("dir", "").strip("/")
+    infos = _store(ws).list_context_files(f"{folder}/" if folder else None)
+    entries = views.folder_entries(folder, infos)
+    paged = views.page_of(
+        entries, views.page_number(request.query_params.get("page")), FILES_PER_PAGE
+    )
+    return _html(
+        ctx,
+        ws,
+        "files.html",
+        title="Files",
+        folder=folder,
+        crumbs=views.breadcrumbs(folder),
+        paged=paged,
+        total=len(entries),
+    )
+
+
+def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """A file rendered and raw, its tier with the reason, its recalls and its history."""
+    from crustacean.documents import DocumentSkipped, parse_document
+    from crustacean.memory_ops import memory_tier
+    from crustacean.store import history as hist
+
+    path = request.query_params.get("path", "")
+    if not path:
+        raise UsageError("no file named; pick one on the Files page.")
+    store = _store(ws)
+    content = store.read_context_file(path)
+    view = "raw" if request.query_params.get("view") == "raw" else "rendered"
+    hl = views.line_range(request.query_params.get("hl"))
+    page = views.page_number(request.query_params.get("page"))
+    raw = views.raw_page(content.content, views.page_of_line(hl[0]) if hl else page)
+    front, body = None, content.content
+    if content.path.endswith(".md"):
+        try:
+            doc = parse_document(content.content, content.path)
+            front, body = doc.front, doc.body
+        except DocumentSkipped:
+            pass
+    tier = memory_tier(ws, content.path, ctx.clock())
+    versions = hist.history(store, content.path, 10) if store.versioned else []
+    return _html(
+        ctx,
+        ws,
+        "file.html",
+        title=content.path,
+        file=content,
+        view=view,
+        raw=raw,
+        line_count=content.content.count("\n") + (not content.content.endswith("\n")),
+        cut=len(body) > views.MAX_TEXT_CHARS,
+        front=front,
+        rendered=(
+            render.markdown(body[: views.MAX_TEXT_CHARS], content.path.rpartition("/")[0])
+            if view == "rendered"
+            else ""
+        ),
+        hl=hl,
+        tier=tier,
+        rows=views.version_rows(versions),
+        crumbs=views.breadcrumbs(content.path.rpartition("/")[0]),
+    )
+
+
+# ---------------------------------------------------------------- versions
+
+
+def versions(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """`crustacean history`, paged: the page asks for one more row than it shows."""
+    from crustacean.store import history as hist
+
+    page = views.page_number(request.query_params.get("page"))
+    path = request.query_params.get("path") or None
+    found = hist.history(_store(ws), path, page * VERSIONS_PER_PAGE + 1)
+    paged = views.page_of(found, page, VERSIONS_PER_PAGE)
+    return _html(
+        ctx,
+        ws,
+        "versions.html",
+        title="Versions",
+        paged=paged,
+        rows=views.version_rows(paged.items),
+        path=path,
+    )
+
+
+def version_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """`crustacean show`: who, why, and the diff, with a rollback per file and for all."""
+    from crustacean.store import history as hist
+
+    shown = views.parse_show(hist.show(_store(ws), request.path_params["vid"]))
+    only = request.query_params.get("file")
+    chosen = [f for f in shown.files if f.path == only] if only else shown.files
+    diff, cut = views.clip(chosen)
+    return _html(
+        ctx,
+        ws,
+        "version.html",
+        title=f"Version {shown.id[:12]}",
+        shown=shown,
+        badge=views.badge(shown.actor, shown.message[0] if shown.message else ""),
+        diff=diff[: views.MAX_LISTED_FILES],
+        more_files=max(0, len(diff) - views.MAX_LISTED_FILES),
+        cut=cut,
+        only=only,
+        done=request.query_params.get("done"),
+    )
+
+
+def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, str, list[Change]]:
+    from crustacean.store import history as hist
+
+    store = _store(ws)
+    target, changes = hist.rollback_changes(store, vid, [path] if path else [])
+    return store, target, changes
+
+
+def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """What rolling back would change, file by file, before anything is written."""
+    from crustacean.store.changes import unified_diff
+
+    path = request.query_params.get("path") or None
+    store, target, changes = _rollback_plan(ws, request.path_params["vid"], path)
+    triples = [
+        (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
+        for c in changes
+    ]
+    diff, cut = views.clip(views.parse_unified(unified_diff(triples)))
+    return _html(
+        ctx,
+        ws,
+        "rollback.html",
+        title=f"Roll back to {target[:12]}",
+        target=target,
+        path=path,
+        changes=changes[: views.MAX_LISTED_FILES],
+        count=len(changes),
+        diff=diff[: views.MAX_LISTED_FILES],
+        cut=cut,
+        digest=views.change_digest(target, changes),
+    )
+
+
+def rollback_do(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
+    """`crustacean rollback VERSION [PATH]`, if it still changes what the page showed."""
+    from crustacean.store import history as hist
+
+    vid = request.path_params["vid"]
+    path = str(form.get("path") or "") or None
+    store, target, changes = _rollback_plan(ws, vid, path)
+    if views.change_digest(target, changes) != form.get("digest"):
+        raise StaleWriteError(
+            "the workspace changed since this rollback was shown, so it was not applied; "
+            "open the rollback again to see what it would change now."
+        )
+    result = hist.rollback(store, vid, [path] if path else [])
+    if not result.version:
+        return _redirect(f"/versions/{target}?done=nothing")
+    return _redirect(f"/versions/{result.version}?done=rollback")
+
+
+# ---------------------------------------------------------------- proposals
+
+
+def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """`crustacean review` as approval cards, each with its diff against the files now."""
+    from crustacean.store import proposals
+
+    store = _store(ws)
+    status = request.query_params.get("status", "pending")
+    if status not in ("pending", "approved", "rejected", "all"):
+        status = "pending"
+    found = proposals.list_proposals(store, None if status == "all" else status)
+    found.sort(key=lambda p: p.id, reverse=True)
+    paged = views.page_of(
+        found, views.page_number(request.query_params.get("page")), PROPOSALS_PER_PAGE
+    )
+    cards = []
+    for prop in paged.items:
+        diff, problem, cut = [], None, False
+        if prop.status == "pending":
+            try:
+                diff, cut = views.clip(views.parse_unified(proposals.diff(store, prop.id)), 400)
+            except CrustaceanError as e:
+                problem = str(e)
+        cards.append(
+            {
+                "p": prop,
+                "diff": diff,
+                "cut": cut,
+                "problem": problem,
+                "marks": views.foundation_marks(prop.changes),
+            }
+        )
+    return _html(
+        ctx,
+        ws,
+        "proposals.html",
+        title="Proposals",
+        cards=cards,
+        paged=paged,
+        status=status,
+        write=ws.config.get("memory.write"),
+        done=request.query_params.get("done"),
+    )
+
+
+def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
+    """`crustacean review approve ID`."""
+    from crustacean.store import proposals
+
+    pid = request.path_params["pid"]
+    result = proposals.approve(_store(ws), pid)
+    if result.version:
+        return _redirect(f"/versions/{result.version}?done=approved")
+    return _redirect(f"/proposals?done=approved-{pid}")
+
+
+def reject(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
+    """`crustacean review reject ID --reason …`."""
+    from crustacean.store import proposals
+
+    pid = request.path_params["pid"]
+    proposals.reject(_store(ws), pid, str(form.get("reason") or ""))
+    return _redirect(f"/proposals?done=rejected-{pid}")
+
+
+# ---------------------------------------------------------------- runs
+
+
+def runs(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """`crustacean runs`, paged."""
+    from crustacean.runs import get_run, list_runs
+
+    page = views.page_number(request.query_params.get("page"))
+    stage = request.query_params.get("stage") or None
+    found = list_runs(ws, page * RUNS_PER_PAGE + 1, stage)
+    listed = views.page_of(found, page, RUNS_PER_PAGE)
+    # the listing leaves tool calls out; this page shows their count and the refusals
+    paged = views.Paged([get_run(ws, r.id) for r in listed.items], listed.page, listed.more)
+    return _html(ctx, ws, "runs.html", title="Runs", paged=paged, stage=stage, tz=ws.tz)
+
+
+def run_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """`crustacean runs show ID`: tokens, cost, tool calls, refusals and what it wrote."""
+    from crustacean.runs import get_run
+
+    rec = get_run(ws, request.path_params["rid"])
+    refusals = [c for c in rec.tool_calls if c.is_error]
+    return _html(ctx, ws, "run.html", title=f"Run {rec.id}", r=rec, refusals=refusals, tz=ws.tz)
+
+
+# ---------------------------------------------------------------- search
+
+
+def search(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """`crustacean search`: the same index and ranking, hits linked to the lines."""
+    from crustacean.search import SearchIndex
+    from crustacean.state import open_state
+
+    query = request.query_params.get("q", "")
+    prefix = request.query_params.get("prefix") or None
+    archive = request.query_params.get("archive") == "1"
+    hits, problem, skipped = [], None, []
+    if query.strip():
+        try:
+            with open_state(ws) as db, SearchIndex(ws, db) as index:
+                skipped = list(index.update().skipped)
+                hits = index.search(
+                    query, SEARCH_HITS, path_prefix=prefix, include_archive=archive, refresh=False
+                )
+        except CrustaceanError as e:
+            problem = str(e)
+    return _html(
+        ctx,
+        ws,
+        "search.html",
+        title="Search",
+        query=query,
+        prefix=prefix or "",
+        archive=archive,
+        hits=hits,
+        problem=problem,
+        skipped=skipped[:50],
+    )
+
+
+# ---------------------------------------------------------------- serving
+
+
+def listen(port: int) -> socket.socket:
+    """A socket on 127.0.0.1 only (port 0: a free one), bound before the URL is printed."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if os.name != "nt":
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as e:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on 127.0.0.1:{port} ({e.strerror}); choose another port with "
+            "--port N, or leave --port out for a free one."
+        ) from None
+    sock.listen(64)
+    return sock
+
+
+@dataclass
+class Serving:
+    """A bound server: its URL (with the token) and the uvicorn server to run."""
+
+    url: str
+    server: Any
+    sock: socket.socket
+
+    def run(self) -> None:
+        """Serve in the foreground until Ctrl-C (uvicorn handles the signal)."""
+        try:
+            self.server.run(sockets=[self.sock])
+        finally:
+            self.sock.close()
+
+
+def prepare(
+    root: Path, overrides: list[str], port: int, env: dict[str, str] | None = None
+) -> Serving:
+    """Bind, build the guarded app and return what to run; nothing is served yet."""
+    import uvicorn
+
+    sock = listen(port)
+    guard = Guard.new(sock.getsockname()[1])
+    app = build_app(UiContext(root, overrides, guard, env))
+    # access_log off: the first request's URL carries the token
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    return Serving(guard.url(), uvicorn.Server(config), sock)
