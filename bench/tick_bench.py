@@ -103,13 +103,11 @@ def script(start: datetime, messages: int) -> list[dict[str, Any]]:
     compile and calibrate: finish. Curate's entry ids are known ahead: day + bullet text."""
     notes = []
     for i in range(0, messages, 4):
-        when = start + timedelta(seconds=30 * i)
         notes.append(
             {
                 "category": "todo",
                 "text": f"Follow up on {TOPICS[i % len(TOPICS)]} (message {i}).",
-                "when": f"{when:%Y-%m-%d %H:%M}",
-                "session": SESSION,
+                "refs": [f"m{i + 1}"],  # the one session's messages, in order
                 "topic": "bench chat",
             }
         )

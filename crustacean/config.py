@@ -109,6 +109,12 @@ class ArchiveConfig:
 class StoreConfig:
     max_file_bytes: int = _opt(262144, "largest file a write may leave behind (256 KB)", "pos")
     max_files_per_call: int = _opt(20, "most files one write_context call may change", "pos")
+    max_snapshot_bytes: int = _opt(
+        1048576,
+        "largest file init's baseline or a snapshot of user edits commits (1 MB); "
+        "bigger ones are left out",
+        "pos",
+    )
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,20 @@ class PricesConfig:
 @dataclass(frozen=True)
 class ContextConfig:
     foundation_chars: int = _opt(30000, "context: budget of foundation files + daily logs", "pos")
+    hook_chars: int = _opt(
+        9500,
+        "most characters `context --format claude-hook` prints (Claude Code cuts 10,000)",
+        "pos",
+    )
+    not_loaded_paths: int = _opt(
+        5, "context: paths named per folder in the 'Not loaded' list (the rest are counted)", "pos"
+    )
+    list_limit: int = _opt(
+        100, "list_context_files (MCP and stages): most files one call returns", "pos"
+    )
+    read_chars: int = _opt(
+        60000, "read_context_file (MCP and stages): largest reply; more needs a line range", "pos"
+    )
 
 
 @dataclass(frozen=True)

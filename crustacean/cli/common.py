@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -15,6 +16,7 @@ from crustacean.workspace import Workspace, open_workspace
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
 
 class _LazyConsole:
@@ -49,6 +51,23 @@ class AppState:
         for warning in ws.config.warnings:
             err_console.print(f"Warning: {warning}", markup=False)
         return ws
+
+
+# C0 (but tab and newline), DEL, C1 and the bidi overrides: each can rewrite what a terminal
+# shows (`\x1b[2K` erases a line, `\r` overwrites it, U+202E reverses it).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """Workspace text as a terminal may show it: every control character visible as an escape."""
+    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
+
+
+def cell(text: str) -> Text:
+    """A table cell of workspace text: control characters escaped, `[markup]` kept literal."""
+    from rich.text import Text
+
+    return Text(safe(text))
 
 
 def state(ctx: typer.Context) -> AppState:

@@ -8,7 +8,7 @@ import typer
 from rich.syntax import Syntax
 from rich.table import Table
 
-from crustacean.cli.common import console, print_json, state
+from crustacean.cli.common import cell, console, print_json, safe, state
 
 
 def history(
@@ -35,7 +35,8 @@ def history(
         table.add_column(col, overflow="fold")
     for v in versions:
         files = ", ".join(v.files[:3]) + (f" (+{len(v.files) - 3})" if len(v.files) > 3 else "")
-        table.add_row(v.id[:12], v.time.strftime("%Y-%m-%d %H:%M"), v.actor, v.message, files)
+        when = v.time.strftime("%Y-%m-%d %H:%M")
+        table.add_row(v.id[:12], when, cell(v.actor), cell(v.message), cell(files))
     console.print(table)
 
 
@@ -47,7 +48,7 @@ def show(
     from crustacean.store import Store
     from crustacean.store import history as hist
 
-    text = hist.show(Store(state(ctx).open()), version)
+    text = safe(hist.show(Store(state(ctx).open()), version))
     console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
 
 
@@ -68,4 +69,4 @@ def rollback(
         return
     console.print(f"Restored {len(result.files)} file(s) as version {(result.version or '')[:12]}:")
     for path in result.files:
-        console.print(f"  {path}", markup=False)
+        console.print(f"  {safe(path)}", markup=False)

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import CrustaceanGroup, console, err_console, print_json, state
+from crustacean.cli.common import (
+    CrustaceanGroup,
+    cell,
+    console,
+    err_console,
+    print_json,
+    safe,
+    state,
+)
 from crustacean.tiers import TIERS
 
 FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")  # as crustacean.context, kept light
@@ -26,7 +34,11 @@ def context(
         ),
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="markdown, json, or claude-hook (SessionStart JSON).")
+        str,
+        typer.Option(
+            "--format",
+            help="markdown, json, or claude-hook (SessionStart JSON, at most context.hook_chars).",
+        ),
     ] = "markdown",
     max_entries: Annotated[
         int | None, typer.Option("--max-entries", help="At most N memories (memory.max_entries).")
@@ -42,13 +54,14 @@ def context(
     if fmt not in ("markdown", "json", "claude-hook"):
         raise typer.BadParameter("use markdown, json or claude-hook.", param_hint="--format")
     request = ContextRequest(for_, topic, max_entries, budget_chars)
-    result = build_context(state(ctx).open(), request, datetime.now(UTC))
+    ws = state(ctx).open()
+    result = build_context(ws, request, datetime.now(UTC))
     for path, why in result.problems:
-        err_console.print(f"Skipped: {path} ({why})", markup=False)
+        err_console.print(safe(f"Skipped: {path} ({why})"), markup=False)
     if fmt == "json":
         print_json(result.to_json())
     elif fmt == "claude-hook":
-        typer.echo(result.to_claude_hook())
+        typer.echo(result.to_claude_hook(ws.settings.context.hook_chars))
     else:
         typer.echo(result.to_markdown())
 
@@ -117,10 +130,10 @@ def tier_list(
         table.add_column(col, overflow="fold")
     for r in rows:
         last = r.usage.last_recalled.strftime("%Y-%m-%d") if r.usage.last_recalled else "never"
-        table.add_row(r.path, r.tier, r.how, str(r.usage.uses), last)
+        table.add_row(cell(r.path), r.tier, r.how, str(r.usage.uses), last)
     console.print(table)
     for path, why in problems:
-        err_console.print(f"Skipped: {path} ({why})", markup=False)
+        err_console.print(safe(f"Skipped: {path} ({why})"), markup=False)
 
 
 @tier_app.command("plan")

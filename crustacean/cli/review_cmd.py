@@ -8,7 +8,7 @@ import typer
 from rich.syntax import Syntax
 from rich.table import Table
 
-from crustacean.cli.common import CrustaceanGroup, console, print_json, state
+from crustacean.cli.common import CrustaceanGroup, cell, console, print_json, safe, state
 
 review_app = typer.Typer(
     cls=CrustaceanGroup,
@@ -38,7 +38,7 @@ def review(
     for col in ("id", "created", "actor", "files", "message"):
         table.add_column(col, overflow="fold")
     for p in pending:
-        table.add_row(str(p.id), p.created, p.actor, ", ".join(p.paths), p.message)
+        table.add_row(str(p.id), p.created, p.actor, cell(", ".join(p.paths)), cell(p.message))
     console.print(table)
 
 
@@ -54,10 +54,10 @@ def show(
     console.print(
         f"Proposal {prop.id} ({prop.status}) by {prop.actor}, {prop.created}", markup=False
     )
-    console.print(f"Message: {prop.message}", markup=False)
-    console.print(f"Why it waits for you: {prop.reason}", markup=False)
+    console.print(f"Message: {safe(prop.message)}", markup=False)
+    console.print(f"Why it waits for you: {safe(prop.reason)}", markup=False)
     if prop.status == "pending":
-        text = proposals.diff(store, pid)
+        text = safe(proposals.diff(store, pid))
         console.print(
             Syntax(text or "(no change)", "diff", theme="ansi_dark", background_color="default")
         )

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from crustacean import runs as run_log
-from crustacean.cli.common import CrustaceanGroup, console, print_json, state
+from crustacean.cli.common import CrustaceanGroup, cell, console, print_json, safe, state
 from crustacean.runs import RunRecord
 
 runs_app = typer.Typer(
@@ -116,7 +116,7 @@ def _details(r: RunRecord, tz: tzinfo) -> Text:
         ("Summary", r.summary or "—"),
         ("Error", r.error or "—"),
     ]
-    return Text("\n".join(f"{label:<10} {value}" for label, value in rows))
+    return Text(safe("\n".join(f"{label:<10} {value}" for label, value in rows)))
 
 
 def _calls_table(r: RunRecord) -> Table:
@@ -129,10 +129,10 @@ def _calls_table(r: RunRecord) -> Table:
         args = json.dumps(c.input, ensure_ascii=False)
         table.add_row(
             str(c.seq),
-            Text(c.name),
+            cell(c.name),
             "error" if c.is_error else "ok",
-            Text(args if len(args) <= 120 else args[:119] + "…"),
-            Text(c.result),
+            cell(args if len(args) <= 120 else args[:119] + "…"),
+            cell(c.result),
         )
     return table
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import console, err_console, print_json, state
+from crustacean.cli.common import console, err_console, print_json, safe, state
 
 if TYPE_CHECKING:
     from crustacean.search import Hit, IndexStats
@@ -15,12 +15,33 @@ if TYPE_CHECKING:
 
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Words to find (all of them, else any).")],
-    n: Annotated[int, typer.Option("-n", min=1, help="How many hits to show.")] = 10,
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="Words to find: lines with all of them first, then most. Dates such as "
+            "'last week', 'in May' or '2026-03-04' match the daily logs of those days."
+        ),
+    ],
+    n: Annotated[
+        int | None,
+        typer.Option("-n", min=1, help="How many hits at most (default 10; 50 with a budget)."),
+    ] = None,
+    budget_chars: Annotated[
+        int | None,
+        typer.Option(
+            "--budget-chars",
+            min=1,
+            help="Fill this many characters with the best hits' lines, in rank order, and print "
+            "those lines under each hit.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
     path_prefix: Annotated[
         str | None,
-        typer.Option("--path-prefix", help="Only files whose path starts with this."),
+        typer.Option(
+            "--path-prefix",
+            help="Only files whose path starts with this (READMEs and AGENTS.md included).",
+        ),
     ] = None,
     raw: Annotated[
         bool, typer.Option("--raw", help="Pass FTS5 syntax through (phrases, OR, NEAR, title:).")
@@ -33,18 +54,27 @@ def search(
     ] = False,
 ) -> None:
     """Search the workspace's markdown; print path#lines, score and snippet per hit."""
-    from crustacean.search import SearchIndex
+    from crustacean.search import SearchIndex, check_request
     from crustacean.state import open_state
 
+    check_request(query, n, budget_chars)
     ws = state(ctx).open()
+    now = datetime.now(UTC)
     with open_state(ws) as db, SearchIndex(ws, db) as index:
         _report(index.update())
         hits = index.search(
-            query, n, raw=raw, path_prefix=path_prefix, include_archive=archive, refresh=False
+            query,
+            n,
+            raw=raw,
+            path_prefix=path_prefix,
+            include_archive=archive,
+            refresh=False,
+            budget_chars=budget_chars,
+            now=now,
         )
         if record and hits:
-            db.record_recalls([h.path for h in hits], datetime.now(UTC), how="search")
-    _print_hits(hits, as_json)
+            db.record_recalls([h.path for h in hits], now, how="search")
+    _print_hits(hits, as_json, full=budget_chars is not None)
 
 
 def index(ctx: typer.Context) -> None:
@@ -57,20 +87,27 @@ def index(ctx: typer.Context) -> None:
     console.print(f"Indexed {stats.indexed} file(s); skipped {len(stats.skipped)}.")
 
 
-def _print_hits(hits: list[Hit], as_json: bool) -> None:
+def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
+    """One line per hit; with a budget, each hit's lines follow it, indented."""
     if as_json:
         print_json([h.to_json() for h in hits])
         return
     if not hits:
         console.print("No matches.")
     for h in hits:
-        line = f"{h.path}#L{h.start_line}-L{h.end_line}  {h.score:.2f}  {h.snippet}"
-        console.print(line, markup=False, soft_wrap=True)
+        where = safe(f"{h.path}#L{h.start_line}-L{h.end_line}")
+        if full:
+            when = f"  ({h.when})" if h.when else ""
+            text = "\n".join(f"    {safe(line)}" for line in h.text.split("\n"))
+            console.print(f"{where}  {h.score:.2f}{when}\n{text}", markup=False, soft_wrap=True)
+        else:
+            line = f"{where}  {h.score:.2f}  {safe(h.snippet)}"
+            console.print(line, markup=False, soft_wrap=True)
 
 
 def _report(stats: IndexStats) -> None:
     """Name the files search could not use, so nobody assumes the index is complete."""
     for path, reason in stats.skipped:
-        err_console.print(f"Skipped: {path} ({reason})", markup=False, soft_wrap=True)
+        err_console.print(safe(f"Skipped: {path} ({reason})"), markup=False, soft_wrap=True)
     for path, reason in stats.warnings:
-        err_console.print(f"Warning: {path}: {reason}", markup=False, soft_wrap=True)
+        err_console.print(safe(f"Warning: {path}: {reason}"), markup=False, soft_wrap=True)

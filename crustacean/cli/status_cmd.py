@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import console, print_json, state
+from crustacean.cli.common import cell, console, print_json, safe, state
 
 if TYPE_CHECKING:
     from crustacean.status import Status
@@ -44,7 +44,7 @@ def _stages(result: Status, tz: object) -> None:
             s.last.status + (f": {s.last.error[:40]}" if s.last.error else "") if s.last else ""
         )
         nxt = s.next_slot.astimezone(tz).strftime("%Y-%m-%d %H:%M") if s.next_slot else "disabled"
-        table.add_row(s.stage, s.schedule, last, outcome, nxt)
+        table.add_row(s.stage, s.schedule, last, cell(outcome), nxt)
     console.print(table)
 
 
@@ -74,7 +74,7 @@ def _costs(result: Status) -> None:
 
 def _workspace(result: Status) -> None:
     m = result.memory_md
-    console.print(f"Workspace {result.root}", markup=False)
+    console.print(f"Workspace {safe(str(result.root))}", markup=False)
     console.print(
         "  files: " + ", ".join(f"{k} {v}" for k, v in result.areas.items()), markup=False
     )

@@ -130,6 +130,25 @@ class ModelClient:
         except self._sdk.APIError as e:
             raise ModelError(self._explain(e, params.get("model", "?"), tier_key)) from None
 
+    def batch(self, action: str, *args: Any, model: str, tier_key: str, **kw: Any) -> Any:
+        """`messages.batches.<action>` (create, retrieve, results), errors worded as above;
+        `results` is read whole here so a dropped connection is a `ModelError` too. A batch the
+        API no longer has (404: expired results, deleted) gives None."""
+        try:
+            answer = getattr(self.client.messages.batches, action)(*args, **kw)
+            return list(answer) if action == "results" else answer
+        except self._sdk.NotFoundError:
+            if action == "create":
+                raise ModelError(
+                    "the Message Batches API was not found (404) at "
+                    f"{self.creds.base_url or 'the default URL'}; collect without --batch."
+                ) from None
+            return None
+        except self._sdk.APIError as e:
+            raise ModelError(self._explain(e, model, tier_key)) from None
+        except self._sdk.AnthropicError as e:  # results asked of a batch that has none
+            raise ModelError(redact(f"the batch API call failed: {e}")) from None
+
     def _explain(self, e: Exception, model: str, tier_key: str) -> str:
         sdk, retries = self._sdk, self.settings.llm.max_retries
         after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""

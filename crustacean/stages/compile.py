@@ -26,6 +26,7 @@ from crustacean.memories import load_memories
 from crustacean.runs import RunRecord, RunRecorder, last_runs
 from crustacean.stages import compile_skip
 from crustacean.stages.compile_plan import (
+    Move,
     find_candidates,
     owner_names,
     plan_daily_archive,
@@ -33,6 +34,7 @@ from crustacean.stages.compile_plan import (
     plan_hook_sweep,
     plan_memory_caps,
 )
+from crustacean.stages.curate import backfilled_days, uncurated
 from crustacean.state import open_state
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
@@ -59,6 +61,7 @@ class Ops:
     """What this run did, for the digest and the result."""
 
     archived: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # old logs kept: curate has not seen them
     swept: list[str] = field(default_factory=list)
     trashed: list[str] = field(default_factory=list)
     tiers: list[str] = field(default_factory=list)
@@ -101,6 +104,7 @@ def deterministic_pass(ws: Workspace, store: Store, run_id: str, now: datetime) 
     moves = plan_daily_archive(
         paths, ws.daily_dir, today, ws.settings.archive.daily_after_days, existing
     )
+    moves, ops.held = hold_uncurated(ws, store, moves)
     _apply(
         store,
         [Change(m.src, "move", to=m.dst) for m in moves],
@@ -127,6 +131,29 @@ def deterministic_pass(ws: Workspace, store: Store, run_id: str, now: datetime) 
     paths = _all_paths(store) if ops.trashed else paths  # tier edits keep the same paths
     _caps_step(ws, store, run_id, today, ops, paths)
     return ops
+
+
+def hold_uncurated(ws: Workspace, store: Store, moves: list[Move]) -> tuple[list[Move], list[str]]:
+    """Keep out of the archive a daily log collect appended to since curate last finished (a
+    backfill into an old day) while it has entries curate has not seen, and say so. Logs
+    collect did not touch are archived as before; with curate disabled, nothing is held."""
+    if not ws.settings.stages.curate.enabled or not moves:
+        return moves, []
+    kept, held = [], []
+    with open_state(ws) as db:
+        touched = set(backfilled_days(ws, db))
+        for move in moves:
+            day = move.src.rsplit("/", 1)[-1].removesuffix(".md")
+            data = (store.read_bytes(move.src) or b"") if day in touched else b""
+            n = uncurated(db, day, data.decode("utf-8", "replace")) if data else 0
+            if n:
+                held.append(
+                    f"{move.src}: {n} uncurated entr{'y' if n == 1 else 'ies'} from a collect "
+                    "backfill; archived once curate has seen them"
+                )
+            else:
+                kept.append(move)
+    return kept, held
 
 
 def _trash_step(store: Store, run_id: str, ops: Ops, paths: list[str]) -> None:
@@ -305,6 +332,8 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
             "## File Operations",
             f"- Files archived: {len(ops.archived) + len(ops.swept)}",
             lines(ops.archived + ops.swept),
+            f"- Kept out of the archive until curated: {len(ops.held)}",
+            lines(ops.held),
             f"- Entities promoted: {len(ops.promoted)}",
             lines(ops.promoted),
             f"- Content pruned: {len(pruned)}",
@@ -367,6 +396,7 @@ class CompileResult:
                 k: getattr(self.ops, k)
                 for k in (
                     "archived",
+                    "held",
                     "swept",
                     "trashed",
                     "tiers",
@@ -426,7 +456,9 @@ def compile_workspace(
             rec.wrote([], version, None)
         rec.wrote(ops.files, None, None)
         summary = (
-            f"archived {len(ops.archived)}, swept {len(ops.swept)}, trashed "
+            f"archived {len(ops.archived)}"
+            + (f" (held {len(ops.held)} with uncurated entries)" if ops.held else "")
+            + f", swept {len(ops.swept)}, trashed "
             f"{len(ops.trashed)}, {len(ops.tiers)} tier change(s), {len(ops.promoted)} "
             f"section(s) moved; model {model}"
         )
@@ -449,7 +481,7 @@ def _pass_unless_unchanged(
     if found.nothing_to_do:
         return Ops()
     ops = deterministic_pass(ws, store, run_id, now)
-    if not ops.changed_anything:
+    if not ops.changed_anything and not ops.held:  # a held log may be curated any time
         until = compile_skip.next_midnight(ws, now)
         if ops.tiers_hold_until is not None:
             until = min(until, ops.tiers_hold_until)
