@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 
 from crustacean.documents import DocumentSkipped, read_document
 from crustacean.errors import UsageError
-from crustacean.memories import MemoryDoc, load_memories
+from crustacean.memories import MemoryDoc
+from crustacean.memory_index import load_memories
 from crustacean.workspace import WORKING_MEMORY, Workspace
 
 if TYPE_CHECKING:
@@ -320,7 +321,8 @@ def choose(
     picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
     kept, used = [], 0
     for i, (mem, why) in enumerate(picked):
-        size = len((texts or {}).get(mem.path, mem.doc.body))
+        best = (texts or {}).get(mem.path)
+        size = mem.size if best is None else len(best)
         if i >= caps.max_entries:
             cut.append((mem.path, f"over memory.max_entries {caps.max_entries}"))
         elif used + size > caps.budget_chars:
@@ -398,7 +400,7 @@ def _assemble(
             continue
         used += len(doc.text)
         entries.append(Entry(rel, "foundation", rel, doc.text, why))
-    mems, bad = load_memories(ws)
+    mems, bad = load_memories(ws, bodies=bool(words(topic or "")))  # topic-less: the index
     problems += bad
     person = _person_file(mems, audience)
     if person is not None:

@@ -164,6 +164,48 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE search_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
         """,
     ),
+    (
+        "m008_tick_memo",
+        """
+        CREATE TABLE tick_memo (
+            key TEXT PRIMARY KEY,
+            files TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            db_state TEXT NOT NULL,
+            since TEXT NOT NULL,
+            until TEXT NOT NULL,
+            output TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        "m009_compile_skip",
+        """
+        CREATE TABLE compile_skip (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            fingerprint TEXT NOT NULL,
+            taken_ns INTEGER NOT NULL,
+            since TEXT NOT NULL,
+            until TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        "m010_memory_index",
+        """
+        CREATE TABLE memory_index (
+            path TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            racy INTEGER NOT NULL,
+            tier TEXT NOT NULL,
+            recorded TEXT,
+            body INTEGER NOT NULL,
+            problem TEXT,
+            loaded INTEGER NOT NULL
+        );
+        """,
+    ),
 ]
 
 

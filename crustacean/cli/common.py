@@ -6,18 +6,37 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
-from rich.console import Console
-from rich.text import Text
 from typer.core import TyperGroup
 
 from crustacean.errors import EXIT_USAGE, CrustaceanError
 from crustacean.workspace import Workspace, open_workspace
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+
+class _LazyConsole:
+    """A rich Console made on first use: rich costs ~20 ms to import, and a command that prints
+    through typer.echo (`context`, the SessionStart hook) never needs it."""
+
+    def __init__(self, **settings: Any) -> None:
+        self._settings = settings
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._settings)
+        return getattr(self._console, name)
+
+
+console = cast("Console", _LazyConsole(highlight=False))
+err_console = cast("Console", _LazyConsole(stderr=True, highlight=False))
 
 
 @dataclass
@@ -46,6 +65,8 @@ def safe(text: str) -> str:
 
 def cell(text: str) -> Text:
     """A table cell of workspace text: control characters escaped, `[markup]` kept literal."""
+    from rich.text import Text
+
     return Text(safe(text))
 
 

@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from crustacean.cli.common import (
     CrustaceanGroup,
@@ -124,6 +123,8 @@ def tier_list(
             ]
         )
         return
+    from rich.table import Table  # lazy: `context` (every session's hook) never draws one
+
     table = Table(show_edge=False)
     for col in ("path", "tier", "why", "uses", "last recalled"):
         table.add_column(col, overflow="fold")

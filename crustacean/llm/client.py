@@ -10,12 +10,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crustacean.config import PriceConfig, Settings, user_config_dir
 from crustacean.errors import ConfigError, ModelError
-from crustacean.runs import Usage
 from crustacean.store.secrets import redact
+
+if TYPE_CHECKING:
+    from crustacean.runs import Usage
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
@@ -84,6 +86,8 @@ def resolve_credentials(settings: Settings, env: Mapping[str, str] | None = None
 
 def usage_of(response_usage: Any) -> Usage:
     """The four billed token kinds of one response (cache fields may be missing or None)."""
+    from crustacean.runs import Usage  # lazy: `paths` reads this module and never a run
+
     return Usage(
         getattr(response_usage, "input_tokens", 0) or 0,
         getattr(response_usage, "output_tokens", 0) or 0,

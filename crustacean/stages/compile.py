@@ -24,6 +24,7 @@ from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import load_memories
 from crustacean.runs import RunRecord, RunRecorder, last_runs
+from crustacean.stages import compile_skip
 from crustacean.stages.compile_plan import (
     Move,
     find_candidates,
@@ -38,7 +39,7 @@ from crustacean.state import open_state
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
 from crustacean.store.overlay import OverlayStore
-from crustacean.tiers import Rules, plan_tiers
+from crustacean.tiers import Rules, next_change, plan_tiers
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace, stage_doc
 
 STAGE = "compile"
@@ -70,6 +71,7 @@ class Ops:
     versions: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     memory_caps: str = ""
+    tiers_hold_until: datetime | None = None  # when the tier rules could next decide otherwise
 
     @property
     def changed_anything(self) -> bool:
@@ -112,7 +114,9 @@ def deterministic_pass(ws: Workspace, store: Store, run_id: str, now: datetime) 
     )
     ops.archived = [f"{m.src} → {m.dst}" for m in moves]
     existing |= {m.dst for m in moves}
-    sweeps = plan_hook_sweep(_all_paths(store), today, existing)
+    # Each listing stats every file and opens every .md: list again only after a step wrote.
+    paths = _all_paths(store) if moves else paths
+    sweeps = plan_hook_sweep(paths, today, existing)
     _apply(
         store,
         [Change(m.src, "move", to=m.dst) for m in sweeps],
@@ -121,9 +125,11 @@ def deterministic_pass(ws: Workspace, store: Store, run_id: str, now: datetime) 
         ops,
     )
     ops.swept = [f"{m.src} → {m.dst}" for m in sweeps]
-    _trash_step(store, run_id, ops)
+    paths = _all_paths(store) if sweeps else paths
+    _trash_step(store, run_id, ops, paths)
     _tier_step(ws, store, run_id, now, ops)
-    _caps_step(ws, store, run_id, today, ops)
+    paths = _all_paths(store) if ops.trashed else paths  # tier edits keep the same paths
+    _caps_step(ws, store, run_id, today, ops, paths)
     return ops
 
 
@@ -150,11 +156,9 @@ def hold_uncurated(ws: Workspace, store: Store, moves: list[Move]) -> tuple[list
     return kept, held
 
 
-def _trash_step(store: Store, run_id: str, ops: Ops) -> None:
+def _trash_step(store: Store, run_id: str, ops: Ops, paths: list[str]) -> None:
     files = {
-        p: store.read_bytes(p) or b""
-        for p in _all_paths(store)
-        if p.startswith(("memory/", "knowledge/"))
+        p: store.read_bytes(p) or b"" for p in paths if p.startswith(("memory/", "knowledge/"))
     }
     protected = {WORKING_MEMORY, *FOUNDATION_FILES}
     trash = plan_empty_and_duplicates(files, protected)
@@ -172,13 +176,9 @@ def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops
     mems, _ = load_memories(ws)
     with open_state(ws) as db:
         usages = db.usages()
-    decisions = [
-        d
-        for d in plan_tiers(
-            [m.as_memory() for m in mems], usages, now, Rules.from_config(ws.settings.tiers)
-        )
-        if d.changed
-    ]
+    memories, rules = [m.as_memory() for m in mems], Rules.from_config(ws.settings.tiers)
+    decisions = [d for d in plan_tiers(memories, usages, now, rules) if d.changed]
+    ops.tiers_hold_until = next_change(memories, usages, now, rules)
     changes = []
     for d in decisions:
         try:
@@ -196,13 +196,15 @@ def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops
     _apply(store, changes, "compile: tier lifecycle\n\n" + "\n".join(ops.tiers), run_id, ops)
 
 
-def _caps_step(ws: Workspace, store: Store, run_id: str, today: date, ops: Ops) -> None:
+def _caps_step(
+    ws: Workspace, store: Store, run_id: str, today: date, ops: Ops, paths: list[str]
+) -> None:
     current = store.read_bytes(WORKING_MEMORY)
     if current is None:
         return
     mem = ws.settings.memory
     plan = plan_memory_caps(
-        current.decode("utf-8"), mem.working_lines, mem.working_chars, today, set(_all_paths(store))
+        current.decode("utf-8"), mem.working_lines, mem.working_chars, today, set(paths)
     )
     if not plan.moves:
         return
@@ -435,7 +437,7 @@ def compile_workspace(
         return _plan(ws, now, no_model, already)
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        ops = deterministic_pass(ws, session.store, rec.record.id, now)
+        ops = _pass_unless_unchanged(ws, session.store, rec.record.id, now, dry_run)
         status, error, model = "ok", None, "ran"
         if no_model:
             model = "skipped (--no-model)"
@@ -466,6 +468,25 @@ def compile_workspace(
             error=error,
         )
     return CompileResult(record, ops, digest, model, session.diff())
+
+
+def _pass_unless_unchanged(
+    ws: Workspace, store: Store, run_id: str, now: datetime, dry_run: bool
+) -> Ops:
+    """The deterministic pass, or nothing when its inputs are those of a pass that found
+    nothing to do and no day or tier threshold has come since (stages/compile_skip.py)."""
+    if dry_run:  # a dry run writes no state, so it neither uses nor keeps a fingerprint
+        return deterministic_pass(ws, store, run_id, now)
+    found = compile_skip.check(ws, now)
+    if found.nothing_to_do:
+        return Ops()
+    ops = deterministic_pass(ws, store, run_id, now)
+    if not ops.changed_anything and not ops.held:  # a held log may be curated any time
+        until = compile_skip.next_midnight(ws, now)
+        if ops.tiers_hold_until is not None:
+            until = min(until, ops.tiers_hold_until)
+        compile_skip.keep(ws, found, now, until)
+    return ops
 
 
 def _plan(ws: Workspace, now: datetime, no_model: bool, already: bool) -> CompileResult:
