@@ -31,10 +31,17 @@ from bench.common import ROWS_ENV
 RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "store_bench.py": ([], ["--reps", "2"], "write_context versions against git commit"),
     "search_bench.py": ([], ["--files", "60"], "search, re-index and ranking"),
+    "recall_bench.py": ([], ["--sessions", "8"], "what search and context find within a budget"),
     "context_bench.py": ([], ["--files", "60", "--rounds", "1"], "context on many memories"),
     "runtime_bench.py": ([], ["--turns", "2", "--rounds", "1"], "agent loop and CLI start-up"),
     "collect_bench.py": ([], ["--mb", "1", "--files", "2"], "collect over a big transcript set"),
+    "collect_tokens_bench.py": (
+        [],
+        ["--sessions", "3", "--messages", "20"],
+        "collect's tokens on a folder with copies; batch against direct cost",
+    ),
     "compile_bench.py": ([], ["--files", "60"], "compile's deterministic pass, 3 years"),
+    "secrets_bench.py": ([], ["--lines", "500", "--rounds", "1"], "the credential scan"),
     "ui_bench.py": ([], ["--files", "60", "--rounds", "1"], "ui pages against their core calls"),
     "curate_bench.py": (
         [],
@@ -148,6 +155,19 @@ def header(outcomes: list[Outcome], quick: bool) -> list[str]:
     ]
 
 
+KEPT = "## Reliability"  # figures from the kill -9 suite (pytest), not from these benches
+
+
+def _kept_sections(out: Path) -> str:
+    """The reliability section a rerun must not drop: the crash suite measures it, not bench."""
+    try:
+        text = out.read_text()
+    except OSError:
+        return ""
+    at = text.find("\n" + KEPT)
+    return "" if at < 0 else text[at:].rstrip("\n") + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny data: check they run")
@@ -164,7 +184,8 @@ def main() -> int:
     parts = [*header(outcomes, args.quick), combined]
     for o in outcomes:
         parts += ["", f"## {RUNS[o.name][2]} (`bench/{o.name}`, {o.seconds:.0f} s)", "", o.output]
-    args.out.write_text("\n".join(parts) + "\n")
+    kept = _kept_sections(args.out)
+    args.out.write_text("\n".join(parts) + "\n" + kept)
     print(f"wrote {args.out}", file=sys.stderr)
     return 1 if any(o.failure for o in outcomes) else 0
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import shutil
@@ -40,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 from bench.common import data_size, isolate, row
 from bench.generate import WORDS, generate_workspace
 from crustacean.config import load_config
-from crustacean.search import SearchIndex, quote_terms
+from crustacean.search import SearchIndex
 from crustacean.workspace import Workspace
 
 CONTENT_WORDS = WORDS[60:2000]  # what queries are made of: common to middling words
@@ -137,7 +138,7 @@ def mrr_whole_files(root: Path, paths: list[str], needles: list[Needle], tmp: Pa
     conn.commit()
     scores = []
     for nd in needles:
-        terms = quote_terms(nd.query)
+        terms = ['"' + word.replace('"', '""') + '"' for word in nd.query.split()]
         found = []
         for match in (" ".join(terms), " OR ".join(terms)):
             sql = "SELECT path FROM f WHERE f MATCH ? ORDER BY bm25(f) LIMIT 10"
@@ -224,6 +225,36 @@ def reindex_times(
     return times
 
 
+def cli_times(root: Path, queries: list[str]) -> list[float]:
+    """`crustacean search` end to end, one process per query, as a user runs it."""
+    exe = [sys.executable, "-m", "crustacean", "-w", str(root), "search"]
+    subprocess.run([*exe, queries[0]], capture_output=True, check=True)
+    return [
+        _time(lambda q=q: subprocess.run([*exe, q], capture_output=True, check=True))
+        for q in queries
+    ]
+
+
+def _count_rows(conn: sqlite3.Connection) -> int:
+    """Rows of the index (lines, or chunks before line-level search)."""
+    for table in ("search_lines", "search_chunks"):
+        try:
+            return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        except sqlite3.OperationalError:
+            continue
+    return 0
+
+
+def _indexed(conn: sqlite3.Connection) -> list[str]:
+    column = "lines" if _has(conn, "search_lines") else "chunks"
+    return [p for (p,) in conn.execute(f"SELECT path FROM search_files WHERE {column} > 0")]
+
+
+def _has(conn: sqlite3.Connection, table: str) -> bool:
+    sql = "SELECT 1 FROM sqlite_master WHERE name = ?"
+    return conn.execute(sql, (table,)).fetchone() is not None
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -239,6 +270,7 @@ class Figures:
     fresh: list[float] = field(default_factory=list)
     check: list[float] = field(default_factory=list)
     mcp: list[float] = field(default_factory=list)
+    cli: list[float] = field(default_factory=list)
     grep: list[float] = field(default_factory=list)
     reindex: list[float] = field(default_factory=list)
     mrr_ours: float = 0.0
@@ -254,14 +286,15 @@ def measure(root: Path, files: int, tmp: Path) -> Figures:
     with SearchIndex(ws) as index:
         fig.builds = [_time(index.rebuild) for _ in range(2)]
         conn = index.db.conn
-        fig.chunks = conn.execute("SELECT count(*) FROM search_chunks").fetchone()[0]
-        indexed = [p for (p,) in conn.execute("SELECT path FROM search_files WHERE chunks > 0")]
+        fig.chunks = _count_rows(conn)
+        indexed = _indexed(conn)
         fig.files = len(indexed)
         queries = _queries(rng, 30)
         fig.quick = search_times(index, queries, refresh=False, rounds=5)
         fig.fresh = search_times(index, queries, refresh=True, rounds=3)
         fig.check = [_time(index.update) for _ in range(5)]
         fig.mcp = mcp_search_times(ws, queries)
+        fig.cli = cli_times(root, queries[:10])
         fig.tool, fig.grep = grep_times(root, queries)
         fig.reindex = reindex_times(index, root, memory, rng, rounds=5)
         fig.mrr_ours = mrr_chunked(index, needles)
@@ -301,7 +334,7 @@ def report(fig: Figures, memory_files: int) -> None:
     data_size(f"{memory_files:,} memory files + 3 years of daily logs ({fig.files:,} indexed)")
     print(
         f"\n{memory_files} memory files + daily logs: {fig.files} indexed files, {fig.chunks} "
-        f"chunks; SQLite {sqlite3.sqlite_version}; Python {platform.python_version()}; "
+        f"index rows; SQLite {sqlite3.sqlite_version}; Python {platform.python_version()}; "
         f"baseline tool: {fig.tool}; 30 queries; {fig.needles} needles.\n"
     )
     print("| figure | median | p95 | baseline | ratio |")
@@ -314,6 +347,7 @@ def report(fig: Figures, memory_files: int) -> None:
     name = "MCP search_memory in a conversation (refreshes after its writes, else every 5 s)"
     print(_latency_row(name, fig.mcp, grep, fig.tool))
     print(_row("freshness check alone (no change)", _ms(check), _ms(_p95(fig.check))))
+    print(_latency_row("`crustacean search` end to end (one process)", fig.cli, grep, fig.tool))
     name = "re-index after 10 changed files"
     row(name, reindex * 1000, _p95(fig.reindex) * 1000, rebuild * 1000, "full rebuild")
     print(
@@ -339,6 +373,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="crustacean-search-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
+        os.environ["CRUSTACEAN_SEMANTIC"] = "0"  # the default install: lexical search
         report(measure((args.dir or tmp / "ws").resolve(), args.files, tmp), args.files)
 
 

@@ -15,8 +15,9 @@ Run: `.venv/bin/python bench/tick_bench.py [--rounds 5] [--runs 15] [--messages 
   making those calls from cron pays.
 - No-op tick: the last round's workspace right after its tick, where every stage has just run, so
   nothing is due (the tick a cron line runs most of the time). RUNS ticks, interleaved with RUNS
-  `python -c pass` as the baseline. The fake server must get zero requests: a tick with nothing
-  to do costs no tokens.
+  `python -c pass` and RUNS `python -c 'import typer'` (the baseline: the least a typer CLI
+  pays; the bar is 1.5x it). The fake server must get zero requests: a tick with nothing to do
+  costs no tokens.
 """
 
 from __future__ import annotations
@@ -102,13 +103,11 @@ def script(start: datetime, messages: int) -> list[dict[str, Any]]:
     compile and calibrate: finish. Curate's entry ids are known ahead: day + bullet text."""
     notes = []
     for i in range(0, messages, 4):
-        when = start + timedelta(seconds=30 * i)
         notes.append(
             {
                 "category": "todo",
                 "text": f"Follow up on {TOPICS[i % len(TOPICS)]} (message {i}).",
-                "when": f"{when:%Y-%m-%d %H:%M}",
-                "session": SESSION,
+                "refs": [f"m{i + 1}"],  # the one session's messages, in order
                 "topic": "bench chat",
             }
         )
@@ -180,20 +179,23 @@ def whole_ticks(
 
 def noop_ticks(
     fake: FakeAnthropic, root: Path, runs: int, env: dict[str, str]
-) -> tuple[list[float], list[float], int, int]:
-    """Interleaved no-op ticks and `python -c pass` (seconds each), the requests the ticks made,
-    and the stage runs they started (0 unless a slot came round during the bench)."""
+) -> tuple[list[float], list[float], list[float], int, int]:
+    """Interleaved no-op ticks, `python -c pass` and `python -c 'import typer'` (seconds each),
+    the requests the ticks made, and the stage runs they started (0 unless a slot came round
+    during the bench)."""
     ws = Workspace(root, load_config(root))
     before, asked = len(list_runs(ws, limit=1000)), len(fake.requests)
     tick, bare = [crustacean(), "-w", str(root), "tick"], [sys.executable, "-c", "pass"]
-    for cmd in (tick, bare):  # warm-up: imports into the page cache
+    typer = [sys.executable, "-c", "import typer"]
+    for cmd in (tick, bare, typer):  # warm-up: imports into the page cache
         timed(cmd, env, root)
-    ticks, passes = [], []
-    for _ in range(runs):  # interleaved, so drift hits both alike
+    ticks, passes, typers = [], [], []
+    for _ in range(runs):  # interleaved, so drift hits all alike
         ticks.append(timed(tick, env, root)[0])
         passes.append(timed(bare, env, root)[0])
+        typers.append(timed(typer, env, root)[0])
     started = len(list_runs(ws, limit=1000)) - before
-    return ticks, passes, len(fake.requests) - asked, started
+    return ticks, passes, typers, len(fake.requests) - asked, started
 
 
 def crustacean() -> str:
@@ -224,14 +226,14 @@ def main() -> None:
             "CRUSTACEAN_LLM__MAX_RETRIES": "0",
         }
         ticks, bares, root = whole_ticks(fake, Path(tmp), args.rounds, args.messages, env)
-        noop, passes, requests, started = noop_ticks(fake, root, args.runs, env)
+        noop, passes, typers, requests, started = noop_ticks(fake, root, args.runs, env)
     if requests:
         raise SystemExit(f"the no-op ticks made {requests} model request(s); expected none")
     calls = int(ticks[0][2])
     wall, server = ms([t[0] for t in ticks]), ms([t[1] for t in ticks])
     net = ms([t[0] - t[1] for t in ticks])
     bare_net = ms([b[0] - b[1] for b in bares])
-    noop_ms, pass_ms = ms(noop), ms(passes)
+    noop_ms, pass_ms, typer_ms = ms(noop), ms(passes), ms(typers)
     data_size(
         f"a fresh workspace a round, {count(args.messages, 'new transcript message')}; "
         f"{count(args.rounds, 'whole tick')}, {count(args.runs, 'no-op tick')}"
@@ -242,11 +244,12 @@ def main() -> None:
         (f"{name}: wall", wall, None, ""),
         (f"{name}: fake server's time", server, None, ""),
         (f"{name}: wall − server", net, bare_net, bare_name),
+        ("`python -c 'import typer'`", typer_ms, pass_ms, "`python -c pass`"),
         (
             f"no-op tick (nothing due; {requests} model requests)",
             noop_ms,
-            pass_ms,
-            "`python -c pass`",
+            typer_ms,
+            "`python -c 'import typer'`",
         ),
     ]
     print(

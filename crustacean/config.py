@@ -59,7 +59,12 @@ class StageConfig:
     )
 
 
+_DEFAULT_SCHEDULES: set[str] = set()  # the stages' own: valid, so a config that keeps them
+# does not import croniter to check them (tests/test_config.py checks croniter agrees)
+
+
 def _stage(tier: str, schedule: str, what: str) -> Any:
+    _DEFAULT_SCHEDULES.add(schedule)
     return field(
         default_factory=lambda: StageConfig(tier=tier, schedule=schedule),  # type: ignore[arg-type]
         metadata={"doc": what},
@@ -104,6 +109,12 @@ class ArchiveConfig:
 class StoreConfig:
     max_file_bytes: int = _opt(262144, "largest file a write may leave behind (256 KB)", "pos")
     max_files_per_call: int = _opt(20, "most files one write_context call may change", "pos")
+    max_snapshot_bytes: int = _opt(
+        1048576,
+        "largest file init's baseline or a snapshot of user edits commits (1 MB); "
+        "bigger ones are left out",
+        "pos",
+    )
 
 
 @dataclass(frozen=True)
@@ -159,6 +170,20 @@ class PricesConfig:
 @dataclass(frozen=True)
 class ContextConfig:
     foundation_chars: int = _opt(30000, "context: budget of foundation files + daily logs", "pos")
+    hook_chars: int = _opt(
+        9500,
+        "most characters `context --format claude-hook` prints (Claude Code cuts 10,000)",
+        "pos",
+    )
+    not_loaded_paths: int = _opt(
+        5, "context: paths named per folder in the 'Not loaded' list (the rest are counted)", "pos"
+    )
+    list_limit: int = _opt(
+        100, "list_context_files (MCP and stages): most files one call returns", "pos"
+    )
+    read_chars: int = _opt(
+        60000, "read_context_file (MCP and stages): largest reply; more needs a line range", "pos"
+    )
 
 
 @dataclass(frozen=True)
@@ -281,6 +306,8 @@ def describe_type(tp: Any) -> str:
 def _check_cron(value: str) -> str | None:
     if len(value.split()) != 5:
         return "a 5-field cron expression (minute hour day month weekday); 6 fields read as seconds"
+    if value in _DEFAULT_SCHEDULES:
+        return None
     from croniter import croniter  # lazy: only files that set a schedule pay for the import
 
     return None if croniter.is_valid(value) else "a valid 5-field cron expression"

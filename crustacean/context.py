@@ -8,28 +8,42 @@ The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
   archive never. Lessons are presented as settled rulings;
 - caps: `max_entries` memories, newest first, then `budget_chars` over the memory section.
   Foundation files and daily logs have their own budget (`context.foundation_chars`).
-- anything cut is listed by path, so the agent never assumes its memory is complete.
+- anything cut is listed (counts per folder and the first few paths, so the list stays small on
+  10,000 memories), so the agent never assumes its memory is complete, with how to find the rest.
+- `--format claude-hook` fits the whole output under `context.hook_chars`: Claude Code saves a
+  longer hook output to a file and shows the model a ~2 KB preview of it.
 
-Relevance is the share of the topic's words (3+ letters, stop words dropped) found in the
-memory's path, name and body: `RELEVANT` (0.5) or more for warm, `HIGHLY_RELEVANT` (0.8) or more
-for cold. Without a topic, only hot memories load.
+With a topic, the search engine ranks every line of the workspace for it (search.py: stemmed
+words, stop words out, dates matched against daily logs). A memory's relevance is the share of
+the topic's words its best line holds, with its heading and file name: `RELEVANT` (0.5) or more
+for warm, `HIGHLY_RELEVANT` (0.8) or more for cold. A picked memory longer than `LONG_CHARS`
+loads its best lines for the topic (up to `WINDOW_CHARS`), not the whole file. What is left of
+`budget_chars` then goes to the topic's best lines in the daily logs and knowledge/ that did not
+load whole, as "found for the topic". Without a topic, only hot memories load.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from crustacean.documents import DocumentSkipped, read_document
 from crustacean.errors import UsageError
-from crustacean.memories import MemoryDoc, load_memories
+from crustacean.memories import MemoryDoc
+from crustacean.memory_index import load_memories
 from crustacean.workspace import WORKING_MEMORY, Workspace
+
+if TYPE_CHECKING:
+    from crustacean.search import Hit, Ranking
 
 RELEVANT = 0.5
 HIGHLY_RELEVANT = 0.8
+LONG_CHARS = 2000
+WINDOW_CHARS = 1200
 EVERY_SESSION = ("SOUL.md", "IDENTITY.md", "USER.md")
 FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")
 RULINGS = (
@@ -43,6 +57,11 @@ _STOP_WORDS = (
     "about into have has had not but all any can will our out its his her they them"
 )
 _STOP = frozenset(_STOP_WORDS.split())
+FIND_THE_REST = (
+    "Find the rest with the MCP tool `search_memory` (then `read_context_file`), "
+    "or `crustacean search WORDS` in a shell."
+)
+MAX_FOLDERS = 8  # folders named in the "Not loaded" list; the rest are counted together
 
 
 @dataclass(frozen=True)
@@ -67,12 +86,13 @@ class Caps:
     max_entries: int
     budget_chars: int
     foundation_chars: int
+    listed_paths: int = 5  # context.not_loaded_paths
 
 
 @dataclass(frozen=True)
 class Entry:
     path: str
-    section: str  # foundation | person | lesson | memory
+    section: str  # foundation | person | found | lesson | memory
     title: str
     text: str
     why: str
@@ -86,6 +106,7 @@ class Context:
     entries: tuple[Entry, ...]
     not_loaded: tuple[tuple[str, str], ...]
     problems: tuple[tuple[str, str], ...]
+    listed_paths: int = 5  # context.not_loaded_paths: paths named per folder and reason
 
     @property
     def memory_paths(self) -> list[str]:
@@ -106,17 +127,25 @@ class Context:
                 }
                 for e in self.entries
             ],
-            "not_loaded": [{"path": p, "why": w} for p, w in self.not_loaded],
+            "not_loaded": [{"path": p, "why": w} for p, w in self._listed_not_loaded()],
+            "not_loaded_count": len(self.not_loaded),
             "problems": [{"path": p, "why": w} for p, w in self.problems],
         }
 
     def to_markdown(self) -> str:
         about = f" about {self.topic!r}" if self.topic else ""
         out = [f"# Memory context ({self.audience}{about})\n"]
-        sections = (("foundation", None), ("person", None), ("lesson", RULINGS), ("memory", None))
+        sections = (
+            ("foundation", None),
+            ("person", None),
+            ("found", None),
+            ("lesson", RULINGS),
+            ("memory", None),
+        )
         heads = {
             "foundation": "Foundation and recent days",
             "person": "Who this is with",
+            "found": "Found for the topic (best lines of daily logs and knowledge)",
             "lesson": "Settled rulings (memory/lessons/)",
             "memory": "Memories",
         }
@@ -128,27 +157,124 @@ class Context:
             if preamble:
                 out.append(f"> {preamble}\n")
             for e in chosen:
-                tag = f" ({e.tier})" if e.tier else ""
-                out.append(f"### {e.path}{tag}\n\n{e.text.strip()}\n")
+                out.append(f"### {_heading(e)}\n\n{e.text.strip()}\n")
+        out.append("## Not loaded\n" if self.not_loaded else "## More memory\n")
         if self.not_loaded:
-            out.append("## Not loaded\n")
             out.append(
                 "This context is not your whole memory. Not loaded: "
-                + "; ".join(f"{p} ({w})" for p, w in self.not_loaded)
+                + not_loaded_summary(self.not_loaded, self.listed_paths)
                 + ".\n"
             )
+        out.append(FIND_THE_REST + "\n")
         return "\n".join(out)
 
-    def to_claude_hook(self) -> str:
-        """The JSON a Claude Code SessionStart hook prints (REFERENCE.md §3.2)."""
-        return json.dumps(
-            {
-                "hookSpecificOutput": {
-                    "hookEventName": "SessionStart",
-                    "additionalContext": self.to_markdown(),
-                }
-            }
+    def _listed_not_loaded(self) -> list[tuple[str, str]]:
+        """The first `listed_paths` cut paths of each folder and reason (for JSON)."""
+        seen: dict[tuple[str, str], int] = {}
+        out = []
+        for path, why in self.not_loaded:
+            key = (path.rpartition("/")[0], why)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] <= self.listed_paths:
+                out.append((path, why))
+        return out
+
+    def to_claude_hook(self, limit: int = 9500) -> str:
+        """The JSON a Claude Code SessionStart hook prints (REFERENCE.md §3.2), at most `limit`
+        characters in all: entries go in whole, most needed first (`_hook_rank`), while they
+        fit; the first foundation file that does not is cut at a line, the rest are left out,
+        and the end says what was left out and how to find it."""
+        budget = limit
+        for _ in range(6):
+            out = json.dumps(
+                {
+                    "hookSpecificOutput": {
+                        "hookEventName": "SessionStart",
+                        "additionalContext": self._fitted(budget, limit).to_markdown(),
+                    }
+                },
+                ensure_ascii=False,
+            )
+            if len(out) <= limit:
+                return out
+            budget -= len(out) - limit + 100  # JSON escapes (\n, quotes) took the difference
+        return out
+
+    def _fitted(self, budget: int, limit: int) -> Context:
+        """This context with entries cut or left out so its markdown is at most `budget`."""
+        why = f"over context.hook_chars {limit}"
+        every = sorted(self.entries, key=_hook_rank)
+        worst = replace(
+            self,
+            entries=(),
+            not_loaded=self.not_loaded + tuple((e.path, why) for e in every),
         )
+        room = budget - len(worst.to_markdown()) - 200  # section headings and the preamble
+        kept: list[Entry] = []
+        deferred: list[Entry] = []
+        for e in every:  # whole entries first, most needed first, while they fit
+            size = len(e.path) + len(e.text) + 12
+            if size <= room:
+                kept.append(e)
+                room -= size
+            else:
+                deferred.append(e)
+        left: list[tuple[str, str]] = []
+        for e in deferred:  # then the head of the first foundation file that did not fit
+            if e.section == "foundation" and room >= 600:
+                kept.append(replace(e, text=_cut(e.text, room - len(e.path) - 120, e.path)))
+                left.append((e.path, f"cut to fit context.hook_chars {limit}"))
+                room = 0
+            else:
+                left.append((e.path, why))
+        place = {e.path: i for i, e in enumerate(self.entries)}
+        kept.sort(key=lambda e: place[e.path])
+        return replace(self, entries=tuple(kept), not_loaded=tuple(left) + self.not_loaded)
+
+
+def _hook_rank(e: Entry) -> int:
+    """What a hook keeps first when not everything fits: who the agent is and who the user is,
+    then who this is with, the settled rulings, working memory, the recent days, memories."""
+    if e.section == "foundation":
+        return 0 if e.path in EVERY_SESSION else 3 if e.path == WORKING_MEMORY else 4
+    return {"person": 1, "lesson": 2}.get(e.section, 5)
+
+
+def _cut(text: str, room: int, path: str) -> str:
+    """The head of `text` that fits `room`, ended at a line, saying where the rest is."""
+    head = text[: max(room, 0)]
+    head = head[: head.rfind("\n")] if "\n" in head else head
+    return f"{head.rstrip()}\n\n[… cut to fit; the rest: read_context_file {path}]"
+
+
+def not_loaded_summary(items: Iterable[tuple[str, str]], per_folder: int) -> str:
+    """What was cut, bounded whatever its number: per folder a count for each reason and the
+    first `per_folder` names (newest first, as the caps cut them), at most MAX_FOLDERS folders."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for path, why in items:
+        folder, _, name = path.rpartition("/")
+        groups.setdefault(folder, {}).setdefault(why, []).append(name)
+    ranked = sorted(groups.items(), key=lambda kv: -sum(map(len, kv[1].values())))
+    parts = []
+    for folder, reasons in ranked[:MAX_FOLDERS]:
+        described = []
+        for why, names in reasons.items():
+            shown = ", ".join(names[:per_folder]) + (", …" if len(names) > per_folder else "")
+            count = f"{len(names):,} " if folder else ""
+            described.append(f"{count}{why}: {shown}" if folder else f"{shown} ({why})")
+        parts.append(f"{folder}/ ({'; '.join(described)})" if folder else "; ".join(described))
+    rest = ranked[MAX_FOLDERS:]
+    if rest:
+        n = sum(len(names) for _, reasons in rest for names in reasons.values())
+        parts.append(f"and {n:,} more in {len(rest):,} other folders")
+    return "; ".join(parts)
+
+
+def _heading(e: Entry) -> str:
+    """`path (tier)`; a topic's found lines name their lines and `[HH:MM]` heading."""
+    if e.section == "found":
+        return f"{e.title} ({e.why})" if e.why else e.title
+    return f"{e.path} ({e.tier})" if e.tier else e.path
 
 
 def words(text: str) -> set[str]:
@@ -166,9 +292,16 @@ def relevance(topic_words: set[str], mem: MemoryDoc) -> float:
 
 
 def choose(
-    mems: Iterable[MemoryDoc], topic: str | None, caps: Caps
+    mems: Iterable[MemoryDoc],
+    topic: str | None,
+    caps: Caps,
+    shares: Mapping[str, float] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> tuple[list[tuple[MemoryDoc, str]], list[tuple[str, str]]]:
-    """Pick memories by tier and relevance, newest first, within both caps (pure)."""
+    """Pick memories by tier and relevance, newest first, within both caps (pure).
+
+    `shares` (path: relevance from the search ranking) replaces the word-share relevance;
+    `texts` (path: best lines) stands for a long memory's body in the budget."""
     topic_words = words(topic or "")
     picked, cut = [], []
     for mem in mems:
@@ -178,14 +311,18 @@ def choose(
             continue
         if tier == "archive":
             continue  # never loaded, and not news to anyone
-        score = relevance(topic_words, mem)
+        if shares is not None:
+            score, asked = shares.get(mem.path, 0.0), True
+        else:
+            score, asked = relevance(topic_words, mem), bool(topic_words)
         need = RELEVANT if tier == "warm" else HIGHLY_RELEVANT
-        if topic_words and score >= need:
+        if asked and score >= need:
             picked.append((mem, f"{tier}, relevance {score:.2f}"))
     picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
     kept, used = [], 0
     for i, (mem, why) in enumerate(picked):
-        size = len(mem.doc.body)
+        best = (texts or {}).get(mem.path)
+        size = mem.size if best is None else len(best)
         if i >= caps.max_entries:
             cut.append((mem.path, f"over memory.max_entries {caps.max_entries}"))
         elif used + size > caps.budget_chars:
@@ -226,7 +363,24 @@ def _person_file(mems: list[MemoryDoc], audience: Audience) -> MemoryDoc | None:
 def assemble(
     ws: Workspace, audience: Audience, topic: str | None, caps: Caps, now: datetime
 ) -> Context:
-    """Read the workspace and build the context; no side effects (the caller records recalls)."""
+    """Read the workspace and build the context; no side effects (the caller records recalls)
+    but the search index's refresh."""
+    if topic and topic.strip():
+        from crustacean.search import SearchIndex
+
+        with SearchIndex(ws) as index:
+            return _assemble(ws, audience, topic, caps, now, index.ranking(topic, now))
+    return _assemble(ws, audience, topic, caps, now, None)
+
+
+def _assemble(
+    ws: Workspace,
+    audience: Audience,
+    topic: str | None,
+    caps: Caps,
+    now: datetime,
+    ranking: Ranking | None,
+) -> Context:
     entries: list[Entry] = []
     not_loaded: list[tuple[str, str]] = []
     problems: list[tuple[str, str]] = []
@@ -235,7 +389,7 @@ def assemble(
         if not (ws.root / rel).is_file():
             continue  # a missing file is normal (no log yet today); nothing to load
         try:
-            doc = read_document(ws.root, rel)
+            doc = read_document(ws.root, rel, lenient=True)  # one bad byte hides nothing
         except DocumentSkipped as e:
             problems.append((rel, e.reason))
             continue
@@ -246,7 +400,7 @@ def assemble(
             continue
         used += len(doc.text)
         entries.append(Entry(rel, "foundation", rel, doc.text, why))
-    mems, bad = load_memories(ws)
+    mems, bad = load_memories(ws, bodies=bool(words(topic or "")))  # topic-less: the index
     problems += bad
     person = _person_file(mems, audience)
     if person is not None:
@@ -258,11 +412,63 @@ def assemble(
     elif audience.kind in ("dm", "group"):
         not_loaded.append((f"{audience.kind}:{audience.name}", "no matching file"))
     rest = [m for m in mems if m is not person]
-    kept, cut = choose(rest, topic, caps)
+    shares = texts = None
+    if ranking is not None:
+        shares = ranking.best_shares()
+        texts = _best_lines(ranking, rest, shares)
+    kept, cut = choose(rest, topic, caps, shares, texts)
+    spent = 0
     for mem, why in kept:
         section = "lesson" if mem.path.startswith("memory/lessons/") else "memory"
-        entries.append(Entry(mem.path, section, mem.doc.name, mem.doc.body, why, mem.tier))
-    return Context(audience, topic, tuple(entries), tuple(not_loaded + cut), tuple(problems))
+        text = (texts or {}).get(mem.path, mem.doc.body)
+        why += ", best lines for the topic" if text is not mem.doc.body else ""
+        entries.append(Entry(mem.path, section, mem.doc.name, text, why, mem.tier))
+        spent += len(text)
+    if ranking is not None:
+        entries += _found(ranking, {e.path for e in entries}, caps.budget_chars - spent)
+    return Context(
+        audience,
+        topic,
+        tuple(entries),
+        tuple(not_loaded + cut),
+        tuple(problems),
+        caps.listed_paths,
+    )
+
+
+def _best_lines(
+    ranking: Ranking, mems: list[MemoryDoc], shares: Mapping[str, float]
+) -> dict[str, str]:
+    """A long memory's best windows for the topic, to load instead of the whole file."""
+    out = {}
+    for mem in mems:
+        if len(mem.doc.body) > LONG_CHARS and shares.get(mem.path, 0.0) >= RELEVANT:
+            hits = ranking.hits(lambda p, m=mem.path: p == m, WINDOW_CHARS)
+            if hits:
+                out[mem.path] = "\n…\n".join(h.text for h in sorted(hits, key=_line))
+    return out
+
+
+def _line(hit: Hit) -> int:
+    return hit.start_line
+
+
+def _found(ranking: Ranking, loaded: set[str], budget: int) -> list[Entry]:
+    """The topic's best lines in daily logs and knowledge/ not loaded yet, within `budget`."""
+    from crustacean.search import log_day
+
+    if budget <= 0:
+        return []
+
+    def keep(path: str) -> bool:
+        return path not in loaded and (log_day(path) is not None or path.startswith("knowledge/"))
+
+    out = []
+    for h in ranking.hits(keep, budget):  # best first: the budget may be read only in part
+        lines = f"L{h.start_line}" + (f"-L{h.end_line}" if h.end_line > h.start_line else "")
+        at = h.when.split()[-1] if h.when and " " in h.when else ""
+        out.append(Entry(h.path, "found", f"{h.path}#{lines}", h.text, at))
+    return out
 
 
 @dataclass
@@ -284,6 +490,7 @@ class ContextRequest:
             self.max_entries or s.memory.max_entries,
             self.budget_chars or s.memory.budget_chars,
             s.context.foundation_chars,
+            s.context.not_loaded_paths,
         )
 
 

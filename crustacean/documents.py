@@ -1,9 +1,12 @@
 """Memory files: markdown with optional YAML frontmatter (seeds 000 and 002).
 
 A memory file is owned by its user, so reading never fails and writing never reformats: the
-frontmatter is split out by hand, parsed with PyYAML's safe loader, and edited line by line.
-python-frontmatter's `dumps` would sort keys, strip the body and drop the final newline
-(STACK.md §5), so it is not used here at all.
+frontmatter is split out by hand, parsed through python-frontmatter's YAML handler with a safe,
+bounded loader (`BoundedYAMLHandler`), and edited line by line. python-frontmatter's `dumps`
+would sort keys, strip the body and drop the final newline (STACK.md §5), so only its handler is
+used. An alias bomb (a few hundred bytes that expand to millions of values) is refused before it
+is built: a block that would expand past MAX_FRONT_VALUES values or MAX_FRONT_DEPTH levels is
+reported as over the limit, not parsed.
 
 Invariant of a parsed document: `text == bom + (front or "") + body`, where `bom` is "\\ufeff"
 when the file starts with one. The BOM is an encoding mark, so it is in neither `front` nor `body`.
@@ -13,17 +16,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode
+from frontmatter.default_handlers import YAMLHandler
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from crustacean.tiers import TIERS
 
 MAX_DOC_BYTES = 1_000_000
+MAX_FRONT_VALUES = 10_000  # values a frontmatter block may expand to, aliases followed
+MAX_FRONT_DEPTH = 64  # nesting levels, aliases followed (a self-referencing alias is infinite)
+MAX_FRONT_BYTES = 64_000
 BOM = "\ufeff"
 KNOWN_KEYS = ("name", "source", "recorded", "tier", "tier_set")
 
@@ -128,6 +135,63 @@ def _lenient_timestamp(loader: yaml.SafeLoader, node: Node) -> Any:
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
 
 
+class FrontmatterOverLimit(Exception):
+    """A frontmatter block that would expand past the limits; it is reported, never built."""
+
+
+class BoundedYAMLHandler(YAMLHandler):
+    """python-frontmatter's YAML handler with the safe loader, and alias expansion bounded.
+
+    PyYAML shares an anchored node between its aliases, so composing a bomb is cheap; what
+    explodes is everything after (walking, dumping, indexing the values). The composed graph is
+    measured first, each shared node once, and only a block inside the limits is built."""
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        return self.compose_bounded(fm)[1]
+
+    def compose_bounded(self, fm: str) -> tuple[Node | None, Any]:
+        if len(fm) > MAX_FRONT_BYTES:
+            raise FrontmatterOverLimit(f"is {len(fm):,} characters (limit {MAX_FRONT_BYTES:,})")
+        loader = _Loader(fm)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None, None
+            _measure(node, {}, 0)
+            return node, loader.construct_document(node)
+        finally:
+            loader.dispose()
+
+
+def _measure(node: Node, seen: dict[int, tuple[int, int]], depth: int) -> tuple[int, int]:
+    """(values, height) of `node` with aliases expanded; raises past either limit."""
+    if depth > MAX_FRONT_DEPTH:
+        raise FrontmatterOverLimit(f"nests deeper than {MAX_FRONT_DEPTH} levels")
+    known = seen.get(id(node))
+    if known is not None:
+        if depth + known[1] > MAX_FRONT_DEPTH:
+            raise FrontmatterOverLimit(f"nests deeper than {MAX_FRONT_DEPTH} levels")
+        return known
+    children: list[Node] = []
+    if isinstance(node, SequenceNode):
+        children = list(node.value)
+    elif isinstance(node, MappingNode):
+        children = [n for pair in node.value for n in pair]
+    values, height = 1, 0
+    for child in children:
+        size, tall = _measure(child, seen, depth + 1)
+        values, height = values + size, max(height, tall + 1)
+        if values > MAX_FRONT_VALUES:
+            raise FrontmatterOverLimit(
+                f"expands to more than {MAX_FRONT_VALUES:,} values (YAML aliases?)"
+            )
+    seen[id(node)] = (values, height)
+    return values, height
+
+
+HANDLER = BoundedYAMLHandler()
+
+
 @dataclass(frozen=True)
 class _Split:
     """Where the frontmatter block is: `front` spans text[start:end], YAML text[ystart:yend]."""
@@ -188,15 +252,13 @@ def parse_document(text: str, path: str) -> Document:
 
 def _load_meta(yaml_text: str, first_line: int) -> tuple[dict[str, Any], str | None]:
     """The mapping, or ({}, "line N: what is wrong; read as body only")."""
-    loader = _Loader(yaml_text)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        node, data = HANDLER.compose_bounded(yaml_text)
+    except FrontmatterOverLimit as e:
+        return {}, f"line {first_line}: frontmatter {e}, over the limit; not parsed, read as body"
     except _YAML_FAILURES as e:
         line = first_line + _error_line(e, yaml_text)
         return {}, f"line {line}: frontmatter is not valid YAML ({_problem(e)}); read as body only"
-    finally:
-        loader.dispose()
     if data is None and node is None:
         return {}, None
     if not isinstance(data, dict):
@@ -227,16 +289,26 @@ def _problem(error: Exception) -> str:
     return first[0] if first else type(error).__name__
 
 
-def read_document(root: Path, rel: str) -> Document:
-    """Read `root/rel` as a memory; raises DocumentSkipped when it is no text we can use."""
+def read_document(root: Path, rel: str, *, lenient: bool = False) -> Document:
+    """Read `root/rel` as a memory; raises DocumentSkipped when it is no text we can use.
+
+    `lenient` (for readers that never write back: context, search) decodes invalid UTF-8 with
+    U+FFFD in its place and says so in `warning`, so one bad byte does not hide a whole file."""
     data = _read_bytes(root / rel, rel)
+    bad = None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise DocumentSkipped(rel, f"not UTF-8 text (bad byte at offset {e.start})") from None
+        if not lenient:
+            raise DocumentSkipped(rel, f"not UTF-8 text (bad byte at offset {e.start})") from None
+        text, bad = data.decode("utf-8", "replace"), e.start
     if "\x00" in text:
         raise DocumentSkipped(rel, "not text (contains NUL bytes)")
-    return parse_document(text, rel)
+    doc = parse_document(text, rel)
+    if bad is not None:
+        note = f"{rel}: not valid UTF-8 at byte {bad}; read with U+FFFD in its place"
+        doc = replace(doc, warning=f"{doc.warning}; {note}" if doc.warning else note)
+    return doc
 
 
 def _read_bytes(path: Path, rel: str) -> bytes:

@@ -66,6 +66,12 @@ class PolicyError(WriteError):
     """The actor may not make this change."""
 
 
+class RepoBusyError(WriteError):
+    """The git repository is mid-merge, mid-rebase (…) or on a detached HEAD."""
+
+    exit_code = EXIT_USAGE
+
+
 class VersionError(CrustaceanError):
     """A version id is unknown, or versioning cannot do what was asked."""
 

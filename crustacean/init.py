@@ -12,8 +12,16 @@ from crustacean.config import WORKSPACE_FILE, SourceConfig, load_config, render_
 from crustacean.errors import UsageError
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
+from crustacean.store.scan import LeftOut, check_file, with_left_out_block
 from crustacean.store.versions import Git, git_available
-from crustacean.workspace import LAYOUT_DIRS, PIPELINE_DOCS, STATE_DIR, SYSTEM_DIR, Workspace
+from crustacean.workspace import (
+    FOUNDATION_FILES,
+    LAYOUT_DIRS,
+    PIPELINE_DOCS,
+    STATE_DIR,
+    SYSTEM_DIR,
+    Workspace,
+)
 from crustacean.workspace import data_dir as _data_dir
 
 GITIGNORE = (
@@ -23,11 +31,17 @@ GITIGNORE = (
 NEXT_STEPS = (
     "Set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a local Anthropic-compatible server) "
     "before running a stage.",
+)
+OPENCLAW_STEPS = (  # only where OpenClaw is installed
     "OpenClaw: knowledge/ is not indexed by memory_search unless you add it to "
     "memorySearch.extraPaths.",
     "OpenClaw: the built-in dreaming job also rewrites MEMORY.md; disable it or schedule it "
     "apart from curate and compile.",
 )
+SOURCE_PATHS = {"openclaw": "~/.openclaw/agents", "claude_code": "~/.claude/projects"}
+# What an agent loads into every session: an adopted folder gets none of these templates, or
+# their placeholders would be loaded as if the user had written them.
+LOADED_TEMPLATES = (*FOUNDATION_FILES, "MEMORY.md")
 
 
 @dataclass
@@ -38,14 +52,21 @@ class InitReport:
     notes: list[str] = field(default_factory=list)
     version: str | None = None
     baseline: str | None = None
+    left_out: list[LeftOut] = field(default_factory=list)
     next_steps: tuple[str, ...] = NEXT_STEPS
 
 
-def scaffold_files(daily_dir: str, sources: list[SourceConfig] | None = None) -> dict[str, bytes]:
-    """Every file a fresh workspace starts with, by workspace-relative path."""
+def scaffold_files(
+    daily_dir: str, sources: list[SourceConfig] | None = None, *, adopted: bool = False
+) -> dict[str, bytes]:
+    """Every file a fresh workspace starts with, by workspace-relative path (an adopted one
+    gets no template an agent would load)."""
     files: dict[str, bytes] = {}
     templates = _data_dir("templates") / "workspace"
     for path in sorted(templates.rglob("*")):
+        rel = path.relative_to(templates).as_posix()
+        if adopted and rel in LOADED_TEMPLATES:
+            continue
         if path.is_file() and path.name != ".gitkeep":
             files[path.relative_to(templates).as_posix()] = path.read_bytes()
     pipeline = _data_dir("pipeline")
@@ -58,8 +79,20 @@ def scaffold_files(daily_dir: str, sources: list[SourceConfig] | None = None) ->
     return files
 
 
+def refuse_home(root: Path, home: Path) -> None:
+    """A workspace is versioned whole, so the home folder (keys, caches, everything) or a folder
+    above it is never one; say how to name a folder of its own instead."""
+    home = home.expanduser().resolve()
+    if root == home or home.is_relative_to(root):
+        where = "is your home folder" if root == home else "holds your home folder"
+        raise UsageError(
+            f"{root} {where}; a workspace is versioned whole, so it needs a folder of its own. "
+            "Name one, e.g. `crustacean init ~/agent`, or cd into the agent's folder first."
+        )
+
+
 def init_workspace(
-    target: Path,
+    target: Path | None,
     daily_dir: str | None = None,
     *,
     detect: bool = True,
@@ -70,12 +103,14 @@ def init_workspace(
 
     A new `crustacean.toml` lists the OpenClaw and Claude Code transcript folders found in the
     home directory as collect's sources (`detect=False` leaves them out), or `sources` if given.
+    `target=None` is the current folder, refused when it is the home folder or above it.
     """
     asked = daily_dir
     daily_dir = daily_dir or "root"
     if daily_dir not in ("root", "daily"):
         raise UsageError(f"--daily-dir must be root or daily, not {daily_dir!r}.")
-    root = target.expanduser().resolve()
+    root = (target or Path.cwd()).expanduser().resolve()
+    refuse_home(root, home or Path.home())
     if root.exists() and not root.is_dir():
         raise UsageError(f"{root} is a file; give a folder for the workspace.")
     root.mkdir(parents=True, exist_ok=True)
@@ -96,17 +131,44 @@ def init_workspace(
         (report.kept if (root / rel).is_dir() else report.created).append(rel + "/")
         (root / rel).mkdir(parents=True, exist_ok=True)
 
+    had_gitignore = (root / ".gitignore").exists()
+    if new_repo and store.versioned:
+        if had_files:
+            report.left_out = _leave_out(git, store)
+            report.baseline = git.commit_all(
+                actor="user", message="crustacean init: baseline of the files already here"
+            )
+            report.notes.append("Committed the files that were already here as the baseline.")
+    elif store.versioned:
+        dirty = git.out("status", "--porcelain", "--untracked-files=normal").splitlines()
+        if dirty:
+            report.notes.append(
+                f"{len(dirty)} path(s) had uncommitted changes; crustacean left them uncommitted."
+            )
     found = sources or []
     if sources is None and detect and not has_config:
-        found = _detected_sources(home or Path.home(), root)
+        found = offered_sources(root, home)
+        if len({src.kind for src in found}) > 1:
+            report.notes.append(_which_platform(found))
+            found = []
         for src in found:
             report.notes.append(
                 f"Found {src.kind} transcripts in {src.path}: added as a collect source."
             )
+    if had_files:
+        skipped = [p for p in LOADED_TEMPLATES if not (root / p).exists()]
+        if skipped:
+            report.notes.append(
+                f"Adopted an existing folder, so no {', '.join(skipped)} template was added: an "
+                "agent would load its placeholders as memory. Write your own where you want one."
+            )
+    if (home or Path.home()).joinpath(".openclaw").is_dir():
+        report.next_steps = NEXT_STEPS + OPENCLAW_STEPS
     changes = []
-    for rel, data in scaffold_files(daily_dir, found).items():
+    for rel, data in scaffold_files(daily_dir, found, adopted=had_files).items():
         if (root / rel).exists():
-            report.kept.append(rel)
+            ours = rel == ".gitignore" and not had_gitignore  # made by _leave_out just now
+            (report.created if ours else report.kept).append(rel)
         else:
             report.created.append(rel)
             changes.append(Change(rel, "create", content=data))
@@ -118,18 +180,6 @@ def init_workspace(
             f".gitignore was kept as it is; {STATE_DIR}/ is excluded in .git/info/exclude instead."
         )
 
-    if new_repo and store.versioned:
-        if had_files:
-            report.baseline = git.commit_all(
-                actor="user", message="crustacean init: baseline of the files already here"
-            )
-            report.notes.append("Committed the files that were already here as the baseline.")
-    elif store.versioned:
-        dirty = git.out("status", "--porcelain", "--untracked-files=normal").splitlines()
-        if dirty:
-            report.notes.append(
-                f"{len(dirty)} path(s) had uncommitted changes; crustacean left them uncommitted."
-            )
     if changes:
         result = store.write_context(
             changes,
@@ -147,10 +197,76 @@ def init_workspace(
     return report
 
 
-def _detected_sources(home: Path, root: Path) -> list[SourceConfig]:
+def _leave_out(git: Git, store: Store) -> list[LeftOut]:
+    """Before the baseline commit: find what `git add -A` would add that must never enter
+    history (credentials, files over store.max_snapshot_bytes) and list it in .gitignore's
+    crustacean block, written through the store like every other workspace write."""
+    limit = store.ws.settings.store.max_snapshot_bytes
+    raw = git.out("ls-files", "--others", "--exclude-standard", "-z")
+    left: list[LeftOut] = []
+    for rel in sorted(p for p in raw.split("\0") if p):
+        full = store.root / rel
+        if full.is_symlink() or not full.is_file():
+            continue
+        size = full.stat().st_size
+        data = full.read_bytes() if size <= limit else b""
+        bad = check_file(rel, data, limit, size=size)
+        if bad is not None:
+            left.append(bad)
+    if left:
+        current = store.read_bytes(".gitignore")
+        text = with_left_out_block(
+            GITIGNORE if current is None else current.decode("utf-8", "replace"),
+            [b.path for b in left],
+        )
+        change = (
+            Change(".gitignore", "create", content=text.encode())
+            if current is None
+            else Change(
+                ".gitignore",
+                "overwrite",
+                content=text.encode(),
+                expected_sha256=sha256_hex(current),
+            )
+        )
+        store.write_context(
+            [change],
+            actor="user",
+            message="crustacean init: leave credentials and large files out of git",
+            max_files=1,
+        )
+    return left
+
+
+def offered_sources(target: Path | None, home: Path | None = None) -> list[SourceConfig]:
+    """The transcript folders installed in `home` that suit a workspace at `target` (an
+    OpenClaw workspace gets OpenClaw's only); more than one platform is the user's choice."""
     from crustacean.sources import default_sources
 
-    return default_sources(home.resolve(), root)
+    root = (target or Path.cwd()).expanduser().resolve()
+    return default_sources((home or Path.home()).resolve(), root)
+
+
+def sources_named(kinds: list[str]) -> list[SourceConfig]:
+    """`--source KIND` as collect sources at each platform's own folder."""
+    bad = [k for k in kinds if k not in SOURCE_PATHS]
+    if bad:
+        raise UsageError(
+            f"unknown --source {bad[0]!r}; use {' or '.join(SOURCE_PATHS)} "
+            "(give it twice for both)."
+        )
+    chosen = dict.fromkeys(kinds)
+    return [SourceConfig(kind=k, path=SOURCE_PATHS[k]) for k in chosen]  # type: ignore[arg-type]
+
+
+def _which_platform(found: list[SourceConfig]) -> str:
+    where = " and ".join(f"{s.kind} in {s.path}" for s in found)
+    return (
+        f"Found transcripts of more than one agent ({where}); added none, since a workspace "
+        "serves one agent. Add the one it is for to crustacean.toml as a [[sources]] table "
+        '(kind = "claude_code", path = "~/.claude/projects", for example), or run init '
+        "again in a new folder with --source KIND."
+    )
 
 
 def _ensure_repo(git: Git, root: Path, report: InitReport) -> bool:

@@ -53,28 +53,40 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
 
         return call
 
-    def list_context_files(prefix: str | None = None) -> list[dict[str, Any]]:
-        return [f.to_json() for f in store.list_context_files(prefix)]
+    def list_context_files(
+        prefix: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
+        from crustacean.reads import list_page
 
-    def read_context_file(path: str) -> dict[str, str]:
-        got = store.read_context_file(path)
-        _recall(ws, got.path)
-        return {"path": got.path, "content": got.content, "sha256": got.sha256}
+        return list_page(store, prefix, limit, cursor)
 
-    def search_memory(query: str, limit: int = 10) -> list[dict[str, Any]]:
+    def read_context_file(
+        path: str, start_line: int | None = None, end_line: int | None = None
+    ) -> dict[str, Any]:
+        from crustacean.reads import read_range
+
+        got = read_range(store, path, start_line, end_line)
+        _recall(ws, got["path"])
+        return got
+
+    def search_memory(
+        query: str, limit: int | None = None, budget_chars: int | None = None
+    ) -> list[dict[str, Any]]:
         from crustacean.search import SearchIndex
 
-        if not 1 <= limit <= 50:
+        if limit is not None and not 1 <= limit <= 50:
             raise ToolError("Error: limit must be from 1 to 50.")
         now = clock()
         refresh = bool(fresh["dirty"]) or now - fresh["at"] >= REFRESH_SECONDS
         with SearchIndex(ws) as index:
-            hits = [h.to_json() for h in index.search(query, limit, refresh=refresh)]
+            found = index.search(query, limit, refresh=refresh, budget_chars=budget_chars)
+            hits = [h.to_json() for h in found]
         if refresh:
             fresh.update(at=now, dirty=False)
         return hits
 
     def write_context(changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
+        store.ws = _reread(ws)  # `mcp.write = "off"` set meanwhile holds from this call on
         result = store.write_context(changes, actor=ACTOR, message=message)
         fresh["dirty"] = True
         return result.to_json()
@@ -96,6 +108,18 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
             description = write_spec(policy_modes(ACTOR)).description
         server.tool(name=name, description=description)(guarded(fn))
     return server
+
+
+def _reread(ws: Workspace) -> Workspace:
+    """The config as the files say now, under the -c flags the server was started with."""
+    from crustacean.config import load_config
+
+    flags = [
+        f"{key}={value}"
+        for key, value in ws.config.values.items()
+        if ws.config.origins.get(key) == "flag" and not isinstance(value, list)
+    ]
+    return Workspace(ws.root, load_config(ws.root, overrides=flags))
 
 
 def _recall(ws: Workspace, path: str) -> None:

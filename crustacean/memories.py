@@ -40,6 +40,11 @@ class MemoryDoc:
         rec = self.doc.recorded
         return datetime(rec.year, rec.month, rec.day, tzinfo=UTC) if rec else self.mtime
 
+    @property
+    def size(self) -> int:
+        """Characters of its body, what the context budget counts."""
+        return len(self.doc.body)
+
     def as_memory(self) -> Memory:
         ts = self.doc.tier_set
         tier_set = datetime(ts.year, ts.month, ts.day, tzinfo=UTC) if ts else None
@@ -60,6 +65,18 @@ def memory_paths(root: Path) -> list[str]:
     return sorted(found)
 
 
+def read_memory(ws: Workspace, rel: str) -> tuple[MemoryDoc | None, str | None]:
+    """One memory file: (the memory or None when it cannot be used, its problem or None)."""
+    try:
+        doc = read_document(ws.root, rel)
+    except DocumentSkipped as e:
+        return None, e.reason
+    if not doc.body.strip():
+        return None, "empty"
+    mtime = datetime.fromtimestamp((ws.root / rel).stat().st_mtime, UTC)
+    return MemoryDoc(doc, mtime), doc.warning  # a warning: still loaded, as body only
+
+
 def is_memory_path(rel: str) -> bool:
     """Whether `memory_paths` would list `rel` (checked without walking the workspace)."""
     parts = rel.split("/")
@@ -74,16 +91,9 @@ def load_memories(ws: Workspace) -> tuple[list[MemoryDoc], list[tuple[str, str]]
     """All readable memories, and the files with problems and why (never an exception)."""
     docs, problems = [], []
     for rel in memory_paths(ws.root):
-        try:
-            doc = read_document(ws.root, rel)
-        except DocumentSkipped as e:
-            problems.append((rel, e.reason))
-            continue
-        if not doc.body.strip():
-            problems.append((rel, "empty"))
-            continue
-        if doc.warning:
-            problems.append((rel, doc.warning))  # still loaded, as body only
-        mtime = datetime.fromtimestamp((ws.root / rel).stat().st_mtime, UTC)
-        docs.append(MemoryDoc(doc, mtime))
+        mem, problem = read_memory(ws, rel)
+        if problem:
+            problems.append((rel, problem))
+        if mem is not None:
+            docs.append(mem)
     return docs, problems

@@ -22,15 +22,15 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-from filelock import FileLock
-from filelock import Timeout as LockTimeout
+from typing import TYPE_CHECKING, Any
 
 from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
 from crustacean.store.secrets import redact
 from crustacean.workspace import Workspace
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 STAGES = ("collect", "curate", "compile", "calibrate")
 FINAL_STATUSES = ("ok", "partial", "failed", "skipped")
@@ -246,6 +246,9 @@ class RunLock:
         self._lock: FileLock | None = None
 
     def __enter__(self) -> RunLock:
+        from filelock import FileLock  # lazy: only a run takes the lock; `runs`, `status` read
+        from filelock import Timeout as LockTimeout
+
         self._state_dir.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.path), timeout=0, thread_local=False)
         try:

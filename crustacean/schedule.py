@@ -18,10 +18,10 @@ from croniter import croniter
 from crustacean.errors import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, ConfigError, LockedError
 from crustacean.runs import error_line
 from crustacean.state import from_db_time, open_state
+from crustacean.tick_memo import FOREVER, last_ok_rows, note_quiet
 from crustacean.workspace import Workspace
 
 STAGE_ORDER = ("collect", "curate", "compile", "calibrate")
-RAN_STATUSES = ("ok", "skipped", "partial")
 LATE_AFTER = timedelta(minutes=30)  # a slot run later than this after its time was "missed"
 COUNT_CAP = 100  # missed slots are counted up to here (a sleeping laptop, every 2 hours)
 _RUNNERS = {
@@ -34,13 +34,17 @@ _RUNNERS = {
 
 @dataclass(frozen=True)
 class Due:
-    """Whether one stage is due now, the slot it would cover, and why (one line)."""
+    """Whether one stage is due now, the slot it would cover, and why (one line).
+
+    `holds_until`: a not-due answer stays exactly this (reason included) until then, which lets
+    a no-op tick be answered from memory (crustacean/tick_memo.py); None when it may not."""
 
     stage: str
     slot: datetime | None
     due: bool
     reason: str
     catching_up: bool = False
+    holds_until: datetime | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -131,8 +135,9 @@ def stage_due(
                 f"({fmt(last_ok, tz)}); it jumped backwards, waiting for it to pass that run",
             )
         if latest <= last_ok:
+            upcoming = next_slot(expr, now, tz)
             return Due(
-                stage, None, False, f"not due: next slot {fmt(next_slot(expr, now, tz), tz)}"
+                stage, None, False, f"not due: next slot {fmt(upcoming, tz)}", False, upcoming
             )
         missed = slots_between(expr, last_ok, now, tz)
         since = f"last ok run {_utc(last_ok).astimezone(tz):%Y-%m-%d %H:%M}"
@@ -141,7 +146,7 @@ def stage_due(
         return Due(stage, latest, True, f"due: never ran; latest slot {fmt(latest, tz)}")
     first = next_slot(expr, created, tz)
     if first > now:
-        return Due(stage, None, False, f"never ran: first slot {fmt(first, tz)}")
+        return Due(stage, None, False, f"never ran: first slot {fmt(first, tz)}", False, first)
     missed = slots_between(expr, created, now, tz)
     since = f"never ran; workspace started {_utc(created).astimezone(tz):%Y-%m-%d %H:%M}"
     return Due(stage, latest, True, _due_reason(latest, now, missed, since, tz), missed > 1)
@@ -161,7 +166,7 @@ def due_stages(
     return [
         stage_due(stage, schedules[stage], now, last_ok.get(stage), tz, created)
         if enabled.get(stage, True)
-        else Due(stage, None, False, "disabled")
+        else Due(stage, None, False, "disabled", False, FOREVER)
         for stage in STAGE_ORDER
     ]
 
@@ -233,13 +238,8 @@ def last_ok_runs(ws: Workspace) -> dict[str, datetime | None]:
     """Start of each stage's latest real (not dry) run that counts as ran: ok, skipped, partial.
 
     `runs.last_runs` gives only the latest run, which may have failed, so this asks directly."""
-    marks = ", ".join("?" for _ in RAN_STATUSES)
-    sql = (
-        "SELECT stage, max(started) FROM run_records "
-        f"WHERE dry_run = 0 AND status IN ({marks}) GROUP BY stage"
-    )
     with open_state(ws) as db:
-        rows = db.conn.execute(sql, RAN_STATUSES).fetchall()
+        rows = last_ok_rows(db.conn)
     return {stage: from_db_time(started) for stage, started in rows}
 
 
@@ -311,7 +311,12 @@ def tick(
     planned on the workspace as it is, so curate does not see what collect would add."""
     clock = clock or (lambda: datetime.now(UTC))
     result = TickResult(dry_run=dry_run, plan=plan)
-    for due in plan_tick(ws, clock()):
+    now = clock()
+    dues = plan_tick(ws, now)
+    holds = [d.holds_until for d in dues]
+    if not plan and all(h is not None for h in holds):  # nothing due, nothing will run
+        note_quiet(now, min(h for h in holds if h is not None))
+    for due in dues:
         if plan:
             preview = None if due.reason == "disabled" else preview_stage(ws, due.stage, clock)
             result.outcomes.append(StageOutcome(due.stage, due, preview=preview))

@@ -1,19 +1,33 @@
-"""Full-text search over the workspace's markdown: SQLite FTS5 BM25, chunked by heading.
+"""Full-text search over the workspace's markdown: lines ranked by their words, tight windows.
+
+An agent pays for every character it loads, so a hit is as big as its evidence: the index holds
+one SQLite FTS5 row per line (porter stemming, unicode61), whose title column is the file's name
+(frontmatter `name:`, the file name, its first `#` heading) and the line's heading path. A
+trigram index holds the lines with CJK text, which unicode61 cannot split into words.
 
 What is indexed: every `*.md` file under the workspace except hidden folders (`.git/`,
 `.crustacean/`, `memory/.system/` — pipeline instructions, not memory), symlinks and the trash
-(`archive/trash/`). `archive/` is indexed but left out of results unless asked for.
+(`archive/trash/`); blank lines, frontmatter and one-line `<!-- … -->` comments are not rows.
+`archive/` is indexed but left out of results unless asked for; so are scaffold files (any
+README, AGENTS.md, CLAUDE.md: instructions, not memory) unless a `path_prefix` is given.
 
-Chunks: a heading and its section; a section longer than `CHUNK_CHARS` is split at blank lines
-(and a paragraph longer than that at line ends), so a hit names a few lines, not a whole file.
-Each chunk's title column holds the file's name (frontmatter `name:`, the file name, its first
-`#` heading) and the section's heading path; BM25 weighs the title `TITLE_WEIGHT` times the body.
+Ranking (plain words; search_query.py takes the query apart: stop words out, possessives and
+punctuation split as the index splits them, dates found): lines holding all the query's words
+come first, then those holding most, by subsets of the words; among lines holding the same
+number, the rarer words (higher IDF) first, and a line holding them in its text before one that
+holds some only in its heading or file name (`TITLE_WEIGHT`). A date in the query is one more
+word, held by the lines of the daily logs of those days. CJK pieces and queries of more than
+`TIER_WORDS` words are scored by IDF times the squared share of the words held. With the
+`semantic` extra (semantic.py) the lexical score is fused with the cosine of local embeddings.
+`raw=True` passes FTS5 syntax through (phrases, `NEAR`, `title:word`, prefix `word*`), ranked by
+BM25.
 
-Queries: by default each word is quoted as an FTS5 string, so `"`, `-`, `*`, `:`, `AND` are
-plain text, and the words are ANDed. When no chunk has every word, the query falls back to OR,
-so a natural-language question still finds something; the OR score is the BM25 score times the
-squared share of the query's words the chunk holds, so chunks with most words come first.
-`raw=True` passes FTS5 syntax through (phrases, `NEAR`, `title:word`, prefix `word*`).
+Hits: the best lines; a line that asks something (ends with "?") comes with the next one
+(`QUESTION_AFTER`: the answer is often the turn after the one a question's words match). A
+window touching or overlapping another one of the same file is merged into it (up to
+`WINDOW_LINES`), so no line comes back twice. `budget_chars` fills that many characters of
+window text in rank order (a window that would overflow is skipped), so an agent asks for "the
+best 2,000 characters", not "10 hits".
 
 The index lives in state.db and is rebuildable: `update()` re-reads only files whose size or
 mtime changed, and re-indexes them only if their sha256 changed too.
@@ -22,44 +36,62 @@ mtime changed, and re-indexes them only if their sha256 changed too.
 from __future__ import annotations
 
 import hashlib
+import heapq
+import math
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from itertools import combinations
+from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import yaml
 
+from crustacean.documents import HANDLER, FrontmatterOverLimit
 from crustacean.errors import SearchQueryError
+from crustacean.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
 from crustacean.workspace import Progress, Workspace
 
+__all__ = ["MAX_TERMS", "Hit", "IndexStats", "Line", "SearchIndex", "index_lines"]
+
 MAX_FILE_BYTES = 1024 * 1024
-CHUNK_CHARS = 1500
-TITLE_WEIGHT = 4.0
-BODY_WEIGHT = 1.0
-SNIPPET_TOKENS = 16
+TITLE_WEIGHT = 0.6
+CONTEXT_BEFORE = 0
+CONTEXT_AFTER = 0
+QUESTION_AFTER = 1  # a line that asks something comes with the next turn: its answer
+MAX_HITS = 50
+WINDOW_LINES = 8  # a window this long takes no more merges: the next hit starts its own
+MAX_BUDGET_CHARS = 50_000
+TOPIC_LINES = 3000  # lines a context topic ranks, to choose memories and fill the rest
+MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giving up
+CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
+TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
 SNIPPET_CHARS = 200
-MAX_TERMS = 32
 ARCHIVE = "archive/"
-# Chunks of archive/ files get rowids from here up, so leaving the archive out of results is a
-# rowid range FTS5 applies as it reads, not a read of every matching row's path.
-ARCHIVE_ROWIDS = 1 << 40
 TRASH = "archive/trash"
 TITLE_SEP = " › "
+# Each file's lines get contiguous rowids in one of three partitions, so leaving the scaffold
+# or the archive out of results is a rowid range FTS5 applies as it reads.
+SCAFFOLD_ROWIDS = 1 << 39
+ARCHIVE_ROWIDS = 1 << 40
+TOP_ROWID = 1 << 62
+SCAFFOLD_NAMES = ("agents.md", "claude.md")
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
-_WORD = re.compile(r"\w")
-_RANK = f"-bm25(search_chunks, 0, 0, 0, {TITLE_WEIGHT}, {BODY_WEIGHT})"
+_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_DAY = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})\.md$")
+_TIME = re.compile(r"\[(\d{1,2}:\d{2})\]")
 # Private marks (not [ ]) so that brackets in the text do not pass for a match.
 _OPEN, _CLOSE = "\x01", "\x02"
-_SNIPPETS = ", ".join(
-    f"snippet(search_chunks, {col}, char(1), char(2), '…', {SNIPPET_TOKENS})" for col in (3, 4)
-)
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # ---------------------------------------------------------------- results
@@ -67,13 +99,19 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @dataclass(frozen=True)
 class Hit:
-    """One matching chunk. `score`: higher is better; lines are 1-based and inclusive."""
+    """One window of lines. `score`: higher is better; lines are 1-based and inclusive.
+
+    `text` holds the window's lines (blank lines left out), `snippet` its best line on one line
+    with the matched words in [brackets], `when` the date and `[HH:MM]` heading of a daily log.
+    """
 
     path: str
     start_line: int
     end_line: int
     score: float
     snippet: str
+    text: str = ""
+    when: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -82,6 +120,8 @@ class Hit:
             "end_line": self.end_line,
             "score": self.score,
             "snippet": self.snippet,
+            "text": self.text,
+            "when": self.when,
         }
 
 
@@ -100,19 +140,12 @@ class IndexStats:
 
 
 @dataclass(frozen=True)
-class Chunk:
-    start_line: int
-    end_line: int
+class Line:
+    """One indexed line: its 1-based number, title (file name › headings) and text."""
+
+    number: int
     title: str
     body: str
-
-
-@dataclass(frozen=True)
-class _Section:
-    start: int  # 0-based line index, inclusive
-    end: int  # exclusive
-    path: tuple[str, ...]  # heading texts, outermost first
-    heading: bool  # the first line is the heading
 
 
 def split_frontmatter(lines: list[str]) -> tuple[dict[str, object], int, str | None]:
@@ -123,8 +156,10 @@ def split_frontmatter(lines: list[str]) -> tuple[dict[str, object], int, str | N
     if end is None:
         return {}, 0, "line 1: frontmatter has no closing '---'; indexed as body"
     try:
-        meta = yaml.load("\n".join(lines[1:end]), Loader=_Loader)
-    except yaml.YAMLError as e:
+        meta = HANDLER.load("\n".join(lines[1:end]))
+    except FrontmatterOverLimit as e:
+        return {}, 0, f"line 2: frontmatter {e}, over the limit; not parsed, indexed as body"
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
         mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1
         return {}, 0, f"line {line}: frontmatter is not valid YAML; indexed as body"
@@ -135,11 +170,10 @@ def split_frontmatter(lines: list[str]) -> tuple[dict[str, object], int, str | N
     return meta, end + 1, None
 
 
-def _sections(lines: list[str], start: int) -> list[_Section]:
-    """Cut the body at ATX headings outside code fences, tracking each heading's path."""
-    out: list[_Section] = []
+def _heading_paths(lines: list[str], start: int) -> list[tuple[str, ...]]:
+    """Each line's heading path (outermost first), cut at ATX headings outside code fences."""
+    paths: list[tuple[str, ...]] = []
     stack: list[tuple[int, str]] = []
-    current = _Section(start, len(lines), (), False)
     fence: str | None = None
     for i in range(start, len(lines)):
         opened = _FENCE.match(lines[i])
@@ -147,63 +181,14 @@ def _sections(lines: list[str], start: int) -> list[_Section]:
             fence = None if fence == opened.group(1) else fence or opened.group(1)
         m = None if fence or opened else _HEADING.match(lines[i])
         if m and m.group(2):
-            out.append(_Section(current.start, i, current.path, current.heading))
             while stack and stack[-1][0] >= len(m.group(1)):
                 stack.pop()
             stack.append((len(m.group(1)), m.group(2).strip()))
-            current = _Section(i, len(lines), tuple(t for _, t in stack), True)
-    out.append(current)
-    return out
+        paths.append(tuple(t for _, t in stack))
+    return paths
 
 
-def _blank(lines: list[str], start: int, end: int) -> bool:
-    return all(not line.strip() for line in lines[start:end])
-
-
-def _keep(lines: list[str], sections: list[_Section], k: int) -> bool:
-    """Drop empty preambles, and empty headings whose children carry their title anyway."""
-    sec = sections[k]
-    if not _blank(lines, sec.start + sec.heading, sec.end):
-        return True
-    if not sec.heading:
-        return False
-    after = sections[k + 1] if k + 1 < len(sections) else None
-    return not (after and after.path[: len(sec.path)] == sec.path and after.path != sec.path)
-
-
-def _paragraphs(lines: list[str], start: int, end: int) -> Iterator[tuple[int, int]]:
-    """Runs of non-blank lines as (first, last) indexes; over-long runs come line by line."""
-    i = start
-    while i < end:
-        if not lines[i].strip():
-            i += 1
-            continue
-        j = i
-        while j + 1 < end and lines[j + 1].strip():
-            j += 1
-        if _chars(lines, i, j) > CHUNK_CHARS:
-            yield from ((k, k) for k in range(i, j + 1))
-        else:
-            yield i, j
-        i = j + 1
-
-
-def _chars(lines: list[str], first: int, last: int) -> int:
-    return sum(len(line) + 1 for line in lines[first : last + 1])
-
-
-def _pieces(lines: list[str], sec: _Section) -> list[tuple[int, int]]:
-    """A section as (first, last) line ranges of at most ~CHUNK_CHARS characters each."""
-    pieces: list[tuple[int, int]] = []
-    for first, last in _paragraphs(lines, sec.start, sec.end):
-        if pieces and _chars(lines, pieces[-1][0], last) <= CHUNK_CHARS:
-            pieces[-1] = (pieces[-1][0], last)
-        else:
-            pieces.append((first, last))
-    return pieces
-
-
-def _title(parts: list[str]) -> str:
+def _title(parts: Iterable[str]) -> str:
     seen: set[str] = set()
     kept = []
     for part in parts:
@@ -214,50 +199,66 @@ def _title(parts: list[str]) -> str:
     return TITLE_SEP.join(kept)
 
 
-def chunk_markdown(text: str, stem: str) -> tuple[list[Chunk], str | None]:
-    """A document's chunks (1-based inclusive lines) and a frontmatter warning, if any."""
+def index_lines(text: str, stem: str) -> tuple[list[Line], str | None]:
+    """A document's indexed lines and a frontmatter warning, if any (pure)."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     meta, body_start, warning = split_frontmatter(lines)
     name = str(meta["name"]).strip() if meta.get("name") is not None else ""
-    sections = _sections(lines, body_start)
-    first_h1 = next((s.path[0] for s in sections if s.heading and len(s.path) == 1), "")
-    base = [name, re.sub(r"[-_]+", " ", stem).strip(), first_h1]
-    chunks = []
-    for k, sec in enumerate(sections):
-        if not _keep(lines, sections, k):
+    paths = _heading_paths(lines, body_start)
+    first_h1 = next((p[0] for p in paths if len(p) == 1), "")
+    base = (name, re.sub(r"[-_]+", " ", stem).strip(), first_h1)
+    titles: dict[tuple[str, ...], str] = {}
+    out = []
+    for i, path in enumerate(paths, start=body_start):
+        body = lines[i].rstrip()
+        if not body.strip() or _COMMENT.match(body):
             continue
-        for first, last in _pieces(lines, sec):
-            skip_heading = sec.heading and first == sec.start
-            body = "\n".join(lines[first + skip_heading : last + 1]).strip("\n")
-            chunks.append(Chunk(first + 1, last + 1, _title([*base, *sec.path]), body))
-    if not chunks and name:
-        chunks.append(Chunk(1, max(body_start, 1), _title(base), ""))
-    return chunks, warning
+        if path not in titles:
+            titles[path] = _title((*base, *path))
+        out.append(Line(i + 1, titles[path], body))
+    if not out and name:
+        out.append(Line(1, _title(base), ""))
+    return out, warning
 
 
-# ---------------------------------------------------------------- queries (pure)
+def is_scaffold(rel: str) -> bool:
+    """READMEs, AGENTS.md, CLAUDE.md: instructions about the workspace, not memory."""
+    name = rel.rsplit("/", 1)[-1].lower()
+    return name.startswith("readme") or name in SCAFFOLD_NAMES
 
 
-def quote_terms(query: str) -> list[str]:
-    """Each whitespace-separated word as an FTS5 string; words without letters are dropped, and
-    words past the first `MAX_TERMS` are ignored (a pasted paragraph stays a fast query)."""
-    words = [word for word in query.split() if _WORD.search(word)][:MAX_TERMS]
-    return ['"' + word.replace('"', '""') + '"' for word in words]
+def log_day(rel: str) -> str | None:
+    """The date of a daily log (`…/YYYY-MM-DD.md`), or None."""
+    m = _DAY.search(rel)
+    if not m:
+        return None
+    try:
+        return date.fromisoformat(m.group(1)).isoformat()
+    except ValueError:
+        return None
 
 
-def _coverage_score(n: int) -> str:
-    """BM25 times the squared share of the n query words a chunk holds (for the OR fallback)."""
-    held = " + ".join(
-        f"(rowid IN (SELECT rowid FROM search_chunks WHERE search_chunks MATCH :t{i}))"
-        for i in range(n)
-    )
-    return f"{_RANK} * (({held}) * 1.0 / {n}) * (({held}) * 1.0 / {n})"
+def partition(rel: str) -> int:
+    """The first rowid of the partition a file's lines go to."""
+    if rel.startswith(ARCHIVE):
+        return ARCHIVE_ROWIDS
+    return SCAFFOLD_ROWIDS if is_scaffold(rel) else 0
 
 
-def _snippet(title: str, body: str) -> str:
-    """The body around its matches; a match in the title only shows the title, then the body."""
-    text = body if _OPEN in body or not title else f"{title}: {body}"
-    flat = " ".join(text.split())
+def check_request(query: str, limit: int | None, budget_chars: int | None) -> None:
+    """Refuse an empty query, a limit below 1 or a budget out of range, before any work."""
+    if not query.strip():
+        raise SearchQueryError("the search query is empty; give one or more words to find.")
+    if limit is not None and limit < 1:
+        raise SearchQueryError(f"limit must be at least 1, not {limit}.")
+    if budget_chars is not None and not 1 <= budget_chars <= MAX_BUDGET_CHARS:
+        raise SearchQueryError(
+            f"the budget must be from 1 to {MAX_BUDGET_CHARS:,} characters, not {budget_chars}."
+        )
+
+
+def _snippet(marked: str) -> str:
+    flat = " ".join(marked.split())
     if len(flat) > SNIPPET_CHARS:
         flat = flat[: SNIPPET_CHARS - 1].rstrip() + "…"
     if flat.count(_OPEN) > flat.count(_CLOSE):
@@ -265,18 +266,106 @@ def _snippet(title: str, body: str) -> str:
     return flat.replace(_OPEN, "[").replace(_CLOSE, "]")
 
 
+# ---------------------------------------------------------------- ranking (pure)
+
+
+@dataclass
+class Word:
+    """The lines holding one query word (or the query's date), and its IDF."""
+
+    body: set[int]
+    title: set[int]  # lines whose heading or file name holds it
+    weight: float
+    shares: dict[int, float] | None = None  # CJK: the share of the word's pieces a line holds
+
+
+Ranked = tuple[int, float, float]  # rowid, score, share of the query's words the line holds
+
+
+@dataclass
+class Scored:
+    """A query's words with their lines; `ranked()` orders the lines (pure)."""
+
+    words: list[Word] = field(default_factory=list)
+
+    def ranked(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """The n best lines: all the words first, then most (by the words' IDF)."""
+        if not self.words:
+            return []
+        if len(self.words) <= TIER_WORDS and all(w.shares is None for w in self.words):
+            return self._tiers(keep, n)
+        return self._summed(keep, n)
+
+    def _tiers(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """Set algebra, word subsets biggest first: cheap however many lines hold a word."""
+        words, m = self.words, len(self.words)
+        held = [w.body | w.title for w in words]
+        if keep is not None:
+            held = [{r for r in lines if keep(r)} for lines in held]
+        combos = [c for k in range(m, 0, -1) for c in combinations(range(m), k)]
+        combos.sort(key=lambda c: (-len(c), -sum(words[i].weight for i in c)))
+        out: list[Ranked] = []
+        seen: set[int] = set()
+        for combo in combos:
+            order = sorted(combo, key=lambda i: len(held[i]))
+            lines = held[order[0]].intersection(*(held[i] for i in order[1:])) - seen
+            if not lines:
+                continue
+            share = len(combo) / m
+            base = sum(words[i].weight for i in combo) * share * share
+            in_body = lines.intersection(*(words[i].body for i in combo))
+            for group, score in ((in_body, base), (lines - in_body, base * TITLE_WEIGHT)):
+                out += [(r, score, share) for r in sorted(group)[: n - len(out)]]
+            if len(out) >= n:
+                break
+            seen |= lines
+        return out
+
+    def _summed(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """IDF held times the squared share of the words held: for CJK pieces, or many words."""
+        score: dict[int, float] = {}
+        held: dict[int, float] = {}
+
+        def add(lines: Iterable[int], weight: float, share: float) -> None:
+            for r in lines:
+                score[r] = score.get(r, 0.0) + weight
+                held[r] = held.get(r, 0.0) + share
+
+        for w in self.words:
+            if w.shares is not None:
+                for r, share in w.shares.items():
+                    add((r,), w.weight * share, share)
+                continue
+            add(w.body, w.weight, 1.0)
+            add(w.title - w.body, w.weight * TITLE_WEIGHT, 1.0)
+            add(w.title & w.body, w.weight * TITLE_WEIGHT, 0.0)  # the word counts once
+        m = len(self.words)
+        final = [
+            (r, s * (held[r] / m) ** 2, held[r] / m)
+            for r, s in score.items()
+            if keep is None or keep(r)
+        ]
+        best = heapq.nlargest(n, final, key=itemgetter(1))
+        best.sort(key=lambda p: (-p[1], p[0]))  # ties: the earlier line first
+        return best
+
+
+def idf(total: int, found: int) -> float:
+    return math.log(1 + total / max(found, 1))
+
+
 # ---------------------------------------------------------------- the workspace side
 
 
 @dataclass(frozen=True)
 class _Doc:
-    """A file read and parsed, ready to store; `chunks` is None when the content is unchanged."""
+    """A file read and parsed, ready to store; `lines` is None when the content is unchanged."""
 
     path: str
     size: int
     mtime_ns: int
     sha256: str
-    chunks: tuple[Chunk, ...] | None
+    lines: tuple[Line, ...] | None
     skipped: str | None = None
     warning: str | None = None
 
@@ -304,7 +393,7 @@ def scan_markdown(root: Path) -> tuple[dict[str, os.stat_result], list[tuple[str
 
 
 def _read(root: Path, rel: str, st: os.stat_result, known_sha: str | None) -> _Doc:
-    """Read one file whose stat changed; the same bytes give a stat-only refresh (chunks=None)."""
+    """Read one file whose stat changed; the same bytes give a stat-only refresh (lines=None)."""
     if st.st_size > MAX_FILE_BYTES:
         return _Doc(rel, st.st_size, st.st_mtime_ns, "", (), skipped="larger than 1 MB")
     try:
@@ -321,14 +410,46 @@ def _parse(rel: str, st: os.stat_result, data: bytes, sha: str) -> _Doc:
     def skip(reason: str) -> _Doc:
         return _Doc(rel, st.st_size, st.st_mtime_ns, sha, (), skipped=reason)
 
+    bad = None
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError:
-        return skip("not UTF-8 text")
+    except UnicodeDecodeError as e:  # one bad byte must not hide a whole daily log
+        text, bad = data.decode("utf-8", "replace").removeprefix("\ufeff"), e.start
     if not text.strip():
         return skip("empty")
-    chunks, warning = chunk_markdown(text, Path(rel).stem)
-    return _Doc(rel, st.st_size, st.st_mtime_ns, sha, tuple(chunks), warning=warning)
+    lines, warning = index_lines(text, Path(rel).stem)
+    if bad is not None:
+        note = f"not valid UTF-8 at byte {bad}; indexed with U+FFFD in its place"
+        warning = f"{warning}; {note}" if warning else note
+    return _Doc(rel, st.st_size, st.st_mtime_ns, sha, tuple(lines), warning=warning)
+
+
+@dataclass(frozen=True)
+class _Row:
+    path: str
+    line: int
+    title: str
+    body: str
+
+
+@dataclass
+class _Window:
+    path: str
+    score: float
+    best: int  # rowid of the line that made the window
+    rows: dict[int, _Row]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Which rowids a search may return: partitions, and the files under a path prefix."""
+
+    top: int  # rowids below this: a bound FTS5 applies as it reads
+    keep: Callable[[int], bool] | None  # None: every rowid below `top`
+
+    @property
+    def sql(self) -> str:
+        return f" AND rowid < {self.top}"
 
 
 class SearchIndex:
@@ -378,9 +499,9 @@ class SearchIndex:
             if progress is not None:
                 progress(n, len(changed))
         gone = sorted(seen.keys() - disk.keys())
-        if full or docs or gone:
+        if full or docs or gone or _vectors_missing(self.db.conn):
             self._write(docs, gone, full=full)
-        indexed = sum(1 for d in docs if d.chunks is not None and d.skipped is None)
+        indexed = sum(1 for d in docs if d.lines is not None and d.skipped is None)
         return self._stats(indexed, len(gone), len(disk), problems)
 
     def _seen(self) -> dict[str, tuple[int, int]]:
@@ -395,16 +516,17 @@ class SearchIndex:
     def _write(self, docs: list[_Doc], gone: list[str], *, full: bool) -> None:
         with self.db.transaction() as conn:
             if full:
-                conn.execute("DELETE FROM search_chunks")
-                conn.execute("DELETE FROM search_files")
+                for table in ("search_lines", "search_cjk", "search_vectors", "search_files"):
+                    conn.execute(f"DELETE FROM {table}")
             for path in gone:
                 _drop(conn, path)
-            free = {False: _next_rowid(conn, 0), True: _next_rowid(conn, ARCHIVE_ROWIDS)}
+            free = {base: _next_rowid(conn, base) for base in (0, SCAFFOLD_ROWIDS, ARCHIVE_ROWIDS)}
             for doc in docs:
-                archived = doc.path.startswith(ARCHIVE)
-                free[archived] = _store(conn, doc, free[archived])
+                base = partition(doc.path)
+                free[base] = _store(conn, doc, free[base])
+            _embed_missing(conn)
             if full:
-                conn.execute("INSERT INTO search_chunks(search_chunks) VALUES ('optimize')")
+                conn.execute("INSERT INTO search_lines(search_lines) VALUES ('optimize')")
 
     def _stats(
         self, indexed: int, removed: int, on_disk: int, problems: list[tuple[str, str]]
@@ -426,119 +548,395 @@ class SearchIndex:
     def search(
         self,
         query: str,
-        limit: int = 10,
+        limit: int | None = None,
         *,
         raw: bool = False,
         path_prefix: str | None = None,
         include_archive: bool = False,
         refresh: bool = True,
+        budget_chars: int | None = None,
+        now: datetime | None = None,
     ) -> list[Hit]:
-        """Best chunks first. A `path_prefix` under archive/ implies `include_archive`."""
-        if not query.strip():
-            raise SearchQueryError("the search query is empty; give one or more words to find.")
-        if limit < 1:
-            raise SearchQueryError(f"limit must be at least 1, not {limit}.")
+        """Best windows first: at most `limit` (10, or `MAX_HITS` with a budget) and, with
+        `budget_chars`, at most that many characters of text. `now` dates "last week" and
+        such. A `path_prefix` under archive/ implies `include_archive`."""
+        check_request(query, limit, budget_chars)
         if refresh:
             self.update()
         prefix = (path_prefix or "").removeprefix("./").lstrip("/")
         archive = include_archive or prefix.startswith(ARCHIVE.rstrip("/"))
+        scope = self._scope(prefix, archive)
+        cap = limit or (MAX_HITS if budget_chars else 10)
         if raw:
-            return self._raw(query, limit, prefix, archive)
-        terms = quote_terms(query)
-        if not terms:
-            return []
-        hits = self._query(" ".join(terms), _RANK, {}, limit, prefix, archive)
-        if hits or len(terms) == 1:
-            return hits
-        params = {f"t{i}": term for i, term in enumerate(terms)}
-        score = _coverage_score(len(terms))
-        return self._query(" OR ".join(terms), score, params, limit, prefix, archive)
+            ranked, marks = self._raw(query, scope, CANDIDATES * cap), query
+        else:
+            parsed = parse_query(query, self.ws.today(now or datetime.now(UTC)))
+            ranked = self.rank(parsed, scope, CANDIDATES * cap)
+            marks = _marks(parsed)
+        return self._windows(ranked, cap, budget_chars, marks)
 
-    def _raw(self, query: str, limit: int, prefix: str, archive: bool) -> list[Hit]:
+    def _scope(self, prefix: str, archive: bool) -> _Scope:
+        """Scaffold files only under a prefix; the archive only when asked."""
+        top = TOP_ROWID if archive else ARCHIVE_ROWIDS if prefix else SCAFFOLD_ROWIDS
+        if not prefix:
+            return _Scope(top, None)
+        rows = self.db.conn.execute(
+            "SELECT first_rowid, lines FROM search_files "
+            "WHERE substr(path, 1, ?) = ? AND lines > 0 ORDER BY first_rowid",
+            (len(prefix), prefix),
+        ).fetchall()
+        starts = [first for first, _ in rows]
+
+        def keep(rowid: int) -> bool:
+            k = bisect_right(starts, rowid) - 1
+            return k >= 0 and rowid < rows[k][0] + rows[k][1]
+
+        return _Scope(top, keep)
+
+    def rank(self, query: Query, scope: _Scope, n: int) -> list[tuple[int, float]]:
+        """Lines as (rowid, score), best first: all the words, then most, by IDF; fused with
+        the cosine of the semantic extra's vectors when it is installed."""
+        ranked = self._scored(query, scope).ranked(scope.keep, n)
+        return self._fused(query, [(r, s) for r, s, _ in ranked], scope, n)
+
+    def _fused(
+        self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
+    ) -> list[tuple[int, float]]:
+        """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py)."""
+        from crustacean import semantic
+
+        embedder = semantic.load()
+        if embedder is None or not query.text.strip():
+            return lexical
+        ids, matrix = _vector_matrix(self.db, embedder)
+        if not len(ids):
+            return lexical
+        np = embedder.np
+        cos = matrix @ embedder.query(query.text)
+        cos[ids >= scope.top] = -1.0
+        if scope.keep is not None:
+            cos[[not scope.keep(int(r)) for r in ids]] = -1.0
+        best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
+        fused = {r: s / best for r, s in lexical}
+        where = {int(r): k for k, r in enumerate(ids)}
+        for r in fused:
+            k = where.get(r)
+            fused[r] += semantic.WEIGHT * float(cos[k]) if k is not None else 0.0
+        top = np.argpartition(-cos, min(semantic.DENSE_TOP, len(cos) - 1))[: semantic.DENSE_TOP]
+        for k in top:
+            r = int(ids[k])
+            if cos[k] > 0 and r not in fused:
+                fused[r] = semantic.WEIGHT * float(cos[k])
+        ranked = sorted(fused.items(), key=lambda p: (-p[1], p[0]))
+        return ranked[:n]
+
+    def _scored(self, query: Query, scope: _Scope) -> Scored:
+        """Every line holding a query word; a date is one more word, held by that day's lines."""
+        conn = self.db.conn
+        total = _next_rowid(conn, 0)  # about the number of lines: all the IDF needs
+        scored = Scored([self._word(term, scope, total) for term in query.terms])
+        if query.dates is not None:
+            spans = conn.execute(
+                "SELECT first_rowid, lines FROM search_files WHERE day BETWEEN ? AND ? "
+                "AND lines > 0 AND first_rowid < ?",
+                (query.dates.first.isoformat(), query.dates.last.isoformat(), scope.top),
+            ).fetchall()
+            dated: set[int] = set()
+            for first, count in spans:
+                dated.update(range(first, first + count))
+            rows = len(dated)
+            if scored.words:  # held by the lines that hold some other word
+                dated &= set().union(*(w.body | w.title for w in scored.words))
+            scored.words.append(Word(dated, set(), idf(total, rows)))
+        return scored
+
+    def ranking(self, topic: str, now: datetime, n: int = TOPIC_LINES) -> Ranking:
+        """The best `n` lines for a topic (live files, no scaffold), for `context --topic`."""
+        self.update()
+        query = parse_query(topic, self.ws.today(now))
+        scope = self._scope("", archive=False)
+        lexical = self._scored(query, scope).ranked(None, n)
+        shares = {r: share for r, _, share in lexical}
+        ranked = self._fused(query, [(r, s) for r, s, _ in lexical], scope, n)
+        files = self.db.conn.execute(
+            "SELECT first_rowid, lines, path FROM search_files "
+            "WHERE lines > 0 AND first_rowid < ? ORDER BY first_rowid",
+            (SCAFFOLD_ROWIDS,),
+        ).fetchall()
+        return Ranking(self, ranked, shares, _marks(query), files)
+
+    def _word(self, term: Term, scope: _Scope, total: int) -> Word:
+        conn = self.db.conn
+        if term.cjk:
+            sets = [self._cjk_rowids(piece, scope) for piece in term.pieces]
+            union = set().union(*sets)
+            shares = {r: sum(r in s for s in sets) / len(sets) for r in union}
+            return Word(union, set(), idf(total, len(union)), shares)
+        sql = f"SELECT rowid FROM search_lines WHERE search_lines MATCH ?{scope.sql}"
+        piece = term.pieces[0]
+        body = {r for (r,) in conn.execute(sql, (f"body : {piece}",))}
+        title = {r for (r,) in conn.execute(sql, (f"title : {piece}",))}
+        return Word(body, title, idf(total, len(body | title)))
+
+    def _cjk_rowids(self, piece: str, scope: _Scope) -> set[int]:
+        """Lines holding a CJK piece: the trigram index for 3+ characters, LIKE below that."""
+        conn = self.db.conn
+        if len(piece) >= 3:
+            sql = f"SELECT rowid FROM search_cjk WHERE search_cjk MATCH ?{scope.sql}"
+            return {r for (r,) in conn.execute(sql, (fts_string(piece),))}
+        sql = f"SELECT rowid FROM search_cjk WHERE body LIKE ? ESCAPE '\\'{scope.sql}"
+        pattern = "%" + re.sub(r"([%_\\])", r"\\\1", piece) + "%"
+        return {r for (r,) in conn.execute(sql, (pattern,))}
+
+    def _raw(self, query: str, scope: _Scope, n: int) -> list[tuple[int, float]]:
+        sql = (
+            f"SELECT rowid, -bm25(search_lines, 0, 0, {TITLE_WEIGHT}, 1.0) AS score "
+            f"FROM search_lines WHERE search_lines MATCH ?{scope.sql} "
+            "ORDER BY score DESC, rowid LIMIT ?"
+        )
         try:
-            return self._query(query, _RANK, {}, limit, prefix, archive)
+            rows = self.db.conn.execute(sql, (query, n if scope.keep is None else -1)).fetchall()
         except sqlite3.OperationalError as e:
             raise SearchQueryError(
                 f"Invalid search query {query!r} ({e}); check the FTS5 syntax, "
                 "or drop --raw to search plain words."
             ) from None
+        return [(r, s) for r, s in rows if scope.keep is None or scope.keep(r)]
 
-    def _query(
-        self,
-        match: str,
-        score: str,
-        params: dict[str, str],
-        limit: int,
-        prefix: str,
-        archive: bool,
-    ) -> list[Hit]:
-        filters = "" if archive else f" AND rowid < {ARCHIVE_ROWIDS}"
-        if prefix:
-            filters += " AND substr(path, 1, :plen) = :prefix"
-        sql = (
-            f"WITH top AS (SELECT rowid AS id, {score} AS score FROM search_chunks "
-            f"WHERE search_chunks MATCH :q{filters} "
-            "ORDER BY score DESC, rowid LIMIT :limit) "
-            f"SELECT path, start_line, end_line, top.score, {_SNIPPETS} "
-            "FROM top CROSS JOIN search_chunks ON search_chunks.rowid = top.id "
-            "WHERE search_chunks MATCH :q ORDER BY top.score DESC, top.id"
+    # ------------------------------------------------------------ windows
+
+    def _rows(self, first: int, last: int) -> dict[int, _Row]:
+        rows = self.db.conn.execute(
+            "SELECT rowid, path, line, title, body FROM search_lines WHERE rowid BETWEEN ? AND ?",
+            (first, last),
         )
-        args = {**params, "q": match, "limit": limit, "plen": len(prefix), "prefix": prefix}
-        rows = self.db.conn.execute(sql, args).fetchall()
-        return [Hit(p, int(s), int(e), float(sc), _snippet(t, b)) for p, s, e, sc, t, b in rows]
+        return {r: _Row(p, int(n), t, b) for r, p, n, t, b in rows}
+
+    def _windows(
+        self, ranked: list[tuple[int, float]], limit: int, budget: int | None, marks: str
+    ) -> list[Hit]:
+        """Each best line with its neighbours, merged with any window it touches, in rank
+        order until `limit` windows or the budget is reached; no line twice."""
+        windows: list[_Window] = []
+        owner: dict[int, _Window] = {}
+        used = skips = 0
+        for rowid, score in ranked:
+            if rowid in owner:
+                continue
+            rows = self._rows(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER)
+            if rowid not in rows:
+                continue
+            after = QUESTION_AFTER if rows[rowid].body.rstrip().endswith("?") else CONTEXT_AFTER
+            rows = {r: row for r, row in rows.items() if r <= rowid + after}
+            path = rows[rowid].path
+            new = {r: row for r, row in rows.items() if row.path == path and r not in owner}
+            cost = sum(len(row.body) + 1 for row in new.values())
+            if budget is not None and used + cost > budget:
+                skips += 1
+                if skips > MAX_SKIPS:
+                    break
+                continue
+            near = [owner[x] for r in new for x in (r - 1, r + 1) if x in owner]
+            touching = [
+                w
+                for w in windows
+                if any(w is n for n in near) and w.path == path and len(w.rows) < WINDOW_LINES
+            ]
+            if touching:
+                target = touching[0]
+                for other in touching[1:]:
+                    target.rows.update(other.rows)
+                    windows.remove(other)
+                    for r in other.rows:
+                        owner[r] = target
+                target.rows.update(new)
+            else:
+                if len(windows) >= limit:
+                    break
+                target = _Window(path, score, rowid, dict(new))
+                windows.append(target)
+            for r in new:
+                owner[r] = target
+            used += cost
+            if budget is not None and used >= budget:
+                break
+        return [self._hit(w, marks) for w in windows]
+
+    def _hit(self, w: _Window, marks: str) -> Hit:
+        ordered = [w.rows[r] for r in sorted(w.rows)]
+        best = w.rows[w.best]
+        snippet = best.body
+        if marks:
+            try:
+                got = self.db.conn.execute(
+                    "SELECT highlight(search_lines, 3, char(1), char(2)) FROM search_lines "
+                    "WHERE search_lines MATCH ? AND rowid = ?",
+                    (marks, w.best),
+                ).fetchone()
+            except sqlite3.OperationalError:
+                got = None
+            snippet = got[0] if got else snippet
+        day = log_day(w.path)
+        at = _TIME.search(best.title) if day else None
+        when = f"{day} {at.group(1)}" if at else day
+        return Hit(
+            w.path,
+            ordered[0].line,
+            ordered[-1].line,
+            round(w.score, 4),
+            _snippet(snippet),
+            "\n".join(row.body for row in ordered),
+            when,
+        )
+
+
+_MATRICES: dict[str, tuple[int, Any, Any]] = {}  # state.db path: (version, rowids, vectors)
+
+
+def _vector_matrix(db: StateDB, embedder: Any) -> tuple[Any, Any]:
+    """Every stored vector as one matrix, cached per process until the vectors change."""
+    conn = db.conn
+    row = conn.execute("SELECT value FROM search_meta WHERE key = 'vectors'").fetchone()
+    version = row[0] if row else 0
+    key = str(db.path)
+    cached = _MATRICES.get(key)
+    if cached is None or cached[0] != version:
+        rows = conn.execute("SELECT rowid, vec FROM search_vectors ORDER BY rowid").fetchall()
+        ids = embedder.np.array([r for r, _ in rows], dtype=embedder.np.int64)
+        cached = (version, ids, embedder.matrix([v for _, v in rows]))
+        _MATRICES[key] = cached
+    return cached[1], cached[2]
+
+
+def _vectors_missing(conn: sqlite3.Connection) -> bool:
+    """Files indexed before the semantic extra was installed, to embed now."""
+    from crustacean import semantic
+
+    if semantic.load() is None:
+        return False
+    sql = "SELECT 1 FROM search_files WHERE lines > 0 AND vectors = 0 LIMIT 1"
+    return conn.execute(sql).fetchone() is not None
+
+
+def _embed_missing(conn: sqlite3.Connection) -> None:
+    """Embed the lines of every file that has none yet (new, changed, or from before)."""
+    from crustacean import semantic
+
+    embedder = semantic.load()
+    if embedder is None:
+        return
+    files = conn.execute(
+        "SELECT path, first_rowid, lines FROM search_files WHERE lines > 0 AND vectors = 0"
+    ).fetchall()
+    for path, first, count in files:
+        rows = conn.execute(
+            "SELECT rowid, body FROM search_lines WHERE rowid BETWEEN ? AND ?",
+            (first, first + count - 1),
+        ).fetchall()
+        vectors = embedder.lines([body for _, body in rows])
+        conn.executemany(
+            "INSERT OR REPLACE INTO search_vectors (rowid, vec) VALUES (?, ?)",
+            [(r, v) for (r, _), v in zip(rows, vectors, strict=True)],
+        )
+        conn.execute("UPDATE search_files SET vectors = 1 WHERE path = ?", (path,))
+    if files:
+        conn.execute(
+            "INSERT INTO search_meta (key, value) VALUES ('vectors', 1) "
+            "ON CONFLICT(key) DO UPDATE SET value = value + 1"
+        )
+
+
+def _marks(query: Query) -> str:
+    """The FTS5 query that marks a line's matched words in its snippet."""
+    return " OR ".join(p for t in query.terms if not t.cjk for p in t.pieces)
+
+
+@dataclass
+class Ranking:
+    """A topic's best lines over the whole workspace, for choosing and filling a context."""
+
+    index: SearchIndex
+    lines: list[tuple[int, float]]  # (rowid, score), best first
+    shares: dict[int, float]  # rowid: share of the topic's words the line holds
+    marks: str
+    files: list[tuple[int, int, str]]  # (first rowid, lines, path), by first rowid
+
+    def path_of(self, rowid: int) -> str | None:
+        k = bisect_right(self.files, (rowid, TOP_ROWID, "")) - 1
+        if k < 0:
+            return None
+        first, count, path = self.files[k]
+        return path if rowid < first + count else None
+
+    def best_shares(self) -> dict[str, float]:
+        """Each file's best line: the share of the topic's words it holds (0 to 1)."""
+        out: dict[str, float] = {}
+        for rowid, _ in self.lines:
+            path = self.path_of(rowid)
+            if path is not None and self.shares.get(rowid, 0.0) > out.get(path, 0.0):
+                out[path] = self.shares[rowid]
+        return out
+
+    def hits(self, keep: Callable[[str], bool], budget: int, limit: int = MAX_HITS) -> list[Hit]:
+        """The best windows of the files `keep` accepts, filling `budget` characters."""
+        lines = [(r, s) for r, s in self.lines if (p := self.path_of(r)) and keep(p)]
+        return self.index._windows(lines, limit, budget, self.marks)
 
 
 def _next_rowid(conn: sqlite3.Connection, base: int) -> int:
-    """The first free rowid of the partition starting at `base` (live files or archive)."""
-    top = base + ARCHIVE_ROWIDS - 1 if base == 0 else (1 << 62)
+    """The first free rowid of the partition starting at `base` (live, scaffold, archive)."""
+    top = {0: SCAFFOLD_ROWIDS, SCAFFOLD_ROWIDS: ARCHIVE_ROWIDS}.get(base, TOP_ROWID) - 1
     row = conn.execute(
-        "SELECT rowid FROM search_chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1",
+        "SELECT rowid FROM search_lines WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1",
         (base, top),
     ).fetchone()
     return (row[0] if row else base) + 1
 
 
 def _drop(conn: sqlite3.Connection, path: str) -> None:
-    """Remove a file's chunks (a contiguous rowid range) and its row."""
-    row = conn.execute(
-        "SELECT first_rowid, chunks FROM search_files WHERE path = ?", (path,)
-    ).fetchone()
-    if row and row[1]:
-        conn.execute(
-            "DELETE FROM search_chunks WHERE rowid BETWEEN ? AND ?", (row[0], row[0] + row[1] - 1)
-        )
+    """Remove a file's lines (a contiguous rowid range) and its row."""
+    row = conn.execute("SELECT first_rowid, lines FROM search_files WHERE path = ?", (path,))
+    got = row.fetchone()
+    if got and got[1]:
+        span = (got[0], got[0] + got[1] - 1)
+        conn.execute("DELETE FROM search_lines WHERE rowid BETWEEN ? AND ?", span)
+        conn.execute("DELETE FROM search_cjk WHERE rowid BETWEEN ? AND ?", span)
+        conn.execute("DELETE FROM search_vectors WHERE rowid BETWEEN ? AND ?", span)
     conn.execute("DELETE FROM search_files WHERE path = ?", (path,))
 
 
 def _store(conn: sqlite3.Connection, doc: _Doc, next_rowid: int) -> int:
-    """Write one file's row (and chunks, if its content changed); returns the next free rowid."""
-    if doc.chunks is None:
+    """Write one file's row (and lines, if its content changed); returns the next free rowid."""
+    if doc.lines is None:
         conn.execute(
             "UPDATE search_files SET size = ?, mtime_ns = ? WHERE path = ?",
             (doc.size, doc.mtime_ns, doc.path),
         )
         return next_rowid
     _drop(conn, doc.path)
+    rows = [
+        (next_rowid + i, doc.path, ln.number, ln.title, ln.body) for i, ln in enumerate(doc.lines)
+    ]
     conn.executemany(
-        "INSERT INTO search_chunks (rowid, path, start_line, end_line, title, body) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        [
-            (next_rowid + i, doc.path, c.start_line, c.end_line, c.title, c.body)
-            for i, c in enumerate(doc.chunks)
-        ],
+        "INSERT INTO search_lines (rowid, path, line, title, body) VALUES (?, ?, ?, ?, ?)", rows
+    )
+    conn.executemany(
+        "INSERT INTO search_cjk (rowid, body) VALUES (?, ?)",
+        [(r[0], r[4]) for r in rows if _CJK.search(r[4])],
     )
     conn.execute(
-        "INSERT INTO search_files (path, size, mtime_ns, sha256, first_rowid, chunks, skipped, "
-        "warning) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO search_files (path, size, mtime_ns, sha256, first_rowid, lines, skipped, "
+        "warning, day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             doc.path,
             doc.size,
             doc.mtime_ns,
             doc.sha256,
             next_rowid,
-            len(doc.chunks),
+            len(doc.lines),
             doc.skipped,
             doc.warning,
+            log_day(doc.path),
         ),
     )
-    return next_rowid + len(doc.chunks)
+    return next_rowid + len(doc.lines)

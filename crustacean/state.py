@@ -1,8 +1,10 @@
 """The operational SQLite database, `<workspace>/.crustacean/state.db`.
 
-It holds what can be rebuilt or lost without losing a memory: recall counts, the search index
-(and, later, run records and collect cursors). The schema grows only through `MIGRATIONS`, a
-numbered registry applied in order when the database is opened and recorded in `_migrations`.
+No memory lives here, but not all of it is rebuildable: besides the search index (rebuilt on
+demand) and recall counts, it holds collect's cursors and collected ids, curate's curated ids
+and the run history; losing those makes collect and curate redo work. The schema grows only
+through `MIGRATIONS`, a numbered registry applied in order when the database is opened and
+recorded in `_migrations`.
 To change the schema, append a new `("mNNN_name", sql)` entry; never edit an applied one.
 """
 
@@ -130,8 +132,87 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m006_collect_sent_batches",
+        """
+        CREATE TABLE collect_sent_batches (
+            batch_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            created TEXT NOT NULL,
+            payload TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        # Line-level search: one FTS5 row per line (its file name and heading path as title),
+        # a trigram index of the lines holding CJK text, each daily log's date, and the
+        # vectors of the optional semantic extra. Emptying search_files makes the next update
+        # index every file again.
+        "m007_search_lines",
+        """
+        DROP TABLE search_chunks;
+        DELETE FROM search_files;
+        ALTER TABLE search_files RENAME COLUMN chunks TO lines;
+        ALTER TABLE search_files ADD COLUMN day TEXT;
+        CREATE INDEX search_files_day ON search_files (day) WHERE day IS NOT NULL;
+        CREATE VIRTUAL TABLE search_lines USING fts5(
+            path UNINDEXED, line UNINDEXED, title, body, tokenize='porter unicode61'
+        );
+        CREATE VIRTUAL TABLE search_cjk USING fts5(body, tokenize='trigram');
+        ALTER TABLE search_files ADD COLUMN vectors INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE search_vectors (rowid INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+        CREATE TABLE search_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        """,
+    ),
+    (
+        "m008_tick_memo",
+        """
+        CREATE TABLE tick_memo (
+            key TEXT PRIMARY KEY,
+            files TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            db_state TEXT NOT NULL,
+            since TEXT NOT NULL,
+            until TEXT NOT NULL,
+            output TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        "m009_compile_skip",
+        """
+        CREATE TABLE compile_skip (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            fingerprint TEXT NOT NULL,
+            taken_ns INTEGER NOT NULL,
+            since TEXT NOT NULL,
+            until TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        "m010_memory_index",
+        """
+        CREATE TABLE memory_index (
+            path TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            racy INTEGER NOT NULL,
+            tier TEXT NOT NULL,
+            recorded TEXT,
+            body INTEGER NOT NULL,
+            problem TEXT,
+            loaded INTEGER NOT NULL
+        );
+        """,
+    ),
 ]
 
+
+HOLDS = (
+    "it holds no memory, but a fresh one forgets collect's cursors and collected ids, "
+    "curate's curated ids and the run history, so collect and curate may redo work"
+)
 
 _LEDGER_SQL = (
     "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
@@ -170,18 +251,31 @@ def split_statements(sql: str) -> list[str]:
 class StateDB:
     """One connection to state.db, migrated to the newest schema on open."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, *, any_thread: bool = False) -> None:
+        """`any_thread`: the caller serializes use of one connection across threads."""
         state_dir.mkdir(parents=True, exist_ok=True)
         self.path = state_dir / DB_NAME
-        self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        if self.path.exists() and not self.path.is_file():
+            raise StateDBError(
+                f"{self.path} is a folder, not the state database. Move it aside and run the "
+                f"command again (a new database is made); {HOLDS}."
+            )
+        try:
+            self.conn = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=not any_thread,
+            )
+        except sqlite3.Error as e:
+            raise StateDBError(f"{self.path} cannot be opened ({e}); {HOLDS}.") from None
         try:
             self._configure()
             self._migrate()
         except sqlite3.DatabaseError as e:
             self.conn.close()
             raise StateDBError(
-                f"{self.path} is unusable ({e}). It holds only rebuildable state (search index, "
-                "recall counts); move it aside and run the command again."
+                f"{self.path} is unusable ({e}). Move it aside and run the command again; {HOLDS}."
             ) from None
         except BaseException:
             self.conn.close()
@@ -217,7 +311,7 @@ class StateDB:
             raise StateDBError(
                 f"{self.path} was written by a newer crustacean (unknown migration "
                 f"{', '.join(unknown)}). Upgrade crustacean, or move the file aside to start "
-                "a fresh one (it holds only rebuildable state)."
+                f"a fresh one; {HOLDS}."
             )
 
     def _apply(self, name: str, sql: str) -> None:
@@ -287,6 +381,6 @@ class StateDB:
         return {path: Usage(uses, from_db_time(last)) for path, uses, last in rows}
 
 
-def open_state(ws: Workspace) -> StateDB:
+def open_state(ws: Workspace, *, any_thread: bool = False) -> StateDB:
     """The workspace's state database, created and migrated as needed."""
-    return StateDB(ws.state_dir)
+    return StateDB(ws.state_dir, any_thread=any_thread)

@@ -215,6 +215,7 @@ def doctor(
     out.findings.append(_last_run(ws, now))
     out.findings.append(_lock(ws))
     out.findings += _openclaw(ws, env)
+    out.findings += _claude_memory(env)
     return out
 
 
@@ -414,7 +415,7 @@ def _openclaw(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
         None,
     )
     if config is None:
-        return [Finding("openclaw", "ok", "no OpenClaw config found; nothing to coordinate")]
+        return []  # OpenClaw is not installed: nothing to coordinate, nothing to say
     import json5  # OpenClaw's config is JSON5: comments and trailing commas are normal
 
     try:
@@ -429,7 +430,64 @@ def _openclaw(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
                 "fix the file (`openclaw doctor` checks it), then run `crustacean doctor` again",
             )
         ]
-    return [_memory_search(ws, data, config, home), *_dreaming(data)]
+    search = _memory_search(ws, data, config, home)
+    if not _serves_openclaw(ws, data, home):
+        # A Claude Code (or other) workspace: OpenClaw's settings are not its business
+        return [search] if search.status == "ok" else []
+    return [search, *_dreaming(data)]
+
+
+def _serves_openclaw(ws: Workspace, data: Any, home: Path) -> bool:
+    """The workspace is one of OpenClaw's agent workspaces, or collects OpenClaw transcripts."""
+    if any(src.kind == "openclaw" for src in ws.settings.sources):
+        return True
+    agents = _dig(data, "agents") or {}
+    places = [_dig(agents, "defaults", "workspace") or str(home / ".openclaw/workspace")]
+    places += [a.get("workspace") for a in _dig(agents, "list") or [] if isinstance(a, dict)]
+    root = ws.root.resolve()
+    return any(_home_path(str(p), home).resolve() == root for p in places if p)
+
+
+# Claude Code loads its own auto-memory index, ~/.claude/projects/<project>/memory/MEMORY.md,
+# into every session only up to these limits; past them the rest is silently not seen.
+CLAUDE_MEMORY_LINES = 200
+CLAUDE_MEMORY_BYTES = 25 * 1024
+
+
+def _claude_memory(env: Mapping[str, str]) -> list[Finding]:
+    """Warn about Claude Code MEMORY.md files past its load limit (only where Claude Code is)."""
+    home = Path(env.get("HOME", str(Path.home())))
+    projects = home / ".claude/projects"
+    if not projects.is_dir():
+        return []
+    over = []
+    for path in sorted(projects.glob("*/memory/MEMORY.md")):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        if lines > CLAUDE_MEMORY_LINES or len(data) > CLAUDE_MEMORY_BYTES:
+            over.append(f"{path} ({lines:,} lines, {len(data) / 1024:.0f} KB)")
+    if not over:
+        return [
+            Finding(
+                "claude code memory",
+                "ok",
+                f"Claude Code's MEMORY.md files are within its {CLAUDE_MEMORY_LINES}-line / "
+                "25 KB load limit",
+            )
+        ]
+    return [
+        Finding(
+            "claude code memory",
+            "warn",
+            f"Claude Code loads only the first {CLAUDE_MEMORY_LINES} lines / 25 KB of MEMORY.md, "
+            f"and {len(over)} file(s) are past it: " + "; ".join(over[:5]),
+            "keep MEMORY.md a short index: move the detail into topic files beside it, or into "
+            "this workspace, where `context` and search_memory find it",
+        )
+    ]
 
 
 def _memory_search(ws: Workspace, data: Any, config: Path, home: Path) -> Finding:

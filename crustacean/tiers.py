@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 TIERS = ("hot", "warm", "cold", "archive")
@@ -202,6 +202,23 @@ def plan_tiers(
     decisions = [next_tier(m, usages.get(m.path, Usage()), now, rules) for m in memories]
     decisions = _apply_hot_limit(decisions, clocks, rules)
     return _apply_memory_cap(decisions, clocks, uses, rules)
+
+
+def next_change(
+    memories: list[Memory], usages: dict[str, Usage], now: datetime, rules: Rules
+) -> datetime | None:
+    """The first moment after `now` at which `plan_tiers` could decide otherwise on the same
+    memories and usages (None: never). Time enters only as whole days without recall compared
+    with hot_days, warm_days and cold_days, and `days >= T` turns true at clock + T days."""
+    now, soonest = utc(now), None
+    thresholds = {rules.hot_days, rules.warm_days, rules.cold_days}
+    for mem in memories:
+        start, _ = clock(mem, usages.get(mem.path, Usage()))
+        for days in thresholds:
+            at = start + timedelta(days=days)
+            if at > now and (soonest is None or at < soonest):
+                soonest = at
+    return soonest
 
 
 def _apply_hot_limit(

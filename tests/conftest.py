@@ -25,6 +25,7 @@ os.environ.update(
         "NO_COLOR": "1",
         "_TYPER_FORCE_DISABLE_TERMINAL": "1",
         "TZ": "UTC",
+        "CRUSTACEAN_SEMANTIC": "0",  # lexical search unless a test switches the extra on
     }
 )
 

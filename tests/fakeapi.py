@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,6 +34,7 @@ DEFAULT_USAGE: dict[str, int] = {
 }
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+BATCHES_PATH = "/v1/messages/batches"
 
 # The error type the real API uses for each status; anything else is reported as api_error.
 ERROR_TYPES: dict[int, str] = {
@@ -88,7 +89,10 @@ class DelayItem:
     then: dict[str, Any] | ErrorItem | DropItem
 
 
-Item = dict[str, Any] | ErrorItem | DelayItem | DropItem
+Reply = Callable[[dict[str, Any]], dict[str, Any]]
+"""A reply built from the request body it answers (a test's stand-in for a model's judgement)."""
+
+Item = dict[str, Any] | ErrorItem | DelayItem | DropItem | Reply
 
 
 def _usage(usage: dict[str, Any] | None) -> dict[str, Any]:
@@ -237,6 +241,36 @@ def sse_frames(msg: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "message_stop", {"type": "message_stop"}
 
 
+@dataclass
+class FakeBatch:
+    """A submitted Message Batch: every request is answered from the script when it is
+    created; it reads as `in_progress` until the test calls `FakeAnthropic.end_batches()`."""
+
+    id: str
+    created_at: str
+    requests: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    ended: bool = False
+
+    def payload(self, base_url: str) -> dict[str, Any]:
+        """The `message_batch` object the API returns for create and retrieve."""
+        kinds = [r["result"]["type"] for r in self.results]
+        counts = {k: kinds.count(k) if self.ended else 0 for k in ("succeeded", "errored")}
+        counts.update(canceled=0, expired=0, processing=0 if self.ended else len(self.results))
+        return {
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": "ended" if self.ended else "in_progress",
+            "request_counts": counts,
+            "created_at": self.created_at,
+            "expires_at": "2099-01-01T00:00:00Z",
+            "ended_at": self.created_at if self.ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{base_url}{BATCHES_PATH}/{self.id}/results" if self.ended else None,
+        }
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Routes every method to the owning FakeAnthropic; HTTP/1.1 so the SDK keeps connections."""
 
@@ -311,7 +345,8 @@ class FakeAnthropic:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._conns: set[socket.socket] = set()
-        self._counters = {"msg": 0, "toolu": 0, "req": 0}
+        self._counters = {"msg": 0, "toolu": 0, "req": 0, "msgbatch": 0}
+        self.batches: dict[str, FakeBatch] = {}
         self._busy = 0.0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -358,6 +393,17 @@ class FakeAnthropic:
         """Only the Messages API calls (not count_tokens or unknown paths)."""
         with self._lock:
             return [r for r in self.requests if r.path == MESSAGES_PATH]
+
+    def batch_requests(self) -> list[dict[str, Any]]:
+        """The `params` of every request submitted in a batch, in order."""
+        with self._lock:
+            return [r["params"] for b in self.batches.values() for r in b.requests]
+
+    def end_batches(self) -> None:
+        """Let every submitted batch report `ended`, with its results ready."""
+        with self._lock:
+            for batch in self.batches.values():
+                batch.ended = True
 
     @property
     def busy_seconds(self) -> float:
@@ -412,9 +458,52 @@ class FakeAnthropic:
             self._answer(h, record.body, base)
         elif h.command == "POST" and path == COUNT_TOKENS_PATH:
             h.send_json(200, {"input_tokens": len(json.dumps(record.body)) // 4}, base)
+        elif h.command == "POST" and path == BATCHES_PATH:
+            batch = self._create_batch(record.body)
+            h.send_json(200, batch.payload(self.url), base)
+        elif h.command == "GET" and path.startswith(BATCHES_PATH + "/"):
+            self._batch_get(h, path[len(BATCHES_PATH) + 1 :], base)
         else:
             err = error(404, message=f"fake API: no route for {h.command} {path}")
             h.send_json(404, err.payload(), base)
+
+    def _create_batch(self, body: dict[str, Any]) -> FakeBatch:
+        """Answer every request of the batch from the script now (an unscripted one errors)."""
+        requests = body.get("requests") or []
+        results = [self._batch_result(r) for r in requests]
+        batch = FakeBatch(self._next_id("msgbatch"), "2026-11-30T12:00:00Z", requests, results)
+        with self._lock:
+            self.batches[batch.id] = batch
+        return batch
+
+    def _batch_result(self, request: dict[str, Any]) -> dict[str, Any]:
+        params = request.get("params") or {}
+        with self._lock:
+            item = self._queue.popleft() if self._queue else None
+        if isinstance(item, DelayItem):
+            item = item.then
+        if callable(item):
+            item = item(params)
+        if isinstance(item, dict):
+            result: dict[str, Any] = {"type": "succeeded", "message": self._complete(item, params)}
+        else:
+            err = item if isinstance(item, ErrorItem) else error(500, message="no scripted reply")
+            result = {"type": "errored", "error": err.payload()}
+        return {"custom_id": request.get("custom_id"), "result": result}
+
+    def _batch_get(self, h: _Handler, rest: str, base: dict[str, str]) -> None:
+        """`GET /v1/messages/batches/<id>` and `.../<id>/results` (JSONL, once ended)."""
+        batch_id, _, tail = rest.partition("/")
+        with self._lock:
+            batch = self.batches.get(batch_id)
+        if batch is None or tail not in ("", "results") or (tail and not batch.ended):
+            err = error(404, message=f"fake API: no batch results at {rest}")
+            h.send_json(404, err.payload(), base)
+        elif tail == "results":
+            body = "".join(json.dumps(r) + "\n" for r in batch.results).encode()
+            h._send(200, body, "application/binary", base)
+        else:
+            h.send_json(200, batch.payload(self.url), base)
 
     def _answer(self, h: _Handler, body: dict[str, Any], base: dict[str, str]) -> None:
         """Answer with the next scripted item, or a non-retryable 500 when the script ran out."""
@@ -429,6 +518,8 @@ class FakeAnthropic:
                 h.close_connection = True  # shutting down: don't answer
                 return
             item = item.then
+        if callable(item):
+            item = item(body)
         if isinstance(item, DropItem):
             h.close_connection = True
         elif isinstance(item, ErrorItem):

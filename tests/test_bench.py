@@ -15,10 +15,13 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL = {
     "store_bench.py": ["--reps", "2"],
     "search_bench.py": ["--files", "60"],
+    "recall_bench.py": ["--sessions", "8"],
     "context_bench.py": ["--files", "60", "--rounds", "1"],
     "runtime_bench.py": ["--turns", "2", "--rounds", "1"],
     "collect_bench.py": ["--mb", "1", "--files", "2"],
+    "collect_tokens_bench.py": ["--sessions", "3", "--messages", "20"],
     "compile_bench.py": ["--files", "60"],
+    "secrets_bench.py": ["--lines", "500", "--rounds", "1"],
     "tick_bench.py": ["--rounds", "1", "--runs", "2", "--messages", "8"],
     "ui_bench.py": ["--files", "60", "--rounds", "1"],
     "curate_bench.py": ["--people", "2", "--entries", "1"],

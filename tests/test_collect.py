@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from datetime import UTC, datetime
@@ -123,8 +124,26 @@ def notes(*items: dict[str, Any]) -> dict[str, Any]:
     return tool_use(("record_notes", {"items": list(items)}))
 
 
-def item(category: str, words: str, when: str, session: str, topic: str = "") -> dict[str, Any]:
-    return {"category": category, "text": words, "when": when, "session": session, "topic": topic}
+def item(category: str, words: str, refs: str, topic: str = "", **extra: Any) -> dict[str, Any]:
+    """An item citing `refs` ("m1" or "m1,m3"); in the setup m1-m2 are sess-a, m3-m4 cc-1."""
+    return {"category": category, "text": words, "refs": refs.split(","), "topic": topic, **extra}
+
+
+def prompt_of(body: dict[str, Any]) -> str:
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else content[0]["text"]
+
+
+def cite_first_of(sessions: list[str]) -> Any:
+    """A reply citing the first message of each named session the request shows."""
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        section = prompt_of(body).split("<transcripts>")[1].split("</transcripts>")[0]
+        found = re.findall(r"^## .*? · session (\S+)\n\[(m\d+) ", section, re.MULTILINE)
+        firsts = {session: ref for session, ref in reversed(found)}
+        return notes(*[item("fact", f"Fact from {s}.", firsts[s]) for s in sessions if s in firsts])
+
+    return reply
 
 
 def run(s: dict[str, Any], **kw: Any) -> Any:
@@ -141,9 +160,9 @@ def test_end_to_end_then_nothing_new_costs_nothing(setup: dict[str, Any]) -> Non
     s, fake = setup, setup["fake"]
     fake.enqueue(
         notes(
-            item("reminder", "Call Ana on Friday.", "2026-11-30 09:01", "sess-a", "calls"),
-            item("decision", "Ship the parser on Monday.", "2026-11-30 10:01", "cc-1", "parser"),
-            item("fact", "The user works on a parser.", "2026-11-30 10:02", "cc-1"),
+            item("reminder", "Call Ana on Friday.", "m1", "calls"),
+            item("decision", "Ship the parser on Monday.", "m3", "parser"),
+            item("fact", "The user works on a parser.", "m3,m4"),
         )
     )
     result = run(s)
@@ -158,7 +177,7 @@ def test_end_to_end_then_nothing_new_costs_nothing(setup: dict[str, Any]) -> Non
     body = fake.messages()[0].body
     assert body["tool_choice"] == {"type": "tool", "name": "record_notes"}
     assert [t["name"] for t in body["tools"]] == ["record_notes"]
-    prompt = body["messages"][0]["content"][0]["text"]
+    prompt = prompt_of(body)
     assert (
         "user: remind me to call Ana on Friday" in prompt
         and "{" not in prompt.split("<transcripts>")[1].split("</transcripts>")[0][:80]
@@ -180,7 +199,7 @@ def test_only_new_lines_are_sent_and_a_partial_line_waits(setup: dict[str, Any])
         fh.write(oc_line(4, "user", "half a line")[:40])  # still being written
     second = run(s)
     assert second.new_messages == 1
-    prompt = fake.messages()[1].body["messages"][0]["content"][0]["text"]
+    prompt = prompt_of(fake.messages()[1].body)
     assert "Maya" in prompt and "Ana" not in prompt.split("<already-in-daily-logs>")[0]
     with s["oc"].open("a") as fh:
         fh.write(oc_line(4, "user", "half a line")[40:])
@@ -192,11 +211,13 @@ def test_items_go_to_the_day_they_happened_and_duplicates_drop(setup: dict[str, 
     (s["ws"].root / "memory/2026-11-29.md").write_text(
         "# 2026-11-29\n\n- [idea] Try a crab logo.\n"
     )
+    with s["oc"].open("a") as fh:  # m1-m2 are a late-evening talk the day before
+        fh.write(oc_line(7, "user", "crab logo? plan the launch", ts="2026-11-29T21:5{}:00.000Z"))
     fake.enqueue(
         notes(
-            item("idea", "Try a crab logo.", "2026-11-29 23:30", "sess-a"),
-            item("plan", "Plan the launch.", "2026-11-29 22:00", "sess-a"),
-            item("todo", "Buy stamps.", "2026-11-30 09:05", "sess-a"),
+            item("idea", "- [idea]  try a CRAB logo", "m1"),
+            item("plan", "Plan the launch.", "m1", when="2026-11-29 21:57"),
+            item("todo", "Buy stamps.", "m2"),
         )
     )
     result = run(s)
@@ -206,22 +227,28 @@ def test_items_go_to_the_day_they_happened_and_duplicates_drop(setup: dict[str, 
     assert result.duplicates == 1
 
 
-def test_bad_items_are_dropped_and_future_times_fall_back(setup: dict[str, Any]) -> None:
+def test_bad_items_are_rejected_with_reasons_and_times_come_from_the_messages(
+    setup: dict[str, Any],
+) -> None:
     s, fake = setup, setup["fake"]
     fake.enqueue(
         notes(
-            item("gossip", "bad category", "2026-11-30 09:00", "sess-a"),
-            {"category": "fact"},
+            item("gossip", "bad category", "m1"),
+            {"category": "fact", "refs": ["m1"]},
             "not even a dict",
-            item("fact", "From the future.", "2031-01-01 00:00", "sess-a"),
-            item("fact", "Garbled time.", "yesterday-ish", "cc-1"),
+            item("fact", "From the future.", "m1", when="2031-01-01 00:00"),
+            item("fact", "From the past.", "m2", when="1999-01-01 00:00"),
+            item("fact", "Garbled time.", "m3", when="yesterday-ish"),
         )
     )
     result = run(s)
-    assert result.dropped_items == 3
+    assert result.rejected == {"unknown category": 1, "no text": 1, "not an object": 1}
+    assert result.appended == 3 and result.record.status == "ok"
+    assert "3 rejected (1 no text, 1 not an object, 1 unknown category)" in result.record.summary
     log = (s["ws"].root / "memory/2026-11-30.md").read_text()
-    assert "From the future." in log and "Garbled time." in log
-    assert "2031" not in "".join(p.name for p in (s["ws"].root / "memory").iterdir())
+    assert "From the future." in log and "Garbled time." in log and "From the past." in log
+    names = "".join(p.name for p in (s["ws"].root / "memory").iterdir())
+    assert "2031" not in names and "1999" not in names
 
 
 def test_zero_items_still_moves_the_cursor(setup: dict[str, Any]) -> None:
@@ -240,6 +267,20 @@ def test_secrets_are_redacted_before_the_request(setup: dict[str, Any]) -> None:
     run(s)
     assert find_key_leaks(fake, KEY) == []
     assert "[REDACTED:Anthropic API key]" in json.dumps(fake.messages()[0].body)
+
+
+def test_issue_20_formats_are_redacted_before_the_request(setup: dict[str, Any]) -> None:
+    # a real OpenClaw transcript once sent a live Composio key to the model
+    s, fake = setup, setup["fake"]
+    composio = "ak_" + "t-F9AbvfZHU7SUrqAGNn"
+    telegram = "7012345678:" + "AAE" + "k3Jd9sLq2Wm8Xn5Bv7Cz1Rt4Yp6qW9eR"
+    with s["oc"].open("a") as fh:
+        fh.write(oc_line(5, "user", f"use COMPOSIO_API_KEY={composio} and bot {telegram}"))
+    fake.enqueue(notes())
+    run(s)
+    body = json.dumps(fake.messages()[0].body)
+    assert composio not in body and telegram not in body
+    assert "[REDACTED:Composio API key]" in body and "[REDACTED:Telegram bot token]" in body
 
 
 def test_an_injected_instruction_can_do_nothing_but_return_items(setup: dict[str, Any]) -> None:
@@ -277,7 +318,7 @@ def test_crash_between_append_and_cursor_update_does_not_duplicate(
     setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s, fake = setup, setup["fake"]
-    fake.enqueue(notes(item("fact", "Ana likes tea.", "2026-11-30 09:01", "sess-a")))
+    fake.enqueue(notes(item("fact", "Ana likes tea.", "m1")))
     real = collect_mod.finish_batch
     calls = {"n": 0}
 
@@ -302,8 +343,8 @@ def test_a_failed_append_leaves_the_cursor_so_nothing_is_lost(
 ) -> None:
     s, fake = setup, setup["fake"]
     fake.enqueue(
-        notes(item("fact", "Ana likes tea.", "2026-11-30 09:01", "sess-a")),
-        notes(item("fact", "Ana likes tea.", "2026-11-30 09:01", "sess-a")),
+        notes(item("fact", "Ana likes tea.", "m1")),
+        notes(item("fact", "Ana likes tea.", "m1")),
     )
     from crustacean.store import files
 
@@ -320,8 +361,8 @@ def test_a_failed_append_leaves_the_cursor_so_nothing_is_lost(
 def test_dry_run_moves_nothing(setup: dict[str, Any]) -> None:
     s, fake = setup, setup["fake"]
     fake.enqueue(
-        notes(item("fact", "Dry fact.", "2026-11-30 09:01", "sess-a")),
-        notes(item("fact", "Real fact.", "2026-11-30 09:01", "sess-a")),
+        notes(item("fact", "Dry fact.", "m1")),
+        notes(item("fact", "Real fact.", "m1")),
     )
     dry = run(s, dry_run=True)
     assert dry.diff and "+- Dry fact." in dry.diff
@@ -385,9 +426,18 @@ def test_cli_collect(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> 
     assert "Error: no API key: set ANTHROPIC_API_KEY" in no_key.stderr
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
-    fake.enqueue(notes(item("fact", "CLI fact.", "2026-11-30 09:01", "sess-a")))
+    fake.enqueue(notes(item("fact", "CLI fact.", "m1")))
     done = json.loads(run_cli(*w, "collect", "--json").stdout)
     assert done["status"] == "ok" and sum(done["items_by_day"].values()) == 1
+    assert (done["appended"], done["duplicates"], done["rejected"]) == (1, 0, {})
+    with s["oc"].open("a") as fh:
+        fh.write(oc_line(8, "user", "tea again"))
+    fake.enqueue(notes(item("fact", "cli fact", "m1"), item("gossip", "x", "m1")))
+    text = run_cli(*w, "collect").stdout
+    assert "  memory/2026-11-30.md" not in text  # nothing new landed
+    assert (
+        "1 item(s) merged as duplicates" in text and "1 item(s) rejected: unknown category" in text
+    )
     bad = run_cli(*w, "collect", "--source", "nope", code=2)
     assert "no source named 'nope'; sources: oc, cc" in bad.stderr
     assert "use an ISO date" in run_cli(*w, "collect", "--since", "soon", code=2).stderr
@@ -421,14 +471,12 @@ path = "{fixtures / "claude/projects"}"
         for path, kind in discover(src):
             for m in read_new(path, kind, None, since=since).messages:
                 sessions.setdefault(m.session, m.timestamp.strftime("%Y-%m-%d %H:%M"))
-    picked = list(sessions.items())[:3]
-    fake_api.enqueue(
-        *[notes(*[item("fact", f"Fact from {s}.", when, s) for s, when in picked])] * 3
-    )
+    picked = list(sessions)[:3]
+    fake_api.enqueue(*[cite_first_of(picked)] * 3)
     result = collect(live, env=env, clock=clock, since=since)
     assert result.record.status == "ok"
     written = "".join(p.read_text() for p in (ws.root / "memory").glob("2026-11-2?.md"))
-    for session, _ in picked:
+    for session in picked:
         assert f"Fact from {session}." in written and f"session={session}" in written
     requests = len(fake_api.messages())
     assert collect(live, env=env, clock=clock, since=since).record.status == "skipped"

@@ -107,6 +107,47 @@ def test_tiers_decide_what_loads(ws: Workspace) -> None:
     assert "memory/notes/gone.md" not in loaded("falcon launch budget")  # archive: never
 
 
+def test_a_topic_picks_memories_with_the_search_ranking(ws: Workspace) -> None:
+    """Stemming and stop words: "plants" finds "planted", "what did" need not match."""
+    put(ws, "memory/notes/garden.md", memo("garden", "Ana planted courgettes in June."))
+    put(ws, "memory/notes/other.md", memo("other", "Ana went to Porto."))
+    ctx = assemble(ws, parse_for("main"), "what plants did Ana grow", caps(), NOW)
+    picked = {e.path for e in ctx.entries if e.section == "memory"}
+    assert picked == {"memory/notes/garden.md"}  # ana + plant: 2 of 3 words; other: 1 of 3
+
+
+def test_a_long_memory_loads_its_best_lines_for_the_topic(ws: Workspace) -> None:
+    filler = "\n\n".join(f"## Part {i}\n\nNothing much about item {i} today." for i in range(80))
+    body = f"{filler}\n\n## Keys\n\nThe spare key to the shed is under the blue pot.\n"
+    put(ws, "memory/notes/house.md", memo("house", body))
+    ctx = assemble(ws, parse_for("main"), "spare shed key", caps(), NOW)
+    [entry] = [e for e in ctx.entries if e.path == "memory/notes/house.md"]
+    assert entry.text.strip() == "## Keys\nThe spare key to the shed is under the blue pot."
+    assert "best lines for the topic" in entry.why
+
+
+def test_a_topic_fills_the_rest_of_the_budget_with_daily_log_and_knowledge_lines(
+    ws: Workspace,
+) -> None:
+    for day, dish in (("2026-04-10", "risotto"), ("2026-05-02", "tacos"), ("2026-11-02", "soup")):
+        log = f"# {day}\n\n### [19:05] evening\n\n- **Ana**: For dinner I cooked {dish}.\n"
+        put(ws, f"memory/{day}.md", log + "".join(f"- filler {i}\n" for i in range(30)))
+    put(ws, "knowledge/topics/cooking.md", "# Cooking\n\nRisotto needs patience at dinner.\n")
+    ctx = assemble(ws, parse_for("main"), "what did Ana cook for dinner in May", caps(), NOW)
+    found = [e for e in ctx.entries if e.section == "found"]
+    assert found[0].text == "- **Ana**: For dinner I cooked tacos."
+    assert (found[0].title, found[0].why) == ("memory/2026-05-02.md#L5", "19:05")
+    md = ctx.to_markdown()
+    assert "## Found for the topic" in md and "### memory/2026-05-02.md#L5 (19:05)" in md
+    small = assemble(ws, parse_for("main"), "Ana dinner", caps(budget=80), NOW)
+    assert sum(len(e.text) + 1 for e in small.entries if e.section == "found") <= 80
+    assert not [
+        e
+        for e in assemble(ws, parse_for("main"), None, caps(), NOW).entries
+        if e.section == "found"
+    ]
+
+
 def test_caps_newest_first_then_budget(ws: Workspace) -> None:
     for i in range(6):
         put(
@@ -122,7 +163,11 @@ def test_caps_newest_first_then_budget(ws: Workspace) -> None:
     assert cut["memory/notes/n1.md"] == "over memory.max_entries 4"
     md = ctx.to_markdown()
     assert "This context is not your whole memory. Not loaded: " in md
-    assert "memory/notes/n0.md (over memory.max_entries 4)" in md
+    assert (
+        "memory/notes/ (2 over memory.budget_chars 250: n3.md, n2.md; "
+        "2 over memory.max_entries 4: n1.md, n0.md)"
+    ) in md
+    assert md.rstrip().endswith("or `crustacean search WORDS` in a shell.")
 
 
 def test_foundation_budget_lists_what_it_cut(ws: Workspace) -> None:

@@ -283,6 +283,23 @@ def test_the_claude_hook_snippets_print_hook_json(tmp_path: Path) -> None:
         assert out["hookEventName"] == "SessionStart" and "SOUL.md" in out["additionalContext"]
 
 
+def test_the_precompact_snippet_collects_the_session(tmp_path: Path) -> None:
+    from crustacean.config import SourceConfig
+
+    box = make_sandbox(tmp_path)
+    init_workspace(
+        box.home / "agent",
+        sources=[SourceConfig(kind="claude_code", path="~/.claude/projects")],  # as init adds it
+    )
+    (settings,) = _json_with("hooks", "PreCompact")
+    (pre,) = settings["hooks"]["PreCompact"]
+    assert pre["matcher"] == "manual|auto"
+    assert "compact" in settings["hooks"]["SessionStart"][0]["matcher"]
+    done = _bash(box, pre["hooks"][0]["command"] + " --plan")  # the same run, no model call
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "new message(s)" in done.stdout
+
+
 def test_the_mcp_server_snippets_serve_the_tools(tmp_path: Path) -> None:
     box = _sandbox_with(tmp_path, "agent")
     for data in _json_with("mcpServers", "crustacean"):

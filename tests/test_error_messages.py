@@ -188,6 +188,7 @@ def _uncurated_entry(ws: Workspace) -> None:
 
 
 SECRET = "ANTHROPIC_API_KEY=sk-ant-api03-" + "abcdefghij" * 5
+TELEGRAM = "the bot token is 7012345678:" + "AAE" + "k3Jd9sLq2Wm8Xn5Bv7Cz1Rt4Yp6qW9eR"
 
 CASES = [
     Case("bad config value in a file", ["config", "show"], 2, _bad_config_file),
@@ -211,6 +212,8 @@ CASES = [
     Case("lock held", ["collect"], 75, hold_lock=True),
     Case("no API key", ["curate"], 2, _uncurated_entry),
     Case("bad write: a secret", ["remember", "api-key", SECRET], 1),
+    Case("bad write: a Telegram bot token", ["remember", "bot", TELEGRAM], 1),
+    Case("init in a folder holding the home folder", ["init"], 2, in_workspace=False),
     Case("bad write: unsafe name", ["remember", "Bad Name", "text"], 2),
     Case("bad write: no such memory", ["tier", "set", "memory/notes/nope.md", "hot"], 2),
 ]

@@ -255,3 +255,26 @@ def test_find_key_leaks(fake_api: FakeAnthropic) -> None:
     ask(client, messages=[{"role": "user", "content": "my key is test-key"}])
     [leak] = find_key_leaks(fake_api, "test-key")
     assert "my key is test-key" in leak
+
+
+def test_message_batches_through_the_sdk(fake_api: FakeAnthropic) -> None:
+    """create → retrieve (in progress) → end → retrieve → results, with the SDK's own calls."""
+    fake_api.enqueue(text("first"), error(400, message="bad request"))
+    client = make_client(fake_api)
+    params = {"model": MODEL, "max_tokens": 64, "messages": HELLO}
+    batch = client.messages.batches.create(
+        requests=[{"custom_id": "a", "params": params}, {"custom_id": "b", "params": params}]
+    )
+    assert batch.processing_status == "in_progress" and batch.request_counts.processing == 2
+    assert client.messages.batches.retrieve(batch.id).results_url is None
+    with pytest.raises(anthropic.AnthropicError):
+        list(client.messages.batches.results(batch.id))
+    fake_api.end_batches()
+    done = client.messages.batches.retrieve(batch.id)
+    assert done.processing_status == "ended" and done.request_counts.succeeded == 1
+    results = {r.custom_id: r.result for r in client.messages.batches.results(batch.id)}
+    assert results["a"].type == "succeeded" and results["a"].message.content[0].text == "first"
+    assert results["b"].type == "errored"
+    assert fake_api.batch_requests() == [params, params]
+    with pytest.raises(anthropic.NotFoundError):
+        client.messages.batches.retrieve("msgbatch_missing")

@@ -39,7 +39,7 @@ def test_init_creates_the_whole_tree(tmp_path: Path) -> None:
     assert "## Index" in (root / "knowledge/README.md").read_text()
     assert ".crustacean/" in (root / ".gitignore").read_text()
     assert "created" in result.stdout and "Next steps:" in result.stdout
-    assert "memorySearch.extraPaths" in result.stdout and "dreaming" in result.stdout
+    assert "OpenClaw" not in result.stdout  # not installed in this HOME: not named
     assert "ANTHROPIC_API_KEY" in result.stdout and "ANTHROPIC_BASE_URL" in result.stdout
     assert git(root, "status", "--porcelain") == ""
     assert git(root, "log", "--format=%an|%s").strip() == (
@@ -48,9 +48,13 @@ def test_init_creates_the_whole_tree(tmp_path: Path) -> None:
     load_config(root, env={})  # the written config is valid
 
 
-def test_init_defaults_to_the_current_folder(tmp_path: Path) -> None:
+def test_init_defaults_to_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "agent").mkdir()
+    monkeypatch.chdir(tmp_path / "agent")  # tmp_path itself holds the test's HOME: refused
     run_cli("init")
-    assert (tmp_path / "crustacean.toml").is_file()
+    assert (tmp_path / "agent/crustacean.toml").is_file()
 
 
 def test_every_config_key_is_in_the_written_toml(tmp_path: Path) -> None:
@@ -162,8 +166,10 @@ def test_without_git_the_workspace_still_works_unversioned(
 
 
 def test_version_flag_names_the_pipeline_docs_version() -> None:
+    from crustacean.system_docs import shipped_version
+
     out = run_cli("--version").stdout
-    assert out.startswith("crustacean 0.") and "pipeline docs 2" in out
+    assert out.startswith("crustacean 0.") and f"pipeline docs {shipped_version()}" in out
 
 
 def test_stage_docs_come_from_the_workspace_then_the_package(tmp_path: Path) -> None:
@@ -181,19 +187,109 @@ def test_stage_docs_come_from_the_workspace_then_the_package(tmp_path: Path) -> 
 
 def test_init_offers_the_transcripts_it_finds(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    (home / ".claude/projects").mkdir(parents=True)
+    result = run_cli("init", str(tmp_path / "w"))
+    assert "Found claude_code transcripts in ~/.claude/projects: added as a collect source." in (
+        " ".join(result.stdout.split())
+    )
+    sources = load_config(tmp_path / "w", env={}).settings.sources
+    assert [(s.kind, s.path) for s in sources] == [("claude_code", "~/.claude/projects")]
+    run_cli("init", str(tmp_path / "v"), "--no-detect")
+    assert load_config(tmp_path / "v", env={}).settings.sources == []
+
+
+def test_init_does_not_guess_between_two_agents(tmp_path: Path) -> None:
+    home = tmp_path / "home"
     (home / ".openclaw/agents/main/sessions").mkdir(parents=True)
     (home / ".claude/projects").mkdir(parents=True)
     result = run_cli("init", str(tmp_path / "w"))
-    assert "Found openclaw transcripts in ~/.openclaw/agents: added as a collect source." in (
-        result.stdout
-    )
-    sources = load_config(tmp_path / "w", env={}).settings.sources
-    assert [(s.kind, s.path) for s in sources] == [
-        ("openclaw", "~/.openclaw/agents"),
-        ("claude_code", "~/.claude/projects"),
+    out = " ".join(result.stdout.split())
+    assert "Found transcripts of more than one agent" in out and "added none" in out
+    assert "--source KIND" in out and "memorySearch.extraPaths" in out  # OpenClaw is here
+    assert load_config(tmp_path / "w", env={}).settings.sources == []
+    run_cli("init", str(tmp_path / "v"), "--source", "claude_code")
+    sources = load_config(tmp_path / "v", env={}).settings.sources
+    assert [(s.kind, s.path) for s in sources] == [("claude_code", "~/.claude/projects")]
+    run_cli("init", str(tmp_path / "u"), "--source", "openclaw", "--source", "claude_code")
+    assert [s.kind for s in load_config(tmp_path / "u", env={}).settings.sources] == [
+        "openclaw",
+        "claude_code",
     ]
-    run_cli("init", str(tmp_path / "v"), "--no-detect")
-    assert load_config(tmp_path / "v", env={}).settings.sources == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "kinds"),
+    [("claude_code\n", ["claude_code"]), ("both\n", ["openclaw", "claude_code"]), ("\n", [])],
+)
+def test_at_a_terminal_init_asks_which_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, kinds: list[str]
+) -> None:
+    from typer.testing import CliRunner
+
+    from crustacean.cli import init_cmd
+    from crustacean.cli.app import app
+
+    home = tmp_path / "home"
+    (home / ".openclaw/agents/main/sessions").mkdir(parents=True)
+    (home / ".claude/projects").mkdir(parents=True)
+    monkeypatch.setattr(init_cmd, "_interactive", lambda: True)
+    result = CliRunner().invoke(app, ["init", str(tmp_path / "w")], input=answer)
+    assert result.exit_code == 0, result.output
+    assert "Collect which? (openclaw, claude_code, both, none)" in result.output
+    assert [s.kind for s in load_config(tmp_path / "w", env={}).settings.sources] == kinds
+
+
+def test_a_bad_answer_makes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from crustacean.cli import init_cmd
+    from crustacean.cli.app import app
+
+    (tmp_path / "home/.openclaw/agents").mkdir(parents=True)
+    (tmp_path / "home/.claude/projects").mkdir(parents=True)
+    monkeypatch.setattr(init_cmd, "_interactive", lambda: True)
+    result = CliRunner().invoke(app, ["init", str(tmp_path / "w")], input="telegram\n")
+    assert result.exit_code == 2
+    assert "answer one of openclaw, claude_code, both, none, not 'telegram'" in result.output
+    assert not (tmp_path / "w").exists()
+
+
+def test_an_openclaw_workspace_takes_only_openclaws_transcripts(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".openclaw/agents/main/sessions").mkdir(parents=True)
+    (home / ".claude/projects").mkdir(parents=True)
+    run_cli("init", str(home / ".openclaw/workspace"))
+    sources = load_config(home / ".openclaw/workspace", env={}).settings.sources
+    assert [s.kind for s in sources] == ["openclaw"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--source", "telegram"], "unknown --source 'telegram'; use openclaw or claude_code"),
+        (["--source", "openclaw", "--no-detect"], "--source names the sources to add"),
+        (["--sample", "--source", "openclaw"], "--sample uses its own layout and sources"),
+    ],
+)
+def test_bad_source_options_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run_cli("init", str(tmp_path / "w"), *args, code=2)
+    assert message in result.output
+    assert not (tmp_path / "w").exists()
+
+
+def test_adopting_adds_no_template_an_agent_would_load(tmp_path: Path) -> None:
+    root = tmp_path / "oc"
+    root.mkdir()
+    (root / "SOUL.md").write_text("# Soul\nI am Otto.\n")
+    (root / "memory").mkdir()
+    (root / "memory/2026-11-29.md").write_text("- hello\n")
+    result = run_cli("init", str(root))
+    for name in ("IDENTITY.md", "TOOLS.md", "USER.md", "AGENTS.md", "MEMORY.md"):
+        assert not (root / name).exists(), name
+    assert (root / "SOUL.md").read_text() == "# Soul\nI am Otto.\n"
+    assert (root / "memory/README.md").is_file() and (root / "crustacean.toml").is_file()
+    out = " ".join(result.stdout.split())
+    assert "no AGENTS.md, IDENTITY.md, USER.md, TOOLS.md, MEMORY.md template was added" in out
 
 
 V1 = Path(__file__).parent / "fixtures/pipeline-v1"  # two docs as version 1 shipped them

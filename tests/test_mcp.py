@@ -62,7 +62,7 @@ def test_every_tool(ws: Workspace) -> None:
         ("search_memory", {"query": "green tea", "limit": 5}),
         ("get_context", {"audience": "main", "topic": "green tea"}),
     )
-    assert [f["path"] for f in payload(listed)] == ["memory/notes/tea.md"]
+    assert [f["path"] for f in payload(listed)["files"]] == ["memory/notes/tea.md"]
     got = payload(read)
     assert got["content"].startswith("# Tea") and len(got["sha256"]) == 64
     assert payload(found)[0]["path"] == "memory/notes/tea.md"
@@ -141,6 +141,7 @@ def test_refusals_are_tool_errors_and_change_nothing(ws: Workspace) -> None:
         ),
         ("read_context_file", {"path": "nope.md"}),
         ("search_memory", {"query": "x", "limit": 500}),
+        ("search_memory", {"query": "x", "budget_chars": 0}),
     )
     words = [
         "changed since it was read",
@@ -149,6 +150,7 @@ def test_refusals_are_tool_errors_and_change_nothing(ws: Workspace) -> None:
         "only to today's daily log",
         "does not exist",
         "limit must be",
+        "the budget must be from 1 to 50,000 characters",
     ]
     for result, word in zip(results, words, strict=True):
         assert result.is_error and word in result.content[0].text, (word, result.content)
@@ -157,6 +159,24 @@ def test_refusals_are_tool_errors_and_change_nothing(ws: Workspace) -> None:
     assert {k: v for k, v in after.items() if not k.startswith(".crustacean")} == {
         k: v for k, v in before.items() if not k.startswith(".crustacean")
     }
+
+
+def test_search_memory_fills_a_budget_with_the_best_lines(ws: Workspace) -> None:
+    notes = "\n".join(f"- puffin sighting {i}: " + "x" * 40 for i in range(60))
+    (ws.root / "memory/notes/puffins.md").write_text(f"# Puffins\n\n{notes}\n")
+    small, big, default = call(
+        ws,
+        ("search_memory", {"query": "puffin sighting", "budget_chars": 300}),
+        ("search_memory", {"query": "puffin sighting", "budget_chars": 4000}),
+        ("search_memory", {"query": "puffin sighting"}),
+    )
+    for result, budget in ((small, 300), (big, 4000)):
+        hits = payload(result)
+        assert sum(len(h["text"]) + 1 for h in hits) <= budget
+    assert len(payload(small)) < len(payload(big)) and len(payload(default)) <= 10
+    assert payload(big)[0]["text"].startswith("- puffin sighting")
+    lines = [n for h in payload(big) for n in range(h["start_line"], h["end_line"] + 1)]
+    assert len(lines) == len(set(lines))
 
 
 def test_foundation_write_is_a_proposal_then_approved(ws: Workspace) -> None:

@@ -99,7 +99,7 @@ def test_sample_refuses_a_folder_that_is_not_empty(
 
 def test_sample_with_daily_dir_is_a_usage_error(tmp_path: Path) -> None:
     result = run_cli("init", "--sample", str(tmp_path / "s"), "--daily-dir", "daily", code=2)
-    assert "--sample uses the default daily-log layout" in result.output
+    assert "--sample uses its own layout and sources; drop --daily-dir" in result.output
     assert not (tmp_path / "s").exists()
 
 
@@ -179,24 +179,23 @@ def test_quickstart_refuses_an_existing_folder(tmp_path: Path) -> None:
 
 def test_quickstart_with_a_base_url_runs_every_stage_once(tmp_path: Path, fake_api: Any) -> None:
     """The real path, with the fake Messages API set through ANTHROPIC_BASE_URL."""
-    when = (datetime.now(UTC) - timedelta(hours=31)).strftime("%Y-%m-%d %H:%M")  # TZ is UTC
+
+    def receipts(body: dict[str, Any]) -> dict[str, Any]:
+        """The model cites the message about the receipts by its reference, no session label."""
+        content = body["messages"][0]["content"]
+        prompt = content if isinstance(content, str) else content[0]["text"]
+        ref = re.search(r"^\[(m\d+) [^\]]*\][^\n]*receipts", prompt, re.M | re.I)
+        assert ref, prompt[:2000]
+        item = {
+            "category": "reminder",
+            "text": "Send Priya the November receipts as one PDF.",
+            "refs": [ref.group(1)],
+            "topic": "receipts for Priya",
+        }
+        return tool_use(("record_notes", {"items": [item]}))
+
     fake_api.enqueue(
-        tool_use(
-            (
-                "record_notes",
-                {
-                    "items": [
-                        {
-                            "category": "reminder",
-                            "text": "Send Priya the November receipts as one PDF.",
-                            "when": when,
-                            "session": "41ab9259-0637-4ac8-8026-ca65266b2898",
-                            "topic": "receipts for Priya",
-                        }
-                    ]
-                },
-            )
-        ),
+        receipts,
         tool_use(("finish", {"summary": "nothing to route today"})),
         tool_use(
             ("record_digest", {"patterns": ["garden-api came up every day"]}),

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
-from itertools import pairwise
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, snapshot
 from crustacean.errors import SearchQueryError
 from crustacean.search import (
-    CHUNK_CHARS,
     MAX_TERMS,
-    Chunk,
     Hit,
+    Line,
     SearchIndex,
-    chunk_markdown,
-    quote_terms,
+    index_lines,
+    is_scaffold,
+    log_day,
 )
-from crustacean.state import open_state
+from crustacean.search_query import split_words
+from crustacean.state import MIGRATIONS, open_state, split_statements
 from crustacean.workspace import Workspace
 
 
@@ -68,44 +70,38 @@ Gulls steal chips.
 """
 
 
-def test_chunks_follow_headings_with_1_based_inclusive_lines() -> None:
-    chunks, warning = chunk_markdown(DOC, "heron-watch")
+def test_lines_carry_their_heading_path_and_skip_blanks_frontmatter_and_comments() -> None:
+    lines, warning = index_lines(DOC + "<!-- collect run=x -->\n", "heron-watch")
     assert warning is None
-    assert [(c.start_line, c.end_line) for c in chunks] == [(5, 5), (9, 15), (17, 18)]
-    assert chunks[1].body.startswith("Grey herons") and "# not a heading" in chunks[1].body
-    assert chunks[2] == Chunk(17, 18, "Heron Watch › Birds › Gulls", "Gulls steal chips.")
+    assert [ln.number for ln in lines] == [5, 7, 9, 11, 13, 14, 15, 17, 18]
+    assert lines[0] == Line(5, "Heron Watch › Birds", "Intro line before any heading.")
+    assert lines[3].title == "Heron Watch › Birds › Herons"
+    assert lines[5].body == "# not a heading, inside a fence"
+    assert lines[5].title == lines[3].title  # a fenced "# line" is not a heading
+    assert lines[-1] == Line(18, "Heron Watch › Birds › Gulls", "Gulls steal chips.")
 
 
 def test_a_title_holds_the_name_the_file_name_and_the_heading_path() -> None:
-    chunks, _ = chunk_markdown("# Alice\n\n## Work\nAcme\n", "alice-smith")
-    assert [c.title for c in chunks] == ["alice smith › Alice › Work"]
+    lines, _ = index_lines("# Alice\n\n## Work\nAcme\n", "alice-smith")
+    assert lines[-1] == Line(4, "alice smith › Alice › Work", "Acme")
 
 
-def test_an_empty_parent_heading_is_carried_by_its_children_not_a_chunk() -> None:
-    chunks, _ = chunk_markdown("# A\n\n## B\nb\n## C\n", "x")
-    assert [(c.start_line, c.title) for c in chunks] == [(3, "x › A › B"), (5, "x › A › C")]
-
-
-def test_long_sections_split_at_paragraphs_under_the_cap() -> None:
-    paragraph = ("word " * 60).strip()  # ~300 chars
-    text = "## Long\n\n" + "\n\n".join(f"{paragraph} p{i}" for i in range(12)) + "\n"
-    chunks, _ = chunk_markdown(text, "notes")
-    assert len(chunks) > 2
-    assert all(len(c.body) <= CHUNK_CHARS for c in chunks)
-    assert all(c.title == "notes › Long" for c in chunks)
-    assert chunks[0].start_line == 1 and chunks[-1].end_line == 25
-    for before, after in pairwise(chunks):
-        assert after.start_line == before.end_line + 2  # the blank line between paragraphs
-    lines = text.split("\n")
-    for c in chunks:
-        assert c.body.endswith(lines[c.end_line - 1])
-
-
-def test_a_huge_paragraph_splits_at_line_ends() -> None:
-    text = "\n".join(f"line {i} " + "x" * 95 for i in range(40))
-    chunks, _ = chunk_markdown(text, "huge")
-    assert len(chunks) >= 3 and all(len(c.body) <= CHUNK_CHARS for c in chunks)
-    assert chunks[0].start_line == 1 and chunks[-1].end_line == 40
+@pytest.mark.parametrize(
+    ("rel", "scaffold", "day"),
+    [
+        ("README.md", True, None),
+        ("memory/contacts/README.md", True, None),
+        ("AGENTS.md", True, None),
+        ("memory/notes/readme-ideas.md", True, None),
+        ("memory/notes/agents-of-change.md", False, None),
+        ("memory/2026-03-04.md", False, "2026-03-04"),
+        ("archive/daily/2026-03/2026-03-04.md", False, "2026-03-04"),
+        ("memory/2026-02-30.md", False, None),
+        ("memory/notes/2026-03-04-trip.md", False, None),
+    ],
+)
+def test_scaffold_files_and_daily_log_dates(rel: str, scaffold: bool, day: str | None) -> None:
+    assert (is_scaffold(rel), log_day(rel)) == (scaffold, day)
 
 
 @pytest.mark.parametrize(
@@ -117,42 +113,45 @@ def test_a_huge_paragraph_splits_at_line_ends() -> None:
     ],
 )
 def test_broken_frontmatter_is_body_with_a_warning_naming_the_line(text: str, line: str) -> None:
-    chunks, warning = chunk_markdown(text, "x")
+    lines, warning = index_lines(text, "x")
     assert warning is not None and warning.startswith(line) and "indexed as body" in warning
-    assert chunks[0].start_line == 1
+    assert lines[0].number == 1
 
 
-def test_frontmatter_only_file_is_found_by_its_name() -> None:
-    chunks, _ = chunk_markdown("---\nname: Lone Star\n---\n", "x")
-    assert chunks == [Chunk(1, 3, "Lone Star › x", "")]
+def test_frontmatter_only_file_is_found_by_its_name(ws: Workspace) -> None:
+    lines, _ = index_lines("---\nname: Lone Star\n---\n", "x")
+    assert lines == [Line(1, "Lone Star › x", "")]
+    write(ws, "memory/notes/x.md", "---\nname: Lone Star\n---\n")
+    assert paths(search(ws, "lone star")) == ["memory/notes/x.md"]
 
 
 # ---------------------------------------------------------------- ranking
 
 
-def test_a_hit_names_the_section_lines(ws: Workspace) -> None:
+def test_a_hit_names_the_lines_it_holds(ws: Workspace) -> None:
     write(ws, "memory/notes/birds.md", DOC)
     [hit] = search(ws, "chips")
-    assert (hit.path, hit.start_line, hit.end_line) == ("memory/notes/birds.md", 17, 18)
-    assert "[chips]" in hit.snippet and hit.score > 0
+    assert (hit.path, hit.start_line, hit.end_line) == ("memory/notes/birds.md", 18, 18)
+    assert "[chips]" in hit.snippet and hit.score > 0 and hit.text == "Gulls steal chips."
 
 
-def test_a_title_match_ranks_above_a_body_mention(ws: Workspace) -> None:
+def test_a_line_under_a_heading_or_file_named_for_its_word_ranks_above_a_mention(
+    ws: Workspace,
+) -> None:
     filler = "\n".join(f"Line {i} about tea, travel and the weather." for i in range(20))
     write(ws, "memory/notes/trip.md", f"# Trip\n\n{filler}\nWe saw one kingfisher.\n")
-    write(ws, "memory/notes/river.md", "# River\n\n## Kingfisher\n\nBlue, fast, shy.\n")
+    write(ws, "memory/notes/river.md", "# River\n\n## Birds\n\nA kingfisher, blue and fast.\n")
+    write(ws, "memory/notes/kingfisher.md", "# Notes\n\nThe kingfisher dives.\n")
     write(ws, "memory/notes/k.md", "---\nname: Kingfisher facts\n---\nThey dive.\n")
-    assert sorted(paths(search(ws, "kingfisher"))[:2]) == [
-        "memory/notes/k.md",
-        "memory/notes/river.md",
-    ]
-    assert paths(search(ws, "kingfisher"))[2] == "memory/notes/trip.md"
+    found = paths(search(ws, "kingfisher"))
+    assert found[:1] == ["memory/notes/kingfisher.md"]
+    assert found.index("memory/notes/trip.md") < found.index("memory/notes/k.md")  # title only
 
 
-def test_or_fallback_finds_something_and_prefers_chunks_with_more_words(ws: Workspace) -> None:
+def test_lines_with_most_words_come_first_when_none_has_all(ws: Workspace) -> None:
     write(ws, "memory/notes/a.md", "# A\n\nThe ferry leaves at noon.\n")
     write(ws, "memory/notes/b.md", "# B\n\nThe ferry to the island leaves at noon.\n")
-    hits = search(ws, "ferry island timetable")  # no chunk has "timetable": AND finds nothing
+    hits = search(ws, "ferry island timetable")  # no line has "timetable"
     assert paths(hits)[:2] == ["memory/notes/b.md", "memory/notes/a.md"]
     assert hits[0].score > hits[1].score
 
@@ -194,13 +193,13 @@ def test_update_reindexes_only_changed_files_and_drops_deleted_ones(ws: Workspac
         assert "memory/notes/n3.md" not in paths(index.search("body", limit=50))
 
 
-def test_deleted_files_leave_no_chunks_behind(ws: Workspace) -> None:
+def test_deleted_files_leave_no_lines_behind(ws: Workspace) -> None:
     write(ws, "memory/notes/gone.md", "# Gone\n\n" + "\n\n".join(["zebra"] * 5) + "\n")
     with SearchIndex(ws) as index:
         index.update()
         (ws.root / "memory/notes/gone.md").unlink()
         index.update()
-        sql = "SELECT count(*) FROM search_chunks WHERE path = 'memory/notes/gone.md'"
+        sql = "SELECT count(*) FROM search_lines WHERE path = 'memory/notes/gone.md'"
         assert index.db.conn.execute(sql).fetchone() == (0,)
         assert index.search("zebra") == []
 
@@ -243,8 +242,8 @@ def test_concurrent_updates_leave_one_consistent_index(ws: Workspace) -> None:
         w.join(30)
     assert errors == []
     with SearchIndex(ws) as index:
-        count = "SELECT count(*) FROM search_chunks WHERE path LIKE 'memory/notes/n%'"
-        assert index.db.conn.execute(count).fetchone() == (80,)
+        count = "SELECT count(*) FROM search_lines WHERE path LIKE 'memory/notes/n%'"
+        assert index.db.conn.execute(count).fetchone() == (160,)
         assert len(index.search("salamander", limit=100)) == 40
 
 
@@ -264,18 +263,13 @@ def test_a_very_long_query_stays_a_query(ws: Workspace) -> None:
     write(ws, "memory/notes/a.md", "albatross\n")
     long_query = "albatross " + " ".join(f"word{i}" for i in range(200))
     assert paths(search(ws, long_query)) == ["memory/notes/a.md"]
-    assert len(quote_terms(long_query)) == MAX_TERMS
-
-
-def test_quoting_makes_words_fts5_strings() -> None:
-    assert quote_terms('say "hi" -now') == ['"say"', '"""hi"""', '"-now"']
-    assert quote_terms("- * :") == []
+    assert len(split_words(long_query)) > MAX_TERMS
 
 
 def test_operators_are_plain_words_by_default(ws: Workspace) -> None:
-    write(ws, "memory/notes/a.md", "cats AND dogs\n")
+    write(ws, "memory/notes/a.md", "cats NEAR dogs\n")
     write(ws, "memory/notes/b.md", "cats only\n")
-    assert paths(search(ws, "cats AND")) == ["memory/notes/a.md"]
+    assert paths(search(ws, "cats NEAR")) == ["memory/notes/a.md", "memory/notes/b.md"]
 
 
 def test_raw_passes_fts5_syntax_through(ws: Workspace) -> None:
@@ -350,15 +344,18 @@ def test_bad_files_are_skipped_and_named_while_search_keeps_working(ws: Workspac
                 "memory/notes/blank.md": "empty",
                 "memory/notes/empty.md": "empty",
                 "memory/notes/huge.md": "larger than 1 MB",
-                "memory/notes/latin1.md": "not UTF-8 text",
             }
-            assert [p for p, _ in stats.warnings] == ["memory/notes/broken.md"]
+            assert [p for p, _ in stats.warnings] == [
+                "memory/notes/broken.md",
+                "memory/notes/latin1.md",  # one bad byte: indexed with U+FFFD, and named
+            ]
         assert sorted(paths(index.search("tapir"))) == [
             "memory/notes/broken.md",
             "memory/notes/good.md",
+            "memory/notes/latin1.md",
         ]
         write(ws, "memory/notes/latin1.md", "fixed tapir\n")
-        assert "memory/notes/latin1.md" not in dict(index.update().skipped)
+        assert "memory/notes/latin1.md" not in dict(index.update().warnings)
 
 
 def test_a_workspace_without_a_state_dir_gets_one(ws: Workspace) -> None:
@@ -368,13 +365,15 @@ def test_a_workspace_without_a_state_dir_gets_one(ws: Workspace) -> None:
 
 
 def test_hit_json_has_the_tool_fields() -> None:
-    hit = Hit("a.md", 1, 2, 1.5, "[x]")
+    hit = Hit("a.md", 1, 2, 1.5, "[x]", "x\ny", "2026-03-04 10:05")
     assert hit.to_json() == {
         "path": "a.md",
         "start_line": 1,
         "end_line": 2,
         "score": 1.5,
         "snippet": "[x]",
+        "text": "x\ny",
+        "when": "2026-03-04 10:05",
     }
 
 
@@ -392,7 +391,7 @@ def test_cli_prints_path_lines_score_and_snippet(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "search", "chips")
     [line] = result.stdout.strip().splitlines()
     location, score, snippet = line.split("  ", 2)
-    assert location == "memory/notes/birds.md#L17-L18"
+    assert location == "memory/notes/birds.md#L18-L18"
     assert float(score) > 0 and snippet == "Gulls steal [chips]."
 
 
@@ -406,7 +405,7 @@ def test_cli_json_and_n(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "search", "marmot", "--json", "-n", "2")
     data = json.loads(result.stdout)
     assert len(data) == 2
-    assert set(data[0]) == {"path", "start_line", "end_line", "score", "snippet"}
+    assert set(data[0]) == {"path", "start_line", "end_line", "score", "snippet", "text", "when"}
     assert json.loads(run_cli("-w", str(ws.root), "search", "zzzyzx", "--json").stdout) == []
 
 
@@ -414,7 +413,7 @@ def test_cli_names_skipped_files_on_stderr(ws: Workspace) -> None:
     write(ws, "memory/notes/bad.md", b"\xff\xfe")
     write(ws, "memory/notes/ok.md", "capybara\n")
     result = run_cli("-w", str(ws.root), "search", "capybara", "--json")
-    assert "Skipped: memory/notes/bad.md (not UTF-8 text)" in result.stderr
+    assert "Warning: memory/notes/bad.md: not valid UTF-8 at byte 0" in result.stderr
     assert json.loads(result.stdout)[0]["path"] == "memory/notes/ok.md"
 
 
@@ -462,3 +461,205 @@ def test_cli_index_rebuilds_and_prints_stats(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "index")
     assert result.stdout.startswith("Indexed ") and "skipped 1" in result.stdout
     assert "Skipped: memory/notes/empty.md (empty)" in result.stderr
+
+
+# ---------------------------------------------------------------- matching words
+
+
+def test_stemming_finds_other_forms_of_a_word(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "# Garden\n\nI planted courgettes and watered them.\n")
+    for query in ("plant", "plants", "planting", "courgette", "watering"):
+        assert paths(search(ws, query)) == ["memory/notes/a.md"], query
+
+
+def test_stop_words_do_not_have_to_match(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "Caroline is researching adoption agencies.\n")
+    assert paths(search(ws, "what did Caroline research?"))[:1] == ["memory/notes/a.md"]
+
+
+def test_a_possessive_in_the_query_matches_the_persons_own_lines(ws: Workspace) -> None:
+    write(ws, "memory/2026-03-01.md", "# 2026-03-01\n\n- **Maria**: my sister moved to Oslo.\n")
+    [hit] = search(ws, "Maria's sister")
+    assert hit.text == "- **Maria**: my sister moved to Oslo."
+
+
+def test_cjk_text_is_found_by_part_of_a_run(ws: Workspace) -> None:
+    write(ws, "memory/notes/trip.md", "# 旅行\n\n来週東京に行きます。\nThe hotel is near Ueno.\n")
+    write(ws, "memory/notes/food.md", "京都のラーメンが好き\n")
+    assert paths(search(ws, "東京")) == ["memory/notes/trip.md"]
+    assert paths(search(ws, "東京に行く")) == ["memory/notes/trip.md"]  # pieces: 東京に, 京に行
+    assert paths(search(ws, "ラーメン")) == ["memory/notes/food.md"]
+    assert paths(search(ws, "hotel 東京"))[0] == "memory/notes/trip.md"
+    assert search(ws, "大阪") == []
+
+
+def test_cjk_lines_leave_the_trigram_index_with_their_file(ws: Workspace) -> None:
+    write(ws, "memory/notes/trip.md", "東京に行きます\n")
+    assert paths(search(ws, "東京")) == ["memory/notes/trip.md"]
+    (ws.root / "memory/notes/trip.md").unlink()
+    assert search(ws, "東京") == []
+    with SearchIndex(ws) as index:
+        assert index.db.conn.execute("SELECT count(*) FROM search_cjk").fetchone() == (0,)
+
+
+def test_scaffold_files_are_left_out_unless_a_prefix_is_given(ws: Workspace) -> None:
+    write(ws, "README.md", "# Workspace\n\nAsk about the heron here.\n")
+    write(ws, "memory/contacts/README.md", "One file per heron watcher.\n")
+    write(ws, "AGENTS.md", "Look up the heron before answering.\n")
+    write(ws, "memory/notes/birds.md", "A heron by the river.\n")
+    assert paths(search(ws, "heron")) == ["memory/notes/birds.md"]
+    assert paths(search(ws, "heron", path_prefix="memory/contacts/")) == [
+        "memory/contacts/README.md"
+    ]
+    assert "AGENTS.md" in paths(search(ws, "heron", path_prefix="AGENTS"))
+
+
+# ---------------------------------------------------------------- dates
+
+NOW = datetime(2026, 3, 28, 12, 0, tzinfo=UTC)
+
+
+def daily(ws: Workspace, day: str, *turns: str) -> None:
+    body = "\n".join(f"- **Ana**: {t}" for t in turns)
+    write(ws, f"memory/{day}.md", f"# {day}\n\n### [19:05] evening chat\n\n{body}\n")
+
+
+@pytest.mark.parametrize(
+    ("query", "day"),
+    [
+        ("What did Ana cook for dinner on 2026-03-04?", "2026-03-04"),
+        ("What did Ana cook for dinner on 4 March 2026?", "2026-03-04"),
+        ("dinner in February", "2026-02-10"),
+        ("what did Ana cook last week", "2026-03-24"),
+        ("dinner in 2025", "2025-12-31"),
+    ],
+)
+def test_a_date_in_the_query_prefers_that_days_daily_log(
+    ws: Workspace, query: str, day: str
+) -> None:
+    for d, dish in (
+        ("2025-12-31", "goose"),
+        ("2026-02-10", "soup"),
+        ("2026-03-04", "risotto"),
+        ("2026-03-10", "tacos"),
+        ("2026-03-24", "curry"),
+    ):
+        daily(ws, d, "How was work?", f"For dinner I cooked {dish}.")
+    hits = search(ws, query, now=NOW)
+    assert hits[0].path == f"memory/{day}.md"
+    assert hits[0].when == f"{day} 19:05"
+
+
+def test_a_date_alone_returns_that_days_lines_in_order(ws: Workspace) -> None:
+    daily(ws, "2026-03-27", "first thing", "second thing")
+    daily(ws, "2026-03-20", "older thing")
+    hits = search(ws, "yesterday", now=NOW)
+    assert {h.path for h in hits} == {"memory/2026-03-27.md"}
+    assert "first thing" in hits[0].text and "second thing" in hits[0].text
+
+
+def test_relative_dates_follow_now(ws: Workspace) -> None:
+    daily(ws, "2026-03-27", "the plumber came")
+    daily(ws, "2026-01-14", "the plumber came")
+    later = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
+    assert search(ws, "plumber yesterday", now=NOW)[0].path == "memory/2026-03-27.md"
+    assert search(ws, "plumber yesterday", now=later)[0].path == "memory/2026-01-14.md"
+
+
+# ---------------------------------------------------------------- windows and budgets
+
+
+def test_neighbouring_hits_merge_into_one_window_and_no_line_comes_twice(
+    ws: Workspace,
+) -> None:
+    lines = [f"- filler line {i} about nothing much" for i in range(30)]
+    lines[10] = "- the otter swam past"
+    lines[11] = "- another otter followed"
+    lines[12] = "- a third otter, the smallest"
+    lines[20] = "- did you see the otter?"
+    lines[21] = "- yes, by the old bridge"
+    write(ws, "memory/notes/river.md", "\n".join(lines) + "\n")
+    hits = search(ws, "otter", limit=50)
+    spans = sorted((h.start_line, h.end_line) for h in hits)
+    assert spans == [(11, 13), (21, 22)]  # one window of three; a question with its answer
+    seen = [n for h in hits for n in range(h.start_line, h.end_line + 1)]
+    assert len(seen) == len(set(seen))
+    [answer] = [h for h in hits if h.start_line == 21]
+    assert answer.text == "- did you see the otter?\n- yes, by the old bridge"
+
+
+def test_windows_never_cross_into_another_file(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "first\nlast line asks about the owl?\n")
+    write(ws, "memory/notes/b.md", "unrelated opening line\n")
+    [hit] = search(ws, "owl")
+    assert (hit.path, hit.start_line, hit.end_line) == ("memory/notes/a.md", 2, 2)
+
+
+def test_a_budget_is_filled_in_rank_order_and_never_exceeded(ws: Workspace) -> None:
+    for i in range(40):
+        write(ws, f"memory/notes/n{i:02}.md", f"# N{i}\n\nthe badger number {i} " + "x" * i + "\n")
+    everything = search(ws, "badger", limit=50)
+    for budget in (1, 100, 500, 2000):
+        hits = search(ws, "badger", budget_chars=budget)
+        used = sum(len(h.text) + 1 for h in hits)
+        assert used <= budget
+        assert [h.path for h in hits] == [h.path for h in everything if h in hits]
+        rest = [h for h in everything if h not in hits]
+        assert all(used + len(h.text) + 1 > budget for h in rest[:1]), budget
+    assert len(search(ws, "badger", budget_chars=50_000)) == 40  # more than the default 10
+    assert len(search(ws, "badger", budget_chars=50_000, limit=5)) == 5
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"), [({"budget_chars": 0}, "budget"), ({"limit": 0}, "limit")]
+)
+def test_a_bad_budget_or_limit_is_a_clear_error(
+    ws: Workspace, kw: dict[str, int], message: str
+) -> None:
+    with pytest.raises(SearchQueryError, match=message):
+        search(ws, "x", **kw)
+
+
+def test_cli_budget_prints_each_hits_lines(ws: Workspace) -> None:
+    daily(ws, "2026-03-04", "Did you cook?", "Yes, a risotto.")
+    out = run_cli("-w", str(ws.root), "search", "cook", "--budget-chars", "500").stdout
+    assert out.splitlines() == [
+        out.splitlines()[0],
+        "    - **Ana**: Did you cook?",
+        "    - **Ana**: Yes, a risotto.",
+    ]
+    assert out.startswith("memory/2026-03-04.md#L5-L6  ") and "(2026-03-04 19:05)" in out
+
+
+def test_cli_bad_budget_exits_2_and_changes_nothing(ws: Workspace) -> None:
+    write(ws, "memory/notes/a.md", "x\n")
+    before = snapshot(ws.root)
+    result = run_cli("-w", str(ws.root), "search", "x", "--budget-chars", "0", code=2)
+    assert "--budget-chars" in result.output and "Traceback" not in result.output
+    result = run_cli("-w", str(ws.root), "search", "x", "--budget-chars", "60000", code=2)
+    assert "Error: the budget must be from 1 to 50,000 characters" in result.stderr
+    assert snapshot(ws.root) == before
+
+
+# ---------------------------------------------------------------- the migration
+
+
+def test_an_index_built_before_line_search_is_rebuilt(ws: Workspace) -> None:
+    """A state.db from before m007 (chunk rows) gets the line index at its next search."""
+    write(ws, "memory/notes/a.md", "# A\n\nthe wombat sleeps\n")
+    state_dir = ws.root / ".crustacean"
+    state_dir.mkdir(exist_ok=True)
+    conn = sqlite3.connect(state_dir / "state.db")
+    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
+    for name, sql in MIGRATIONS[:5]:
+        for statement in split_statements(sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO _migrations VALUES (?, 'x')", (name,))
+    conn.execute(
+        "INSERT INTO search_files (path, size, mtime_ns, sha256, first_rowid, chunks) "
+        "VALUES ('memory/notes/a.md', 1, 1, 'old', 1, 1)"
+    )
+    conn.commit()
+    conn.close()
+    [hit] = search(ws, "wombats")
+    assert (hit.path, hit.start_line) == ("memory/notes/a.md", 3)

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from crustacean.config import load_config
+from crustacean.errors import SecretError
+from crustacean.init import init_workspace
+from crustacean.store.files import Store
 from crustacean.store.secrets import SecretFinding, find_secrets, redact
+from crustacean.workspace import Workspace
 
 HEX64 = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b"
 HEX40 = HEX64[:40]
@@ -68,7 +73,7 @@ POSITIVE = [
     ("Stripe key", "test: ", "sk_" + "test_" + "4eC39HqLyjWDarjt", ""),
     ("Google API key", "maps ", "AIza" + "Sy" + "A1b2C3d4E5" * 3 + "f6G", "."),
     ("bearer token", "Authorization: Bearer ", "abc123DEF456ghi789JKL0", ""),
-    ("bearer token", "curl -H 'bearer ", "0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d", "' https://api"),
+    ("bearer token", "curl -H 'bearer ", "0a1b2c3d4e5f6a7b" + "8c9d0e1f2a3b4c5d", "' https://api"),
     ("JWT", "cookie session=", JWT, "; Path=/"),
     ("JWT", "Authorization: Bearer ", JWT, ""),
     *[
@@ -94,6 +99,54 @@ POSITIVE = [
     ("credential assignment", "aws_access_key: ", "Kf8s2L" + "q0Zp", ""),
     ("credential assignment", "--password=", "p@ssw0" + "rd!", " --user bob"),
     ("credential assignment", "**Password:** `", "Tr0ub4" + "dor&3", "`"),
+    # the formats of issue 20: each was stored, or sent to the model, before
+    (
+        "Telegram bot token",
+        "bot token ",
+        "123456789:" + "AAH7xK2mQ9" + "zT4vW8bN1cR5eY3uI6oP0aSdF",
+        "",
+    ),
+    (
+        "Telegram bot token",
+        "TELEGRAM_BOT_TOKEN=",
+        "7012345678:" + "AAE" + "k3Jd9sLq2Wm8Xn5Bv7Cz1Rt4Yp6qW9eR",
+        "",
+    ),
+    ("Hugging Face token", "HF: ", "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ" + "01234567", "."),
+    ("GitLab token", "push with ", "glpat-" + "xY1zA2bC3dE4fG5hI6jK", ""),
+    ("npm token", "publish: ", "npm_" + "a1B2c3D4e5F6g7H8i9J0" + "kLmNoPqRsTuVwXyZ", ""),
+    ("npm token", "//registry.internal/:_authToken=", "npm_" + "Zz9" * 12, ""),
+    ("Google OAuth token", "access ", "ya29." + "a0AfH6SMBq7Lk2" + "_Zx9vYb3Nc4Md5", " expires"),
+    (
+        "Discord bot token",
+        "discord ",
+        "M" + "TA1MjM0NTY3ODkwMTIzNDU2Nz" + "." + "Gh1jKl" + "." + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ0",
+        "",
+    ),
+    (
+        "Azure storage key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;",
+        "AccountKey=" + "Ab1+Cd2/Ef3G" * 7 + "h4==",
+        ";EndpointSuffix=core.windows.net",
+    ),
+    ("Brave API key", "BRAVE_API_KEY=", "BSA" + "aS7k9cWiKkUZl" + "HbQYYvWWnSRZBtW", ""),
+    ("Composio API key", "COMPOSIO_API_KEY=", "ak_" + "Zq8vT2_mW5nPb7LrX3cY", ""),
+    ("Composio API key", "the composio key is ", "ak_" + "t-F9AbvfZHU7SUrqAGNn", ", keep it"),
+    ("URL credentials", "REDIS_URL=redis://:", "s3cret" + "Pw9", "@cache:6379/0"),
+    ("URL credentials", "clone https://bob:", "hunter" + "2pw", "@git.internal/repo.git"),
+    ("URL credentials", "amqp://guest:", "Gu3st" + "Pass", "@rabbit:5672"),
+    ("hex token", "here is the API token ", HEX64[:8] + "ffee" + HEX64[12:40], " for the bot"),
+    ("hex token", "Auth: ", HEX64[:32].upper(), ""),
+    ("Twilio key", "twilio ", "SK" + "0123456789abcdef" * 2, ""),
+    (
+        "SendGrid API key",
+        "",
+        "SG." + "aB3dE5gH7jK9mN1pQ3sT5v" + "." + "w" * 20 + "Xy1" * 7 + "z2",
+        "",
+    ),
+    ("PyPI token", "", "pypi-" + "AgEIcHlwaS5vcmc" + "CJ" + "a1b2c3d4e5" * 7, ""),
+    ("Mailchimp API key", "mc ", "0123456789abcdef" * 2 + "-us6", ""),
+    ("Square OAuth secret", "", "sq0csp-" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ0" + "cD2eF4gH6iJ8kL0m", ""),
 ]
 POSITIVE_IDS = [f"{kind}-{i}" for i, (kind, *_) in enumerate(POSITIVE)]
 
@@ -150,6 +203,21 @@ NEGATIVE = [
     "password_file: /run/secrets/db_password",
     "api_key: Optional[str] = None",
     "secret_key = secrets.token_hex(32)",
+    # what the store and the pipeline themselves write, and ordinary prose around the new formats
+    '{"path": "MEMORY.md", "expected_sha256": "' + HEX64 + '"}',
+    "The token's sha256 is " + HEX64 + ".",
+    "the auth change landed in commit " + HEX40 + " yesterday",
+    "key fingerprint " + HEX64[:32],
+    "api key id " + HEX64[:32],
+    "chat 123456789:some-very-long-hyphenated-topic-name-here",
+    "call hf_hub_download(repo_id) and set npm_config_cache",
+    "ak_sample_name and ak_config_loader are helper names",
+    "BSA requirements are in the doc",
+    "redis://localhost:6379/0 and postgres://db.internal:5432/app",
+    "SKILL_ACCUMULATION_IS_A_GOAL_OF_THIS_PLAN",
+    "- [2026-01-05] Discussed the token budget (4000) and the API key rotation.",
+    "| kind | path |\n| --- | --- |\n| hot | memory/notes/token-budget.md |",
+    "[REDACTED:Telegram bot token] was removed from the log",
 ]
 
 
@@ -266,3 +334,34 @@ def test_file_names_with_key_words_are_not_assignments() -> None:
     # compile's digest lists paths like this one; refusing it would stop the weekly digest
     assert find_secrets("- memory/notes/token-budget-3.md: hot→warm: 12 days without recall") == []
     assert find_secrets("- knowledge/topics/password-policy.md: warm→cold: 40 days") == []
+
+
+# ---------------------------------------------------------------- refusal at write time
+
+
+@pytest.fixture(scope="module")
+def refusing_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """One workspace for the whole table: every write below is refused, so none changes it."""
+    root = tmp_path_factory.mktemp("refusals") / "ws"
+    init_workspace(root, detect=False)
+    return Store(Workspace(root, load_config(root)))
+
+
+@pytest.mark.parametrize("case", POSITIVE, ids=POSITIVE_IDS)
+def test_a_write_holding_any_kind_is_refused_naming_kind_and_line(
+    case: tuple[str, str, str, str], refusing_store: Store
+) -> None:
+    kind, before, value, _ = case
+    content = "# Notes\n\n- a fact\n- " + joined(case) + "\n"
+    head = refusing_store.git.head()
+    with pytest.raises(SecretError) as err:
+        refusing_store.write_context(
+            [{"path": "memory/notes/creds.md", "mode": "create", "content": content}],
+            actor="mcp",
+            message="remember the setup",
+        )
+    message = str(err.value)
+    assert f"line {4 + before.count(chr(10))} " in message and f"({kind})" in message
+    assert value not in message
+    assert not (refusing_store.root / "memory/notes/creds.md").exists()
+    assert refusing_store.git.head() == head

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from crustacean import state as state_mod
 from crustacean.state import (
     MIGRATIONS,
@@ -87,8 +88,17 @@ def test_an_unknown_newer_migration_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "state.db").write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StateDBError, match="move it aside"):
+    with pytest.raises(StateDBError, match="Move it aside") as err:
         StateDB(tmp_path)
+    assert "cursors" in str(err.value) and "rebuildable" not in str(err.value)  # says what it costs
+
+
+def test_a_folder_in_place_of_the_database_is_a_clear_error(ws: Workspace) -> None:
+    (ws.state_dir / "state.db").mkdir(parents=True)
+    out = run_cli("-w", str(ws.root), "search", "anything", code=1)
+    assert "state.db is a folder, not the state database" in out.stderr
+    assert "collect's cursors" in out.stderr and "Traceback" not in out.output
+    assert (ws.state_dir / "state.db").is_dir()  # left for the user to move
 
 
 def test_split_statements_keeps_trigger_bodies_whole() -> None:

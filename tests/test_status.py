@@ -69,7 +69,8 @@ def test_doctor_key_for_cron(ws: Workspace, tmp_path: Path) -> None:
     good = doctor(ws.root, env={"CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")})
     assert next(f for f in good.findings if f.name == "api key for cron").status == "ok"
     names = {f.name for f in good.findings}
-    assert {"config", "git", "workspace writable", "last run", "lock", "openclaw"} <= names
+    assert {"config", "git", "workspace writable", "last run", "lock"} <= names
+    assert "openclaw" not in names  # not installed here: not named
 
 
 @pytest.mark.parametrize(
@@ -109,7 +110,13 @@ def test_doctor_ping_and_openclaw(ws: Workspace, fake_api: Any, tmp_path: Path) 
     home = tmp_path / "home"
     (home / ".openclaw").mkdir(parents=True)
     (home / ".openclaw/openclaw.json").write_text(
-        json.dumps({"agents": {"defaults": {"memorySearch": {"extraPaths": []}}}})
+        json.dumps(
+            {
+                "agents": {
+                    "defaults": {"workspace": str(ws.root), "memorySearch": {"extraPaths": []}}
+                }
+            }
+        )
     )
     fake_api.enqueue(text("pong"))
     env = {
@@ -164,6 +171,8 @@ def test_doctor_reads_openclaw_config_as_openclaw_does(
     from crustacean.init import init_workspace
 
     init_workspace(root, detect=False)
+    with (root / "crustacean.toml").open("a") as fh:  # it collects OpenClaw's transcripts
+        fh.write('\n[[sources]]\nkind = "openclaw"\npath = "~/.openclaw/agents"\n')
     (home / ".openclaw").mkdir(parents=True)
     (home / ".openclaw/openclaw.json").write_text(config.replace("WS", str(root)))
     env = {"HOME": str(home), "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")}
@@ -234,3 +243,43 @@ def test_split_fix_cuts_at_the_last_semicolon_outside_brackets() -> None:
         "set a valid one",
     )
     assert split_fix("no semicolon here")[1].startswith("run `crustacean doctor --ping` again")
+
+
+def _doctor_names(ws: Workspace, home: Path, tmp_path: Path) -> dict[str, Any]:
+    env = {"HOME": str(home), "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")}
+    return {f.name: f for f in doctor(ws.root, env=env).findings}
+
+
+def test_doctor_names_only_what_is_installed(ws: Workspace, tmp_path: Path) -> None:
+    home = tmp_path / "bare-home"
+    home.mkdir()
+    names = _doctor_names(ws, home, tmp_path)
+    assert not [n for n in names if "openclaw" in n or "claude" in n]
+
+
+def test_doctor_keeps_openclaw_advice_out_of_a_claude_code_workspace(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    home = tmp_path / "home2"
+    (home / ".openclaw").mkdir(parents=True)
+    (home / ".openclaw/openclaw.json").write_text("{agents: {defaults: {memorySearch: {}}}}")
+    names = _doctor_names(ws, home, tmp_path)
+    assert "openclaw memorySearch" not in names and "openclaw dreaming" not in names
+
+
+@pytest.mark.parametrize(
+    ("lines", "width", "status"),
+    [(150, 40, "ok"), (201, 10, "warn"), (100, 300, "warn")],  # 100 x 300 B = 29 KB
+)
+def test_doctor_warns_about_claude_codes_memory_md_past_its_load_limit(
+    ws: Workspace, tmp_path: Path, lines: int, width: int, status: str
+) -> None:
+    home = tmp_path / "home3"
+    memory = home / ".claude/projects/-home-you-code-app/memory/MEMORY.md"
+    memory.parent.mkdir(parents=True)
+    memory.write_text(("x" * (width - 1) + "\n") * lines)
+    found = _doctor_names(ws, home, tmp_path)["claude code memory"]
+    assert found.status == status
+    if status == "warn":
+        assert str(memory) in found.detail and "200 lines / 25 KB" in found.detail
+        assert "short index" in found.fix

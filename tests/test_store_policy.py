@@ -101,15 +101,24 @@ TABLE: list[tuple[str, str, str, str | None, Verdict]] = [
     ("mcp", "create", "knowledge/x.md", None, D),
     ("mcp", "delete", "memory/notes/x.md", None, D),
     ("mcp", "overwrite", "MEMORY.md", None, D),
-    # foundation files: ask-first for every model actor, whatever the mode
+    # foundation files: a content change is ask-first for every model actor; deleting or moving
+    # one (or moving anything onto one) is the actor table's call, and no table allows it
     *[
         (a, m, f, None, K)
         for a in MODEL_ACTORS
         for f in FOUNDATION_FILES
-        for m in ("edit", "delete")
+        for m in ("create", "append", "edit", "overwrite")
     ],
-    ("curate", "move", "memory/notes/x.md", "SOUL.md", K),
-    ("compile", "move", "USER.md", "archive/USER.md", K),
+    *[(a, "delete", f, None, D) for a in MODEL_ACTORS for f in FOUNDATION_FILES],
+    ("curate", "move", "memory/notes/x.md", "SOUL.md", D),
+    ("compile", "move", "memory/notes/x.md", "SOUL.md", D),
+    ("compile", "move", "crustacean.toml", "SOUL.md", D),
+    ("compile", "move", "USER.md", "archive/USER.md", D),
+    ("mcp", "move", "crustacean.toml", "USER.md", D),
+    # memory/.system/ in any case is the same folder on macOS and Windows
+    ("compile", "delete", "memory/.SYSTEM/COMPILE.md", None, D),
+    ("compile", "move", "memory/notes/x.md", "Memory/.System/x.md", D),
+    ("calibrate", "edit", "memory/.System/CALIBRATE.md", None, K),
     # the user may do anything the jail allows
     *[("user", m, p, None, A) for m in ("overwrite", "delete") for p in ("SOUL.md", LOG)],
     ("user", "edit", "memory/.system/CURATE.md", None, A),

@@ -3,32 +3,74 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from crustacean import __version__
-from crustacean.cli import (
-    config_cmd,
-    cron_cmd,
-    health_cmd,
-    history_cmd,
-    init_cmd,
-    mcp_cmd,
-    memory_cmd,
-    review_cmd,
-    runs_cmd,
-    search_cmd,
-    stages_cmd,
-    status_cmd,
-    tick_cmd,
-    ui_cmd,
-)
 from crustacean.cli.common import CrustaceanGroup, console, state
+from crustacean.cli.lazy import LazyCommands, loader, plain_params
 from crustacean.cli.output import set_quiet
 
+# Every command: (name, module in crustacean.cli, attribute), in `--help` order: commands, then
+# groups (a typer.Typer), as typer lists what `app.command` and `app.add_typer` registered. The
+# module is imported only when its command is looked up (crustacean/cli/lazy.py), so
+# `crustacean paths` does not pay for `mcp` or `review`. A new command goes here.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("init", "init_cmd", "init"),
+    ("collect", "stages_cmd", "collect"),
+    ("curate", "stages_cmd", "curate"),
+    ("compile", "stages_cmd", "compile_"),
+    ("calibrate", "stages_cmd", "calibrate"),
+    ("health", "health_cmd", "health"),
+    ("status", "status_cmd", "status"),
+    ("doctor", "status_cmd", "doctor"),
+    ("tick", "tick_cmd", "tick"),
+    ("mcp", "mcp_cmd", "mcp"),
+    ("paths", "config_cmd", "paths"),
+    ("history", "history_cmd", "history"),
+    ("show", "history_cmd", "show"),
+    ("rollback", "history_cmd", "rollback"),
+    ("context", "memory_cmd", "context"),
+    ("search", "search_cmd", "search"),
+    ("index", "search_cmd", "index"),
+    ("remember", "memory_cmd", "remember"),
+    ("ui", "ui_cmd", "ui"),
+    ("cron", "cron_cmd", "cron_app"),
+    ("config", "config_cmd", "config_app"),
+    ("review", "review_cmd", "review_app"),
+    ("tier", "memory_cmd", "tier_app"),
+    ("runs", "runs_cmd", "runs_app"),
+)
+
+
+class RootGroup(CrustaceanGroup):
+    """The root: its commands are built when looked up, and plain parameters coerce without
+    pydantic (crustacean/cli/lazy.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = self.context_settings["help_option_names"]
+        registered = dict(self.commands)  # any `app.command(...)` still works, listed last
+        self.commands = LazyCommands(
+            {
+                name: loader(app, name, f"crustacean.cli.{mod}", attr, names)
+                for name, mod, attr in COMMANDS
+            }
+        )
+        self.commands.update(registered)
+        for command in (self, *registered.values()):
+            plain_params(command, names)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """typer appends its completion options after `__init__`: they go plain here, before
+        the first parse coerces them (idempotent)."""
+        plain_params(self, self.context_settings["help_option_names"])
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
-    cls=CrustaceanGroup,
+    cls=RootGroup,
     name="crustacean",
     help="Keep an AI agent's markdown memory workspace alive: the 4C pipeline, versioned "
     "writes and recall.",
@@ -121,32 +163,9 @@ def help_(
     typer.echo(sub_ctx.get_help(), nl=False)
 
 
-app.command("init")(init_cmd.init)
-app.command("collect")(stages_cmd.collect)
-app.command("curate")(stages_cmd.curate)
-app.command("compile")(stages_cmd.compile_)
-app.command("calibrate")(stages_cmd.calibrate)
-app.command("health")(health_cmd.health)
-app.command("status")(status_cmd.status)
-app.command("doctor")(status_cmd.doctor)
-app.command("tick")(tick_cmd.tick)
-app.add_typer(cron_cmd.cron_app, name="cron")
-app.command("mcp")(mcp_cmd.mcp)
-app.add_typer(config_cmd.config_app, name="config")
-app.command("paths")(config_cmd.paths)
-app.command("history")(history_cmd.history)
-app.command("show")(history_cmd.show)
-app.command("rollback")(history_cmd.rollback)
-app.add_typer(review_cmd.review_app, name="review")
-app.command("context")(memory_cmd.context)
-app.command("search")(search_cmd.search)
-app.command("index")(search_cmd.index)
-app.command("remember")(memory_cmd.remember)
-app.add_typer(memory_cmd.tier_app, name="tier")
-app.add_typer(runs_cmd.runs_app, name="runs")
-app.command("ui")(ui_cmd.ui)
 app.command("help")(help_)
 
 
 def main() -> None:
+    """Run the app (the console script is crustacean.cli.entry:main, which may answer first)."""
     app(prog_name="crustacean")

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
-from crustacean.cli.output import console, err_console, print_json, say, warn
+from crustacean.cli.output import console, err_console, print_json, safe, say, warn
 from crustacean.errors import EXIT_USAGE, CrustaceanError
 from crustacean.workspace import Workspace, open_workspace
 
-__all__ = ["console", "err_console", "print_json", "say", "warn"]
+if TYPE_CHECKING:
+    from rich.text import Text
+
+__all__ = ["console", "err_console", "print_json", "safe", "say", "warn"]
 
 
 @dataclass
@@ -28,6 +31,13 @@ class AppState:
         for warning in ws.config.warnings:
             warn(f"Warning: {warning}")
         return ws
+
+
+def cell(text: str) -> Text:
+    """A table cell of workspace text: control characters escaped, `[markup]` kept literal."""
+    from rich.text import Text
+
+    return Text(safe(text))
 
 
 def state(ctx: typer.Context) -> AppState:
@@ -59,7 +69,7 @@ def usage_failure(e: typer.TyperException) -> typer.Exit:
     return typer.Exit(getattr(e, "exit_code", EXIT_USAGE))
 
 
-def _flags_as_flags(command: Any) -> None:
+def flags_as_flags(command: Any) -> None:
     """typer shows `<bool>` on a flag, as if `--plan true` were asked; a flag takes no value."""
     for param in command.params:
         if getattr(param, "is_flag", False) and param.metavar is None:
@@ -82,7 +92,7 @@ class CrustaceanGroup(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for command in (self, *self.commands.values()):
-            _flags_as_flags(command)
+            flags_as_flags(command)
 
     def get_params(self, ctx: Any) -> Any:
         """typer adds the completion options after `__init__`; they are flags too."""

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crustacean.cli.common import console, print_json, say
 from crustacean.cli.output import Col, fit_table
 
+if TYPE_CHECKING:
+    from crustacean.config import SourceConfig
+
 
 def init(
     directory: Annotated[
-        Path,
-        typer.Argument(help="Workspace folder to create or adopt.", show_default="current folder"),
-    ] = Path("."),
+        Path | None,
+        typer.Argument(
+            help="Workspace folder to create or adopt. Never the home folder or one above it.",
+            show_default="current folder",
+        ),
+    ] = None,
     daily_dir: Annotated[
         str | None,
         typer.Option(
@@ -34,6 +40,15 @@ def init(
             "--no-detect", help="Don't add ~/.openclaw or ~/.claude transcripts as collect sources."
         ),
     ] = False,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            help="Collect this agent's transcripts: openclaw or claude_code (twice for both). "
+            "Without it, init adds the one platform it finds, and asks when it finds both.",
+            show_default=False,
+        ),
+    ] = None,
     sample: Annotated[
         bool,
         typer.Option(
@@ -49,14 +64,21 @@ def init(
     The one exception: memory/.system/ docs you never edited are replaced by the shipped ones;
     an edited one is kept and the new version becomes a proposal (crustacean review)."""
     from crustacean.errors import UsageError
-    from crustacean.init import init_sample, init_workspace
+    from crustacean.init import init_sample, init_workspace, offered_sources, sources_named
 
-    if sample and daily_dir:
-        raise UsageError("--sample uses the default daily-log layout; drop --daily-dir.")
+    if sample and (daily_dir or source):
+        raise UsageError("--sample uses its own layout and sources; drop --daily-dir/--source.")
+    if source and no_detect:
+        raise UsageError("--source names the sources to add and --no-detect adds none; pick one.")
+    chosen = sources_named(source) if source else None
+    if chosen is None and not (sample or no_detect) and _interactive():
+        offered = offered_sources(directory)
+        if len({s.kind for s in offered}) > 1:
+            chosen = _ask_which(offered)
     if sample:
-        report = init_sample(directory)
+        report = init_sample(directory or Path("."))
     else:
-        report = init_workspace(directory, daily_dir, detect=not no_detect)
+        report = init_workspace(directory, daily_dir, detect=not no_detect, sources=chosen)
     if as_json:
         print_json(
             {
@@ -66,6 +88,7 @@ def init(
                 "version": report.version,
                 "baseline": report.baseline,
                 "notes": report.notes,
+                "left_out": [{"path": i.path, "reason": i.reason} for i in report.left_out],
                 "next_steps": list(report.next_steps),
             }
         )
@@ -82,8 +105,36 @@ def init(
         + (f"; version {report.version[:12]}" if report.version else "")
         + "."
     )
+    if report.left_out:
+        console.print(
+            f"Left out of git ({len(report.left_out)}, listed in .gitignore's crustacean block; "
+            "move them out of the workspace, or delete the block's line to version one):",
+            markup=False,
+        )
+        for item in report.left_out:
+            console.print(f"  - {item.path}: {item.reason}", markup=False)
     for note in report.notes:
         say(f"Note: {note}")
     say("\nNext steps:")
     for step in report.next_steps:
         say(f"  - {step}")
+
+
+def _interactive() -> bool:
+    """A person at a terminal can be asked; cron, scripts and pipes never are."""
+    import sys
+
+    return sys.stdin.isatty()
+
+
+def _ask_which(offered: list[SourceConfig]) -> list[SourceConfig]:
+    """Both OpenClaw and Claude Code are here: the user says which agent this workspace is for."""
+    names = [s.kind for s in offered]
+    console.print("Found transcripts of " + " and ".join(f"{s.kind} ({s.path})" for s in offered))
+    options = [*names, "both", "none"]
+    answer = typer.prompt(f"Collect which? ({', '.join(options)})", default="none").strip()
+    if answer not in options:
+        from crustacean.errors import UsageError
+
+        raise UsageError(f"answer one of {', '.join(options)}, not {answer!r}; nothing was made.")
+    return offered if answer == "both" else [s for s in offered if s.kind == answer]

@@ -27,7 +27,11 @@ def context(
         ),
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="markdown, json, or claude-hook (SessionStart JSON).")
+        str,
+        typer.Option(
+            "--format",
+            help="markdown, json, or claude-hook (SessionStart JSON, at most context.hook_chars).",
+        ),
     ] = "markdown",
     max_entries: Annotated[
         int | None, typer.Option("--max-entries", help="At most N memories (memory.max_entries).")
@@ -43,13 +47,14 @@ def context(
     if fmt not in ("markdown", "json", "claude-hook"):
         raise typer.BadParameter("use markdown, json or claude-hook.", param_hint="--format")
     request = ContextRequest(for_, topic, max_entries, budget_chars)
-    result = build_context(state(ctx).open(), request, datetime.now(UTC))
+    ws = state(ctx).open()
+    result = build_context(ws, request, datetime.now(UTC))
     for path, why in result.problems:
         warn(f"Skipped: {path} ({why})")
     if fmt == "json":
         print_json(result.to_json())
     elif fmt == "claude-hook":
-        typer.echo(result.to_claude_hook())
+        typer.echo(result.to_claude_hook(ws.settings.context.hook_chars))
     else:
         typer.echo(result.to_markdown())
 

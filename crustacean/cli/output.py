@@ -17,53 +17,81 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
-from rich import box
-from rich.cells import cell_len
-from rich.console import Console, ConsoleDimensions
-from rich.table import Table
-from rich.text import Text
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from crustacean.workspace import Progress
 
 # Far wider than any line: tables piped to a file or `grep` take their natural width.
 PIPE_WIDTH = 100_000
 
 
-class AdaptiveConsole(Console):
-    """A rich Console that wraps only on a terminal; anywhere else it is as wide as the line."""
+@functools.cache
+def _adaptive() -> type[Console]:
+    """The Console class, made on first print: rich costs ~20 ms to import, and a command that
+    prints through typer.echo (`context`, the SessionStart hook, a no-op tick) never needs it."""
+    from rich.console import Console, ConsoleDimensions
 
-    @property
-    def size(self) -> ConsoleDimensions:
-        if self._width is None and not self.is_terminal:
-            return ConsoleDimensions(PIPE_WIDTH, 25)
-        return super().size
+    class AdaptiveConsole(Console):
+        """A rich Console that wraps only on a terminal; anywhere else it is as wide as the
+        line."""
 
-    @size.setter
-    def size(self, new_size: tuple[int, int]) -> None:
-        self._width, self._height = new_size
+        @property
+        def size(self) -> ConsoleDimensions:
+            if self._width is None and not self.is_terminal:
+                return ConsoleDimensions(PIPE_WIDTH, 25)
+            return super().size
 
-    @property
-    def soft_wrap(self) -> bool:  # type: ignore[override]  # a property over rich's attribute
-        return self._soft_wrap or not self.is_terminal
+        @size.setter
+        def size(self, new_size: tuple[int, int]) -> None:
+            self._width, self._height = new_size
 
-    @soft_wrap.setter
-    def soft_wrap(self, value: bool) -> None:
-        self._soft_wrap = value
+        @property
+        def soft_wrap(self) -> bool:  # type: ignore[override]  # a property over rich's attribute
+            return self._soft_wrap or not self.is_terminal
+
+        @soft_wrap.setter
+        def soft_wrap(self, value: bool) -> None:
+            self._soft_wrap = value
+
+    return AdaptiveConsole
 
 
-def _console(stderr: bool) -> AdaptiveConsole:
-    plain = bool(os.environ.get("NO_COLOR"))  # no colour and no bold either (rich keeps bold)
-    return AdaptiveConsole(
-        stderr=stderr, highlight=False, color_system=None if plain else "auto", no_color=plain
-    )
+class _LazyConsole:
+    """Stands for an adaptive Console until something prints; then it is made, once."""
+
+    def __init__(self, stderr: bool) -> None:
+        object.__setattr__(self, "_stderr", stderr)
+        object.__setattr__(self, "_real", None)
+
+    def _get(self) -> Console:
+        if self._real is None:
+            plain = bool(os.environ.get("NO_COLOR"))  # no colour and no bold (rich keeps bold)
+            real = _adaptive()(
+                stderr=self._stderr,
+                highlight=False,
+                color_system=None if plain else "auto",
+                no_color=plain,
+            )
+            if not self._stderr:
+                real.quiet = MODE.quiet
+            object.__setattr__(self, "_real", real)
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._get(), name, value)
 
 
-console = _console(stderr=False)
-err_console = _console(stderr=True)
+console = cast("Console", _LazyConsole(stderr=False))
+err_console = cast("Console", _LazyConsole(stderr=True))
 
 
 @dataclass
@@ -77,7 +105,8 @@ MODE = _Mode()
 def set_quiet(quiet: bool) -> None:
     """`--quiet`: the human-readable stdout and the stderr notes go silent; errors stay."""
     MODE.quiet = quiet
-    console.quiet = quiet
+    if console._real is not None:  # type: ignore[attr-defined]  # made before the option was read
+        console.quiet = quiet
 
 
 def on_terminal() -> bool:
@@ -92,6 +121,15 @@ def width() -> int | None:
 # ---------------------------------------------------------------- lines
 
 _UNIT = re.compile(r"(\s*)(`[^`]*`\S*|\S+)")
+# C0 (but tab and newline), DEL, C1 and the bidi overrides: each can rewrite what a terminal
+# shows (`\x1b[2K` erases a line, `\r` overwrites it, U+202E reverses it).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """Workspace text as a terminal may show it: every control character visible as an escape.
+    Every line, table cell and diff printed here goes through it (a pipe often ends in one)."""
+    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
 
 
 def wrap(text: str, width: int | None) -> list[str]:
@@ -101,6 +139,8 @@ def wrap(text: str, width: int | None) -> list[str]:
     eye; a copy still gets it in one piece). Spacing inside a line is kept; continuation lines
     take the first line's indent plus two spaces. `width=None` (a pipe) keeps every line.
     """
+    from rich.cells import cell_len
+
     if width is None:
         return text.split("\n")
     out: list[str] = []
@@ -126,13 +166,13 @@ def say(text: str = "", *, err: bool = False) -> None:
     target = err_console if err else console
     if err and MODE.quiet:
         return
-    lines = wrap(text, target.width if target.is_terminal else None)
+    lines = wrap(safe(text), target.width if target.is_terminal else None)
     target.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
 def verbatim(text: str) -> None:
     """A line to copy as it is (a crontab line, a command): never wrapped, even on a terminal."""
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    console.print(safe(text), markup=False, highlight=False, soft_wrap=True)
 
 
 def warn(text: str) -> None:
@@ -152,7 +192,9 @@ def print_json(data: Any) -> None:
 
 
 def print_diff(text: str) -> None:
-    """A unified diff: coloured on a terminal, byte-for-byte in a pipe (so `git apply` takes it)."""
+    """A unified diff: coloured on a terminal, uncoloured and unwrapped in a pipe (so `git apply`
+    takes it); control characters in it are shown as escapes either way."""
+    text = safe(text)
     if not console.is_terminal:
         if not MODE.quiet:
             typer.echo(text.rstrip("\n"))
@@ -244,6 +286,8 @@ def plan_columns(
 def shorten_middle(text: str, limit: int) -> str:
     """`memory/contacts/a-very-long-name.md` → `memory/cont…long-name.md` within `limit` cells;
     the file name's end and the top folder stay readable."""
+    from rich.cells import cell_len
+
     if cell_len(text) <= limit or limit < 5:
         return text
     tail = (limit - 1) * 3 // 5
@@ -263,6 +307,11 @@ def fit_table(
     cols: Sequence[Col], rows: Sequence[Sequence[str]], *, title: str | None = None
 ) -> Table:
     """A table whose key columns stay whole at the terminal's width (see `plan_columns`)."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
     natural = [
         max([cell_len(c.name)] + [max(map(cell_len, str(r[i]).split("\n"))) for r in rows])
         for i, c in enumerate(cols)
@@ -290,7 +339,7 @@ def fit_table(
     for row in rows:
         cells = []
         for i in keep:
-            cell, w = str(row[i]), widths[i]
+            cell, w = safe(str(row[i])), widths[i]
             if cols[i].path and w is not None:
                 cell = shorten_middle(cell, w)
             cells.append(Text(cell))
@@ -318,7 +367,7 @@ def progress(label: str, *, enabled: bool = True) -> Iterator[Progress | None]:
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=err_console,
+        console=err_console._get(),  # type: ignore[attr-defined]  # rich needs the Console itself
         transient=True,
     )
     task = bar.add_task(label, total=None)

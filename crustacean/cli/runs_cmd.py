@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from crustacean import runs as run_log
-from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state
+from crustacean.cli.common import CrustaceanGroup, cell, console, print_json, safe, say, state
 from crustacean.cli.output import Col, fit_table, local_time, width, zone_name
 from crustacean.runs import RunRecord
 
@@ -134,7 +134,7 @@ def _details(r: RunRecord, tz: tzinfo) -> Text:
         ("Summary", r.summary or "—"),
         ("Error", r.error or "—"),
     ]
-    return Text("\n".join(f"{label:<10} {value}" for label, value in rows))
+    return Text(safe("\n".join(f"{label:<10} {value}" for label, value in rows)))
 
 
 def _calls_table(r: RunRecord) -> Table:
@@ -147,10 +147,10 @@ def _calls_table(r: RunRecord) -> Table:
         args = json.dumps(c.input, ensure_ascii=False)
         table.add_row(
             str(c.seq),
-            Text(c.name),
+            cell(c.name),
             "error" if c.is_error else "ok",
-            Text(args if len(args) <= 120 else args[:119] + "…"),
-            Text(c.result),
+            cell(args if len(args) <= 120 else args[:119] + "…"),
+            cell(c.result),
         )
     return table
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import print_json, say, state, warn
+from crustacean.cli.common import console, print_json, safe, say, state, warn
 from crustacean.cli.output import progress
 
 if TYPE_CHECKING:
@@ -19,14 +19,32 @@ def search(
     words: Annotated[
         list[str],
         typer.Argument(
-            help="Words to find (all of them, else any); no quotes needed.", metavar="WORDS..."
+            help="Words to find, no quotes needed: lines with all of them first, then most. "
+            "Dates such as 'last week', 'in May' or '2026-03-04' match the daily logs of those "
+            "days.",
+            metavar="WORDS...",
         ),
     ],
-    n: Annotated[int, typer.Option("-n", min=1, help="How many hits to show.")] = 10,
+    n: Annotated[
+        int | None,
+        typer.Option("-n", min=1, help="How many hits at most (default 10; 50 with a budget)."),
+    ] = None,
+    budget_chars: Annotated[
+        int | None,
+        typer.Option(
+            "--budget-chars",
+            min=1,
+            help="Fill this many characters with the best hits' lines, in rank order, and print "
+            "those lines under each hit.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
     path_prefix: Annotated[
         str | None,
-        typer.Option("--path-prefix", help="Only files whose path starts with this."),
+        typer.Option(
+            "--path-prefix",
+            help="Only files whose path starts with this (READMEs and AGENTS.md included).",
+        ),
     ] = None,
     raw: Annotated[
         bool, typer.Option("--raw", help="Pass FTS5 syntax through (phrases, OR, NEAR, title:).")
@@ -39,20 +57,29 @@ def search(
     ] = False,
 ) -> None:
     """Search the workspace's markdown; print path#lines, score and snippet per hit."""
-    from crustacean.search import SearchIndex
+    from crustacean.search import SearchIndex, check_request
     from crustacean.state import open_state
 
-    ws = state(ctx).open()
     query = " ".join(words)
+    check_request(query, n, budget_chars)
+    ws = state(ctx).open()
+    now = datetime.now(UTC)
     with open_state(ws) as db, SearchIndex(ws, db) as index:
         with progress("Indexing", enabled=not as_json) as report:
             _report(index.update(report))
         hits = index.search(
-            query, n, raw=raw, path_prefix=path_prefix, include_archive=archive, refresh=False
+            query,
+            n,
+            raw=raw,
+            path_prefix=path_prefix,
+            include_archive=archive,
+            refresh=False,
+            budget_chars=budget_chars,
+            now=now,
         )
         if record and hits:
-            db.record_recalls([h.path for h in hits], datetime.now(UTC), how="search")
-    _print_hits(hits, as_json)
+            db.record_recalls([h.path for h in hits], now, how="search")
+    _print_hits(hits, as_json, full=budget_chars is not None)
 
 
 def index(
@@ -79,14 +106,22 @@ def index(
     say(f"Indexed {stats.indexed} file(s); skipped {len(stats.skipped)}.")
 
 
-def _print_hits(hits: list[Hit], as_json: bool) -> None:
+def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
+    """One line per hit; with a budget, each hit's lines follow it, indented."""
     if as_json:
         print_json([h.to_json() for h in hits])
         return
     if not hits:
         say("No matches.")
     for h in hits:
-        say(f"{h.path}#L{h.start_line}-L{h.end_line}  {h.score:.2f}  {h.snippet}")
+        where = safe(f"{h.path}#L{h.start_line}-L{h.end_line}")
+        if full:
+            when = f"  ({h.when})" if h.when else ""
+            text = "\n".join(f"    {safe(line)}" for line in h.text.split("\n"))
+            console.print(f"{where}  {h.score:.2f}{when}\n{text}", markup=False, soft_wrap=True)
+        else:
+            line = f"{where}  {h.score:.2f}  {safe(h.snippet)}"
+            console.print(line, markup=False, soft_wrap=True)
 
 
 def _report(stats: IndexStats) -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import print_json, say, state, warn
-from crustacean.cli.output import print_diff, progress
+from crustacean.cli.common import err_console, print_json, say, state, warn
+from crustacean.cli.output import MODE, print_diff, progress
+
+if TYPE_CHECKING:
+    from crustacean.stages.collect import Progress
 
 # The options every stage command shares, declared once.
 DryRun = Annotated[
@@ -40,21 +44,36 @@ def collect(
         str | None,
         typer.Option(
             "--since",
-            help="Only messages at or after this ISO time (default: the last 2 days). Reads "
-            "every transcript from its start, so it can backfill what earlier runs passed by; "
-            "nothing already collected is collected again.",
+            help="Backfill: read every transcript from its start and collect the messages at "
+            "or after this ISO time that were not collected yet. Without it, each file is read "
+            "from its cursor, whatever the age of what follows; a file never read before from "
+            "2 days before the last run.",
         ),
     ] = None,
     source: Annotated[
         str | None, typer.Option("--source", help="Only the source with this name, kind or path.")
     ] = None,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="Send the chunks through the Message Batches API (half price, results within "
+            "24 h); a later collect or tick appends them. For backfills and big first runs.",
+        ),
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
     """Append what is new in the transcripts to the daily logs (stage 1 of 4C)."""
     from crustacean.stages.collect import collect as run_collect
 
     result = run_collect(
-        state(ctx).open(), since=_since(since), source=source, dry_run=dry_run, plan=plan
+        state(ctx).open(),
+        since=_since(since),
+        source=source,
+        dry_run=dry_run,
+        plan=plan,
+        batch=batch,
+        progress=_progress() if not as_json else None,
     )
     if as_json:
         print_json(result.to_json())
@@ -76,15 +95,69 @@ def _render(result: object) -> None:
         + (f", {result.bad_lines} unreadable line(s) skipped" if result.bad_lines else "")
         + "."
     )
-    if result.plan is not None:
-        _render_plan(result.plan)
+    if result.record is None:  # a plan
+        if result.plan is not None:
+            _render_plan(result.plan)
+        if result.left_for_next_run:
+            say(
+                f"The run budget (budget.*) covers part of it; {result.left_for_next_run} "
+                "message(s) would wait for the next run."
+            )
+        if result.waiting_in_batch:
+            say(f"{result.waiting_in_batch} message(s) wait for a batch's results.")
         return
     for path, n in sorted(result.items_by_day.items()):
-        say(f"  {path}: {n} item(s)")
-    if result.duplicates:
-        say(f"  {result.duplicates} duplicate item(s) dropped")
+        say(f"  {path}: {n} item(s) appended")
+    for line in _collect_lines(result):
+        say("  " + line)
     if result.record is not None:
         _render_run(result.record, result.diff)
+
+
+def _collect_lines(result: object) -> list[str]:
+    """What happened to every item and message that did not simply land."""
+    from crustacean.stages.collect import CollectResult
+
+    assert isinstance(result, CollectResult)
+    lines = []
+    if result.duplicates:
+        lines.append(f"{result.duplicates} item(s) merged as duplicates")
+    for reason, n in sorted(result.rejected.items()):
+        lines.append(f"{n} item(s) rejected: {reason}")
+    if result.unbound:
+        lines.append(f"{result.unbound} item(s) cited no message; given to their chunk's session")
+    if result.copies:
+        lines.append(f"{result.copies} repeated message(s) in checkpoint/reset copies, sent once")
+    batch = result.batch or {}
+    if batch.get("fetched"):
+        lines.append(f"appended the results of batch {batch['fetched']}")
+    if batch.get("submitted"):
+        lines.append(
+            f"submitted batch {batch['submitted']}: {batch['requests']} request(s); "
+            "a later collect or tick appends the results"
+        )
+    if result.waiting_in_batch:
+        lines.append(f"{result.waiting_in_batch} message(s) wait for a batch's results")
+    if result.left_for_next_run and result.record is not None:
+        lines.append(f"{result.left_for_next_run} message(s) left for the next run")
+    return lines
+
+
+def _progress() -> Callable[[Progress], None] | None:
+    """A one-line progress display on a terminal (stderr), none otherwise."""
+    if not err_console.is_terminal or MODE.quiet:
+        return None
+
+    def show(p: Progress) -> None:
+        end = "\n" if p.chunks_sent == p.chunks_total else "\r"
+        err_console.print(
+            f"collect: chunk {p.chunks_sent}/{p.chunks_total}, {p.items} item(s), "
+            f"{p.input_tokens:,} input tokens",
+            markup=False,
+            end=end,
+        )
+
+    return show
 
 
 def curate(
@@ -123,11 +196,11 @@ def _render_plan(p: object) -> None:
     from crustacean.llm.runner import Plan
 
     assert isinstance(p, Plan)
+    scope = "the first turn" if p.requests == 1 else f"all {p.requests} requests"
     say(
         f"Plan: {p.model}, system {p.system_chars:,} chars, tools "
         f"{', '.join(p.tools)}, input {p.prompt_chars:,} chars; about "
-        f"{p.est_input_tokens:,} input tokens, ~${p.est_cost_first_turn:.4f} for the "
-        "first turn."
+        f"{p.est_input_tokens:,} input tokens, ~${p.est_cost_first_turn:.4f} for {scope}."
     )
     say("Input excerpt:\n" + p.excerpt)
 
@@ -174,6 +247,7 @@ def compile_(
             say(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
         for label, items in (
             ("archived", ops.archived),
+            ("not archived", ops.held),
             ("swept", ops.swept),
             ("trashed", ops.trashed),
             ("tier", ops.tiers),

@@ -10,12 +10,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crustacean.config import PriceConfig, Settings, user_config_dir
 from crustacean.errors import ConfigError, ModelError
-from crustacean.runs import Usage
 from crustacean.store.secrets import redact
+
+if TYPE_CHECKING:
+    from crustacean.runs import Usage
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
@@ -84,6 +86,8 @@ def resolve_credentials(settings: Settings, env: Mapping[str, str] | None = None
 
 def usage_of(response_usage: Any) -> Usage:
     """The four billed token kinds of one response (cache fields may be missing or None)."""
+    from crustacean.runs import Usage  # lazy: `paths` reads this module and never a run
+
     return Usage(
         getattr(response_usage, "input_tokens", 0) or 0,
         getattr(response_usage, "output_tokens", 0) or 0,
@@ -125,6 +129,25 @@ class ModelClient:
             return self.client.messages.create(**params)
         except self._sdk.APIError as e:
             raise ModelError(self._explain(e, params.get("model", "?"), tier_key)) from None
+
+    def batch(self, action: str, *args: Any, model: str, tier_key: str, **kw: Any) -> Any:
+        """`messages.batches.<action>` (create, retrieve, results), errors worded as above;
+        `results` is read whole here so a dropped connection is a `ModelError` too. A batch the
+        API no longer has (404: expired results, deleted) gives None."""
+        try:
+            answer = getattr(self.client.messages.batches, action)(*args, **kw)
+            return list(answer) if action == "results" else answer
+        except self._sdk.NotFoundError:
+            if action == "create":
+                raise ModelError(
+                    "the Message Batches API was not found (404) at "
+                    f"{self.creds.base_url or 'the default URL'}; collect without --batch."
+                ) from None
+            return None
+        except self._sdk.APIError as e:
+            raise ModelError(self._explain(e, model, tier_key)) from None
+        except self._sdk.AnthropicError as e:  # results asked of a batch that has none
+            raise ModelError(redact(f"the batch API call failed: {e}")) from None
 
     def _explain(self, e: Exception, model: str, tier_key: str) -> str:
         sdk, retries = self._sdk, self.settings.llm.max_retries

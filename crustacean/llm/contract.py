@@ -85,13 +85,18 @@ CONTRACTS: dict[str, Contract] = {
             (),
             True,
             before=(
-                "reads the transcripts' new lines since the last run, drops filtered and "
-                "already-collected messages, and redacts anything that looks like a credential",
+                "reads each transcript's new lines since its cursor, keeps every message once "
+                "(copies in other files and already-collected messages are dropped), drops "
+                "filtered noise, and redacts anything that looks like a credential",
+                "gives every message a reference (`m12`) and packs them into chunks under the "
+                "run's budget, each chunk headed by its session",
             ),
             after=(
-                "appends your items to the daily log of each message's date, grouped by "
-                "conversation, with provenance, in one version (you never write a file)",
-                "drops items the day's log already holds, then advances the transcript cursors",
+                "takes each item's session, time and day from the messages its `refs` cite, "
+                "and appends it to that day's log, grouped by conversation, with provenance, "
+                "in one version (you never write a file)",
+                "merges items the day's log already holds, then advances each cursor only past "
+                "the messages that were sent",
             ),
         ),
         Contract(

@@ -36,6 +36,30 @@ class StageRequest:
     extra_tools: tuple[ToolSpec, ...] = ()
     tool_choice: dict[str, Any] | None = None
     max_tokens: int = 8192
+    cache_prompt: bool = True
+    """Mark the moving breakpoint on the conversation; False for a one-shot prompt never reused."""
+    min_cache_tokens: int = 0
+    """Mark the system/tools prefix only when it reaches this size (the model's minimum)."""
+
+
+# The smallest prefix each model family caches (a smaller one is silently not cached, so a mark
+# on it only makes the request look cached). Checked in order; the first match wins.
+_MIN_CACHEABLE: tuple[tuple[str, int], ...] = (
+    ("haiku-3", 2048),
+    ("sonnet-4-6", 2048),
+    ("haiku", 4096),
+    ("opus-4-5", 4096),
+    ("opus-4-6", 4096),
+    ("opus-4-7", 4096),
+    ("opus-5", 512),
+    ("fable-5", 512),
+    ("mythos-5", 512),
+)
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The model's minimum cacheable prefix in tokens (1024 when the family is not known)."""
+    return next((n for mark, n in _MIN_CACHEABLE if mark in model), 1024)
 
 
 def tool_specs(req: StageRequest) -> list[ToolSpec]:
@@ -54,20 +78,21 @@ def preamble_for(stage: str) -> str:
 def build_params(req: StageRequest, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The request of one turn (pure, so tests can read it): the stable prefix is cached."""
     tools = [t.for_anthropic() for t in tool_specs(req)]
-    if tools:
-        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+    system: dict[str, Any] = {
+        "type": "text",
+        "text": preamble_for(req.stage) + "\n" + req.system_doc,
+    }
+    prefix_tokens = (len(system["text"]) + len(json.dumps(tools))) // 4
+    if prefix_tokens >= req.min_cache_tokens:
+        system["cache_control"] = EPHEMERAL
+        if tools:
+            tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": req.max_tokens,
-        "system": [
-            {
-                "type": "text",
-                "text": preamble_for(req.stage) + "\n" + req.system_doc,
-                "cache_control": EPHEMERAL,
-            }
-        ],
+        "system": [system],
         "tools": tools,
-        "messages": with_breakpoint(messages),
+        "messages": with_breakpoint(messages) if req.cache_prompt else copy.deepcopy(messages),
     }
     if req.tool_choice:
         params["tool_choice"] = req.tool_choice
@@ -104,6 +129,7 @@ class LoopOutcome:
     usage: Usage = field(default_factory=Usage)
     cost: float = 0.0
     text: str = ""
+    last_reply_stop: str = ""  # the last response's stop_reason (max_tokens: maybe truncated)
 
 
 Create = Callable[..., Any]
@@ -133,6 +159,7 @@ def run_loop(
             )
         resp = create(**build_params(req, model, messages))
         out.turns += 1
+        out.last_reply_stop = str(resp.stop_reason)
         used = usage_of(resp.usage)
         out.usage, out.cost = out.usage + used, out.cost + cost(used, price)
         if on_turn:

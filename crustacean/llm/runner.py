@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from crustacean.config import BudgetConfig
 from crustacean.llm.client import ModelClient, cost, resolve_credentials
 from crustacean.llm.loop import LoopOutcome, StageRequest, build_params, run_loop, tool_specs
 from crustacean.llm.tools import ToolExecutor, ToolSpec
@@ -36,6 +37,8 @@ class Plan:
     excerpt: str
     est_input_tokens: int
     est_cost_first_turn: float
+    requests: int = 1
+    """How many requests the estimates cover (collect sends a backlog as several)."""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__, tools=list(self.tools))
@@ -113,9 +116,13 @@ class ModelSession:
         return self._client
 
     def run(
-        self, req: StageRequest, handlers: dict[str, Callable[[dict[str, Any]], Any]] | None = None
+        self,
+        req: StageRequest,
+        handlers: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
+        budget: BudgetConfig | None = None,
     ) -> LoopOutcome:
-        """One agent loop; several may share a run (collect sends a large backlog in chunks)."""
+        """One agent loop; several may share a run (collect sends a large backlog in chunks
+        and passes what is left of the run's budget)."""
         client = self.client()
         executor = ToolExecutor(
             self.store,
@@ -131,7 +138,7 @@ class ModelSession:
             req,
             self.model,
             executor,
-            self.ws.settings.budget,
+            budget or self.ws.settings.budget,
             getattr(self.ws.settings.prices, self.tier),
             self.rec,
             on_turn=lambda u, c: _count(self.rec, u, c),
@@ -172,12 +179,12 @@ def _count(rec: RunRecorder, used: Usage, usd: float) -> None:
     rec.add_usage(used, usd)
 
 
-def _searcher(ws: Workspace) -> Callable[[str, int], list[dict[str, Any]]]:
-    def search(query: str, limit: int) -> list[dict[str, Any]]:
+def _searcher(ws: Workspace) -> Callable[[str, int | None, int | None], list[dict[str, Any]]]:
+    def search(query: str, limit: int | None, budget: int | None) -> list[dict[str, Any]]:
         from crustacean.search import SearchIndex
 
         with SearchIndex(ws) as index:
-            return [h.to_json() for h in index.search(query, limit)]
+            return [h.to_json() for h in index.search(query, limit, budget_chars=budget)]
 
     return search
 

@@ -106,26 +106,45 @@ TOOLS: dict[str, ToolSpec] = {
     for t in (
         ToolSpec(
             "list_context_files",
-            "List the workspace's files (path, size, modified, tier). Read a folder's README.md "
-            "first: it says what belongs there.",
+            "List the workspace's files (path, size, modified, tier), sorted by path, a page at "
+            "a time: pass next_cursor back as cursor for the next page. Read a folder's "
+            "README.md first: it says what belongs there.",
             _obj(
-                {"prefix": {"type": "string", "description": "Only paths starting with this."}}, []
+                {
+                    "prefix": {"type": "string", "description": "Only paths starting with this."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Files per page."},
+                    "cursor": {"type": "string", "description": "next_cursor of the last page."},
+                },
+                [],
             ),
         ),
         ToolSpec(
             "read_context_file",
-            "Read a file. Returns its content and sha256; pass that sha256 as expected_sha256 when "
-            "you change the file, so a change made meanwhile is not overwritten.",
-            _obj({"path": {"type": "string"}}, ["path"]),
+            "Read a file, or lines start_line..end_line of it (1-based, inclusive); a file too "
+            "big for one reply is refused with its size, so read it in parts. Returns the content "
+            "and the whole file's sha256; pass that sha256 as expected_sha256 when you change the "
+            "file, so a change made meanwhile is not overwritten.",
+            _obj(
+                {
+                    "path": {"type": "string"},
+                    "start_line": {"type": "integer", "minimum": 1},
+                    "end_line": {"type": "integer", "minimum": 1},
+                },
+                ["path"],
+            ),
         ),
         ToolSpec(
             "search_memory",
-            "Full-text search over the workspace's markdown. Returns path, line range, score and a "
-            "snippet per hit; read the file before changing it.",
+            "Search the workspace's markdown for the lines that hold a question's words (stemmed; "
+            "dates like 'last week' or '3 May' match the daily logs of those days). Returns the "
+            "best lines, best first, as hits with path, line range, score, text, a one-line "
+            "snippet and, for daily logs, when. Ask for budget_chars (e.g. 2000) to get the best "
+            "that many characters of text. Read the file before changing it.",
             _obj(
                 {
                     "query": {"type": "string"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+                    "budget_chars": {"type": "integer", "minimum": 1, "maximum": 50000},
                 },
                 ["query"],
             ),
@@ -175,7 +194,7 @@ class ToolExecutor:
         store: Store,
         actor: str,
         run_id: str,
-        search: Callable[[str, int], list[dict[str, Any]]] | None = None,
+        search: Callable[[str, int | None, int | None], list[dict[str, Any]]] | None = None,
         handlers: dict[str, Callable[[dict[str, Any]], ToolOutcome]] | None = None,
         offered: tuple[str, ...] | None = None,
         guard: Callable[[object], None] | None = None,
@@ -205,27 +224,32 @@ class ToolExecutor:
             return ToolOutcome(f"Error: {e}", True)
 
     def _list_context_files(self, inp: dict[str, Any]) -> ToolOutcome:
-        prefix = _opt_str(inp, "prefix")
-        files = [f.to_json() for f in self.store.list_context_files(prefix)]
-        return ToolOutcome(json.dumps(files), False)
+        from crustacean.reads import list_page
+
+        page = list_page(
+            self.store, _opt_str(inp, "prefix"), inp.get("limit"), _opt_str(inp, "cursor")
+        )
+        return ToolOutcome(json.dumps(page), False)
 
     def _read_context_file(self, inp: dict[str, Any]) -> ToolOutcome:
-        got = self.store.read_context_file(_str(inp, "path"))
-        return ToolOutcome(
-            json.dumps({"path": got.path, "content": got.content, "sha256": got.sha256}), False
-        )
+        from crustacean.reads import read_range
+
+        got = read_range(self.store, _str(inp, "path"), inp.get("start_line"), inp.get("end_line"))
+        return ToolOutcome(json.dumps(got), False)
 
     def _search_memory(self, inp: dict[str, Any]) -> ToolOutcome:
         query = _str(inp, "query")
-        limit = inp.get("limit", 10)
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
+        limit, budget = inp.get("limit"), inp.get("budget_chars")
+        if limit is not None and (not _is_int(limit) or not 1 <= limit <= 50):
             raise ToolInputError("limit must be an integer from 1 to 50.")
+        if budget is not None and (not _is_int(budget) or not 1 <= budget <= 50_000):
+            raise ToolInputError("budget_chars must be an integer from 1 to 50000.")
         if self.search is None:
             raise ToolInputError(
                 "search_memory is not available in this run; use list_context_files and "
                 "read_context_file instead."
             )
-        return ToolOutcome(json.dumps(self.search(query, limit)), False)
+        return ToolOutcome(json.dumps(self.search(query, limit, budget)), False)
 
     def _write_context(self, inp: dict[str, Any]) -> ToolOutcome:
         return write_call(self.store, self.actor, self.run_id, inp)
@@ -248,6 +272,10 @@ def _str(inp: dict[str, Any], key: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ToolInputError(f"{key!r} is required and must be a non-empty string.")
     return value
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _opt_str(inp: dict[str, Any], key: str) -> str | None:

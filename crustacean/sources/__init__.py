@@ -8,13 +8,14 @@ stable ids let the caller drop what it already has.
 
 from crustacean.sources.base import Cursor, Message, ReadResult
 from crustacean.sources.discovery import default_sources, detect_kind, discover
-from crustacean.sources.reader import KINDS, read_new
+from crustacean.sources.reader import KINDS, cursor_before, read_new
 
 __all__ = [
     "KINDS",
     "Cursor",
     "Message",
     "ReadResult",
+    "cursor_before",
     "default_sources",
     "detect_kind",
     "discover",

@@ -41,6 +41,8 @@ class Message:
     path: str
     line: int
     source: str
+    offset: int = 0
+    """Byte offset where the message's line starts (a cursor can stop just before it)."""
 
 
 @dataclass(frozen=True)
@@ -81,12 +83,23 @@ _TAG_BLOCK = re.compile(
 )
 _TAG_LONE = re.compile(r"</?(?:tool_call|system-reminder|system)\b[^>]*>", re.IGNORECASE)
 _NO_REPLY = re.compile(r"\bNO_REPLY\b")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# OpenClaw prefixes channel messages with JSON envelopes ("Conversation info (untrusted
+# metadata):" and friends): routing data, not something anyone said.
+_META_BLOCK = re.compile(
+    r"(?:Conversation info|Sender|Thread starter|Replied message|Forwarded message context|"
+    r"Chat history since last reply) \(untrusted(?: metadata|,\s+for\s+context)\):[ \t]*\n"
+    r"```(?:json)?[ \t]*\n.*?\n```[ \t]*(?:\n|\Z)",
+    re.DOTALL,
+)
 _BLANK_RUNS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_WS = re.compile(r"[ \t]+\n")
 
 
 def strip_noise(text: str) -> str:
     """Drop what OpenClaw's own transcript reader drops: NO_REPLY and tool-call/system tags."""
+    text = _META_BLOCK.sub("", text)
     text = _TAG_BLOCK.sub("", text)
     text = _TAG_LONE.sub("", text)
     return _NO_REPLY.sub("", text)
@@ -95,6 +108,7 @@ def strip_noise(text: str) -> str:
 def compact(text: str) -> str:
     """Tidy whitespace without losing line structure: the model reads these as prose."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL.sub("", _ANSI.sub("", text))  # terminal colours and cursor moves
     text = _TRAILING_WS.sub("\n", text)
     return _BLANK_RUNS.sub("\n\n", text).strip()
 
@@ -299,8 +313,10 @@ def head_lines(fh: BinaryIO, limit: int) -> list[bytes]:
 
 
 def decode_json_line(raw: bytes) -> Any:
-    """Parse one line; raises ValueError for bad UTF-8, bad JSON or absurd nesting."""
+    """Parse one line; raises ValueError for bad JSON or absurd nesting.
+
+    An undecodable byte becomes U+FFFD: one bad byte must not cost the whole message."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8", "replace"))
     except RecursionError as exc:
         raise ValueError("JSON nested too deeply") from exc

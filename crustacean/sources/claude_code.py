@@ -128,7 +128,7 @@ class _Context:
         self.session = session if isinstance(session, str) and session else parser.stem
         uuid = record.get("uuid")
         own = uuid if isinstance(uuid, str) and uuid else None
-        self.base_id = own or sha1_id(parser.name, self.session, raw.decode("utf-8"))
+        self.base_id = own or sha1_id(parser.name, self.session, raw.decode("utf-8", "replace"))
         self.when: datetime = parser.last_time
         self.line = line
         self.prefix = SIDECHAIN if record.get("isSidechain") is True else ""

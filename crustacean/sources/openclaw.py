@@ -39,14 +39,25 @@ SESSIONS_INDEX_MAX = 32 * 1024 * 1024
 _TOPIC = re.compile(r"-topic-[^.]+$")
 _AUTOMATION = ("cron:", "heartbeat")
 _HEARTBEAT_OK = re.compile(r"^\s*HEARTBEAT_OK\b|\bHEARTBEAT_OK\s*$")
-_AUTOMATION_PROMPT = re.compile(r"\b(?:HEARTBEAT_OK|NO_REPLY)\b")
+_AUTOMATION_PROMPT = re.compile(r"\b(?:HEARTBEAT_OK|NO_REPLY)\b|\[OpenClaw heartbeat poll\]")
 _TOOL_BLOCKS = ("toolCall", "tool_use", "toolUse")
 
 
+_CHECKPOINT = re.compile(r"\.checkpoint\.[^.]+(?=\.jsonl)")
+_COPY_MARKS = (".checkpoint.", ".jsonl.reset.", ".jsonl.deleted.", ".jsonl.bak")
+
+
 def canonical_name(path: Path) -> str:
-    """`<id>.jsonl` for `<id>.jsonl` and `<id>.jsonl.reset.<ts>`: a reset keeps message ids."""
-    name = path.name
+    """`<id>.jsonl` for the live file and its copies beside it (`<id>.jsonl.reset.<ts>`,
+    `<id>.checkpoint.<uuid>.jsonl`): a copy keeps the session and the message ids."""
+    name = _CHECKPOINT.sub("", path.name)
     return name[: name.index(".jsonl") + len(".jsonl")] if ".jsonl" in name else name
+
+
+def is_copy(path: str | Path) -> bool:
+    """A checkpoint, reset or deleted copy rather than the live transcript."""
+    name = Path(path).name
+    return any(mark in name for mark in _COPY_MARKS)
 
 
 def file_session(path: Path) -> str:
@@ -207,7 +218,7 @@ class OpenClawParser:
         own = envelope.get("id")
         if isinstance(own, str | int) and str(own).strip():
             return f"{self.info.session}/{own}"
-        return sha1_id(self.name, self.info.session, raw.decode("utf-8"))
+        return sha1_id(self.name, self.info.session, raw.decode("utf-8", "replace"))
 
     def _make(self, role: str, text: str, when: datetime, msg_id: str, line: int) -> Message:
         return Message(role, text, when, self.info.session, msg_id, self.path, line, self.source)

@@ -9,7 +9,7 @@ depend on byte offsets, so the caller recognises what it already has.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
@@ -102,14 +102,27 @@ def _scan(
     """Parse complete lines from `start`; `end` is just past the last one."""
     scan = _Scan(end=start)
     for end, raw in complete_lines(fh, start):
-        scan.end = end
+        begin, scan.end = scan.end, end
         scan.count += 1
         found = parse_line(parser, raw, lines_before + scan.count)
         if found is None:
             scan.bad += 1
             continue
-        scan.messages.extend(m for m in found if since is None or m.timestamp >= since)
+        scan.messages.extend(
+            replace(m, offset=begin) for m in found if since is None or m.timestamp >= since
+        )
     return scan
+
+
+def cursor_before(cursor: Cursor, message: Message) -> Cursor:
+    """The cursor of `cursor`'s file stopped just before `message`'s line.
+
+    A run that could not send everything it read moves the cursor only this far, so what was
+    not sent is read again next time (ids keep what was sent from repeating)."""
+    offset = min(message.offset, cursor.offset)
+    with base.open_binary(Path(cursor.path)) as fh:
+        head = head_hash(fh, offset)
+    return replace(cursor, offset=offset, lines=max(0, message.line - 1), head_hash=head)
 
 
 def parse_line(parser: LineParser, raw: bytes | None, line: int) -> list[Message] | None:

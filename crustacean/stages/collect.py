@@ -1,37 +1,46 @@
 """Stage 1, collect: new transcript text in, notable items appended to the daily logs.
 
-Pre-pass (code): read every source from its cursor, keep complete new lines only, drop messages
-already collected (by stable id), redact secrets. Nothing new: no model call, the run is
-`skipped`. Model: one forced `record_notes` call per chunk of text. Post-pass (code): group items
-by the day they happened (workspace time zone) and session, drop bullets the day already has,
-append with provenance in one `write_context` call, then advance the cursors.
+Pre-pass (code): read every source from its cursor (a message after a cursor is read whatever
+its age; the lookback window only bounds files that have no cursor yet), keep complete lines,
+keep each message once by its stable id (a checkpoint or reset copy beside the live file is the
+same message), drop what earlier runs collected, redact secrets. Nothing new: no model call, the
+run is `skipped`. Model: one forced `record_notes` call per chunk; every message in a chunk has
+a short reference (`m12`) and every item cites the references it comes from. Post-pass (code):
+session, time, day and provenance come from the cited messages, never from the model's labels;
+bullets the day already has (compared as normalized text) are merged; one `write_context` call
+appends; then the cursors advance, each only past what was really sent.
+
+One budget per run: `budget.max_turns` and `budget.max_input_tokens` bound all chunks together;
+a run cut short is `partial`, appends what it got and leaves the rest for the next run.
 
 Crash safety: before the append, the batch (its message ids and new cursors) is stored as
-pending; every block the append writes carries the run id. The next run finds a pending batch and
-looks for its run id in the daily logs: found, the append happened and the batch is finished;
-not found, the batch is dropped and its lines are read again. Either way nothing is lost or
-collected twice.
+pending; every block the append writes carries a marker with the run id. The next run finds a
+pending batch and looks for its marker in the daily logs: found, the append happened and the
+batch is finished; not found, the batch is dropped and its lines are read again. Either way
+nothing is lost or collected twice.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
 from crustacean.config import SourceConfig
-from crustacean.errors import UsageError
-from crustacean.llm.loop import StageRequest
-from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
+from crustacean.errors import CrustaceanError, UsageError
+from crustacean.llm.loop import StageRequest, min_cacheable_tokens
+from crustacean.llm.runner import ModelSession, Plan, model_for, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec
 from crustacean.runs import RunRecord, RunRecorder
-from crustacean.sources import Cursor, Message, ReadResult, discover, read_new
-from crustacean.state import StateDB, open_state
+from crustacean.sources import Cursor, Message, ReadResult, cursor_before, discover, read_new
+from crustacean.sources.base import mtime_of
+from crustacean.sources.openclaw import is_copy
+from crustacean.state import StateDB, from_db_time, open_state
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.workspace import Workspace, stage_doc
 
@@ -52,8 +61,13 @@ CATEGORIES = (
 UNTAGGED = {"fact"}
 CHUNK_CHARS = 60_000
 KNOWN_DAYS_CHARS = 12_000
-FUTURE_SLACK = timedelta(minutes=5)
+WHEN_SLACK = timedelta(minutes=1)  # the transcript shows times to the minute
+ID_RETENTION = timedelta(days=400)  # ids of collected messages: a --since backfill skips them
 _HOOK_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}(-.+)?\.md$")
+_REF = re.compile(r"^\[?\s*m(\d+)\s*\]?$", re.IGNORECASE)
+_LEAD = re.compile(
+    r"^(?:\s*(?:[-*+•]|\d+[.)])\s+|\s*\[(?:" + "|".join(CATEGORIES) + r")\]\s*)+", re.IGNORECASE
+)
 
 RECORD_NOTES = ToolSpec(
     "record_notes",
@@ -69,17 +83,22 @@ RECORD_NOTES = ToolSpec(
                     "properties": {
                         "category": {"type": "string", "enum": list(CATEGORIES)},
                         "text": {"type": "string", "description": "One or two plain sentences."},
+                        "refs": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "The references (m12) of the messages it comes from.",
+                        },
                         "when": {
                             "type": "string",
-                            "description": "The [YYYY-MM-DD HH:MM] of the message it is from.",
+                            "description": "The YYYY-MM-DD HH:MM it happened, only if that "
+                            "differs from its first cited message.",
                         },
-                        "session": {"type": "string", "description": "The session id it is from."},
                         "topic": {
                             "type": "string",
                             "description": "Two to six words naming the conversation.",
                         },
                     },
-                    "required": ["category", "text", "when", "session"],
+                    "required": ["category", "text", "refs"],
                 },
             }
         },
@@ -101,16 +120,14 @@ class FileRead:
 
 @dataclass
 class Intake:
-    """What the sources hold that was not collected yet."""
+    """What the sources hold that was not collected yet, once per message id."""
 
     files: list[FileRead] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
+    copies: int = 0  # messages met again in another file (checkpoint, reset) this run
+    waiting: int = 0  # messages already in a submitted batch
     bad_lines: int = 0
     missing_sources: list[str] = field(default_factory=list)
-
-    @property
-    def cursors(self) -> list[Cursor]:
-        return [f.result.cursor for f in self.files]
 
 
 def select_sources(sources: list[SourceConfig], name: str | None) -> list[SourceConfig]:
@@ -128,20 +145,34 @@ def select_sources(sources: list[SourceConfig], name: str | None) -> list[Source
     return chosen
 
 
+def new_file_floor(last_run: datetime | None, now: datetime) -> datetime:
+    """How far back a file without a cursor is read: the window before the last run that
+    moved cursors (the first run: before now), so a gap between runs loses nothing."""
+    return min(last_run or now, now) - LOOKBACK
+
+
+def once_per_id(messages: Iterable[Message]) -> list[Message]:
+    """One message per stable id, the live file's copy first; in time order."""
+    pick: dict[str, Message] = {}
+    for m in sorted(messages, key=lambda m: (is_copy(m.path), m.timestamp, m.path, m.line)):
+        pick.setdefault(m.id, m)
+    return sorted(pick.values(), key=lambda m: (m.timestamp, m.path, m.line))
+
+
 def gather(
     ws: Workspace,
     db: StateDB,
-    since: datetime,
+    now: datetime,
+    since: datetime | None = None,
     source: str | None = None,
-    rescan: bool = False,
 ) -> Intake:
-    """Read every configured source from its cursor; keep new, uncollected, recent messages.
+    """Read every configured source from its cursor; keep each new, uncollected message once.
 
-    `rescan` (an explicit `--since`) reads every file from its start, since a cursor also moved
-    past lines that were too old for an earlier run's window; ids keep anything from repeating."""
+    `since` (an explicit `--since`) reads every file from its start, since a cursor also moved
+    past lines older than an earlier run's window; ids keep anything from repeating."""
     intake = Intake()
-    cursors = {} if rescan else load_cursors(db)
-    seen = collected_ids(db)
+    cursors = {} if since is not None else load_cursors(db)
+    floor = since if since is not None else new_file_floor(last_cursor_run(db), now)
     for src in select_sources(ws.settings.sources, source):
         found = discover(src, base=ws.root)
         if not found:
@@ -149,11 +180,18 @@ def gather(
         for path, kind in found:
             if kind == "unknown" or _is_workspace_log(ws, path):
                 continue
-            result = read_new(path, kind, cursors.get(str(path)), since=since)
+            cursor = cursors.get(str(path))
+            if cursor is None and mtime_of(path) < floor:
+                continue  # untouched since before the window: nothing in it is due
+            result = read_new(path, kind, cursor, since=floor if cursor is None else None)
             intake.files.append(FileRead(path, kind, src.name or src.kind, result))
             intake.bad_lines += result.bad_lines
-            intake.messages += [m for m in result.messages if m.id not in seen]
-    intake.messages.sort(key=lambda m: (m.timestamp, m.path, m.line))
+    everything = [m for f in intake.files for m in f.result.messages]
+    unique = once_per_id(everything)
+    intake.copies = len(everything) - len(unique)
+    seen, waiting = collected_ids(db), waiting_ids(db)
+    intake.waiting = sum(1 for m in unique if m.id in waiting and m.id not in seen)
+    intake.messages = [m for m in unique if m.id not in seen and m.id not in waiting]
     return intake
 
 
@@ -164,6 +202,27 @@ def _is_workspace_log(ws: Workspace, path: Path) -> bool:
     except ValueError:
         return False
     return rel.parts[:1] == ("memory",) and bool(_HOOK_FILE.match(rel.name))
+
+
+def cursors_after(files: Iterable[FileRead], done: set[str]) -> list[Cursor]:
+    """Each file's cursor, moved only past messages that are collected (`done`).
+
+    A file whose messages were not all sent stops just before the first one that was not, so
+    the next run reads it again from there, whatever its age; a note (no lines) gets a cursor
+    that matches no file, so it is read whole again."""
+    out = []
+    for f in files:
+        pending = [m for m in f.result.messages if m.id not in done]
+        if not pending:
+            out.append(f.result.cursor)
+        elif f.kind == "plain":
+            out.append(replace(f.result.cursor, size=-1))  # matches no file: read it again
+        else:
+            try:
+                out.append(cursor_before(f.result.cursor, min(pending, key=lambda m: m.offset)))
+            except OSError:
+                continue  # gone since it was read: the old cursor stays
+    return out
 
 
 # ------------------------------------------------------------ state: cursors, ids, batches
@@ -180,20 +239,54 @@ def collected_ids(db: StateDB) -> set[str]:
     return {r[0] for r in db.conn.execute("SELECT id FROM collect_ids")}
 
 
-def save_pending(db: StateDB, run_id: str, intake: Intake, now: datetime) -> None:
+def waiting_ids(db: StateDB) -> set[str]:
+    """Ids of messages sent in a batch whose results were not appended yet."""
+    out: set[str] = set()
+    for (payload,) in db.conn.execute("SELECT payload FROM collect_sent_batches"):
+        for refs in json.loads(payload)["chunks"].values():
+            out.update(r["id"] for r in refs.values())
+    return out
+
+
+def last_cursor_run(db: StateDB) -> datetime | None:
+    """Start of the latest real collect run that moved cursors."""
+    row = db.conn.execute(
+        "SELECT max(started) FROM run_records WHERE stage = ? AND dry_run = 0 "
+        "AND status IN ('ok', 'partial', 'skipped')",
+        (STAGE,),
+    ).fetchone()
+    return from_db_time(row[0]) if row else None
+
+
+def save_pending(
+    db: StateDB,
+    key: str,
+    marker: str,
+    ids: Iterable[str],
+    cursors: Iterable[Cursor],
+    now: datetime,
+    batch_id: str | None = None,
+) -> None:
     payload = {
-        "ids": [m.id for m in intake.messages],
-        "cursors": [c.__dict__ for c in intake.cursors],
+        "ids": list(ids),
+        "cursors": [c.__dict__ for c in cursors],
+        "marker": marker,
+        "batch_id": batch_id,
     }
     with db.transaction() as conn:
         conn.execute(
             "INSERT OR REPLACE INTO collect_batches (run_id, created, payload) VALUES (?, ?, ?)",
-            (run_id, now.isoformat(), json.dumps(payload)),
+            (key, now.isoformat(), json.dumps(payload)),
         )
 
 
 def finish_batch(
-    db: StateDB, run_id: str, cursors: Iterable[Cursor], ids: Iterable[str], now: datetime
+    db: StateDB,
+    key: str,
+    cursors: Iterable[Cursor],
+    ids: Iterable[str],
+    now: datetime,
+    batch_id: str | None = None,
 ) -> None:
     """Advance cursors and remember ids, in one transaction, after the append is committed."""
     with db.transaction() as conn:
@@ -209,82 +302,113 @@ def finish_batch(
             "INSERT OR IGNORE INTO collect_ids (id, collected) VALUES (?, ?)",
             [(i, now.isoformat()) for i in ids],
         )
-        conn.execute("DELETE FROM collect_batches WHERE run_id = ?", (run_id,))
+        conn.execute("DELETE FROM collect_batches WHERE run_id = ?", (key,))
+        if batch_id is not None:
+            conn.execute("DELETE FROM collect_sent_batches WHERE batch_id = ?", (batch_id,))
         conn.execute(
-            "DELETE FROM collect_ids WHERE collected < ?", ((now - timedelta(days=60)).isoformat(),)
+            "DELETE FROM collect_ids WHERE collected < ?", ((now - ID_RETENTION).isoformat(),)
         )
 
 
 def recover_batches(ws: Workspace, db: StateDB, now: datetime) -> list[str]:
     """Finish batches whose append landed before a crash; drop the others."""
     done = []
-    for run_id, payload in db.conn.execute("SELECT run_id, payload FROM collect_batches"):
+    for key, payload in db.conn.execute("SELECT run_id, payload FROM collect_batches").fetchall():
         data = json.loads(payload)
-        if _appended(ws, run_id):
-            finish_batch(db, run_id, [Cursor(**c) for c in data["cursors"]], data["ids"], now)
-            done.append(run_id)
+        marker = data.get("marker") or f"run={key} "
+        if _appended(ws, marker):
+            cursors = [Cursor(**c) for c in data["cursors"]]
+            finish_batch(db, key, cursors, data["ids"], now, data.get("batch_id"))
+            done.append(key)
         else:
             with db.transaction() as conn:
-                conn.execute("DELETE FROM collect_batches WHERE run_id = ?", (run_id,))
+                conn.execute("DELETE FROM collect_batches WHERE run_id = ?", (key,))
     return done
 
 
-def _appended(ws: Workspace, run_id: str) -> bool:
-    marker = f"run={run_id} ".encode()
+def _appended(ws: Workspace, marker: str) -> bool:
+    needle = marker.encode()
     folder = ws.root / ws.daily_dir
-    return any(marker in p.read_bytes() for p in folder.glob("????-??-??.md") if p.is_file())
+    return any(needle in p.read_bytes() for p in folder.glob("????-??-??.md") if p.is_file())
 
 
-# ------------------------------------------------------------ the model step
+def direct_marker(run_id: str) -> str:
+    return f"run={run_id} session="
 
 
-def transcript_text(messages: list[Message], tz: tzinfo) -> list[str]:
-    """Compact text per session block: times, roles, no JSON noise."""
-    blocks: dict[tuple[str, str], list[str]] = defaultdict(list)
-    heads: dict[tuple[str, str], str] = {}
+# ------------------------------------------------------------ the request
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One request's transcript text and the messages its references stand for."""
+
+    text: str
+    refs: dict[str, Message]
+
+    @property
+    def sessions(self) -> set[str]:
+        return {m.session for m in self.refs.values()}
+
+
+def _head(m: Message) -> str:
+    return f"## {m.source} · session {m.session}"
+
+
+def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]:
+    """Session blocks of `[m12 YYYY-MM-DD HH:MM] role: text` lines, packed under `limit`
+    characters; every chunk starts with the header of the session it opens with, and a
+    session split across chunks gets its header again."""
+    sessions: dict[tuple[str, str], list[Message]] = defaultdict(list)
     for m in messages:
-        key = (m.source, m.session)
-        heads[key] = f"## {m.source} · session {m.session} ({m.path})"
-        stamp = m.timestamp.astimezone(tz).strftime("%Y-%m-%d %H:%M")
-        blocks[key].append(f"[{stamp}] {m.role}: {m.text}")
-    return [heads[k] + "\n" + "\n".join(lines) for k, lines in blocks.items()]
-
-
-def chunks(blocks: list[str], limit: int) -> list[str]:
-    """Pack session blocks into chunks under `limit` characters (a huge block is split)."""
-    out: list[str] = []
-    current = ""
-    for block in blocks:
-        while len(block) > limit:
-            out.append(block[:limit])
-            block = block[limit:]
-        if current and len(current) + len(block) + 2 > limit:
-            out.append(current)
-            current = ""
-        current = f"{current}\n\n{block}" if current else block
-    if current:
-        out.append(current)
+        sessions[(m.source, m.session)].append(m)
+    out: list[Chunk] = []
+    lines: list[str] = []
+    refs: dict[str, Message] = {}
+    size, n = 0, 0
+    for group in sessions.values():
+        opened = False
+        for m in group:
+            n += 1
+            stamp = m.timestamp.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+            line = f"[m{n} {stamp}] {m.role}: {m.text}"
+            if lines and size + len(line) + 1 > limit:
+                out.append(Chunk("\n".join(lines), refs))
+                lines, refs, size, opened = [], {}, 0, False
+            if not opened:
+                head = ("\n" if lines else "") + _head(m)
+                lines.append(head)
+                size += len(head) + 1
+                opened = True
+            lines.append(line)
+            refs[f"m{n}"] = m
+            size += len(line) + 1
+    if lines:
+        out.append(Chunk("\n".join(lines), refs))
     return out
 
 
-def known_days(ws: Workspace, store_read: Callable[[str], bytes | None], now: datetime) -> str:
-    today = ws.today(now)
+def known_days(ws: Workspace, read: Callable[[str], bytes | None], chunk: Chunk) -> str:
+    """The daily logs of the (latest two) days the chunk's messages fall on."""
+    days = sorted({m.timestamp.astimezone(ws.tz).date() for m in chunk.refs.values()})[-2:]
     parts = []
-    for day in (today - timedelta(days=1), today):
-        data = store_read(ws.daily_log(day))
+    for day in days:
+        data = read(ws.daily_log(day))
         if data:
             parts.append(f"### {ws.daily_log(day)}\n" + data.decode("utf-8", "replace"))
-    text = "\n\n".join(parts)
-    return text[-KNOWN_DAYS_CHARS:]
+    return "\n\n".join(parts)[-KNOWN_DAYS_CHARS:]
 
 
 def build_request(ws: Workspace, chunk: str, known: str) -> StageRequest:
     prompt = (
-        "New conversation text since the last run follows. Record what is worth remembering "
-        "with one call to record_notes. Skip anything already in the daily logs shown after it.\n\n"
+        "New conversation text since the last run follows. Every message starts with its "
+        "reference, like [m12 2026-11-30 09:01]. Record what is worth remembering with one call "
+        "to record_notes; give each item the references of the messages it comes from. Skip "
+        "anything already in the daily logs shown after it.\n\n"
         f"<transcripts>\n{chunk}\n</transcripts>\n\n"
         f"<already-in-daily-logs>\n{known or '(nothing yet)'}\n</already-in-daily-logs>"
     )
+    model = model_for(ws, STAGE)[0]
     return StageRequest(
         stage=STAGE,
         system_doc=stage_doc(ws.root, "COLLECT.md"),
@@ -293,7 +417,20 @@ def build_request(ws: Workspace, chunk: str, known: str) -> StageRequest:
         extra_tools=(RECORD_NOTES,),
         tool_choice={"type": "tool", "name": RECORD_NOTES.name},
         max_tokens=4096,
+        cache_prompt=False,  # each chunk is sent once: only the stable prefix is worth caching
+        min_cache_tokens=min_cacheable_tokens(model),
     )
+
+
+def chunk_limit(ws: Workspace) -> int:
+    return max(4_000, min(CHUNK_CHARS, ws.settings.budget.max_input_tokens * 4 // 3))
+
+
+def estimate_tokens(ws: Workspace, req: StageRequest) -> int:
+    return plan_stage(ws, req).est_input_tokens
+
+
+# ------------------------------------------------------------ binding items to messages
 
 
 @dataclass(frozen=True)
@@ -302,121 +439,187 @@ class Item:
     text: str
     when: datetime
     session: str
+    source: str
+    path: str
     topic: str
 
 
-def parse_items(
-    raw: object, messages: list[Message], now: datetime, tz: tzinfo
-) -> tuple[list[Item], int]:
-    """Validate the model's items; malformed ones are dropped and counted, never trusted."""
-    if not isinstance(raw, list):
-        return [], 1
-    latest = {m.session: m.timestamp for m in messages}
-    sessions = set(latest)
-    items, dropped = [], 0
-    for entry in raw:
-        item = _item(entry, latest, sessions, now, tz)
-        if item is None:
-            dropped += 1
-        else:
-            items.append(item)
-    return items, dropped
+@dataclass
+class Bound:
+    """What one chunk's answer gave: items bound to messages, and what was refused and why."""
+
+    items: list[Item] = field(default_factory=list)
+    rejected: Counter[str] = field(default_factory=Counter)
+    unbound: int = 0  # cited nothing valid; given to the chunk's only session
+    fatal: str | None = None
 
 
-def _item(
-    entry: object, latest: Mapping[str, datetime], sessions: set[str], now: datetime, tz: tzinfo
-) -> Item | None:
-    if not isinstance(entry, dict):
-        return None
-    cat, text, session = entry.get("category"), entry.get("text"), entry.get("session")
-    if cat not in CATEGORIES or not isinstance(text, str) or not text.strip():
-        return None
-    if session not in sessions:
-        if len(sessions) != 1:
-            return None
-        session = next(iter(sessions))
-    when = _when(entry.get("when"), tz)
-    if when is None or when > now + FUTURE_SLACK:
-        when = latest[session]  # a missing, garbled or future time: the session's last message
-    topic = entry.get("topic") if isinstance(entry.get("topic"), str) else ""
-    clean = " ".join(text.split())[:500]
-    return Item(cat, clean, when, session, " ".join(str(topic).split())[:60])
+def clean_text(text: str) -> str:
+    """The item text without bullets or category tags the model may have copied."""
+    return " ".join(_LEAD.sub("", text).split())[:500]
 
 
-def _when(value: object, tz: tzinfo) -> datetime | None:
+def normalize(text: str) -> str:
+    """What two bullets must share to be the same item: no tags, bullets, case or spacing."""
+    return clean_text(text).casefold().rstrip(" .!;:")
+
+
+def parse_when(value: object, tz: tzinfo) -> datetime | None:
+    """A time the model gave: `Z` and offsets are instants; a bare time is workspace time."""
     if not isinstance(value, str):
         return None
-    text = value.strip().strip("[]")
-    for fmt in ("%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"):
-        try:
-            return (
-                datetime.strptime(text[:19] if "S" in fmt else text[:16], fmt)
-                .replace(tzinfo=tz)
-                .astimezone(UTC)
-            )
-        except ValueError:
-            continue
+    text = re.sub(r"^m\d+\s+", "", value.strip().strip("[]").strip())
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text)
     except ValueError:
         return None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=tz)).astimezone(UTC)
 
 
+def cited(value: object, refs: Mapping[str, Message]) -> list[Message]:
+    """The chunk's messages an item names (`m12`, `[m12]`, or a comma list)."""
+    names = value.split(",") if isinstance(value, str) else value
+    if not isinstance(names, list):
+        return []
+    out = []
+    for name in names:
+        match = _REF.match(str(name).strip()) if isinstance(name, str | int) else None
+        ref = f"m{match.group(1)}" if match else ""
+        if ref in refs and refs[ref] not in out:
+            out.append(refs[ref])
+    return out
+
+
+def bind_items(raw: object, refs: Mapping[str, Message], tz: tzinfo) -> Bound:
+    """Validate the model's items and bind each to the messages it cites (pure)."""
+    bound = Bound()
+    if not isinstance(raw, list):
+        bound.rejected["items was not a list"] += 1
+        return bound
+    sessions = {m.session for m in refs.values()}
+    for n, entry in enumerate(raw, 1):
+        if not isinstance(entry, dict):
+            bound.rejected["not an object"] += 1
+            continue
+        category, text = entry.get("category"), entry.get("text")
+        if category not in CATEGORIES:
+            bound.rejected["unknown category"] += 1
+            continue
+        if not isinstance(text, str) or not clean_text(text):
+            bound.rejected["no text"] += 1
+            continue
+        sources = cited(entry.get("refs"), refs)
+        if not sources:
+            if len(sessions) != 1:
+                bound.fatal = (
+                    f"item {n} cites no message of its chunk, which holds {len(sessions)} "
+                    "sessions, so its session is unknown"
+                )
+                return bound
+            sources = sorted(refs.values(), key=lambda m: m.timestamp)
+            bound.unbound += 1
+        bound.items.append(_item(entry, category, text, sources, tz))
+    return bound
+
+
+def _item(
+    entry: dict[str, Any], category: str, text: str, sources: list[Message], tz: tzinfo
+) -> Item:
+    first = min(sources, key=lambda m: m.timestamp)
+    last = max(m.timestamp for m in sources)
+    when = parse_when(entry.get("when"), tz)
+    if when is None or not first.timestamp - WHEN_SLACK <= when <= last + WHEN_SLACK:
+        when = first.timestamp  # a time outside the cited messages is not trusted
+    topic = entry.get("topic") if isinstance(entry.get("topic"), str) else ""
+    return Item(
+        category,
+        clean_text(text),
+        when,
+        first.session,
+        first.source,
+        first.path,
+        " ".join(str(topic).split())[:60],
+    )
+
+
 # ------------------------------------------------------------ the post-pass
 
 
-def render_blocks(
-    items: list[Item], messages: list[Message], run_id: str, tz: tzinfo
-) -> dict[str, list[tuple[str, list[str]]]]:
-    """day (YYYY-MM-DD) -> [(block header with provenance, bullets)], sessions in time order."""
-    paths = {m.session: (m.source, m.path) for m in messages}
-    grouped: dict[tuple[str, str], list[Item]] = defaultdict(list)
-    for item in sorted(items, key=lambda i: i.when):
-        grouped[(item.when.astimezone(tz).date().isoformat(), item.session)].append(item)
-    days: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
-    for (day, session), group in grouped.items():
-        source, path = paths.get(session, ("", ""))
-        hhmm = group[0].when.astimezone(tz).strftime("%H:%M")
-        topic = next((i.topic for i in group if i.topic), "") or f"{source} session"
-        header = (
-            f"### [{hhmm}] {topic}\n<!-- collect run={run_id} session={session} source={path} -->"
-        )
-        bullets = [
-            f"- [{i.category}] {i.text}" if i.category not in UNTAGGED else f"- {i.text}"
-            for i in group
-        ]
-        days[day].append((header, bullets))
-    return days
+@dataclass
+class Appended:
+    changes: list[Change]
+    appended: int
+    duplicates: int
+    by_day: dict[str, int]
+
+
+def bullet(item: Item) -> str:
+    return f"- {item.text}" if item.category in UNTAGGED else f"- [{item.category}] {item.text}"
 
 
 def append_changes(
-    ws: Workspace, read: Callable[[str], bytes | None], days: dict[str, list[tuple[str, list[str]]]]
-) -> tuple[list[Change], int]:
-    """One append per day file; bullets the file already has are dropped (exact match)."""
-    changes, dupes = [], 0
-    for day in sorted(days):
+    ws: Workspace,
+    read: Callable[[str], bytes | None],
+    items: list[Item],
+    marker: str,
+) -> Appended:
+    """One append per day file, blocks by session in time order; an item whose normalized text
+    the day (or this run) already has is merged into it, not written again."""
+    grouped: dict[str, dict[str, list[Item]]] = defaultdict(lambda: defaultdict(list))
+    for item in sorted(items, key=lambda i: i.when):
+        grouped[item.when.astimezone(ws.tz).date().isoformat()][item.session].append(item)
+    out = Appended([], 0, 0, {})
+    for day in sorted(grouped):
         path = f"{ws.daily_dir}/{day}.md"
         current = read(path)
-        have = set((current or b"").decode("utf-8", "replace").splitlines())
+        have = {normalize(line) for line in (current or b"").decode("utf-8", "replace").split("\n")}
         text = []
-        for header, bullets in days[day]:
-            fresh = [b for b in dict.fromkeys(bullets) if b not in have]
-            dupes += len(bullets) - len(fresh)
+        for session, group in grouped[day].items():
+            fresh = []
+            for item in group:
+                key = normalize(item.text)
+                if key in have:
+                    out.duplicates += 1
+                    continue
+                have.add(key)
+                fresh.append(item)
             if fresh:
-                text.append(header + "\n\n" + "\n".join(fresh) + "\n")
+                text.append(_block(ws, session, fresh, marker) + "\n")
         if not text:
             continue
+        count = sum(block.count("\n- ") for block in text)
+        out.appended += count
+        out.by_day[path] = count
         lead = "" if not current or current.endswith(b"\n\n") else "\n"
         if current is None:
             lead = f"# {day}\n\n"
         body = (lead + "\n".join(text)).encode()
         sha = sha256_hex(current) if current is not None else None
-        changes.append(Change(path, "append", content=body, expected_sha256=sha))
-    return changes, dupes
+        out.changes.append(Change(path, "append", content=body, expected_sha256=sha))
+    return out
+
+
+def _block(ws: Workspace, session: str, group: list[Item], marker: str) -> str:
+    hhmm = group[0].when.astimezone(ws.tz).strftime("%H:%M")
+    topic = next((i.topic for i in group if i.topic), "") or f"{group[0].source} session"
+    header = f"### [{hhmm}] {topic}\n<!-- collect {marker}{session} source={group[0].path} -->"
+    return header + "\n\n" + "\n".join(bullet(i) for i in group)
 
 
 # ------------------------------------------------------------ the run
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a long run is, for a display (the core never prints)."""
+
+    chunks_sent: int
+    chunks_total: int
+    items: int
+    input_tokens: int
+
+
+ProgressFn = Callable[[Progress], None]
 
 
 @dataclass
@@ -424,11 +627,19 @@ class CollectResult:
     record: RunRecord | None
     files_scanned: int
     new_messages: int
-    items_by_day: dict[str, int]
-    dropped_items: int
-    duplicates: int
-    bad_lines: int
-    missing_sources: list[str]
+    items_by_day: dict[str, int] = field(default_factory=dict)
+    appended: int = 0
+    duplicates: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    unbound: int = 0
+    copies: int = 0
+    chunks: int = 0
+    chunks_sent: int = 0
+    left_for_next_run: int = 0
+    waiting_in_batch: int = 0
+    batch: dict[str, Any] | None = None
+    bad_lines: int = 0
+    missing_sources: list[str] = field(default_factory=list)
     diff: str | None = None
     plan: Plan | None = None
     recovered: list[str] = field(default_factory=list)
@@ -438,9 +649,17 @@ class CollectResult:
             **run_fields(self.record, self.plan, self.diff),
             "files_scanned": self.files_scanned,
             "new_messages": self.new_messages,
+            "copies_skipped": self.copies,
+            "chunks": self.chunks,
+            "chunks_sent": self.chunks_sent,
+            "left_for_next_run": self.left_for_next_run,
+            "waiting_in_batch": self.waiting_in_batch,
             "items_by_day": self.items_by_day,
-            "dropped_items": self.dropped_items,
+            "appended": self.appended,
             "duplicates": self.duplicates,
+            "rejected": self.rejected,
+            "attributed_to_chunk_session": self.unbound,
+            "batch": self.batch,
             "bad_lines": self.bad_lines,
             "missing_sources": self.missing_sources,
             "recovered": self.recovered,
@@ -451,7 +670,8 @@ class CollectResult:
         files = f"{self.files_scanned} transcript file(s)"
         if not self.new_messages:
             return f"nothing new in {files}"
-        return f"{self.new_messages} new message(s) in {files}"
+        requests = f", {self.chunks} requests" if self.chunks > 1 else ""
+        return f"{self.new_messages} new message(s) in {files}{requests}"
 
 
 def collect(
@@ -461,124 +681,265 @@ def collect(
     source: str | None = None,
     dry_run: bool = False,
     plan: bool = False,
+    batch: bool = False,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] | None = None,
+    progress: ProgressFn | None = None,
 ) -> CollectResult:
-    """Run collect once. `plan` makes no call and moves nothing; `dry_run` writes nothing."""
+    """Run collect once. `plan` makes no call and moves nothing; `dry_run` writes nothing;
+    `batch` submits the chunks as one Message Batch that a later run appends."""
+    from crustacean.stages import collect_batch
+
     clock = clock or (lambda: datetime.now(UTC))
     now = clock()
-    floor = since or now - LOOKBACK
+    if batch and dry_run:
+        raise UsageError(
+            "--batch cannot be combined with --dry-run: a batch answers later; use "
+            "--plan --batch to see what it would send and cost."
+        )
     if plan:
         with open_state(ws) as db:
-            intake = gather(ws, db, floor, source, rescan=since is not None)
-        return _plan(ws, intake, now)
+            return _plan(ws, gather(ws, db, now, since, source), batch)
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec, open_state(ws) as db:
         recovered = [] if dry_run else recover_batches(ws, db, now)
-        intake = gather(ws, db, floor, source, rescan=since is not None)
+        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
+        fetched = None if dry_run else collect_batch.fetch_ready(ws, db, session, now)
+        intake = gather(ws, db, now, since, source)
         result = CollectResult(
             None,
             len(intake.files),
             len(intake.messages),
-            {},
-            0,
-            0,
-            intake.bad_lines,
-            intake.missing_sources,
+            copies=intake.copies,
+            waiting_in_batch=intake.waiting,
+            bad_lines=intake.bad_lines,
+            missing_sources=intake.missing_sources,
             recovered=recovered,
         )
+        if fetched is not None:
+            result.batch = fetched.to_json()
+            _count_append(result, fetched.append)
+            result.rejected = dict(fetched.rejected)
         if intake.bad_lines:
             rec.log(f"skipped {intake.bad_lines} unreadable transcript line(s)")
-        if not intake.messages:
+        chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
+        result.chunks = len(chunks)
+        if not chunks:
             if not dry_run:
-                finish_batch(db, rec.record.id, intake.cursors, [], now)
-            result.record = rec.finish("skipped", summary=_summary(result))
+                finish_batch(
+                    db, rec.record.id, cursors_after(intake.files, collected_ids(db)), [], now
+                )
+            status = "ok" if fetched is not None and fetched.append.appended else "skipped"
+            result.record = rec.finish(status, summary=_summary(result))
             return result
-        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        items, status, error = _ask(ws, session, intake, now)
-        result.dropped_items = items[1]
-        days = render_blocks(items[0], intake.messages, rec.record.id, ws.tz)
-        changes, result.duplicates = append_changes(ws, session.store.read_bytes, days)
-        result.items_by_day = {
-            f"{ws.daily_dir}/{d}.md": sum(len(b) for _, b in blocks) for d, blocks in days.items()
-        }
-        if status == "ok" and not dry_run:
-            save_pending(db, rec.record.id, intake, now)
-        if changes and status == "ok":
+        if batch and not dry_run:
+            sent = collect_batch.submit(ws, db, session, rec.record.id, chunks, now)
+            result.batch = {**(result.batch or {}), **sent.to_json()}
+            result.chunks_sent = sent.chunks
+            result.waiting_in_batch += sent.messages
+            result.left_for_next_run = len(intake.messages) - sent.messages
+            finish_batch(db, rec.record.id, cursors_after(intake.files, collected_ids(db)), [], now)
+            status = "partial" if result.left_for_next_run else "ok"
+            error = _BUDGET_LEFT if result.left_for_next_run else None
+            result.record = rec.finish(status, summary=_summary(result), error=error)
+            return result
+        asked = _ask(ws, session, rec, chunks, progress)
+        result.chunks_sent = asked.sent
+        result.unbound = asked.unbound
+        result.rejected = dict(Counter(result.rejected) + asked.rejected)
+        sent_ids = asked.sent_ids
+        result.left_for_next_run = len(intake.messages) - len(sent_ids)
+        if asked.status == "failed":
+            result.record = rec.finish("failed", summary=_summary(result), error=asked.error)
+            result.diff = session.diff()
+            return result
+        marker = direct_marker(rec.record.id)
+        appended = append_changes(ws, session.store.read_bytes, asked.items, marker)
+        _count_append(result, appended)
+        done = collected_ids(db) | set(sent_ids)
+        cursors = cursors_after(intake.files, done)
+        if not dry_run:
+            save_pending(db, rec.record.id, marker, sent_ids, cursors, now)
+        if appended.changes:
             written = session.store.write_context(
-                changes,
+                appended.changes,
                 actor=STAGE,
                 message=_message(result),
                 run_id=rec.record.id,
-                max_files=len(changes),
+                max_files=len(appended.changes),
             )
             rec.wrote(list(written.files), written.version, written.proposal)
-        if status == "ok" and not dry_run:
-            finish_batch(db, rec.record.id, intake.cursors, [m.id for m in intake.messages], now)
-        result.record = rec.finish(status, summary=_summary(result), error=error)
+        if not dry_run:
+            finish_batch(db, rec.record.id, cursors, sent_ids, now)
+        result.record = rec.finish(asked.status, summary=_summary(result), error=asked.error)
         result.diff = session.diff()
     return result
 
 
+def _count_append(result: CollectResult, appended: Appended) -> None:
+    result.appended += appended.appended
+    result.duplicates += appended.duplicates
+    for path, n in appended.by_day.items():
+        result.items_by_day[path] = result.items_by_day.get(path, 0) + n
+
+
+_BUDGET_LEFT = (
+    "the run's budget (budget.max_turns, budget.max_input_tokens) ended before the last chunk; "
+    "the rest waits for the next run"
+)
+
+
+@dataclass
+class Asked:
+    status: str
+    error: str | None
+    sent: int  # chunks whose answer was used
+    sent_ids: list[str] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    rejected: Counter[str] = field(default_factory=Counter)
+    unbound: int = 0
+
+
 def _ask(
-    ws: Workspace, session: ModelSession, intake: Intake, now: datetime
-) -> tuple[tuple[list[Item], int], str, str | None]:
-    """One forced record_notes call per chunk; stop at the first chunk that fails."""
-    items: list[Item] = []
-    dropped = 0
-    known = known_days(ws, session.store.read_bytes, now)
-    for chunk in chunks(transcript_text(intake.messages, ws.tz), _chunk_limit(ws)):
+    ws: Workspace,
+    session: ModelSession,
+    rec: RunRecorder,
+    chunks: list[Chunk],
+    progress: ProgressFn | None,
+) -> Asked:
+    """One forced record_notes call per chunk, all under the run's one budget; stop at the
+    first chunk that fails or would not fit, keeping what the chunks before it gave. A chunk
+    whose answer outgrew max_tokens is sent again as two halves, so a long one cannot stall."""
+    budget = ws.settings.budget
+    asked = Asked("ok", None, 0)
+    turns0, input0 = rec.record.turns, _input_used(rec.record)
+    queue = list(chunks)
+    k = 0
+    while k < len(queue):
+        chunk = queue[k]
+        req = build_request(ws, chunk.text, known_days(ws, session.store.read_bytes, chunk))
+        left = replace(
+            budget,
+            max_turns=budget.max_turns - (rec.record.turns - turns0),
+            max_input_tokens=budget.max_input_tokens - (_input_used(rec.record) - input0),
+        )
+        if k and (left.max_turns <= 0 or estimate_tokens(ws, req) > left.max_input_tokens):
+            return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(queue)} chunks)")
         got: list[Any] = []
 
         def record(inp: dict[str, Any], got: list[Any] = got) -> ToolOutcome:
             got.append(inp.get("items"))
             return ToolOutcome("Recorded.", False, finished="recorded")
 
-        outcome = session.run(build_request(ws, chunk, known), {"record_notes": record})
+        try:
+            limit = replace(left, max_input_tokens=max(1, left.max_input_tokens))
+            outcome = session.run(req, {"record_notes": record}, limit)
+        except CrustaceanError as e:
+            if not asked.sent:
+                raise
+            return _stopped(asked, str(e))
+        if outcome.last_reply_stop == "max_tokens":  # the answer may be cut: not trusted
+            if len(chunk.refs) < 2:
+                return _stopped(asked, "the answer for one message hit max_tokens")
+            queue[k : k + 1] = _halves(chunk, ws.tz)
+            rec.log(f"chunk {k + 1}: the answer hit max_tokens; sending it as two halves")
+            continue
         if outcome.status != "ok" or not got:
-            return (
-                (items, dropped),
-                "partial" if items else "failed",
-                (outcome.error or "the model did not call record_notes"),
+            return _stopped(asked, outcome.error or "the model did not call record_notes")
+        bound = bind_items(got[-1], chunk.refs, ws.tz)
+        if bound.fatal:
+            return Asked(
+                "failed",
+                f"chunk {k + 1}: {bound.fatal}; nothing was appended and no cursor moved, so "
+                "the next run sends it again",
+                0,
             )
-        parsed, bad = parse_items(got[-1], intake.messages, now, ws.tz)
-        items += parsed
-        dropped += bad
-    return (items, dropped), "ok", None
+        asked.items += bound.items
+        asked.rejected += bound.rejected
+        asked.unbound += bound.unbound
+        asked.sent += 1
+        asked.sent_ids += [m.id for m in chunk.refs.values()]
+        k += 1
+        if progress:
+            used = _input_used(rec.record) - input0
+            progress(Progress(asked.sent, len(queue), len(asked.items), used))
+    return asked
 
 
-def _chunk_limit(ws: Workspace) -> int:
-    return max(4_000, min(CHUNK_CHARS, ws.settings.budget.max_input_tokens * 4 // 3))
+def _halves(chunk: Chunk, tz: tzinfo) -> list[Chunk]:
+    """The chunk as two, with half its messages each."""
+    messages = list(chunk.refs.values())
+    half = len(messages) // 2
+    return [build_chunks(part, tz, 10**9)[0] for part in (messages[:half], messages[half:])]
 
 
-def _plan(ws: Workspace, intake: Intake, now: datetime) -> CollectResult:
+def _stopped(asked: Asked, error: str) -> Asked:
+    asked.status, asked.error = ("partial" if asked.sent else "failed"), error
+    return asked
+
+
+def _input_used(record: RunRecord) -> int:
+    return record.usage.total_input
+
+
+def _plan(ws: Workspace, intake: Intake, batch: bool) -> CollectResult:
+    """Price every chunk the run would send (half price for a batch)."""
     result = CollectResult(
         None,
         len(intake.files),
         len(intake.messages),
-        {},
-        0,
-        0,
-        intake.bad_lines,
-        intake.missing_sources,
+        copies=intake.copies,
+        waiting_in_batch=intake.waiting,
+        bad_lines=intake.bad_lines,
+        missing_sources=intake.missing_sources,
     )
-    if intake.messages:
-        blocks = chunks(transcript_text(intake.messages, ws.tz), _chunk_limit(ws))
-        from crustacean.store import Store
+    chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
+    result.chunks = len(chunks)
+    if not chunks:
+        return result
+    from crustacean.store import Store
 
-        result.plan = plan_stage(
-            ws, build_request(ws, blocks[0], known_days(ws, Store(ws).read_bytes, now))
-        )
+    read = Store(ws).read_bytes
+    plans = [plan_stage(ws, build_request(ws, c.text, known_days(ws, read, c))) for c in chunks]
+    factor = 0.5 if batch else 1.0
+    first = plans[0]
+    result.plan = replace(
+        first,
+        prompt_chars=sum(p.prompt_chars for p in plans),
+        est_input_tokens=sum(p.est_input_tokens for p in plans),
+        est_cost_first_turn=sum(p.est_cost_first_turn for p in plans) * factor,
+        requests=len(plans),
+    )
+    budget, total = ws.settings.budget, 0
+    for k, p in enumerate(plans):
+        total += p.est_input_tokens
+        if k and (total > budget.max_input_tokens or k >= budget.max_turns):
+            result.left_for_next_run = sum(len(c.refs) for c in chunks[k:])
+            break
     return result
 
 
 def _message(result: CollectResult) -> str:
-    n = sum(result.items_by_day.values())
-    return f"collect: {n} item(s) from {result.new_messages} new message(s)"
+    return f"collect: {result.appended} item(s) from {result.new_messages} new message(s)"
 
 
 def _summary(result: CollectResult) -> str:
     bad = f"; {result.bad_lines} unreadable line(s) skipped" if result.bad_lines else ""
+    parts = []
+    if result.batch and result.batch.get("fetched"):
+        parts.append(f"fetched batch {result.batch['fetched']}")
     if not result.new_messages:
-        return f"no new messages in {result.files_scanned} transcript file(s){bad}"
-    items = sum(result.items_by_day.values())
-    return f"{result.new_messages} new message(s), {items} item(s) appended{bad}"
+        parts.append(f"no new messages in {result.files_scanned} transcript file(s)")
+    else:
+        parts.append(f"{result.new_messages} new message(s)")
+    if result.batch and result.batch.get("submitted"):
+        parts.append(f"submitted batch {result.batch['submitted']}")
+    parts.append(f"{result.appended} item(s) appended")
+    if result.duplicates:
+        parts.append(f"{result.duplicates} merged as duplicates")
+    rejected = sum(result.rejected.values())
+    if rejected:
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(result.rejected.items()))
+        parts.append(f"{rejected} rejected ({why})")
+    if result.left_for_next_run:
+        parts.append(f"{result.left_for_next_run} message(s) left for the next run")
+    return ", ".join(parts) + bad

@@ -24,7 +24,9 @@ from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.memories import load_memories
 from crustacean.runs import RunRecord, RunRecorder, last_runs
+from crustacean.stages import compile_skip
 from crustacean.stages.compile_plan import (
+    Move,
     find_candidates,
     owner_names,
     plan_daily_archive,
@@ -32,11 +34,12 @@ from crustacean.stages.compile_plan import (
     plan_hook_sweep,
     plan_memory_caps,
 )
+from crustacean.stages.curate import backfilled_days, uncurated
 from crustacean.state import open_state
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
 from crustacean.store.overlay import OverlayStore
-from crustacean.tiers import Rules, plan_tiers
+from crustacean.tiers import Rules, next_change, plan_tiers
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Progress, Workspace, stage_doc
 
 STAGE = "compile"
@@ -58,6 +61,7 @@ class Ops:
     """What this run did, for the digest and the result."""
 
     archived: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # old logs kept: curate has not seen them
     swept: list[str] = field(default_factory=list)
     trashed: list[str] = field(default_factory=list)
     tiers: list[str] = field(default_factory=list)
@@ -67,6 +71,7 @@ class Ops:
     versions: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     memory_caps: str = ""
+    tiers_hold_until: datetime | None = None  # when the tier rules could next decide otherwise
 
     @property
     def changed_anything(self) -> bool:
@@ -108,6 +113,7 @@ def deterministic_pass(
     moves = plan_daily_archive(
         paths, ws.daily_dir, today, ws.settings.archive.daily_after_days, existing
     )
+    moves, ops.held = hold_uncurated(ws, store, moves)
     _apply(
         store,
         [Change(m.src, "move", to=m.dst) for m in moves],
@@ -118,7 +124,9 @@ def deterministic_pass(
     ops.archived = [f"{m.src} → {m.dst}" for m in moves]
     report(1, DETERMINISTIC_STEPS)
     existing |= {m.dst for m in moves}
-    sweeps = plan_hook_sweep(_all_paths(store), today, existing)
+    # Each listing stats every file and opens every .md: list again only after a step wrote.
+    paths = _all_paths(store) if moves else paths
+    sweeps = plan_hook_sweep(paths, today, existing)
     _apply(
         store,
         [Change(m.src, "move", to=m.dst) for m in sweeps],
@@ -128,20 +136,43 @@ def deterministic_pass(
     )
     ops.swept = [f"{m.src} → {m.dst}" for m in sweeps]
     report(2, DETERMINISTIC_STEPS)
-    _trash_step(store, run_id, ops)
+    paths = _all_paths(store) if sweeps else paths
+    _trash_step(store, run_id, ops, paths)
     report(3, DETERMINISTIC_STEPS)
     _tier_step(ws, store, run_id, now, ops)
     report(4, DETERMINISTIC_STEPS)
-    _caps_step(ws, store, run_id, today, ops)
+    paths = _all_paths(store) if ops.trashed else paths  # tier edits keep the same paths
+    _caps_step(ws, store, run_id, today, ops, paths)
     report(5, DETERMINISTIC_STEPS)
     return ops
 
 
-def _trash_step(store: Store, run_id: str, ops: Ops) -> None:
+def hold_uncurated(ws: Workspace, store: Store, moves: list[Move]) -> tuple[list[Move], list[str]]:
+    """Keep out of the archive a daily log collect appended to since curate last finished (a
+    backfill into an old day) while it has entries curate has not seen, and say so. Logs
+    collect did not touch are archived as before; with curate disabled, nothing is held."""
+    if not ws.settings.stages.curate.enabled or not moves:
+        return moves, []
+    kept, held = [], []
+    with open_state(ws) as db:
+        touched = set(backfilled_days(ws, db))
+        for move in moves:
+            day = move.src.rsplit("/", 1)[-1].removesuffix(".md")
+            data = (store.read_bytes(move.src) or b"") if day in touched else b""
+            n = uncurated(db, day, data.decode("utf-8", "replace")) if data else 0
+            if n:
+                held.append(
+                    f"{move.src}: {n} uncurated entr{'y' if n == 1 else 'ies'} from a collect "
+                    "backfill; archived once curate has seen them"
+                )
+            else:
+                kept.append(move)
+    return kept, held
+
+
+def _trash_step(store: Store, run_id: str, ops: Ops, paths: list[str]) -> None:
     files = {
-        p: store.read_bytes(p) or b""
-        for p in _all_paths(store)
-        if p.startswith(("memory/", "knowledge/"))
+        p: store.read_bytes(p) or b"" for p in paths if p.startswith(("memory/", "knowledge/"))
     }
     protected = {WORKING_MEMORY, *FOUNDATION_FILES}
     trash = plan_empty_and_duplicates(files, protected)
@@ -159,13 +190,9 @@ def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops
     mems, _ = load_memories(ws)
     with open_state(ws) as db:
         usages = db.usages()
-    decisions = [
-        d
-        for d in plan_tiers(
-            [m.as_memory() for m in mems], usages, now, Rules.from_config(ws.settings.tiers)
-        )
-        if d.changed
-    ]
+    memories, rules = [m.as_memory() for m in mems], Rules.from_config(ws.settings.tiers)
+    decisions = [d for d in plan_tiers(memories, usages, now, rules) if d.changed]
+    ops.tiers_hold_until = next_change(memories, usages, now, rules)
     changes = []
     for d in decisions:
         try:
@@ -183,13 +210,15 @@ def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops
     _apply(store, changes, "compile: tier lifecycle\n\n" + "\n".join(ops.tiers), run_id, ops)
 
 
-def _caps_step(ws: Workspace, store: Store, run_id: str, today: date, ops: Ops) -> None:
+def _caps_step(
+    ws: Workspace, store: Store, run_id: str, today: date, ops: Ops, paths: list[str]
+) -> None:
     current = store.read_bytes(WORKING_MEMORY)
     if current is None:
         return
     mem = ws.settings.memory
     plan = plan_memory_caps(
-        current.decode("utf-8"), mem.working_lines, mem.working_chars, today, set(_all_paths(store))
+        current.decode("utf-8"), mem.working_lines, mem.working_chars, today, set(paths)
     )
     if not plan.moves:
         return
@@ -317,6 +346,8 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
             "## File Operations",
             f"- Files archived: {len(ops.archived) + len(ops.swept)}",
             lines(ops.archived + ops.swept),
+            f"- Kept out of the archive until curated: {len(ops.held)}",
+            lines(ops.held),
             f"- Entities promoted: {len(ops.promoted)}",
             lines(ops.promoted),
             f"- Content pruned: {len(pruned)}",
@@ -379,6 +410,7 @@ class CompileResult:
                 k: getattr(self.ops, k)
                 for k in (
                     "archived",
+                    "held",
                     "swept",
                     "trashed",
                     "tiers",
@@ -421,7 +453,7 @@ def compile_workspace(
         return _plan(ws, now, no_model, already, progress)
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        ops = deterministic_pass(ws, session.store, rec.record.id, now, progress)
+        ops = _pass_unless_unchanged(ws, session.store, rec.record.id, now, dry_run, progress)
         status, error, model = "ok", None, "ran"
         if no_model:
             model = "skipped (--no-model)"
@@ -440,7 +472,9 @@ def compile_workspace(
             rec.wrote([], version, None)
         rec.wrote(ops.files, None, None)
         summary = (
-            f"archived {len(ops.archived)}, swept {len(ops.swept)}, trashed "
+            f"archived {len(ops.archived)}"
+            + (f" (held {len(ops.held)} with uncurated entries)" if ops.held else "")
+            + f", swept {len(ops.swept)}, trashed "
             f"{len(ops.trashed)}, {len(ops.tiers)} tier change(s), {len(ops.promoted)} "
             f"section(s) moved; model {model}"
         )
@@ -450,6 +484,30 @@ def compile_workspace(
             error=error,
         )
     return CompileResult(record, ops, digest, model, session.diff())
+
+
+def _pass_unless_unchanged(
+    ws: Workspace,
+    store: Store,
+    run_id: str,
+    now: datetime,
+    dry_run: bool,
+    progress: Progress | None = None,
+) -> Ops:
+    """The deterministic pass, or nothing when its inputs are those of a pass that found
+    nothing to do and no day or tier threshold has come since (stages/compile_skip.py)."""
+    if dry_run:  # a dry run writes no state, so it neither uses nor keeps a fingerprint
+        return deterministic_pass(ws, store, run_id, now, progress)
+    found = compile_skip.check(ws, now)
+    if found.nothing_to_do:
+        return Ops()
+    ops = deterministic_pass(ws, store, run_id, now, progress)
+    if not ops.changed_anything and not ops.held:  # a held log may be curated any time
+        until = compile_skip.next_midnight(ws, now)
+        if ops.tiers_hold_until is not None:
+            until = min(until, ops.tiers_hold_until)
+        compile_skip.keep(ws, found, now, until)
+    return ops
 
 
 def _plan(

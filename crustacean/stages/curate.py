@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -103,9 +103,36 @@ def parse_entries(day: str, text: str) -> list[Entry]:
     return entries
 
 
-def days_to_curate(ws: Workspace, now: datetime, days: int) -> list[str]:
+def days_to_curate(
+    ws: Workspace, now: datetime, days: int, backfilled: Iterable[str] = ()
+) -> list[str]:
+    """The last `days` days, plus older days collect appended to since curate last finished."""
     today = ws.today(now)
-    return [(today - timedelta(days=d)).isoformat() for d in range(days - 1, -1, -1)]
+    recent = [(today - timedelta(days=d)).isoformat() for d in range(days - 1, -1, -1)]
+    return sorted(set(backfilled) - set(recent)) + recent
+
+
+def backfilled_days(ws: Workspace, db: StateDB) -> list[str]:
+    """Days of the daily logs collect wrote since the start of curate's last `ok` run (every
+    one, when curate never finished), so a backfill into an old day is curated too."""
+    row = db.conn.execute(
+        "SELECT max(started) FROM run_records WHERE stage = ? AND status = 'ok' AND dry_run = 0",
+        (STAGE,),
+    ).fetchone()
+    rows = db.conn.execute(
+        "SELECT files_changed FROM run_records WHERE stage = 'collect' AND dry_run = 0 "
+        "AND started >= ?",
+        (row[0] if row and row[0] else "",),
+    )
+    log = re.compile(rf"^{re.escape(ws.daily_dir)}/(\d{{4}}-\d{{2}}-\d{{2}})\.md$")
+    days = {m.group(1) for (files,) in rows for f in json.loads(files) if (m := log.match(f))}
+    return sorted(days)
+
+
+def uncurated(db: StateDB, day: str, text: str) -> int:
+    """How many bullets of a day's log curate has not seen yet."""
+    done = {r[0] for r in db.conn.execute("SELECT id FROM curated_entries")}
+    return len({e.id for e in parse_entries(day, text)} - done)
 
 
 def pending_entries(
@@ -113,7 +140,7 @@ def pending_entries(
 ) -> list[Entry]:
     done = {r[0] for r in db.conn.execute("SELECT id FROM curated_entries")}
     out: list[Entry] = []
-    for day in days_to_curate(ws, now, days):
+    for day in days_to_curate(ws, now, days, backfilled_days(ws, db)):
         data = store.read_bytes(f"{ws.daily_dir}/{day}.md")
         if data:
             out += [

@@ -9,11 +9,14 @@ call had written; a crash midway is undone by the next call (see `recover`).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
 import secrets as pyrandom
+import stat
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,14 +37,24 @@ from crustacean.errors import (
 from crustacean.store import policy, proposals
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.paths import jail
+from crustacean.store.scan import guard_snapshot
 from crustacean.store.secrets import find_secrets
-from crustacean.store.versions import TRAILER_ACTOR, TRAILER_CALL, TRAILER_RUN, Git
+from crustacean.store.versions import (
+    LOCK_OWNER,
+    TRAILER_ACTOR,
+    TRAILER_CALL,
+    TRAILER_RUN,
+    Git,
+    clear_stale_index_lock,
+)
 from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
 
 SKIP_DIRS = {".git", STATE_DIR}
 LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
 TRASH = "archive/trash"
 WRITE_LOCK_SECONDS = 60.0
+INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
+SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
 
 
@@ -373,11 +386,12 @@ class Store:
         if data is None or WORKING_MEMORY not in plan.touched:
             return
         mem = self.ws.settings.memory
-        text = data.decode("utf-8", "replace")
-        lines, chars = text.count("\n") + (0 if text.endswith("\n") or not text else 1), len(text)
-        before = (plan.before.get(WORKING_MEMORY) or b"").decode("utf-8", "replace")
-        grows = chars > len(before)
-        if grows and (lines > mem.working_lines or chars > mem.working_chars):
+        lines, chars = _size(data)
+        was_lines, was_chars = _size(plan.before.get(WORKING_MEMORY) or b"")
+        # each cap on its own: an edit may shrink the characters and still add hundreds of lines
+        if (lines > mem.working_lines and lines > was_lines) or (
+            chars > mem.working_chars and chars > was_chars
+        ):
             raise LimitError(
                 f"MEMORY.md would be {lines} lines / {chars:,} characters; its caps are "
                 f"{mem.working_lines} lines and {mem.working_chars:,} characters "
@@ -393,13 +407,25 @@ class Store:
                     f"{path} would be {len(data):,} bytes; the limit is {cap:,} "
                     "(store.max_file_bytes). Split it into smaller files."
                 )
-        for ch in plan.changes:
+        for i, ch in enumerate(plan.changes):
+            for name in (ch.path, ch.to):
+                if name is not None:
+                    _refuse_secret(name, f"the path of changes[{i}]")
             found = find_secrets(ch.added_text().decode("utf-8", "replace"))
             if found:
                 raise SecretError(
                     f"refused: line {found[0].line} of the content for {ch.path} looks like a "
                     f"credential ({found[0].kind}). Never write credentials to memory; remove it."
                 )
+        for path in plan.touched:  # what the file becomes: two harmless pieces can make a key
+            new = plan.after[path]
+            if new is not None and path not in plan.moved:
+                line, kind = _new_secret(plan.before.get(path), new)
+                if kind:
+                    raise SecretError(
+                        f"refused: line {line} of {path} as this change would leave it looks "
+                        f"like a credential ({kind}). Never write credentials to memory."
+                    )
 
     # ------------------------------------------------------------ writing
 
@@ -418,40 +444,34 @@ class Store:
             raise WriteError("message must say what the change is (a non-empty string).")
         if "\x00" in message or not _utf8(message):
             raise WriteError("message must be plain UTF-8 text (no NUL, no lone surrogates).")
+        _refuse_secret(message, "the version message")
         call_id = new_id()
         with self._lock():
-            self.recover()
-            if _head_locked(self.root):  # a killed run's ref lock must not block this write
-                _clear_stale_ref_locks(self.root)
+            busy = self.versioned and self.git.busy() is not None
+            if not busy:  # mid-merge nothing is repaired or written; proposals still queue
+                self.recover()
+                if self.versioned and _head_locked(self.git.git_dir):
+                    _clear_stale_ref_locks(self.root)  # a killed run's ref lock must not block
             plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
             if plan.ask and not approved:
                 pid = proposals.add(
                     self, plan, actor=actor, message=message, run_id=run_id, reason=plan.ask[0]
                 )
                 return WriteResult(files=tuple(_named(plan)), proposal=pid, call_id=call_id)
+            if busy:
+                self.git.refuse_if_busy()
             touched = plan.touched
             if not touched:
                 return WriteResult(files=(), call_id=call_id)
-            head = self.git.head() if self.versioned else None
-            snapshot = self._snapshot_dirty(plan, actor, head)
-            head = snapshot or head
-            self._apply(plan, touched, call_id, head)
-            version = None
-            try:
-                if self.versioned:
-                    trailers = {
-                        TRAILER_ACTOR: actor,
-                        TRAILER_RUN: run_id or call_id,
-                        TRAILER_CALL: call_id,
-                    }
-                    version = self.git.commit_paths(
-                        touched, actor=actor, message=message, trailers=trailers, parent=head
-                    )
-            except BaseException:
-                self._restore(self._read_journal())
-                raise
-            finally:
+            if not self.versioned:
+                self._apply(plan, touched, call_id, None, None)
                 self._journal_path.unlink(missing_ok=True)
+                version, snapshot = None, None
+            else:
+                with self.git.index_locked():
+                    version, snapshot = self._write_versioned(
+                        plan, touched, actor, message, run_id, call_id
+                    )
             self._loss_tally.update({(run_id, p): t for p, t in plan.loss.items()})
             return WriteResult(
                 files=tuple(touched),
@@ -461,6 +481,38 @@ class Store:
                 sha256=_hashes(plan, touched),
             )
 
+    def _write_versioned(
+        self,
+        plan: Plan,
+        touched: list[str],
+        actor: str,
+        message: str,
+        run_id: str | None,
+        call_id: str,
+    ) -> tuple[str, str | None]:
+        """Snapshot, apply, commit, then the user's index, all under git's index lock; the
+        version and the snapshot of the user's edits (if one was needed)."""
+        base = self.git.head()
+        snapshot = self._snapshot_dirty(plan, actor, base)
+        head = snapshot or base
+        self._apply(plan, touched, call_id, head, base)
+        try:
+            trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
+            version = self.git.commit_paths(
+                touched, actor=actor, message=message, trailers=trailers, parent=head
+            )
+        except BaseException:
+            self._restore(self._read_journal())
+            if snapshot is not None:  # the user's snapshot did land: the index follows it
+                with contextlib.suppress(Exception):  # never hide why the commit failed
+                    self.git.sync_index(snapshot, touched)
+            self._journal_path.unlink(missing_ok=True)
+            raise
+        _fault_point(INDEX_SYNC)
+        self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        self._journal_path.unlink(missing_ok=True)
+        return version, snapshot
+
     def _lock(self) -> FileLock:
         self.ws.state_dir.mkdir(exist_ok=True)
         return _TimedLock(self.ws.state_dir / "write.lock")
@@ -469,16 +521,22 @@ class Store:
     def _journal_path(self) -> Path:
         return self.ws.state_dir / "journal.json"
 
-    def _apply(self, plan: Plan, touched: list[str], call_id: str, head: str | None) -> None:
+    def _apply(
+        self, plan: Plan, touched: list[str], call_id: str, head: str | None, base: str | None
+    ) -> None:
         originals = {
             p: plan.before.get(p) if p in plan.before else self.read_bytes(p) for p in touched
         }
         journal = {
             "call_id": call_id,
-            "head": head,
+            "head": head,  # the parent of the version (a snapshot, or HEAD as it was)
+            "base": base,  # HEAD before the call
             "originals": {
                 p: None if b is None else base64.b64encode(b).decode() for p, b in originals.items()
             },
+            # what the call leaves on disk: a file that holds neither this nor its original
+            # after a crash was edited since, and is kept
+            "after": {p: _sha_or_none(plan.after[p]) for p in touched},
         }
         atomic_write(self._journal_path, json.dumps(journal).encode())
         try:
@@ -498,7 +556,11 @@ class Store:
             full.unlink(missing_ok=True)  # the bytes live on at the move/trash target written first
         else:
             full.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(full, data, sync_dir=False)
+            try:
+                mode = stat.S_IMODE(full.stat().st_mode)  # keep the file's mode, exec bit too
+            except FileNotFoundError:
+                mode = 0o666 & ~_umask()  # a new file gets what any editor would give it
+            atomic_write(full, data, sync_dir=False, mode=mode)
 
     def _restore(self, originals: dict[str, bytes | None]) -> None:
         for path, data in originals.items():
@@ -510,31 +572,64 @@ class Store:
 
     def repair(self) -> tuple[bool, list[str]]:
         """Before a run reads anything: finish or undo a call a kill interrupted, and remove the
-        temp files a kill left mid-write, so no run ever trusts half-written bytes."""
+        temp files and stale git locks a kill left, so no run ever trusts half-written bytes."""
         with self._lock():
             stray = [p for p in _stray_temp_files(self.root)]
             for path in stray:
                 (self.root / path).unlink(missing_ok=True)
+            if self.versioned and self.git.busy() is not None:
+                return False, stray  # the user's merge or rebase is theirs: touch nothing
             stray += _clear_stale_ref_locks(self.root)
+            if self.versioned:
+                lock = self.git.git_dir / "index.lock"
+                if lock.exists() and clear_stale_index_lock(self.root, lock, _dead_owner(self)):
+                    stray.append(".git/index.lock")
             undone = self.recover()
         return undone, stray
 
     def recover(self) -> bool:
-        """Undo a call that a crash interrupted, unless its version was already committed."""
+        """Finish a call a crash interrupted: undo its files unless its version was committed,
+        keep (and version as the user's) any file edited since the crash, and bring the user's
+        index in line with HEAD for the call's files. True when something was undone."""
         if not self._journal_path.exists():
             return False
         try:
             data = json.loads(self._journal_path.read_bytes())
-        except (OSError, ValueError):
+            originals = self._read_journal()
+        except (OSError, ValueError, KeyError):
             self._journal_path.unlink(missing_ok=True)  # torn before any file was touched
             return False
+        if self.versioned and self.git.busy() is not None:
+            return False  # left for after the user's merge or rebase
+        base = data.get("base", data.get("head"))
         committed = False
         if self.versioned and self.git.head() not in (None, data.get("head")):
-            committed = data["call_id"] in self.git.message_of("HEAD")
-        if not committed:
-            self._restore(self._read_journal())
+            committed = self.git.committed_call(data["call_id"], data.get("head"))
+        after: dict[str, str | None] = data.get("after", {})
+        undone, edited = False, []
+        for path, original in originals.items():
+            disk = self.read_bytes(path)
+            if path in after and _sha_or_none(disk) != after[path]:
+                if disk != original:
+                    edited.append(path)  # changed since the crash: never overwritten
+            elif not committed and disk != original:
+                self._put(path, original)
+                undone = True
+        if self.versioned:
+            with self.git.index_locked():
+                head = self.git.head()
+                if edited and head is not None:
+                    head = self.git.commit_paths(
+                        edited,
+                        actor="user",
+                        message="snapshot of edits made after an interrupted write",
+                        trailers={TRAILER_ACTOR: "user"},
+                        parent=head,
+                    )
+                if head is not None and head != base:  # HEAD moved: the index must follow
+                    self.git.sync_index(head, list(originals))
         self._journal_path.unlink(missing_ok=True)
-        return not committed
+        return undone
 
     def _snapshot_dirty(self, plan: Plan, actor: str, head: str | None) -> str | None:
         """Commit the user's uncommitted edits to files this call replaces, so none is lost."""
@@ -545,6 +640,9 @@ class Store:
         dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
         if not dirty:
             return None
+        guard_snapshot(
+            {p: plan.before[p] or b"" for p in dirty}, self.ws.settings.store.max_snapshot_bytes
+        )
         return self.git.commit_paths(
             dirty,
             actor="user",
@@ -634,9 +732,8 @@ def _stray_temp_files(root: Path) -> list[str]:
     return found
 
 
-def _head_locked(root: Path) -> bool:
+def _head_locked(git_dir: Path) -> bool:
     """The locks a commit's `update-ref HEAD` needs; two stats, cheap enough for every write."""
-    git_dir = root / ".git"
     head = git_dir / "HEAD"
     try:
         ref = head.read_text("utf-8").removeprefix("ref: ").strip()
@@ -662,6 +759,81 @@ def _clear_stale_ref_locks(root: Path, wait: float = 2.0) -> list[str]:
     for lock in locks:
         lock.unlink(missing_ok=True)
     return [p.relative_to(root).as_posix() for p in locks]
+
+
+def _dead_owner(store: Store) -> int | None:
+    """The pid a killed crustacean left in the index lock's owner file, if any."""
+    try:
+        return int((store.ws.state_dir / LOCK_OWNER).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _refuse_secret(text: str, what: str) -> None:
+    found = find_secrets(text)
+    if found:
+        raise SecretError(
+            f"refused: {what} looks like a credential ({found[0].kind}). Never write "
+            "credentials to memory; remove it."
+        )
+
+
+def _new_secret(old: bytes | None, new: bytes) -> tuple[int, str | None]:
+    """A credential the change creates in the file (line, kind), or (0, None).
+
+    Only the changed span and SECRET_CONTEXT bytes around it are read, in the file before and
+    after: one already there (the user's own) is not new, an edit splicing two pieces is."""
+    old = old or b""
+    start = _common_prefix(old, new)
+    tail = _common_prefix(old[start:][::-1], new[start:][::-1]) if old else 0
+    lo = new.rfind(b"\n", 0, max(start - SECRET_CONTEXT, 0)) + 1
+    new_hi = _line_end(new, len(new) - tail + SECRET_CONTEXT)
+    old_hi = _line_end(old, len(old) - tail + SECRET_CONTEXT)
+    before = Counter(f.kind for f in find_secrets(old[lo:old_hi].decode("utf-8", "replace")))
+    for f in find_secrets(new[lo:new_hi].decode("utf-8", "replace")):
+        if before[f.kind] > 0:
+            before[f.kind] -= 1
+            continue
+        return new.count(b"\n", 0, lo) + f.line, f.kind
+    return 0, None
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix, compared a page at a time (C speed for megabyte files)."""
+    n, i, step = min(len(a), len(b)), 0, 4096
+    while i + step <= n and a[i : i + step] == b[i : i + step]:
+        i += step
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _line_end(data: bytes, at: int) -> int:
+    end = data.find(b"\n", min(max(at, 0), len(data)))
+    return len(data) if end < 0 else end
+
+
+def _size(data: bytes) -> tuple[int, int]:
+    """(lines, characters) of a text as the MEMORY.md caps count them."""
+    text = data.decode("utf-8", "replace")
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1), len(text)
+
+
+def _sha_or_none(data: bytes | None) -> str | None:
+    return None if data is None else sha256_hex(data)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where /proc allows (threads may write)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _utf8(text: str) -> bool:
@@ -703,10 +875,15 @@ def _tier_of(full: Path, rel: str) -> str | None:
     return m.group(1).decode() if m else None
 
 
-def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new."""
+def atomic_write(
+    path: Path, data: bytes, *, sync_dir: bool = True, mode: int | None = None
+) -> None:
+    """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new.
+    The temp file is private (0600) unless `mode` says what the file should have."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".tmp")
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -50,7 +50,7 @@ def _has_drive(text: str) -> bool:
 
 
 def _refuse_protected(parts: list[str], raw: str) -> None:
-    if parts[0] in PROTECTED_TOP:
+    if parts[0] in PROTECTED_TOP or parts[0].casefold() == ".crustacean":  # same folder on macOS
         raise PathError(
             f"path {raw!r} is inside {parts[0]}/, which crustacean never writes; "
             "choose a path outside it."

@@ -109,7 +109,7 @@ def decide(
             "memory.write is off, so model writes are disabled; report what you would have "
             "written in your finish summary instead.",
         )
-    in_system = any(p == SYSTEM_DIR or p.startswith(SYSTEM_DIR + "/") for p in (path, to or ""))
+    in_system = any(_in_system(p) for p in (path, to or ""))
     if in_system and actor == "calibrate" and mode in WRITE | {"overwrite"}:
         return Decision(Verdict.ASK, f"{path} is a pipeline instruction: changes need approval.")
     if in_system:
@@ -118,15 +118,21 @@ def decide(
             f"{SYSTEM_DIR}/ holds the pipeline instructions; no stage writes, moves or deletes "
             "there (a human edits them).",
         )
-    if path in FOUNDATION_FILES or (to is not None and to in FOUNDATION_FILES):
+    if path in FOUNDATION_FILES and mode in WRITE | {"overwrite"}:
         return Decision(Verdict.ASK, f"{path} is a foundation file: changes need human approval.")
-    if not allowed(actor, mode, path, daily):
+    if not allowed(actor, mode, path, daily):  # moving or deleting one is the table's call
         return Decision(Verdict.DENY, _denial(actor, mode, path, daily))
     if mode == "move" and to is not None and not allowed(actor, "move_to", to, daily):
         return Decision(Verdict.DENY, f"{actor} may not move files to {to}.{_where(actor, daily)}")
     if write_setting == "review":
         return Decision(Verdict.ASK, "memory.write is review: every model write needs approval.")
     return Decision(Verdict.ALLOW)
+
+
+def _in_system(path: str) -> bool:
+    """Case-insensitive: on macOS and Windows `memory/.SYSTEM/` is the same folder."""
+    low = path.casefold()
+    return low == SYSTEM_DIR or low.startswith(SYSTEM_DIR + "/")
 
 
 def _denial(actor: str, mode: str, path: str, daily: str) -> str:

@@ -2,26 +2,42 @@
 
 Each applied `write_context` call becomes exactly one commit built with plumbing on a private
 index: HEAD's tree plus the files the call changed, nothing else. The user's staged or unstaged
-edits to other files are never swept in, and their index is left as it was.
+edits to other files are never swept in. The user's own index is updated for the call's files
+under git's own `index.lock`, so their next `git commit` keeps the write instead of undoing it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
+import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from crustacean.errors import VersionError
+from crustacean.errors import LockedError, RepoBusyError, VersionError
 
 EMAIL = "crustacean@localhost"
 TRAILER_ACTOR = "Crustacean-Actor"
 TRAILER_RUN = "Crustacean-Run"
 TRAILER_CALL = "Crustacean-Call"
+INDEX_LOCK_WAIT = 10.0  # seconds a write waits for another git command to release index.lock
+LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacean holding it
+# The git states a write must not step into: what is in the git folder, and what it means.
+IN_PROGRESS = (
+    ("MERGE_HEAD", "a merge"),
+    ("rebase-merge", "a rebase"),
+    ("rebase-apply", "a rebase (or `git am`)"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick"),
+    ("REVERT_HEAD", "a revert"),
+    ("BISECT_LOG", "a bisect"),
+)
+log = logging.getLogger(__name__)
 
 
 def git_available() -> bool:
@@ -49,6 +65,9 @@ class Git:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._git_dir: Path | None = None
+        self._index_fd: int | None = None  # set while this object holds index.lock
+        self._sign: bool | None = None
 
     def run(
         self,
@@ -80,10 +99,71 @@ class Git:
     # ------------------------------------------------------------ state
 
     def is_repo(self) -> bool:
+        """True for a usable repository, False for a folder with none; a repository git refuses
+        (another owner, a broken `.git`) is an error, so writes never go unversioned silently."""
+        has_git = (self.root / ".git").exists()
         if not git_available():
+            if has_git:
+                raise VersionError(
+                    f"{self.root} is a git repository but git is not installed, so no version "
+                    "can be made. Install git and run the command again; nothing was written."
+                )
             return False
         proc = self.run("rev-parse", "--is-inside-work-tree", check=False)
-        return proc.returncode == 0 and proc.stdout.strip() == b"true"
+        if proc.returncode == 0 and proc.stdout.strip() == b"true":
+            return True
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        if any("dubious ownership" in line for line in detail):
+            raise VersionError(
+                f"git refuses the repository in {self.root}: it is owned by another user "
+                "(git says 'dubious ownership'), so no version can be made and nothing was "
+                f"written. If you trust it, run `git config --global --add safe.directory "
+                f"{self.root}`."
+            )
+        if has_git:
+            raise VersionError(
+                f"git cannot use the repository in {self.root} "
+                f"({detail[0] if detail else 'no reason given'}), so no version can be made and "
+                "nothing was written. Run `git status` there to see why."
+            )
+        return False
+
+    @property
+    def git_dir(self) -> Path:
+        """The repository's git folder (`.git`, or where a `.git` file points)."""
+        if self._git_dir is None:
+            dot = self.root / ".git"
+            self._git_dir = (
+                dot if dot.is_dir() else Path(self.out("rev-parse", "--absolute-git-dir"))
+            )
+        return self._git_dir
+
+    def busy(self) -> str | None:
+        """What is in progress that a write must not step into (a merge, a rebase...) or a
+        detached HEAD; None when the repository is on a branch with nothing in progress."""
+        for name, what in IN_PROGRESS:
+            if (self.git_dir / name).exists():
+                return what
+        try:
+            head = (self.git_dir / "HEAD").read_text("utf-8")
+        except OSError:
+            return None
+        return None if head.startswith("ref: ") else "a detached HEAD"
+
+    def refuse_if_busy(self) -> None:
+        what = self.busy()
+        if what == "a detached HEAD":
+            raise RepoBusyError(
+                "refused: HEAD is detached (no branch is checked out), so a version would be "
+                "lost on the next checkout. Check out a branch (`git switch main`) and run it "
+                "again; nothing was written."
+            )
+        if what is not None:
+            raise RepoBusyError(
+                f"refused: the workspace's git repository is in the middle of {what}, and a "
+                "write now would be mixed into it. Finish or abort it (`git status` says how), "
+                "then run it again; nothing was written."
+            )
 
     def head(self) -> str | None:
         proc = self.run("rev-parse", "--verify", "-q", "HEAD", check=False)
@@ -170,24 +250,115 @@ class Git:
             tree = self.out("write-tree", env=env)
             body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
             parent = ["-p", head] if head else []
-            commit = self.out("commit-tree", tree, *parent, env=env, input=body.encode())
+            sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgsign
+            commit = self.out("commit-tree", tree, *parent, *sign, env=env, input=body.encode())
             self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, head or "0" * 40)
         finally:
             index.unlink(missing_ok=True)
-        self._sync_index(paths)
         return commit
 
-    def _sync_index(self, paths: list[str]) -> None:
-        """Make the user's index agree with the new commit for our paths only (best effort)."""
-        self.run(
-            "update-index",
-            "--add",
-            "--remove",
-            "-z",
-            "--stdin",
-            check=False,
-            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
+    def signs_commits(self) -> bool:
+        """`commit.gpgsign`, honoured as `git commit` would (plumbing ignores it on purpose)."""
+        if self._sign is None:
+            proc = self.run("config", "--bool", "--get", "commit.gpgsign", check=False)
+            self._sign = proc.stdout.strip() == b"true"
+        return self._sign
+
+    # ------------------------------------------------------------ the user's index
+
+    @contextmanager
+    def index_locked(self, wait: float | None = None) -> Iterator[None]:
+        """Hold git's own `index.lock` (git's protocol: whoever creates it may replace the
+        index). Waits for another git command to finish, clears a lock whose owner is gone,
+        and fails naming the lock when a live one stays. Re-entrant on this object."""
+        if self._index_fd is not None:
+            yield
+            return
+        lock = self.git_dir / "index.lock"
+        owner = self.root / ".crustacean" / LOCK_OWNER
+        owner.parent.mkdir(exist_ok=True)
+        previous = _owner_pid(owner)  # a crustacean killed while holding the lock names itself
+        owner.write_text(str(os.getpid()))
+        limit = INDEX_LOCK_WAIT if wait is None else wait
+        deadline = time.monotonic() + limit
+        next_check = 0.0
+        while self._index_fd is None:
+            try:
+                self._index_fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+            except FileExistsError:
+                if time.monotonic() >= next_check:  # a /proc walk: at most once a second
+                    next_check = time.monotonic() + 1.0
+                    if clear_stale_index_lock(self.root, lock, previous):
+                        continue
+                if time.monotonic() >= deadline:
+                    owner.unlink(missing_ok=True)
+                    raise LockedError(
+                        f"git's index lock {lock} is held by another git command (an editor's "
+                        f"git plugin, a running `git status`?); waited {limit:g} s. Try again "
+                        "when it finishes; if no git command is running, delete that file. "
+                        "Nothing was written."
+                    ) from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fd, self._index_fd = self._index_fd, None
+            if fd is not None and fd >= 0:  # not committed by sync_index: give the lock back
+                os.close(fd)
+                lock.unlink(missing_ok=True)
+            owner.unlink(missing_ok=True)
+
+    def sync_index(self, commit: str, paths: Iterable[str]) -> None:
+        """Make the user's index hold `commit`'s version of `paths` (every other entry, their
+        staged work included, stays as it was), then commit git's lock over the index."""
+        if self._index_fd is None or self._index_fd < 0:
+            raise RuntimeError("sync_index needs index_locked() held")
+        paths = sorted(set(paths))
+        index = self.git_dir / "index"
+        tmp = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
+        env = {"GIT_INDEX_FILE": str(tmp)}
+        try:
+            if index.is_file():
+                shutil.copyfile(index, tmp)
+            else:  # no index yet: start from the commit, not from empty (all would be "deleted")
+                self.run("read-tree", commit, env=env)
+            have = self._tree_entries(commit, paths)
+            info = b"".join(
+                (have.get(p) or b"0 " + b"0" * 40)
+                + b"\t"
+                + p.encode("utf-8", "surrogateescape")
+                + b"\0"
+                for p in paths
+            )
+            self.run("update-index", "-z", "--index-info", env=env, input=info)
+            data = tmp.read_bytes()
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._index_fd, fd = -1, self._index_fd  # closed here; the rename below releases it
+        with os.fdopen(fd, "wb") as fh:  # no fsync, as git does for its index: HEAD rebuilds it
+            fh.write(data)
+        os.replace(self.git_dir / "index.lock", index)
+
+    def _tree_entries(self, commit: str, paths: list[str]) -> dict[str, bytes]:
+        """`mode sha` of each path in `commit`, as `--index-info` reads them."""
+        if not paths:
+            return {}
+        out = self.run("ls-tree", "-z", "--full-tree", commit, "--", *paths).stdout
+        entries: dict[str, bytes] = {}
+        for entry in out.split(b"\0"):
+            if entry:
+                meta, _, name = entry.partition(b"\t")
+                mode, _, sha = meta.split()
+                entries[name.decode("utf-8", "surrogateescape")] = mode + b" " + sha
+        return entries
+
+    def committed_call(self, call_id: str, base: str | None) -> bool:
+        """Whether a version of call `call_id` landed after `base` (commits on top included)."""
+        span = [f"{base}..HEAD"] if base else ["HEAD"]
+        proc = self.run(
+            "log", "--format=%H", "-n1", "--fixed-strings", f"--grep={call_id}", *span, check=False
         )
+        return proc.returncode == 0 and bool(proc.stdout.strip())
 
     def commit_all(self, *, actor: str, message: str) -> str | None:
         """The baseline commit of a brand-new repository (init only)."""
@@ -240,3 +411,61 @@ class Git:
 
     def message_of(self, rev: str) -> str:
         return self.out("log", "-1", "--format=%B", rev)
+
+
+def _owner_pid(owner: Path) -> int | None:
+    try:
+        return int(owner.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_stale_index_lock(root: Path, lock: Path, owner: int | None = None) -> bool:
+    """Remove `lock` when no live process owns it, with a log line; True when it is gone."""
+    if not lock.exists():
+        return True
+    if _lock_owner_alive(root, lock, owner):
+        return False
+    lock.unlink(missing_ok=True)
+    log.warning("removed a stale %s: no running process owns it (a killed git left it)", lock)
+    return True
+
+
+def _lock_owner_alive(root: Path, lock: Path, owner: int | None) -> bool:
+    """git writes no pid into its locks, so look for an owner: the crustacean that last took
+    it, any process with the lock open, or a git process working in this workspace (git runs
+    from the top of the work tree). Without /proc nothing can be told, so only a lock a dead
+    crustacean left counts as stale."""
+    me = os.getpid()
+    if owner is not None and owner != me and _pid_alive(owner):
+        return True
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return owner is None or owner == me
+    real_root = os.path.realpath(root)
+    target = os.path.realpath(lock)
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            comm = Path(entry.path, "comm").read_text().strip()
+            if comm.startswith("git"):
+                cwd = os.readlink(os.path.join(entry.path, "cwd"))
+                if cwd == real_root or cwd.startswith(real_root + os.sep):
+                    return True
+            for fd in os.scandir(os.path.join(entry.path, "fd")):
+                if os.readlink(fd.path) == target:
+                    return True
+        except OSError:
+            continue
+    return False

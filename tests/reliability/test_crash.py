@@ -17,6 +17,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -93,10 +94,12 @@ def _echo_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
     tools = {t["name"] for t in body.get("tools", [])}
     if "record_notes" in tools:
         section = _prompt(body).split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
-        markers = list(dict.fromkeys(re.findall(r"marker-\d{4}", section)))
+        first: dict[str, str] = {}  # marker -> the reference of the message it is in
+        for ref, marker in re.findall(r"^\[(m\d+) [^\]]*\].*?(marker-\d{4})", section, re.M):
+            first.setdefault(marker, ref)
         items = [
-            {"category": "fact", "text": f"Collected {m} via req{n}.", "when": "", "session": "s"}
-            for m in markers
+            {"category": "fact", "text": f"Collected {m} via req{n}.", "refs": [ref]}
+            for m, ref in first.items()
         ]
         return tool_use(("record_notes", {"items": items}))
     if len(body["messages"]) > 1:
@@ -330,6 +333,8 @@ def crash_collect(ws: Workspace, tmp_path: Path, fake: EchoFake, trials: int, se
     tally = Tally()
     for t in range(trials):
         written += add_messages(transcript, 3 * t, 3)
+        if t % 2:  # OpenClaw's checkpoint copy beside the live file: the same ids, sent once
+            shutil.copy(transcript, transcript.with_name(f"s.checkpoint.{t:04x}-cafe.jsonl"))
         kill_trial(ws.root, "collect", fake, rng, tally, replies=1)
         check_workspace(ws.root, tally, after_clean=False)
         twice = {m: n for m, n in collected_counts(ws.root).items() if n > 1}
@@ -509,3 +514,101 @@ def test_a_kill_inside_atomic_write_leaves_no_temp_file(
     clean_run(ws.root, "collect", echo_api, replies=1)
     assert sorted(collected_counts(ws.root)) == written  # nothing lost: the rename never ran
     check_workspace(ws.root, Tally(), after_clean=True)  # but the temp file is still there
+
+
+# ------------------------------------------------------------------ issue 19: the user's git
+
+KILL_AT = """
+import os, signal, sys
+from crustacean.store import files
+point = {point!r}
+def hook(path):
+    if point == "first" or path == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+files._FAULT_HOOK = hook
+from crustacean.cli.app import app
+sys.argv = {argv!r}
+app()
+"""
+USER_ENV = {
+    "GIT_AUTHOR_NAME": "Ada",
+    "GIT_AUTHOR_EMAIL": "ada@example.org",
+    "GIT_COMMITTER_NAME": "Ada",
+    "GIT_COMMITTER_EMAIL": "ada@example.org",
+}
+
+
+def kill_at(root: Path, stage: str, fake: EchoFake, replies: int, point: str) -> None:
+    """Run `stage` in a child that SIGKILLs itself at a store fault point: "first" is right
+    after the first file is written; files.INDEX_SYNC is after the commit, before the index."""
+    fake.reset(*[ECHO for _ in range(replies)])
+    script = KILL_AT.format(point=point, argv=cli_args(root, stage))
+    child = subprocess.run([sys.executable, "-c", script], env=cli_env(fake), timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert (root / ".crustacean/journal.json").exists()
+
+
+def user_git(root: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, env={**os.environ, **USER_ENV}
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_kills_at_the_index_sync_point_lose_nothing(
+    ws: Workspace, tmp_path: Path, echo_api: EchoFake
+) -> None:
+    """Each trial: collect is killed after its version is committed but before the user's index
+    follows; the next run repairs the index, and the user's own `git add USER.md && git commit`
+    keeps every collected line in HEAD."""
+    from crustacean.store.files import INDEX_SYNC
+
+    transcript = setup_collect(ws, tmp_path)
+    written: list[str] = []
+    lost = 0
+    trials = LONG_TRIALS if LONG else SHORT_TRIALS
+    for t in range(trials):
+        written += add_messages(transcript, 3 * t, 3)
+        kill_at(ws.root, "collect", echo_api, 1, INDEX_SYNC)
+        clean_run(ws.root, "collect", echo_api, replies=1)  # the run after the kill repairs
+        assert user_git(ws.root, "diff", "--cached", "--name-only") == "", f"trial {t}"
+        with (ws.root / "USER.md").open("a") as fh:
+            fh.write(f"- note {t}\n")
+        user_git(ws.root, "add", "USER.md")
+        user_git(ws.root, "commit", "-q", "-m", f"my edit {t}")
+        day = next((ws.root / "memory").glob("????-??-??.md")).name
+        head = user_git(ws.root, "show", f"HEAD:memory/{day}")
+        lost += sum(f"Collected {m} via" not in head for m in written)
+    check_workspace(ws.root, Tally(), after_clean=True)
+    counts = collected_counts(ws.root)
+    assert lost == 0 and sorted(counts) == written and set(counts.values()) == {1}
+    assert user_git(ws.root, "status", "--porcelain", "--", "memory", "USER.md") == ""
+    print(f"\nindex-sync kills: {trials} trials, {lost} lost a line from HEAD")
+
+
+def test_edits_made_after_a_crash_survive_repair(
+    ws: Workspace, tmp_path: Path, echo_api: EchoFake
+) -> None:
+    """Each trial: collect is killed right after writing the daily log (uncommitted), the user
+    edits that log by hand, and the next run must keep (and version) the edit."""
+    transcript = setup_collect(ws, tmp_path)
+    written = add_messages(transcript, 0, 3)
+    clean_run(ws.root, "collect", echo_api, replies=1)
+    log = next((ws.root / "memory").glob("????-??-??.md"))
+    hand: list[str] = []
+    lost = 0
+    trials = LONG_TRIALS if LONG else SHORT_TRIALS
+    for t in range(trials):
+        written += add_messages(transcript, 3 * (t + 1), 3)
+        kill_at(ws.root, "collect", echo_api, 1, "first")
+        hand.append(f"- hand edit {t} after the crash")
+        log.write_text(log.read_text() + hand[-1] + "\n")
+        clean_run(ws.root, "collect", echo_api, replies=1)  # repairs, then collects
+        text, head = log.read_text(), user_git(ws.root, "show", f"HEAD:memory/{log.name}")
+        lost += sum(h not in text or h not in head for h in hand)
+    check_workspace(ws.root, Tally(), after_clean=True)
+    counts = collected_counts(ws.root)
+    assert lost == 0, "a hand edit made after a crash was overwritten"
+    assert sorted(counts) == written and set(counts.values()) == {1}
+    print(f"\nedit-after-crash kills: {trials} trials, {lost} lost an edit")

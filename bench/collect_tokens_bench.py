@@ -1,0 +1,223 @@
+"""Benchmark what collect sends for what is new: tokens on an OpenClaw folder full of copies, and
+the batch path's cost against the direct path for the same backfill.
+
+Run: `.venv/bin/python bench/collect_tokens_bench.py [--sessions 12] [--messages 150]`. The folder
+is shaped like a real `agents/<id>/sessions/` one: SESSIONS live files of MESSAGES messages each
+(about 400 characters, over the last day), and beside each a `.jsonl.reset.<ts>` copy of its
+first half and three `.checkpoint.<uuid>.jsonl` copies of growing prefixes, so most messages sit
+in four or five files. Collect runs through the real SDK against the local fake Messages API
+(tests/fakeapi.py), whose model notes one item per ten messages, citing them.
+
+- Input tokens per new transcript token: every recorded request body's system text, tools and
+  prompt, in characters / 4 (the estimate `--plan` uses), over the text of the distinct new
+  messages, also / 4. Target ≤ 1.3. Baseline, measured in the same run: the same ratio on the same
+  sessions without any copies (the least collect can send), and, for scale, how many message
+  copies the files hold per distinct message (what a reader sending each file would multiply by).
+- Batch against direct: the same backfill collected once directly and once with `--batch`
+  (submit, end, fetch), with the fake billing every request its real size; the run records' USD.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sqlite3
+import sys
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the tests
+
+from fakeapi import FakeAnthropic, tool_use
+
+from bench.common import count, data_size, isolate, row
+from crustacean.config import load_config
+from crustacean.init import init_workspace
+from crustacean.stages.collect import collect
+from crustacean.workspace import Workspace
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+WORDS = [
+    "ana",
+    "maya",
+    "parser",
+    "launch",
+    "garden",
+    "budget",
+    "lease",
+    "trip",
+    "tea",
+    "friday",
+    "dentist",
+    "train",
+    "crab",
+    "logo",
+]
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def transcript(session: str, lines: list[str]) -> str:
+    head = {"type": "session", "version": 3, "id": session, "timestamp": stamp(NOW)}
+    return json.dumps(head) + "\n" + "".join(lines)
+
+
+def build(folder: Path, sessions: int, messages: int, copies: bool) -> int:
+    """The folder; returns the characters of distinct message text it holds."""
+    rng = random.Random(17)
+    sessions_dir = folder / "agents/main/sessions"
+    sessions_dir.mkdir(parents=True)
+    chars = 0
+    for s in range(sessions):
+        lines = []
+        start = NOW - timedelta(hours=20) + timedelta(minutes=s)
+        for i in range(messages):
+            text = f"note-{s}-{i} " + " ".join(rng.choice(WORDS) for _ in range(70))
+            chars += len(text)
+            record = {
+                "type": "message",
+                "id": f"e{i}",
+                "parentId": None,
+                "timestamp": stamp(start + timedelta(minutes=i)),
+                "message": {"role": "user" if i % 2 else "assistant", "content": text},
+            }
+            lines.append(json.dumps(record) + "\n")
+        name = f"sess-{s:03d}"
+        (sessions_dir / f"{name}.jsonl").write_text(transcript(name, lines))
+        if copies:
+            half = lines[: messages // 2]
+            reset = sessions_dir / f"{name}.jsonl.reset.2026-11-30T01-00-00.000Z"
+            reset.write_text(transcript(name, half))
+            for k, cut in enumerate((messages // 4, messages // 2, messages)):
+                checkpoint = sessions_dir / f"{name}.checkpoint.{k:04x}-{s:04x}.jsonl"
+                checkpoint.write_text(transcript(name, lines[:cut]))
+    return chars
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else content[0]["text"]
+
+
+def reply(body: dict[str, Any]) -> dict[str, Any]:
+    """One item per ten messages, citing them; billed the request's real size."""
+    refs = re.findall(r"^\[(m\d+) ", prompt_text(body), re.M)
+    items = [{"category": "fact", "text": f"Item from {ref}.", "refs": [ref]} for ref in refs[::10]]
+    usage = {"input_tokens": sent_chars(body) // 4, "output_tokens": 40 * len(items)}
+    return tool_use(("record_notes", {"items": items}), usage=usage)
+
+
+def sent_chars(body: dict[str, Any]) -> int:
+    system = sum(len(b["text"]) for b in body.get("system", []))
+    return system + len(json.dumps(body.get("tools", []))) + len(prompt_text(body))
+
+
+def workspace(tmp: Path, name: str, sessions: int, messages: int, copies: bool) -> tuple:
+    root, folder = tmp / name / "ws", tmp / name / "openclaw"
+    chars = build(folder, sessions, messages, copies)
+    init_workspace(root, detect=False)
+    toml = root / "crustacean.toml"
+    toml.write_text(toml.read_text() + f'\n[[sources]]\nkind = "openclaw"\npath = "{folder}"\n')
+    return root, chars
+
+
+def collect_all(fake: FakeAnthropic, root: Path, *, batch: bool = False) -> tuple[int, float, int]:
+    """Collect everything (over as many runs as the budget needs); (chars sent, USD, requests)."""
+    env = {"ANTHROPIC_API_KEY": "bench-key", "ANTHROPIC_BASE_URL": fake.url}
+    ws = Workspace(root, load_config(root, env=env, overrides=["workspace.timezone=UTC"]))
+    before, usd, requests = len(fake.requests), 0.0, 0
+    for _ in range(200):
+        fake.enqueue(*[reply] * 400)
+        result = collect(ws, env=env, clock=lambda: NOW, batch=batch)
+        if batch:
+            fake.end_batches()
+            result = collect(ws, env=env, clock=lambda: NOW)
+        usd += result.record.cost_usd if result.record else 0.0
+        if (
+            result.record
+            and result.record.status in ("ok", "skipped")
+            and not result.left_for_next_run
+        ):
+            break
+    with fake._lock:
+        fake._queue.clear()
+    bodies = [r.body for r in fake.requests[before:] if r.path == "/v1/messages"]
+    bodies += fake.batch_requests() if batch else []
+    requests = len(bodies)
+    return sum(sent_chars(b) for b in bodies), usd, requests
+
+
+def copies_per_message(folder: Path, distinct: int) -> float:
+    """Message lines in every file (headers aside) per distinct message."""
+    lines = sum(len(p.read_text().splitlines()) - 1 for p in folder.rglob("*.jsonl*"))
+    return lines / distinct
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=12)
+    parser.add_argument("--messages", type=int, default=150)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        isolate(tmp)
+        os.environ["TZ"] = "UTC"
+        with FakeAnthropic() as fake:
+            root, new_chars = workspace(tmp, "copies", args.sessions, args.messages, True)
+            sent, direct_usd, requests = collect_all(fake, root)
+            bare_root, bare_chars = workspace(tmp, "bare", args.sessions, args.messages, False)
+            bare_sent, _, _ = collect_all(fake, bare_root)
+            spread = copies_per_message(tmp / "copies/openclaw", args.sessions * args.messages)
+            batch_root, _ = workspace(tmp, "batch", args.sessions, args.messages, True)
+            _, batch_usd, batch_requests = collect_all(fake, batch_root, batch=True)
+            with sqlite3.connect(batch_root / ".crustacean/state.db") as db:
+                left = db.execute("SELECT count(*) FROM collect_sent_batches").fetchone()[0]
+    ratio, bare_ratio = sent / new_chars, bare_sent / bare_chars
+    size = (
+        f"{count(args.sessions, 'session')} × {count(args.messages, 'message')} "
+        f"({new_chars / 4:,.0f} new transcript tokens), each message in {spread:.1f} files"
+    )
+    data_size(size)
+    row(
+        "collect: input tokens sent per new transcript token (checkpoint/reset copies)",
+        ratio,
+        baseline=bare_ratio,
+        baseline_name="same sessions without copies",
+        unit="tokens/token",
+        note=f"{count(requests, 'request')}; target ≤ 1.3",
+    )
+    row(
+        "collect --batch: USD for the same backfill",
+        batch_usd,
+        baseline=direct_usd,
+        baseline_name="direct collect",
+        unit="USD",
+        note=f"{count(batch_requests, 'batch request')}; {left} batch(es) left open",
+    )
+    print(f"Data: {size}.\n")
+    print("| figure | value | baseline | ratio |")
+    print("|---|---|---|---|")
+    print(
+        f"| input tokens per new transcript token | {ratio:.3f} | {bare_ratio:.3f} (no copies) "
+        f"| {ratio / bare_ratio:.2f}x |"
+    )
+    print(
+        f"| batch cost of the backfill | ${batch_usd:.4f} | ${direct_usd:.4f} (direct) | "
+        f"{batch_usd / direct_usd:.2f}x |"
+    )
+    print(
+        f"\n{count(requests, 'request')} direct; message copies per distinct message {spread:.1f}."
+    )
+
+
+if __name__ == "__main__":
+    main()

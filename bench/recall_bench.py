@@ -1,0 +1,283 @@
+"""Benchmark of what `search` and `context --topic` find within a character budget.
+
+Run it with `python bench/recall_bench.py [--sessions N] [--seed S]` (the project's venv). It
+initializes a workspace in a temp folder and writes generated conversations into it as daily logs
+(bench/conversations.py: four pairs of people, N sessions each, planted facts and questions of
+four kinds: single, spread, when, reworded). For each question it walks the ranked hits of
+`SearchIndex.search`, counting each line's characters (line + newline), and stops at the budget;
+a question scores "some" when one of its evidence lines was reached and "all" when every one was,
+at 1,000, 2,000 and 4,000 characters and in the top 10 hits with no budget. The baseline, run on
+the same files in the same process, is one-line BM25: every line of every file search indexes is
+its own FTS5 row (same porter tokenizer), queried by the question's words ORed, one line a hit.
+It also reports the size of the hits (lines), the share of questions whose evidence lines
+`context --topic QUESTION` puts within its first 8,000 characters, and the mean query time.
+The main table is lexical search (the default install); when the `semantic` extra is installed
+the same questions run again with it, and a second table shows both. No language model
+anywhere; the same seed gives the same figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
+
+from bench.common import data_size, isolate, row
+from bench.conversations import KINDS, Bench, Question, generate
+from crustacean import semantic
+from crustacean.config import load_config
+from crustacean.init import init_workspace
+from crustacean.search import SearchIndex, scan_markdown
+from crustacean.workspace import Workspace
+
+BUDGETS = (1000, 2000, 4000)
+CONTEXT_CHARS = 8000
+DEPTH = 200  # hits asked for: more than any budget here can hold
+_WORDS = re.compile(r"[^\W_]+")
+
+Span = tuple[str, int, int]  # path, first line, last line (1-based, inclusive)
+
+
+@dataclass
+class Scores:
+    """Per question kind, each measure's list of 0/1 outcomes."""
+
+    got: dict[tuple[str, str], list[bool]] = field(default_factory=dict)
+
+    def add(self, kind: str, measure: str, ok: bool) -> None:
+        for k in (kind, "all kinds"):
+            self.got.setdefault((k, measure), []).append(ok)
+
+    def share(self, kind: str, measure: str) -> float:
+        values = self.got.get((kind, measure), [])
+        return sum(values) / len(values) if values else 0.0
+
+
+def measures() -> list[str]:
+    out = []
+    for b in BUDGETS:
+        out += [f"some within {b:,}", f"all within {b:,}"]
+    return [*out, "some in top 10", "all in top 10"]
+
+
+def walk(spans: Iterable[Span], lines: Callable[[str], list[str]], budget: int) -> set[tuple]:
+    """The (path, line) pairs reached before the budget runs out, in rank order."""
+    reached: set[tuple[str, int]] = set()
+    used = 0
+    for path, first, last in spans:
+        text = lines(path)
+        for n in range(first, last + 1):
+            cost = len(text[n - 1]) + 1 if n <= len(text) else 1
+            if used + cost > budget:
+                return reached
+            used += cost
+            reached.add((path, n))
+    return reached
+
+
+def score(
+    scores: Scores, q: Question, spans: list[Span], lines: Callable[[str], list[str]]
+) -> None:
+    """Add one question's outcomes at every budget and in the top 10."""
+    want = set(q.evidence)
+    top = {(p, n) for p, a, b in spans[:10] for n in range(a, b + 1)}
+    outcomes = {"top 10": top}
+    for b in BUDGETS:
+        outcomes[f"{b:,}"] = walk(spans, lines, b)
+    for where, reached in outcomes.items():
+        prep = "in" if where == "top 10" else "within"
+        scores.add(q.kind, f"some {prep} {where}", bool(want & reached))
+        scores.add(q.kind, f"all {prep} {where}", want <= reached)
+
+
+# ---------------------------------------------------------------- the two searches
+
+
+def ours(index: SearchIndex, bench: Bench) -> Callable[[str], list[Span]]:
+    """`SearchIndex.search` as the CLI and MCP call it, given `now` when it takes one."""
+    takes_now = "now" in inspect.signature(index.search).parameters
+    extra = {"now": bench.now} if takes_now else {}
+
+    def run(query: str) -> list[Span]:
+        hits = index.search(query, DEPTH, refresh=False, **extra)
+        return [(h.path, h.start_line, h.end_line) for h in hits]
+
+    return run
+
+
+def one_line_bm25(root: Path) -> Callable[[str], list[Span]]:
+    """Every line of every indexable file as its own FTS5 row; the query's words ORed."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE l USING fts5(path UNINDEXED, line UNINDEXED, body, "
+        "tokenize='porter unicode61')"
+    )
+    found, _ = scan_markdown(root)
+    for rel in sorted(found):
+        text = (root / rel).read_text("utf-8").split("\n")
+        conn.executemany(
+            "INSERT INTO l (path, line, body) VALUES (?, ?, ?)",
+            [(rel, n + 1, line) for n, line in enumerate(text) if line.strip()],
+        )
+    conn.commit()
+
+    def run(query: str) -> list[Span]:
+        terms = sorted({w.lower() for w in _WORDS.findall(query)})
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        sql = "SELECT path, line FROM l WHERE l MATCH ? ORDER BY bm25(l) LIMIT ?"
+        return [(p, int(n), int(n)) for p, n in conn.execute(sql, (match, DEPTH))]
+
+    return run
+
+
+def context_share(ws: Workspace, bench: Bench, lines: Callable[[str], list[str]]) -> Scores:
+    """Whether `context --topic QUESTION` holds the evidence lines in its first 8,000 chars."""
+    from crustacean.context import ContextRequest, assemble, parse_for
+
+    caps = ContextRequest().caps(ws)
+    out = Scores()
+    for q in bench.questions:
+        text = assemble(ws, parse_for("main"), q.text, caps, bench.now).to_markdown()
+        head = text[:CONTEXT_CHARS]
+        have = [lines(p)[n - 1].strip() in head for p, n in q.evidence]
+        out.add(q.kind, "some", any(have))
+        out.add(q.kind, "all", all(have))
+    return out
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class Run:
+    ours: Scores
+    base: Scores
+    context: Scores
+    hit_lines: list[int]
+    times: list[float]
+    questions: int
+    files: int
+    chars: int
+
+
+def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False) -> Run:
+    os.environ[semantic.ENV] = "1" if dense else "0"
+    semantic.forget()
+    init_workspace(root, detect=False, home=tmp / "home")
+    bench = generate(root, seed=seed, sessions=sessions)
+    ws = Workspace(root, load_config(root))
+    cache: dict[str, list[str]] = {}
+
+    def lines(path: str) -> list[str]:
+        if path not in cache:
+            cache[path] = (root / path).read_text("utf-8").split("\n")
+        return cache[path]
+
+    mine, base = Scores(), Scores()
+    hit_lines: list[int] = []
+    times: list[float] = []
+    baseline = one_line_bm25(root)
+    with SearchIndex(ws) as index:
+        index.rebuild()
+        search = ours(index, bench)
+        for q in bench.questions:
+            start = time.perf_counter()
+            spans = search(q.text)
+            times.append(time.perf_counter() - start)
+            hit_lines += [b - a + 1 for _, a, b in spans[:10]]
+            score(mine, q, spans, lines)
+            score(base, q, baseline(q.text), lines)
+    context = context_share(ws, bench, lines)
+    chars = sum(len(line) + 1 for v in bench.files.values() for line in v)
+    return Run(mine, base, context, hit_lines, times, len(bench.questions), len(bench.files), chars)
+
+
+def _pct(values: list[int], q: int) -> float:
+    if len(values) < 2:
+        return float(values[0]) if values else 0.0
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def report(run: Run, sessions: int) -> None:
+    """The bench's own table, and the headline figures as rows for `python -m bench`."""
+    data_size(
+        f"{run.files} daily logs ({run.chars:,} chars), 4 pairs x {sessions} sessions, "
+        f"{run.questions} questions"
+    )
+    kinds = [*KINDS, "all kinds"]
+    counts = {k: len(run.ours.got.get((k, "some in top 10"), [])) for k in kinds}
+    print(
+        f"\n{run.questions} questions over {run.files} daily logs ({run.chars:,} chars); "
+        "each cell: crustacean search / one-line BM25.\n"
+    )
+    print("| measure | " + " | ".join(f"{k} ({counts[k]})" for k in kinds) + " |")
+    print("|---|" + "--:|" * len(kinds))
+    for m in measures():
+        cells = [f"{run.ours.share(k, m):.3f} / {run.base.share(k, m):.3f}" for k in kinds]
+        print(f"| {m} | " + " | ".join(cells) + " |")
+    for m in ("some", "all"):
+        cells = [f"{run.context.share(k, m):.3f}" for k in kinds]
+        print(f"| context --topic, {m} within {CONTEXT_CHARS:,} | " + " | ".join(cells) + " |")
+    med, p95 = statistics.median(run.hit_lines or [0]), _pct(run.hit_lines, 95)
+    mean_ms = statistics.fmean(run.times) * 1000
+    print(f"\nHit size in the top 10: median {med:.0f} lines, p95 {p95:.0f}.")
+    p95_ms = _pct(run.times, 95) * 1000
+    print(f"Query time ({DEPTH} hits): mean {mean_ms:.1f} ms, p95 {p95_ms:.1f} ms.")
+    for m in ("some within 1,000", "some within 2,000", "all within 2,000", "all within 4,000"):
+        for k in ("all kinds", "reworded"):
+            name = f"recall, {m} chars ({k})"
+            ours_share, base_share = run.ours.share(k, m), run.base.share(k, m)
+            row(name, ours_share, None, base_share, "one-line BM25", unit="share")
+    row(
+        f"recall, context --topic: some evidence within {CONTEXT_CHARS:,} chars",
+        run.context.share("all kinds", "some"),
+        unit="share",
+    )
+
+
+def report_semantic(lexical: Run, dense: Run) -> None:
+    """Lexical against lexical + the semantic extra, per kind, at each budget."""
+    kinds = [*KINDS, "all kinds"]
+    print("\nWith the semantic extra (each cell: lexical / lexical + semantic):\n")
+    print("| measure | " + " | ".join(kinds) + " |")
+    print("|---|" + "--:|" * len(kinds))
+    for m in measures()[:6]:
+        cells = [f"{lexical.ours.share(k, m):.3f} / {dense.ours.share(k, m):.3f}" for k in kinds]
+        print(f"| {m} | " + " | ".join(cells) + " |")
+    m = "some within 2,000"
+    name = f"recall with the semantic extra, {m} chars (reworded)"
+    row(name, dense.ours.share("reworded", m), None, lexical.ours.share("reworded", m), "lexical")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=40, help="sessions per pair of people")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="crustacean-recall-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        isolate(tmp)
+        lexical = measure(tmp / "ws", tmp, args.sessions, args.seed)
+        report(lexical, args.sessions)
+        os.environ[semantic.ENV] = "1"
+        semantic.forget()
+        if semantic.load() is not None:
+            dense = measure(tmp / "ws-semantic", tmp, args.sessions, args.seed, dense=True)
+            report_semantic(lexical, dense)
+
+
+if __name__ == "__main__":
+    main()

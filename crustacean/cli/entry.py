@@ -1,0 +1,73 @@
+"""The console script: answer a no-op `tick` from memory, else run the typer app.
+
+Kept to stdlib imports: a tick that cron runs every 15 minutes with nothing due is answered
+here (crustacean/tick_memo.py) before typer, rich or the config schema load. Every other command,
+and any tick that cannot be answered so, goes to `crustacean.cli.app` unchanged.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+
+class _Tee:
+    """Writes through to a stream and keeps a copy, so a tick's exact output can be kept.
+
+    Everything else (encoding, errors, fileno, isatty, buffer…) is the real stream's: click
+    checks the encoding before writing to it, rich takes the fileno on a broken pipe."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+        self.copy = io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.copy.write(text)  # bytes raise here, before the real write: click probes so
+        return self.inner.write(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def main() -> None:
+    """`crustacean …`: a memoized no-op tick, or the typer app."""
+    argv, env = sys.argv[1:], os.environ
+    memo = None
+    if "tick" in argv:  # other commands do not pay for the memo's imports
+        from crustacean import tick_memo
+
+        try:
+            memo = tick_memo.probe(argv, env, Path.cwd(), sys.stdout.isatty())
+        except OSError:  # a vanished cwd, say: the ordinary path reports it
+            memo = None
+    if memo is not None:
+        answer = memo.replay(datetime.now(UTC))
+        if answer is not None:
+            sys.stdout.write(answer)
+            sys.stdout.flush()
+            return
+    from crustacean.cli.app import app
+
+    if memo is None:
+        app(prog_name="crustacean")
+        return
+    before = memo.snapshot(env)
+    out, err = _Tee(sys.stdout), _Tee(sys.stderr)
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    code: Any = 0
+    try:
+        app(prog_name="crustacean")
+    except SystemExit as e:
+        code = e.code
+    finally:
+        sys.stdout, sys.stderr = out.inner, err.inner
+    if code in (0, None) and not err.copy.getvalue():
+        memo.store(before, out.copy.getvalue(), env)
+    raise SystemExit(code)

@@ -1,0 +1,143 @@
+"""What a topic-less context needs to know of every memory, kept in state.db between calls.
+
+`crustacean context --for main` (a SessionStart hook runs it on every session) picks hot
+memories, newest first within the caps, and the audience's contact or group file; without a
+topic no warm or cold memory can be picked, so their bodies are never looked at. Yet it must
+name every memory file it could not use, and every hot one the caps cut. So each memory's tier,
+recorded date, body size and problem (skipped, empty, frontmatter warning) is kept in
+`memory_index`, keyed by path and checked against the file's size and modification time; only
+new or changed files are parsed again, and a kept memory's text is read when the context uses
+it. A file modified within RACY_NS of being indexed is parsed again on the next call too (the
+same clock tick could hide a second write).
+
+`load_memories(ws, bodies=False)` returns what a topic-less context would use of
+`memories.load_memories(ws)`: the hot memories, contacts and groups (as IndexedMemory, read on
+first use), in the same order, and every problem of every memory file, in the same order.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from time import time_ns
+
+from crustacean import memories
+from crustacean.documents import Document, DocumentSkipped, read_document
+from crustacean.memories import MemoryDoc, memory_paths, read_memory
+from crustacean.state import open_state
+from crustacean.workspace import Workspace
+
+RACY_NS = 2_000_000_000
+PERSON_FOLDERS = ("memory/contacts/", "memory/groups/")  # context's _person_file looks here
+
+
+class IndexedMemory(MemoryDoc):
+    """A memory as the index knows it: path, tier, recorded date and size without reading the
+    file; its document is read on first use (the memories a context keeps, the person file).
+
+    A file that cannot be read by then (changed in the milliseconds since the index was
+    checked) reads as an empty body with the reason as its warning."""
+
+    def __init__(
+        self, root: Path, path: str, tier: str, recorded: datetime, size: int, mtime: datetime
+    ) -> None:
+        object.__setattr__(self, "mtime", mtime)
+        object.__setattr__(self, "_known", (root, path, tier, recorded, size))
+        object.__setattr__(self, "_doc", None)
+
+    @property  # type: ignore[override]
+    def doc(self) -> Document:
+        if self._doc is None:
+            root, path = self._known[:2]
+            try:
+                doc = read_document(root, path)
+            except DocumentSkipped as e:
+                doc = Document(path, "", {}, "", None, e.reason)
+            object.__setattr__(self, "_doc", doc)
+        return self._doc  # type: ignore[return-value]
+
+    @property
+    def path(self) -> str:
+        return self._known[1]
+
+    @property
+    def tier(self) -> str:
+        return self._known[2]
+
+    @property
+    def recorded(self) -> datetime:
+        return self._known[3]
+
+    @property
+    def size(self) -> int:
+        return self._known[4]
+
+
+def _wanted(rel: str, tier: str) -> bool:
+    return tier == "hot" or rel.startswith(PERSON_FOLDERS)
+
+
+def load_memories(
+    ws: Workspace, *, bodies: bool = True
+) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
+    """`memories.load_memories`; with bodies=False only the memories a topic-less context can
+    use, and every problem (see the module docstring)."""
+    if bodies:
+        return memories.load_memories(ws)
+    now_ns = time_ns()
+    docs: list[MemoryDoc] = []
+    problems: list[tuple[str, str]] = []
+    with open_state(ws) as db:
+        rows = {
+            r[0]: r[1:]
+            for r in db.conn.execute(
+                "SELECT path, size, mtime_ns, racy, tier, recorded, body, problem, loaded "
+                "FROM memory_index"
+            )
+        }
+        fresh: list[tuple[object, ...]] = []
+        paths = memory_paths(ws.root)
+        root = str(ws.root)  # not Path / rel: for 10,000 files pathlib costs more than stat
+        for rel in paths:
+            try:
+                st: os.stat_result | None = os.stat(f"{root}/{rel}")
+            except OSError:
+                st = None
+            kept = rows.get(rel)
+            if (
+                st is not None
+                and kept is not None
+                and not kept[2]
+                and (kept[0], kept[1]) == (st.st_size, st.st_mtime_ns)
+            ):
+                tier, recorded, size, problem, loaded = kept[3:]
+                if loaded and _wanted(rel, tier):
+                    mtime = datetime.fromtimestamp(st.st_mtime, UTC)
+                    when = datetime.fromisoformat(recorded)
+                    docs.append(IndexedMemory(ws.root, rel, tier, when, size, mtime))
+            else:
+                mem, problem = read_memory(ws, rel)
+                if mem is not None and _wanted(rel, mem.tier):
+                    docs.append(mem)
+                if st is not None:
+                    racy = int(st.st_mtime_ns >= now_ns - RACY_NS)
+                    known = (
+                        (mem.tier, mem.recorded.isoformat(), mem.size, problem, 1)
+                        if mem is not None
+                        else ("", None, 0, problem, 0)
+                    )
+                    fresh.append((rel, st.st_size, st.st_mtime_ns, racy, *known))
+            if problem:
+                problems.append((rel, problem))
+        gone = set(rows) - set(paths)
+        if fresh or gone:
+            with db.transaction() as conn:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO memory_index "
+                    "(path, size, mtime_ns, racy, tier, recorded, body, problem, loaded) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    fresh,
+                )
+                conn.executemany("DELETE FROM memory_index WHERE path = ?", [(p,) for p in gone])
+    return docs, problems

@@ -1,0 +1,80 @@
+"""Bounded reads for the tools a model calls (MCP and the stages' agent loop alike).
+
+A model's context is small and every tool reply lands in it: a listing of 10,000 files was
+971 KB and a 5 MB file came back whole. So a listing is paged (prefix, limit, cursor) and a read
+takes a line range and refuses, with the file's size, a reply over `context.read_chars`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crustacean.errors import UsageError
+from crustacean.store.files import Store
+
+
+def list_page(
+    store: Store,
+    prefix: str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """One page of files, sorted by path: those after `cursor` (the `next_cursor` a previous
+    page gave), at most `limit` (default and ceiling `context.list_limit`)."""
+    most = store.ws.settings.context.list_limit
+    limit = most if limit is None else limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
+        raise UsageError(f"limit must be an integer from 1 to {most} (context.list_limit).")
+    if cursor is not None and not isinstance(cursor, str):
+        raise UsageError("cursor must be the next_cursor string a previous call returned.")
+    files = store.list_context_files(prefix)
+    after = [f for f in files if cursor is None or f.path > cursor]
+    page = after[:limit]
+    more = len(after) > limit
+    out: dict[str, Any] = {
+        "files": [f.to_json() for f in page],
+        "total": len(files),
+        "next_cursor": page[-1].path if more else None,
+    }
+    if more:
+        out["note"] = (
+            f"{len(after) - limit:,} more; call again with cursor=next_cursor, or narrow prefix."
+        )
+    return out
+
+
+def read_range(
+    store: Store, path: str, start_line: int | None = None, end_line: int | None = None
+) -> dict[str, Any]:
+    """A file's text (or lines `start_line`..`end_line`, 1-based, inclusive) and the whole
+    file's sha256; refused, with the size, when the reply would pass `context.read_chars`."""
+    for name, value in (("start_line", start_line), ("end_line", end_line)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UsageError(f"{name} must be a line number (an integer from 1).")
+        if value is not None and value < 1:
+            raise UsageError(f"{name} must be at least 1, not {value}.")
+    got = store.read_context_file(path)
+    lines = got.content.splitlines(keepends=True)
+    ranged = start_line is not None or end_line is not None
+    first = start_line or 1
+    last = min(end_line or len(lines), len(lines))
+    if ranged and first > max(len(lines), 1):
+        raise UsageError(
+            f"{got.path} has {len(lines):,} lines; start_line {first} is past its end."
+        )
+    if ranged and last < first:
+        raise UsageError(f"end_line {end_line} is before start_line {first}.")
+    text = "".join(lines[first - 1 : last]) if ranged else got.content
+    cap = store.ws.settings.context.read_chars
+    if len(text) > cap:
+        what = f"lines {first}-{last} of {got.path} are" if ranged else f"{got.path} is"
+        per_line = max(len(got.content) // max(len(lines), 1), 1)
+        raise UsageError(
+            f"{what} {len(text):,} characters ({len(lines):,} lines in all), over "
+            f"context.read_chars {cap:,}. Read it in parts with start_line and end_line (about "
+            f"{max(cap // per_line, 1):,} lines fit), or search_memory for the part you need."
+        )
+    out: dict[str, Any] = {"path": got.path, "content": text, "sha256": got.sha256}
+    if ranged:
+        out |= {"start_line": first, "end_line": last, "lines": len(lines)}
+    return out

@@ -1,0 +1,815 @@
+"""Collect records every message exactly once (issue 17), on OpenClaw-shaped folders: items bound
+to message references, copies sent once, the cursor as the truth, one budget per run, batches."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from fakeapi import FakeAnthropic, error, tool_use
+
+from conftest import run_cli, snapshot
+from crustacean.config import load_config
+from crustacean.errors import UsageError
+from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
+from crustacean.sources import Message
+from crustacean.stages.collect import (
+    CollectResult,
+    Progress,
+    bind_items,
+    build_chunks,
+    clean_text,
+    collect,
+    normalize,
+    parse_when,
+)
+from crustacean.workspace import Workspace
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+KEY = "sk-ant-api03-" + "Q" * 40
+NOTE = re.compile(r"note-\d+")
+
+
+# ------------------------------------------------------------------ OpenClaw-shaped folders
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def header(session: str, moment: datetime) -> str:
+    head = {"type": "session", "version": 3, "id": session, "timestamp": stamp(moment)}
+    return json.dumps(head) + "\n"
+
+
+def line(entry: str | None, role: str, words: str, moment: datetime) -> str:
+    record: dict[str, Any] = {"type": "message", "parentId": None, "timestamp": stamp(moment)}
+    if entry is not None:
+        record["id"] = entry
+    record["message"] = {"role": role, "content": [{"type": "text", "text": words}]}
+    return json.dumps(record) + "\n"
+
+
+def sessions_dir(root: Path, agent: str = "main") -> Path:
+    folder = root / "openclaw/agents" / agent / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def env(ws: Workspace, tmp_path: Path, fake_api: FakeAnthropic) -> dict[str, str]:
+    toml = ws.root / "crustacean.toml"
+    agents = tmp_path / "openclaw/agents"
+    toml.write_text(toml.read_text() + f'\n[[sources]]\nkind = "openclaw"\npath = "{agents}"\n')
+    return {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
+
+
+def live(ws: Workspace, env: dict[str, str], *overrides: str) -> Workspace:
+    return Workspace(
+        ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0", *overrides])
+    )
+
+
+def run(ws: Workspace, env: dict[str, str], now: datetime = NOW, **kw: Any) -> CollectResult:
+    return collect(ws, env=env, clock=lambda: now, **kw)
+
+
+def section(body: dict[str, Any]) -> str:
+    content = body["messages"][0]["content"]
+    text = content if isinstance(content, str) else content[0]["text"]
+    return text.split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
+
+
+def notes(*items: dict[str, Any], body: dict[str, Any] | None = None) -> dict[str, Any]:
+    usage = {"input_tokens": len(json.dumps(body)) // 4} if body else None
+    return tool_use(("record_notes", {"items": list(items)}), usage=usage)
+
+
+def echo(body: dict[str, Any]) -> dict[str, Any]:
+    """A model that notes every `note-N` it is shown, citing the message it is in (no session
+    label, no time), and bills the tokens it was really sent."""
+    first: dict[str, str] = {}
+    for ref, word in re.findall(r"^\[(m\d+) [^\]]*\].*?(note-\d+)", section(body), re.M):
+        first.setdefault(word, ref)
+    items = [{"category": "fact", "text": f"Noted {w}.", "refs": [r]} for w, r in first.items()]
+    return notes(*items, body=body)
+
+
+def logged(root: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for log in (root / "memory").glob("????-??-??.md"):
+        for word in re.findall(r"Noted (note-\d+)\.", log.read_text()):
+            counts[word] = counts.get(word, 0) + 1
+    return counts
+
+
+def sent(fake: FakeAnthropic) -> list[str]:
+    return [w for r in fake.messages() for w in NOTE.findall(section(r.body))]
+
+
+# ------------------------------------------------------------------ items bound to messages
+
+
+def test_two_sessions_in_one_run_with_a_model_that_gives_no_session_label(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=3)
+    (sessions_dir(tmp_path) / "alpha.jsonl").write_text(
+        header("alpha", t) + line("a1", "user", "note-1 Ana likes green tea", t)
+    )
+    coach = sessions_dir(tmp_path, "coach") / "beta.jsonl"
+    coach.write_text(
+        header("beta", t) + line("b1", "user", "note-2 run 5k on Sunday", t + timedelta(minutes=30))
+    )
+    fake_api.enqueue(echo)
+    result = run(live(ws, env), env)
+    assert result.record.status == "ok" and result.appended == 2 and result.chunks == 1
+    log = (ws.root / "memory/2026-11-30.md").read_text()
+    alpha, beta = log.split("session=alpha", 1)[1], log.split("session=beta", 1)[1]
+    assert "Noted note-1." in alpha.split("### ")[0] and "Noted note-2." in beta.split("### ")[0]
+    assert f"source={coach}" in log and "### [09:00]" in log and "### [09:30]" in log
+    body = fake_api.messages()[0].body
+    assert "## openclaw:main · session alpha\n[m1 2026-11-30 09:00] user:" in section(body)
+    assert "## openclaw:coach · session beta\n[m2 2026-11-30 09:30] user:" in section(body)
+    assert run(live(ws, env), env).record.status == "skipped"
+
+
+def two_sessions(tmp_path: Path) -> None:
+    """Two sessions small enough to share one chunk."""
+    t = NOW - timedelta(hours=3)
+    folder = sessions_dir(tmp_path)
+    (folder / "alpha.jsonl").write_text(header("alpha", t) + line("a1", "user", "note-1 tea", t))
+    (folder / "beta.jsonl").write_text(header("beta", t) + line("b1", "user", "note-2 5k", t))
+
+
+def test_an_item_citing_nothing_in_a_two_session_chunk_fails_the_run_and_moves_nothing(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    two_sessions(tmp_path)
+    fake_api.enqueue(notes({"category": "fact", "text": "Ana likes tea.", "session": "telegram"}))
+    before = snapshot(ws.root)
+    failed = run(live(ws, env), env)
+    assert failed.record.status == "failed" and failed.appended == 0
+    assert "item 1 cites no message of its chunk, which holds 2 sessions" in failed.record.error
+    assert "nothing was appended and no cursor moved" in failed.record.error
+    after = snapshot(ws.root)
+    assert {k for k in after if after.get(k) != before.get(k)} <= {
+        k for k in after if k.startswith(".crustacean/")
+    }
+    assert not (ws.root / "memory/2026-11-30.md").exists()
+    fake_api.enqueue(echo)
+    again = run(live(ws, env), env)  # the same messages are sent again, and land
+    assert again.record.status == "ok" and sorted(logged(ws.root)) == ["note-1", "note-2"]
+    assert sent(fake_api) == ["note-1", "note-2", "note-1", "note-2"]
+
+
+def test_cli_failed_binding_exits_1_with_the_reason(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    two_sessions(tmp_path)
+    fake_api.enqueue(notes({"category": "fact", "text": "Unbound.", "refs": ["m99"]}))
+    out = run_cli("-w", str(ws.root), "collect", "--json", code=1, env=env)
+    data = json.loads(out.stdout)
+    assert data["status"] == "failed" and data["appended"] == 0
+    assert "cites no message" in data["run"]["error"]
+
+
+def test_an_item_citing_nothing_in_a_one_session_chunk_goes_to_that_session(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=3)
+    (sessions_dir(tmp_path) / "solo.jsonl").write_text(
+        header("solo", t) + line("s1", "user", "hello", t) + line("s2", "assistant", "hi", t)
+    )
+    fake_api.enqueue(notes({"category": "person", "text": "Maya is the user's sister."}))
+    result = run(live(ws, env), env)
+    assert result.record.status == "ok" and result.unbound == 1 and result.appended == 1
+    log = (ws.root / "memory/2026-11-30.md").read_text()
+    assert "session=solo" in log and "- [person] Maya is the user's sister." in log
+    assert result.to_json()["attributed_to_chunk_session"] == 1
+
+
+def msg(ref: int, session: str, minute: int) -> Message:
+    when = datetime(2026, 11, 30, 9, minute, tzinfo=UTC)
+    return Message("user", "x", when, session, f"{session}/{ref}", f"/t/{session}.jsonl", ref, "oc")
+
+
+REFS = {"m1": msg(1, "a", 0), "m2": msg(2, "a", 5), "m3": msg(3, "b", 30)}
+
+
+@pytest.mark.parametrize(
+    ("entry", "session", "hhmm", "rejected"),
+    [
+        ({"category": "fact", "text": "t", "refs": ["m3"]}, "b", "09:30", None),
+        ({"category": "fact", "text": "t", "refs": "[m2]"}, "a", "09:05", None),
+        ({"category": "fact", "text": "t", "refs": ["M2", "m1"]}, "a", "09:00", None),
+        (
+            {"category": "fact", "text": "t", "refs": ["m1", "m2"], "when": "2026-11-30 09:03"},
+            "a",
+            "09:03",
+            None,
+        ),
+        (
+            {"category": "fact", "text": "t", "refs": ["m1"], "when": "1999-01-01 00:00"},
+            "a",
+            "09:00",
+            None,
+        ),
+        (
+            {"category": "fact", "text": "t", "refs": ["m3"], "when": "2031-01-01T00:00:00Z"},
+            "b",
+            "09:30",
+            None,
+        ),
+        ({"category": "fact", "text": "t", "refs": ["m3"], "session": "a"}, "b", "09:30", None),
+        ({"category": "gossip", "text": "t", "refs": ["m1"]}, None, None, "unknown category"),
+        ({"category": "fact", "text": "  ", "refs": ["m1"]}, None, None, "no text"),
+        ({"category": "fact", "text": "- [fact]", "refs": ["m1"]}, None, None, "no text"),
+        ("just a string", None, None, "not an object"),
+    ],
+)
+def test_bind_items_table(
+    entry: object, session: str | None, hhmm: str | None, rejected: str | None
+) -> None:
+    bound = bind_items([entry], REFS, UTC)
+    assert bound.fatal is None
+    if rejected:
+        assert bound.items == [] and dict(bound.rejected) == {rejected: 1}
+        return
+    (item,) = bound.items
+    assert (item.session, item.when.strftime("%H:%M")) == (session, hhmm)
+    assert item.path == f"/t/{session}.jsonl"
+
+
+def test_bind_items_refuses_to_guess_across_sessions() -> None:
+    bound = bind_items([{"category": "fact", "text": "t", "refs": ["m7"]}], REFS, UTC)
+    assert bound.items == [] and bound.fatal and "2 sessions" in bound.fatal
+    assert bind_items("nope", REFS, UTC).rejected == {"items was not a list": 1}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-11-30T23:30:00Z", datetime(2026, 11, 30, 23, 30, tzinfo=UTC)),
+        ("2026-11-30T23:30:00+02:00", datetime(2026, 11, 30, 21, 30, tzinfo=UTC)),
+        ("2026-11-30 23:30", datetime(2026, 11, 30, 22, 30, tzinfo=UTC)),  # Berlin wall time
+        ("[m3 2026-11-30 09:01]", datetime(2026, 11, 30, 8, 1, tzinfo=UTC)),
+        ("yesterday-ish", None),
+        (None, None),
+    ],
+)
+def test_parse_when_reads_z_and_offsets_as_instants(value: object, expected: object) -> None:
+    assert parse_when(value, ZoneInfo("Europe/Berlin")) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "clean", "norm"),
+    [
+        ("- [preference] - [preference] Likes tea.", "Likes tea.", "likes tea"),
+        ("[idea]  Try a  CRAB logo!", "Try a CRAB logo!", "try a crab logo"),
+        ("* 1. Ship it", "Ship it", "ship it"),
+        ("[Ana] said hi", "[Ana] said hi", "[ana] said hi"),
+    ],
+)
+def test_item_text_loses_copied_bullets_and_tags(text: str, clean: str, norm: str) -> None:
+    assert clean_text(text) == clean and normalize(text) == norm
+
+
+def test_echoed_log_lines_merge_instead_of_nesting(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=3)
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "tea", t))
+    day = ws.root / "memory/2026-11-30.md"
+    day.write_text("# 2026-11-30\n\n### [08:00] drinks\n\n- [preference] Ana likes green tea.\n")
+    fake_api.enqueue(
+        notes(
+            {
+                "category": "preference",
+                "text": "- [preference] Ana likes green tea",
+                "refs": ["m1"],
+            },
+            {"category": "preference", "text": "ana LIKES green tea.", "refs": ["m1"]},
+        )
+    )
+    result = run(live(ws, env), env)
+    assert result.duplicates == 2 and result.appended == 0
+    assert "merged as duplicates" in result.record.summary
+    assert day.read_text().count("green tea") == 1
+
+
+# ------------------------------------------------------------------ exactly once across files
+
+
+def test_a_live_file_with_its_reset_and_checkpoint_copies_is_sent_once(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    folder = sessions_dir(tmp_path)
+    t = NOW - timedelta(hours=5)
+    first = [
+        line("e1", "user", "note-1 my sister Maya visits", t),
+        line("e2", "assistant", "note-2 noted, Maya", t + timedelta(minutes=1)),
+        line(None, "user", "note-3 a line without an id", t + timedelta(minutes=2)),
+    ]
+    later = [line("e4", "user", "note-4 book the train", t + timedelta(minutes=3))]
+    (folder / "s1.jsonl.reset.2026-11-30T08-00-00.000Z").write_text(
+        header("s1", t) + "".join(first)
+    )
+    (folder / "s1.checkpoint.5f2e9c1a-7b3d.jsonl").write_text(
+        header("s1", t) + "".join(first + later)
+    )
+    (folder / "s1.jsonl").write_text(header("s1", t) + "".join(first + later))
+    (folder / "s2.jsonl").write_text(
+        header("s2", t) + line("e1", "user", "note-5 other session", t)
+    )
+    fake_api.enqueue(echo)
+    result = run(live(ws, env), env)
+    assert result.record.status == "ok" and result.new_messages == 5 and result.copies == 7
+    assert sorted(sent(fake_api)) == [f"note-{i}" for i in range(1, 6)]
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(1, 6)}
+    assert str(folder / "s1.jsonl") in (ws.root / "memory/2026-11-30.md").read_text()
+    with (folder / "s1.jsonl").open("a") as fh:
+        fh.write(line("e6", "user", "note-6 after the copies", t + timedelta(minutes=9)))
+    (folder / "s1.checkpoint.0d1e.jsonl").write_bytes((folder / "s1.jsonl").read_bytes())
+    fake_api.enqueue(echo)
+    assert run(live(ws, env), env).new_messages == 1
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(1, 7)}
+    assert run(live(ws, env), env).record.status == "skipped"
+    assert len(fake_api.messages()) == 2
+
+
+# ------------------------------------------------------------------ the cursor is the truth
+
+
+def test_a_message_appended_after_the_cursor_four_days_ago_is_collected(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    then = NOW - timedelta(days=4)
+    folder = sessions_dir(tmp_path)
+    live_file = folder / "s1.jsonl"
+    live_file.write_text(
+        header("s1", then) + line("e1", "user", "note-1 before", then - timedelta(hours=1))
+    )
+    fake_api.enqueue(echo)
+    assert run(live(ws, env), env, now=then).record.status == "ok"
+    # the laptop slept (or the key failed) for four days; the conversation went on meanwhile
+    with live_file.open("a") as fh:
+        fh.write(
+            line("e2", "user", "note-2 right after the last run", then + timedelta(minutes=10))
+        )
+    (folder / "s3.jsonl").write_text(
+        header("s3", then)
+        + line("x1", "user", "note-9 long before the last run", then - timedelta(days=3))
+        + line("x2", "user", "note-3 a session started in the gap", then + timedelta(hours=1))
+    )
+    fake_api.enqueue(echo)
+    result = run(live(ws, env), env)
+    assert result.record.status == "ok" and result.new_messages == 2
+    assert logged(ws.root) == {"note-1": 1, "note-2": 1, "note-3": 1}
+    assert (ws.root / f"memory/{(then + timedelta(minutes=10)).date()}.md").exists()
+    fake_api.enqueue(echo)
+    back = run(live(ws, env), env, since=then - timedelta(days=5))  # --since still backfills
+    assert back.new_messages == 1 and "note-9" in section(fake_api.messages()[-1].body)
+
+
+def test_since_backfills_a_message_the_first_window_passed_by(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    folder = sessions_dir(tmp_path)
+    old = NOW - timedelta(days=9)
+    (folder / "s.jsonl").write_text(
+        header("s", old)
+        + line("e1", "user", "note-1 nine days ago", old)
+        + line("e2", "user", "note-2 today", NOW - timedelta(hours=1))
+    )
+    fake_api.enqueue(echo, echo)
+    assert run(live(ws, env), env).new_messages == 1  # a first run reads the window only
+    back = run(live(ws, env), env, since=NOW - timedelta(days=10))
+    assert back.new_messages == 1 and logged(ws.root) == {"note-1": 1, "note-2": 1}
+    assert (ws.root / f"memory/{old.date()}.md").exists()
+
+
+# ------------------------------------------------------------------ one budget per run
+
+
+def big_transcript(tmp_path: Path, count: int, size: int = 2900) -> None:
+    t = NOW - timedelta(hours=20)
+    lines = [header("big", t)]
+    for i in range(count):
+        words = f"note-{i} " + "lorem ipsum dolor sit amet " * (size // 27)
+        lines.append(
+            line(f"e{i}", "user" if i % 2 else "assistant", words, t + timedelta(minutes=i))
+        )
+    (sessions_dir(tmp_path) / "big.jsonl").write_text("".join(lines))
+
+
+def test_a_transcript_larger_than_the_run_budget_is_collected_over_two_runs(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    big_transcript(tmp_path, 80)
+    small = live(ws, env, "budget.max_turns=2")
+    planned = collect(small, env={}, clock=lambda: NOW, plan=True)
+    assert planned.chunks == 4 and planned.plan and planned.plan.requests == 4
+    assert planned.left_for_next_run > 0
+    fake_api.enqueue(*[echo] * 4)
+    first = run(small, env)
+    assert first.record.status == "partial" and first.chunks_sent == 2
+    assert first.record.turns == 2 and first.left_for_next_run == 80 - len(set(sent(fake_api)))
+    assert "left for the next run" in first.record.summary
+    assert "budget" in (first.record.error or "")
+    half = logged(ws.root)
+    assert set(half) == set(sent(fake_api)) and all(n == 1 for n in half.values())
+    second = run(small, env)
+    assert second.record.status == "ok" and second.chunks_sent == 2
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(80)}  # nothing lost, nothing twice
+    assert sorted(sent(fake_api)) == sorted(f"note-{i}" for i in range(80))
+    assert run(small, env).record.status == "skipped" and len(fake_api.messages()) == 4
+
+
+def test_input_tokens_bound_the_whole_run(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    big_transcript(tmp_path, 40)
+    budget = 9000
+    small = live(ws, env, f"budget.max_input_tokens={budget}")
+    fake_api.enqueue(*[echo] * 40)
+    runs = []
+    while not runs or runs[-1].record.status == "partial":
+        runs.append(run(small, env))
+        assert runs[-1].record.usage.total_input <= budget
+        assert len(runs) < 30
+    assert len(runs) > 1 and runs[-1].record.status == "ok"
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
+
+
+def test_plan_prices_every_chunk(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    big_transcript(tmp_path, 80)
+    one = live(ws, env)
+    planned = collect(one, env={}, clock=lambda: NOW, plan=True)
+    assert planned.plan and planned.plan.requests == planned.chunks == 4
+    assert planned.plan.est_input_tokens > 4 * 15_000
+    batch = collect(one, env={}, clock=lambda: NOW, plan=True, batch=True)
+    assert batch.plan and batch.plan.est_cost_first_turn == pytest.approx(
+        planned.plan.est_cost_first_turn / 2
+    )
+    out = run_cli("-w", str(ws.root), "collect", "--plan").stdout
+    assert "for all 4 requests" in out
+    out = run_cli("-w", str(ws.root), "-c", "budget.max_turns=2", "collect", "--plan").stdout
+    assert "covers part of it; 40 message(s) would wait for the next run" in out
+    assert fake_api.requests == []
+
+
+# ------------------------------------------------------------------ clean input
+
+
+def test_every_chunk_starts_with_its_session_header() -> None:
+    t = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    messages = [
+        Message("user", "w" * 900, t + timedelta(minutes=i), s, f"{s}/{i}", f"/{s}", i, "oc")
+        for s in ("a", "b")
+        for i in range(6)
+    ]
+    chunks = build_chunks(messages, UTC, 4000)
+    assert len(chunks) >= 3
+    for chunk in chunks:
+        assert chunk.text.startswith("## oc · session ")
+        for ref, m in chunk.refs.items():
+            assert f"[{ref} " in chunk.text and m.session in chunk.text
+    assert [r for c in chunks for r in c.refs] == [f"m{i}" for i in range(1, 13)]
+
+
+def test_noise_is_stripped_and_a_bad_byte_does_not_drop_the_message(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=2)
+    meta = (
+        'Conversation info (untrusted metadata):\n```json\n{"message_id": "42", "sender": '
+        '"tg"}\n```\n\nSender (untrusted metadata):\n```json\n{"name": "Ana"}\n```\n\n'
+    )
+    body = (
+        header("s", t)
+        + line("e1", "user", "[OpenClaw heartbeat poll] anything to do?", t)
+        + line("e2", "user", meta + "note-1 book the dentist", t)
+        + line("e3", "assistant", "\x1b[31mnote-2 red\x1b[0m text \x1b]0;title\x07done", t)
+    ).encode()
+    bad = line("e4", "user", "note-3 cafX with a bad byte", t).encode()
+    bad = bad.replace(b"cafX", b"caf\xe9")  # Latin-1 bytes in a UTF-8 file
+    (sessions_dir(tmp_path) / "s.jsonl").write_bytes(body + bad)
+    fake_api.enqueue(echo)
+    result = run(live(ws, env), env)
+    assert result.record.status == "ok" and result.new_messages == 3 and result.bad_lines == 0
+    text = section(fake_api.messages()[0].body)
+    assert "heartbeat poll" not in text and "untrusted metadata" not in text
+    assert "message_id" not in text and "\x1b" not in text and "title" not in text
+    assert "note-2 red text done" in text and "note-3 caf\ufffd with a bad byte" in text
+
+
+def test_cache_marks_only_a_stable_prefix_big_enough_to_cache(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=2)
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
+    fake_api.enqueue(echo, echo)
+    run(live(ws, env), env)  # the default small model: its minimum is larger than the prefix
+    body = fake_api.messages()[0].body
+    assert "cache_control" not in json.dumps(body)
+    assert min_cacheable_tokens("claude-haiku-5-5") == 4096
+    with (sessions_dir(tmp_path) / "s.jsonl").open("a") as fh:
+        fh.write(line("e2", "user", "again", t))
+    run(live(ws, env, "models.small=claude-sonnet-5-5"), env)
+    body = fake_api.messages()[1].body
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in json.dumps(body["messages"])  # the one-off prompt is not
+    req = StageRequest(
+        stage="collect", system_doc="short", prompt="p", tools=(), min_cache_tokens=1024
+    )
+    assert "cache_control" not in json.dumps(build_params(req, "m", []))
+
+
+# ------------------------------------------------------------------ batches
+
+
+def test_batch_submits_records_the_id_and_a_later_run_appends(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    big_transcript(tmp_path, 80)
+    one = live(ws, env)
+    fake_api.enqueue(*[echo] * 4)
+    submitted = run(one, env, batch=True)
+    assert submitted.record.status == "ok" and submitted.batch
+    batch_id = submitted.batch["submitted"]
+    assert submitted.batch["requests"] == 4 and submitted.waiting_in_batch == 80
+    assert fake_api.messages() == [] and len(fake_api.batch_requests()) == 4
+    assert all(p["tool_choice"]["name"] == "record_notes" for p in fake_api.batch_requests())
+    with sqlite3.connect(ws.root / ".crustacean/state.db") as db:
+        assert db.execute("SELECT batch_id FROM collect_sent_batches").fetchall() == [(batch_id,)]
+    assert logged(ws.root) == {}
+    waiting = run(one, env)  # not ended yet: nothing is sent again, nothing appended
+    assert waiting.record.status == "skipped" and waiting.waiting_in_batch == 80
+    assert waiting.batch and waiting.batch["still_waiting"] == [batch_id]
+    assert fake_api.messages() == [] and len(fake_api.batch_requests()) == 4
+    fake_api.end_batches()
+    fetched = run(one, env)
+    assert fetched.record.status == "ok" and fetched.batch and fetched.batch["fetched"] == batch_id
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(80)}
+    assert f"batch={batch_id}" in "".join(p.read_text() for p in (ws.root / "memory").glob("*.md"))
+    assert fetched.record.cost_usd > 0
+    assert run(one, env).record.status == "skipped" and fake_api.messages() == []
+
+
+def test_a_failed_batch_request_is_released_and_sent_again(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    big_transcript(tmp_path, 60)
+    one = live(ws, env)
+    cut = tool_use(("record_notes", {"items": []}), stop_reason="max_tokens")
+    fake_api.enqueue(echo, error(500, message="overloaded"), cut)
+    assert run(one, env, batch=True).batch["requests"] == 3  # type: ignore[index]
+    fake_api.end_batches()
+    fake_api.enqueue(echo, echo)
+    result = run(one, env)  # appends chunk 1, then sends chunks 2 and 3 again directly
+    assert result.batch and result.batch["released_chunks"] == 2
+    assert len(fake_api.messages()) == 2
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(60)}
+
+
+def test_batch_cost_is_half_the_direct_cost(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    usage = {"input_tokens": 10_000, "output_tokens": 500}
+    reply = tool_use(("record_notes", {"items": []}), usage=usage)
+    t = NOW - timedelta(hours=2)
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
+    fake_api.enqueue(reply)
+    direct = run(live(ws, env), env, since=NOW - timedelta(days=1)).record.cost_usd
+    with sqlite3.connect(ws.root / ".crustacean/state.db") as db:
+        db.execute("DELETE FROM collect_ids")
+        db.execute("DELETE FROM collect_cursors")
+    fake_api.enqueue(reply)
+    run(live(ws, env), env, batch=True)
+    fake_api.end_batches()
+    batched = run(live(ws, env), env).record.cost_usd
+    assert direct > 0 and batched == pytest.approx(direct / 2)
+
+
+def test_batch_with_dry_run_is_a_usage_error(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=2)
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
+    before = snapshot(ws.root)
+    with pytest.raises(UsageError, match="--batch cannot be combined with --dry-run"):
+        run(live(ws, env), env, batch=True, dry_run=True)
+    out = run_cli("-w", str(ws.root), "collect", "--batch", "--dry-run", code=2, env=env)
+    assert "Error: --batch cannot be combined with --dry-run" in out.stderr
+    assert snapshot(ws.root) == before and fake_api.requests == []
+
+
+# ------------------------------------------------------------------ progress
+
+
+def test_progress_reports_each_chunk(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    big_transcript(tmp_path, 80)
+    seen: list[Progress] = []
+    fake_api.enqueue(*[echo] * 4)
+    run(live(ws, env), env, progress=seen.append)
+    assert [p.chunks_sent for p in seen] == [1, 2, 3, 4]
+    assert all(p.chunks_total == 4 for p in seen) and seen[-1].items == 80
+    assert seen[-1].input_tokens > seen[0].input_tokens > 0
+
+
+# ------------------------------------------------------------------ curate sees backfills
+
+
+def route_all(body: dict[str, Any]) -> dict[str, Any]:
+    """A curate model that skips every listed entry (so each is marked seen), then finishes."""
+    content = body["messages"][0]["content"]
+    text = content if isinstance(content, str) else content[0]["text"]
+    listed = text.split("<entries>", 1)[1].split("</entries>", 1)[0]
+    ids = re.findall(r"^- \[([0-9a-f]{12})\]", listed, re.M)
+    routing = [{"id": i, "destination": "skip", "reason": "seen"} for i in ids]
+    return tool_use(("record_routing", {"entries": routing}), ("finish", {"summary": "done"}))
+
+
+def test_curate_sees_a_backfilled_old_day_and_compile_waits_for_it(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    from crustacean.stages.compile import compile_workspace
+    from crustacean.stages.curate import curate
+
+    old = NOW - timedelta(days=40)
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(
+        header("s", old)
+        + line("e1", "user", "note-1 forty days ago", old)
+        + line("e2", "user", "note-2 today", NOW - timedelta(hours=1))
+    )
+    one = live(ws, env)
+    fake_api.enqueue(echo, echo)
+    run(one, env)
+    run(one, env, since=NOW - timedelta(days=41))
+    old_log = f"memory/{old.date()}.md"
+    assert (ws.root / old_log).exists()
+    held = compile_workspace(one, env=env, clock=lambda: NOW, no_model=True)
+    assert held.ops.archived == [] and held.ops.held == [
+        f"{old_log}: 1 uncurated entry from a collect backfill; archived once curate has seen them"
+    ]
+    assert (ws.root / old_log).exists()
+    out = run_cli("-w", str(ws.root), "compile", "--no-model", env=env).stdout
+    assert f"not archived: {old_log}: 1 uncurated entry" in out
+    fake_api.enqueue(route_all)
+    curated = curate(one, env=env, clock=lambda: NOW + timedelta(minutes=1))
+    listed = fake_api.messages()[-1].body["messages"][0]["content"]
+    assert curated.entries == 2 and str(old.date()) in json.dumps(listed)
+    archived = compile_workspace(
+        one, env=env, clock=lambda: NOW + timedelta(minutes=2), no_model=True
+    )
+    assert archived.ops.held == [] and len(archived.ops.archived) == 1
+    assert not (ws.root / old_log).exists()
+
+
+def test_old_notes_a_budget_left_behind_are_read_again_next_run(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Plain notes have no lines to stop before: one left unsent keeps no usable cursor, so it is
+    read whole again, even though it is older than any window."""
+    import os
+
+    notes_dir = tmp_path / "notes"
+    notes_dir.mkdir()
+    old = (NOW - timedelta(days=6)).timestamp()
+    for i in range(60):
+        note = notes_dir / f"n{i:02d}.md"
+        note.write_text(f"note-{i} " + "a thought about the garden plan " * 95)
+        os.utime(note, (old, old))
+    toml = ws.root / "crustacean.toml"
+    toml.write_text(toml.read_text() + f'\n[[sources]]\nkind = "plain"\npath = "{notes_dir}"\n')
+    small = live(ws, env, "budget.max_turns=1")
+    fake_api.enqueue(*[echo] * 10)
+    first = run(small, env, since=NOW - timedelta(days=7))
+    assert first.record.status == "partial" and first.chunks > 1
+    runs = [first]
+    while runs[-1].record.status == "partial":
+        runs.append(run(small, env))
+        assert len(runs) < 10
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(60)}
+    assert run(small, env).record.status == "skipped"
+
+
+def test_the_cli_shows_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from crustacean.cli import stages_cmd
+
+    assert stages_cmd._progress() is None  # tests run without a terminal
+    screen = io.StringIO()
+    monkeypatch.setattr(stages_cmd, "err_console", Console(file=screen, force_terminal=True))
+    show = stages_cmd._progress()
+    assert callable(show)
+    show(Progress(1, 3, 4, 12_000))
+    show(Progress(3, 3, 9, 30_000))
+    out = screen.getvalue()
+    assert "collect: chunk 1/3, 4 item(s), 12,000 input tokens\r" in out
+    assert out.endswith("collect: chunk 3/3, 9 item(s), 30,000 input tokens\n")
+
+
+def test_a_crash_after_a_batch_append_neither_loses_nor_repeats(
+    ws: Workspace,
+    env: dict[str, str],
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crustacean.stages import collect_batch
+
+    big_transcript(tmp_path, 40)
+    one = live(ws, env)
+    fake_api.enqueue(*[echo] * 2)
+    run(one, env, batch=True)
+    fake_api.end_batches()
+    real = collect_batch.finish_batch
+
+    def killed(*args: Any, **kw: Any) -> None:
+        raise KeyboardInterrupt("killed after the batch's append")
+
+    monkeypatch.setattr(collect_batch, "finish_batch", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run(one, env)
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}  # the append landed
+    monkeypatch.setattr(collect_batch, "finish_batch", real)
+    again = run(one, env)  # finds the marker: finishes the batch instead of fetching it again
+    assert again.recovered and again.record.status == "skipped"
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
+    assert fake_api.messages() == []
+    with sqlite3.connect(ws.root / ".crustacean/state.db") as db:
+        assert db.execute("SELECT count(*) FROM collect_sent_batches").fetchone() == (0,)
+
+
+def test_tick_fetches_a_finished_batch(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    from crustacean.schedule import tick
+
+    big_transcript(tmp_path, 40)
+    off = [f"stages.{s}.enabled=false" for s in ("curate", "compile", "calibrate")]
+    one = live(ws, env, *off)
+    fake_api.enqueue(*[echo] * 2)
+    submitted = run(one, env, batch=True)
+    fake_api.end_batches()
+    later = NOW + timedelta(hours=3)  # the next collect slot has come
+    done = tick(one, env=env, clock=lambda: later)
+    assert [(o.stage, o.status) for o in done.outcomes if o.status] == [("collect", "ok")]
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
+    assert submitted.batch and fake_api.messages() == []
+
+
+def test_a_batch_the_api_lost_is_released_and_sent_again(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=2)
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(
+        header("s", t) + line("e1", "user", "note-1", t)
+    )
+    one = live(ws, env)
+    fake_api.enqueue(echo)
+    batch_id = run(one, env, batch=True).batch["submitted"]  # type: ignore[index]
+    del fake_api.batches[batch_id]  # expired results, or deleted: the API answers 404
+    fake_api.enqueue(echo)
+    result = run(one, env)
+    assert result.batch and result.batch["released_chunks"] == 1
+    assert len(fake_api.messages()) == 1 and logged(ws.root) == {"note-1": 1}
+
+
+def test_an_answer_cut_at_max_tokens_is_not_trusted_and_the_chunk_goes_again_in_halves(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    t = NOW - timedelta(hours=3)
+    lines = [
+        line(f"e{i}", "user", f"note-{i} item {i}", t + timedelta(minutes=i)) for i in range(6)
+    ]
+    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + "".join(lines))
+    cut = tool_use(
+        (
+            "record_notes",
+            {"items": [{"category": "fact", "text": "Noted note-0.", "refs": ["m1"]}]},
+        ),
+        stop_reason="max_tokens",
+    )
+    fake_api.enqueue(cut, echo, echo)
+    result = run(live(ws, env), env)
+    assert result.record.status == "ok", result.record.error
+    assert result.chunks_sent == 2
+    assert logged(ws.root) == {f"note-{i}": 1 for i in range(6)}
+    assert [len(NOTE.findall(section(r.body))) for r in fake_api.messages()] == [6, 3, 3]

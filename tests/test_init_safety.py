@@ -1,0 +1,187 @@
+"""init in a real home: the home folder is never adopted, and an adopted folder's credentials
+and big files stay out of git (listed, in .gitignore's block); user edits holding a credential
+are never snapshotted into history. Fake credentials are built by concatenation."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, snapshot
+from crustacean.config import load_config
+from crustacean.errors import LimitError, SecretError
+from crustacean.store.files import Store
+from crustacean.store.scan import BLOCK_END, BLOCK_START, check_file, with_left_out_block
+from crustacean.workspace import Workspace
+
+AWS_ID = "AKIA" + "IOSFODNN7ABCDEFG"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "1234567890"
+KEY = (
+    "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+    "-----END OPENSSH " + "PRIVATE KEY-----\n"
+)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def home() -> Path:
+    return Path(os.environ["HOME"])
+
+
+def test_init_without_a_folder_refuses_the_home_folder() -> None:
+    (home() / "notes.md").write_text("mine\n")
+    os.chdir(home())
+    before = snapshot(home())
+    result = run_cli("init", code=2)
+    assert "is your home folder" in result.output
+    assert "crustacean init ~/agent" in result.output
+    assert "Traceback" not in result.output
+    assert snapshot(home()) == before
+    assert not (home() / ".git").exists()
+
+
+def test_init_refuses_a_folder_above_home(tmp_path: Path) -> None:
+    os.chdir(home().parent)
+    before = snapshot(home())
+    result = run_cli("init", code=2)
+    assert "holds your home folder" in result.output
+    assert snapshot(home()) == before
+    assert not (home().parent / "crustacean.toml").exists()
+
+
+def test_init_names_home_explicitly_is_refused_too() -> None:
+    result = run_cli("init", str(home()), code=2)
+    assert "is your home folder" in result.output
+
+
+def test_init_without_a_folder_in_a_folder_of_its_own_adopts_it() -> None:
+    agent = home() / "agent"
+    agent.mkdir()
+    os.chdir(agent)
+    run_cli("init")
+    assert (agent / "crustacean.toml").is_file()
+
+
+def test_adopting_a_folder_leaves_keys_and_big_files_out_of_git() -> None:
+    agent = home() / "agent"
+    (agent / ".ssh").mkdir(parents=True)
+    (agent / ".ssh/id_ed25519").write_text(KEY)
+    (agent / ".ssh/id_ed25519.pub").write_text("ssh-ed25519 AAAAC3Nza user@host\n")
+    (agent / ".env").write_text(f"AWS_ACCESS_KEY_ID={AWS_ID}\nAWS_SECRET_ACCESS_KEY={AWS_SECRET}\n")
+    (agent / "model.bin").write_bytes(os.urandom(5 * 1024 * 1024))
+    (agent / "MEMORY.md").write_text("# Memory\n\n- the user likes tea\n")
+    before = {p: (agent / p).read_bytes() for p in (".ssh/id_ed25519", ".env", "MEMORY.md")}
+
+    result = run_cli("init", str(agent))
+
+    tracked = git(agent, "ls-files").split()
+    assert "MEMORY.md" in tracked and ".ssh/id_ed25519.pub" in tracked
+    for left in (".ssh/id_ed25519", ".env", "model.bin"):
+        assert left not in tracked, left
+        assert left in result.output, left
+        assert git(agent, "log", "--all", "--format=%H", "--", left) == ""  # not in history
+    out = " ".join(result.output.split())
+    assert "Left out of git (3" in out
+    assert "model.bin: 5.0 MB, over store.max_snapshot_bytes (1.0 MB)" in out
+    assert ".env: looks like a credential (AWS access key id, line 1)" in out
+    assert ".ssh/id_ed25519: a credential file by its name" in out
+    assert AWS_ID not in result.output and AWS_SECRET not in result.output
+    ignore = (agent / ".gitignore").read_text()
+    assert BLOCK_START in ignore and BLOCK_END in ignore
+    assert "/.env\n" in ignore and "/model.bin\n" in ignore and ".crustacean/" in ignore
+    assert git(agent, "status", "--porcelain") == ""  # nothing left dangling either
+    assert {p: (agent / p).read_bytes() for p in before} == before  # every byte kept
+
+
+def test_an_adopted_gitignore_keeps_its_lines_and_gains_the_block() -> None:
+    agent = home() / "agent"
+    agent.mkdir()
+    (agent / ".gitignore").write_text("node_modules/\n*.log\n")
+    (agent / ".env").write_text(f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n")
+    run_cli("init", str(agent))
+    text = (agent / ".gitignore").read_text()
+    assert text.startswith("node_modules/\n*.log\n")
+    assert "/.env" in text
+    assert ".env" not in git(agent, "ls-files").split()
+
+
+def test_block_is_replaced_not_repeated() -> None:
+    once = with_left_out_block("a\n", ["x y", "[b]"])
+    twice = with_left_out_block(once, ["x y", "c"])
+    assert twice.count(BLOCK_START) == 1
+    assert twice.startswith("a\n\n")
+    assert "/x\\ y\n/\\[b\\]\n/c\n" in twice
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "kind"),
+    [
+        ("id_rsa", b"anything", "credential"),
+        ("certs/server.pem", b"x", "credential"),
+        (".netrc", b"machine x", "credential"),
+        ("big.md", b"a" * 2000, "size"),
+        ("notes.md", f"aws {AWS_ID}\n".encode(), "credential"),
+        ("notes.md", b"# plain prose about passwords and tokens\n", None),
+        ("id_rsa.pub", b"ssh-rsa AAAA", None),
+        ("image.png", b"\x89PNG\0" + AWS_ID.encode(), None),
+    ],
+)
+def test_check_file_table(path: str, data: bytes, kind: str | None) -> None:
+    found = check_file(path, data, 1000)
+    assert (found.kind if found else None) == kind
+    if found:
+        assert AWS_ID not in found.reason
+
+
+def _dirty_write(ws: Workspace, content: str) -> tuple[Store, Path]:
+    store = Store(ws)
+    store.write_context(
+        [{"path": "memory/notes/x.md", "mode": "create", "content": "# x\n\n- one\n"}],
+        actor="user",
+        message="start",
+    )
+    full = ws.root / "memory/notes/x.md"
+    full.write_text(content)
+    return store, full
+
+
+def test_no_snapshot_commits_user_edits_holding_a_credential(ws: Workspace) -> None:
+    store, full = _dirty_write(ws, f"# x\n\n- one\n- aws {AWS_ID}\n")
+    head = git(ws.root, "rev-parse", "HEAD")
+    with pytest.raises(SecretError) as err:
+        store.write_context(
+            [{"path": "memory/notes/x.md", "mode": "append", "content": "- two\n"}],
+            actor="curate",
+            message="add two",
+        )
+    assert "memory/notes/x.md has uncommitted edits" in str(err.value)
+    assert "AWS access key id, line 4" in str(err.value) and AWS_ID not in str(err.value)
+    assert git(ws.root, "rev-parse", "HEAD") == head
+    assert AWS_ID in full.read_text()  # the user's file is as they left it
+
+
+def test_no_snapshot_commits_a_file_over_the_size_limit(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    run_cli("init", str(root), "--no-detect")
+    toml = root / "crustacean.toml"  # init writes the default commented out
+    toml.write_text(
+        re.sub(r"(?m)^(# )?max_snapshot_bytes = \d+", "max_snapshot_bytes = 100", toml.read_text())
+    )
+    ws = Workspace(root, load_config(root))
+    _, full = _dirty_write(ws, "# x\n\n" + "- line\n" * 40)
+    with pytest.raises(LimitError, match=r"over store\.max_snapshot_bytes"):
+        Store(ws).write_context(
+            [{"path": "memory/notes/x.md", "mode": "append", "content": "- two\n"}],
+            actor="curate",
+            message="add two",
+        )
+    assert full.read_text().count("- line") == 40

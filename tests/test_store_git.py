@@ -1,0 +1,520 @@
+"""The write layer next to the user's own git, editor and hostile input (issue 19).
+
+Every test goes through the real CLI (in-process or as a child process) or a real MCP session,
+against real git in tmp_path, and shows both the message and that nothing was lost.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_mcp import call, payload
+
+from conftest import run_cli, snapshot
+from crustacean.store import versions
+from crustacean.workspace import Workspace
+
+EXE = str(Path(sys.executable).parent / "crustacean")
+USER_ENV = {
+    "GIT_AUTHOR_NAME": "Ada",
+    "GIT_AUTHOR_EMAIL": "ada@example.org",
+    "GIT_COMMITTER_NAME": "Ada",
+    "GIT_COMMITTER_EMAIL": "ada@example.org",
+}
+
+
+def git(root: Path, *args: str, check: bool = True) -> str:
+    """The user's own git, with an identity (HOME is a bare tmp folder)."""
+    proc = subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, env={**os.environ, **USER_ENV}
+    )
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EXE, "-w", str(root), *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def user_commits_user_md(root: Path) -> None:
+    """What the issue reproduced: the user edits USER.md and commits just that file."""
+    with (root / "USER.md").open("a") as fh:
+        fh.write("- Prefers tea.\n")
+    git(root, "add", "USER.md")
+    git(root, "commit", "-q", "-m", "my own edit")
+
+
+def mcp_append(ws: Workspace, path: str, text: str, message: str = "note") -> object:
+    changes = [{"path": path, "mode": "append", "content": text}]
+    (result,) = call(ws, ("write_context", {"message": message, "changes": changes}))
+    return result
+
+
+# ------------------------------------------------------------------ 1. commit and index
+
+
+HOLD_LOCK = """
+import os, sys, time
+lock, owner = sys.argv[1], sys.argv[2]
+fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+print("held", flush=True)
+if sys.argv[3] == "release":  # like a git command finishing once crustacean waits on it
+    while not os.path.exists(owner):
+        time.sleep(0.01)
+    os.close(fd)
+    os.unlink(lock)
+else:
+    sys.stdin.read()  # held until the test closes our stdin
+"""
+
+
+def hold_index_lock(ws: Workspace, how: str) -> subprocess.Popen[str]:
+    lock = ws.root / ".git/index.lock"
+    owner = ws.state_dir / versions.LOCK_OWNER
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(lock), str(owner), how],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    return proc
+
+
+def test_a_write_waits_for_the_users_index_lock_and_their_next_commit_keeps_it(
+    ws: Workspace,
+) -> None:
+    holder = hold_index_lock(ws, "release")
+    out = cli(ws.root, "remember", "tea", "Alice drinks green tea.")
+    holder.wait(timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert git(ws.root, "diff", "--cached", "--name-only") == ""  # index == HEAD
+    user_commits_user_md(ws.root)
+    assert "green tea" in git(ws.root, "show", "HEAD:memory/lessons/tea.md")
+    assert git(ws.root, "status", "--porcelain") == ""
+
+
+def test_a_live_index_lock_fails_clearly_naming_it_and_writes_nothing(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(versions, "INDEX_LOCK_WAIT", 0.3)
+    holder = hold_index_lock(ws, "hold")
+    try:
+        before = snapshot(ws.root)
+        out = run_cli("-w", str(ws.root), "remember", "tea", "Green tea.", code=75)
+        assert "index lock" in out.stderr and ".git/index.lock" in out.stderr
+        assert "waited 0.3 s" in out.stderr and "Traceback" not in out.output
+        after = snapshot(ws.root)
+        assert {k: v for k, v in after.items() if k != ".git/index.lock"} == {
+            k: v for k, v in before.items() if k != ".git/index.lock"
+        }
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
+
+
+def test_a_stale_index_lock_is_cleared_with_a_log_line(
+    ws: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    (ws.root / ".git/index.lock").write_bytes(b"")  # a killed git left it; nobody owns it
+    run_cli("-w", str(ws.root), "remember", "tea", "Green tea.")
+    assert "removed a stale" in caplog.text and "index.lock" in caplog.text
+    assert not (ws.root / ".git/index.lock").exists()
+    assert git(ws.root, "diff", "--cached", "--name-only") == ""
+
+
+KILL_AT = """
+import os, signal, sys
+from crustacean.store import files
+point = {point!r}
+def hook(path):
+    if point == "first" or path == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+files._FAULT_HOOK = hook
+from crustacean.cli.app import app
+sys.argv = {argv!r}
+app()
+"""
+
+
+def killed_cli(root: Path, point: str, *args: str) -> None:
+    """Run a CLI write in a child that SIGKILLs itself at a store fault point."""
+    script = KILL_AT.format(point=point, argv=[EXE, "-w", str(root), *args])
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert (root / ".crustacean/journal.json").exists()
+
+
+def test_a_kill_between_the_commit_and_the_index_is_repaired_by_the_next_write(
+    ws: Workspace,
+) -> None:
+    from crustacean.store.files import INDEX_SYNC
+
+    killed_cli(ws.root, INDEX_SYNC, "remember", "tea", "Alice drinks green tea.")
+    assert "green tea" in git(ws.root, "show", "HEAD:memory/lessons/tea.md")  # committed
+    assert git(ws.root, "diff", "--cached", "--name-only") != ""  # the index lags behind
+    run_cli("-w", str(ws.root), "remember", "coffee", "Bob drinks coffee.")  # the next run
+    assert git(ws.root, "diff", "--cached", "--name-only") == ""
+    user_commits_user_md(ws.root)
+    for name, words in (("tea", "green tea"), ("coffee", "coffee")):
+        assert words in git(ws.root, "show", f"HEAD:memory/lessons/{name}.md")
+    assert git(ws.root, "status", "--porcelain") == ""
+
+
+# ------------------------------------------------------------------ 2. mid-merge, detached
+
+
+def conflicted(ws: Workspace, how: str) -> None:
+    """Put the repository in the middle of `how`, with MEMORY.md in conflict where it can be."""
+    root = ws.root
+    main = git(root, "symbolic-ref", "--short", "HEAD").strip()
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "MEMORY.md").write_text("# Memory\n- theirs\n")
+    git(root, "commit", "-q", "-am", "theirs")
+    git(root, "checkout", "-q", main)
+    (root / "MEMORY.md").write_text("# Memory\n- ours\n")
+    git(root, "commit", "-q", "-am", "ours")
+    command = {
+        "merge": ["merge", "other"],
+        "rebase": ["rebase", "other"],
+        "cherry-pick": ["cherry-pick", "other"],
+        "revert": ["revert", "--no-edit", "HEAD"],
+        "bisect": ["bisect", "start"],
+        "detached": ["checkout", "-q", "--detach"],
+    }[how]
+    if how == "revert":  # a revert conflicts when a later commit touched the same lines
+        (root / "MEMORY.md").write_text("# Memory\n- ours, later\n")
+        git(root, "commit", "-q", "-am", "later")
+        command = ["revert", "--no-edit", "HEAD~1"]
+    git(root, *command, check=how in ("bisect", "detached"))
+
+
+WHAT = {
+    "merge": "a merge",
+    "rebase": "a rebase",
+    "cherry-pick": "a cherry-pick",
+    "revert": "a revert",
+    "bisect": "a bisect",
+    "detached": "HEAD is detached",
+}
+
+
+@pytest.mark.parametrize("how", list(WHAT))
+def test_no_write_mid_merge_rebase_or_on_a_detached_head(ws: Workspace, how: str) -> None:
+    conflicted(ws, how)
+    before = snapshot(ws.root)
+    index = (ws.root / ".git/index").read_bytes()
+    unmerged = git(ws.root, "ls-files", "-u")
+    out = run_cli("-w", str(ws.root), "remember", "tea", "Green tea.", code=2)
+    assert WHAT[how] in out.stderr and "nothing was written" in out.stderr
+    result = mcp_append(ws, "MEMORY.md", "- acknowledged?\n")
+    assert result.is_error and WHAT[how] in result.content[0].text  # type: ignore[attr-defined]
+    # the repository is left exactly as the user had it: files, conflict, index, refs
+    assert snapshot(ws.root) == before
+    assert (ws.root / ".git/index").read_bytes() == index
+    assert git(ws.root, "ls-files", "-u") == unmerged
+    if how == "merge":
+        assert unmerged and "<<<<<<<" in (ws.root / "MEMORY.md").read_text()
+        git(ws.root, "merge", "--abort")
+        assert (ws.root / "MEMORY.md").read_text() == "# Memory\n- ours\n"
+
+
+def test_proposals_still_queue_mid_merge(ws: Workspace) -> None:
+    conflicted(ws, "merge")
+    soul = (ws.root / "SOUL.md").read_bytes()
+    result = mcp_append(ws, "SOUL.md", "- Be kind.\n")
+    assert payload(result)["proposal"] == 1
+    assert (ws.root / "SOUL.md").read_bytes() == soul
+    out = run_cli("-w", str(ws.root), "review", "approve", "1", code=2)  # approving waits too
+    assert "a merge" in out.stderr
+    git(ws.root, "merge", "--abort")
+    run_cli("-w", str(ws.root), "review", "approve", "1")
+    assert (ws.root / "SOUL.md").read_text().endswith("- Be kind.\n")
+
+
+# ------------------------------------------------------------------ 3. crash repair
+
+
+def test_a_hand_edit_made_after_a_crash_survives_repair(ws: Workspace) -> None:
+    run_cli("-w", str(ws.root), "remember", "tea", "Alice drinks green tea.")
+    lesson = ws.root / "memory/lessons/tea.md"
+    killed_cli(ws.root, "first", "remember", "tea", "Alice drinks oolong now.")
+    assert "oolong" in lesson.read_text()  # written, never committed
+    edited = lesson.read_text() + "\nA hand edit after the crash.\n"
+    lesson.write_text(edited)
+    run_cli("-w", str(ws.root), "remember", "coffee", "Bob drinks coffee.")  # repairs first
+    assert lesson.read_text() == edited  # kept, not rolled back
+    assert git(ws.root, "show", "HEAD~1:memory/lessons/tea.md") == edited  # and versioned
+    log = git(ws.root, "log", "-2", "--format=%an|%s")
+    assert "crustacean user|snapshot of edits made after an interrupted write" in log
+    assert git(ws.root, "status", "--porcelain") == ""
+
+
+def test_an_untouched_crash_is_still_undone(ws: Workspace) -> None:
+    run_cli("-w", str(ws.root), "remember", "tea", "Alice drinks green tea.")
+    lesson = ws.root / "memory/lessons/tea.md"
+    kept = lesson.read_bytes()
+    killed_cli(ws.root, "first", "remember", "tea", "Alice drinks oolong now.")
+    run_cli("-w", str(ws.root), "remember", "coffee", "Bob drinks coffee.")
+    assert lesson.read_bytes() == kept
+    assert git(ws.root, "status", "--porcelain") == ""
+
+
+# ------------------------------------------------------------------ 4. file modes
+
+
+def test_writes_keep_each_files_mode_and_new_files_get_the_umask(ws: Workspace) -> None:
+    script = ws.root / "memory/notes/run.md"
+    script.write_text("# run\n")
+    script.chmod(0o755)
+    git(ws.root, "add", "memory/notes/run.md")
+    git(ws.root, "commit", "-q", "-m", "an executable note")
+    old = os.umask(0o027)
+    try:
+        wrote = mcp_append(ws, "memory/notes/run.md", "- step\n")
+        changes = [{"path": "memory/notes/new.md", "mode": "create", "content": "new\n"}]
+        (made,) = call(ws, ("write_context", {"message": "new", "changes": changes}))
+    finally:
+        os.umask(old)
+    assert payload(wrote)["version"] and payload(made)["version"]
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+    assert git(ws.root, "ls-files", "-s", "memory/notes/run.md").startswith("100755")
+    assert stat.S_IMODE((ws.root / "memory/notes/new.md").stat().st_mode) == 0o640
+
+
+# ------------------------------------------------------------------ 5. secrets
+
+
+KEY = "AKIA" + "QWERTYUIOPASDF27"  # an AWS access key id shape, built so no scanner trips here
+
+
+def test_a_key_in_the_message_the_path_or_spliced_by_an_edit_is_refused(ws: Workspace) -> None:
+    note = "memory/notes/ids.md"
+    (first,) = call(
+        ws,
+        (
+            "write_context",
+            {
+                "message": "ids",
+                "changes": [{"path": note, "mode": "create", "content": f"id {KEY[:10]} end\n"}],
+            },
+        ),
+    )
+    assert payload(first)["version"]
+    before = snapshot(ws.root)
+    attempts = [
+        {
+            "message": f"add {KEY}",
+            "changes": [{"path": note, "mode": "append", "content": "- fine\n"}],
+        },
+        {
+            "message": "a file",
+            "changes": [{"path": f"memory/notes/{KEY}.md", "mode": "create", "content": "x\n"}],
+        },
+        {
+            "message": "splice",
+            "changes": [{"path": note, "mode": "edit", "old": " end", "new": KEY[10:]}],
+        },
+    ]
+    results = call(ws, *[("write_context", a) for a in attempts])
+    texts = [r.content[0].text for r in results]
+    assert all(r.is_error for r in results), texts
+    assert "the version message looks like a credential" in texts[0]
+    assert "the path of changes[0] looks like a credential" in texts[1]
+    assert f"line 1 of {note} as this change would leave it" in texts[2]
+    assert all(KEY not in t and KEY[10:] not in t for t in texts)  # never echoed
+    assert snapshot(ws.root) == before
+    assert KEY not in git(ws.root, "log", "--all", "--format=%B")
+
+
+def test_a_key_the_user_already_had_in_a_file_does_not_block_other_edits(ws: Workspace) -> None:
+    note = ws.root / "memory/notes/ids.md"
+    note.write_text(f"# ids\nmine: {KEY}\n")
+    git(ws.root, "add", "memory/notes/ids.md")
+    git(ws.root, "commit", "-q", "-m", "mine")
+    assert payload(mcp_append(ws, "memory/notes/ids.md", "- another line\n"))["version"]
+
+
+# ------------------------------------------------------------------ 6. terminal output
+
+
+def test_review_diff_and_history_escape_control_characters_and_markup(ws: Workspace) -> None:
+    message = "\x1b[2Kharmless [bold red]APPROVE NOW[/] \x9b1A\r"
+    changes = [{"path": "SOUL.md", "mode": "append", "content": "- Be kind.\x1b[2K\x1b[1A\n"}]
+    (queued,) = call(ws, ("write_context", {"message": message, "changes": changes}))
+    assert payload(queued)["proposal"] == 1
+    root = str(ws.root)
+    outputs = [
+        run_cli("-w", root, "review").stdout,
+        run_cli("-w", root, "review", "show", "1").stdout,
+    ]
+    run_cli("-w", root, "review", "approve", "1")
+    outputs += [run_cli("-w", root, "history").stdout, run_cli("-w", root, "show", "HEAD").stdout]
+    for out in outputs:
+        assert "\x1b" not in out and "\x9b" not in out and "\r" not in out, out
+    assert all("\\x1b[2K" in out for out in outputs)
+    for out in (outputs[0], outputs[1], outputs[2]):
+        assert "[bold red]APPROVE NOW[/]" in out  # shown as typed, never rendered
+    assert "- Be kind.\\x1b[2K\\x1b[1A" in outputs[1]  # the diff too
+
+
+# ------------------------------------------------------------------ 7. frontmatter bombs
+
+
+BOMB = (
+    "---\n"
+    + "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+    )
+    + "---\nA tiny note with a bomb on top.\n"
+)
+
+
+def test_an_alias_bomb_is_reported_over_the_limit_not_parsed(ws: Workspace) -> None:
+    bomb = ws.root / "memory/notes/bomb.md"
+    bomb.write_text(BOMB)
+    assert len(BOMB) < 1024  # nine levels of nine: 387 million values once expanded
+    before = snapshot(ws.root)
+    out = run_cli("-w", str(ws.root), "tier", "set", "memory/notes/bomb.md", "hot", code=2)
+    assert "over the limit" in out.stderr and "10,000 values" in out.stderr
+    assert snapshot(ws.root) == before
+    health = run_cli("-w", str(ws.root), "health")
+    assert "memory/notes/bomb.md" in health.stdout and "over the limit" in health.stdout
+    run_cli("-w", str(ws.root), "compile", "--no-model")  # the run the bomb used to stall
+    assert snapshot(ws.root)["memory/notes/bomb.md"] == before["memory/notes/bomb.md"]
+    found = run_cli("-w", str(ws.root), "search", "tiny note", "--json")
+    assert "over the limit" in found.stderr and "memory/notes/bomb.md" in found.stdout
+
+
+def test_a_self_referencing_alias_is_over_the_depth_limit(ws: Workspace) -> None:
+    from crustacean.documents import parse_document
+
+    doc = parse_document("---\na: &a [*a]\n---\nbody\n", "memory/notes/loop.md")
+    assert doc.meta == {} and doc.warning and "deeper than 64 levels" in doc.warning
+
+
+# ------------------------------------------------------------------ 8. no silent unversioned
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the repository another owner")
+def test_dubious_ownership_fails_loudly_and_says_how_to_fix_it(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))  # never the real global config
+    for path in [ws.root, *ws.root.rglob("*")]:
+        os.lchown(path, 4242, 4242)
+    before = snapshot(ws.root)
+    out = run_cli("-w", str(ws.root), "remember", "tea", "Green tea.", code=2)
+    fix = f"git config --global --add safe.directory {ws.root}"
+    assert "dubious ownership" in out.stderr and fix in out.stderr
+    assert "nothing was written" in out.stderr and snapshot(ws.root) == before
+    result = mcp_append(ws, "MEMORY.md", "- a line\n")
+    assert result.is_error and fix in result.content[0].text  # type: ignore[attr-defined]
+    assert fix in run_cli("-w", str(ws.root), "history", code=2).stderr
+    subprocess.run(["git", "config", "--global", "--add", "safe.directory", str(ws.root)])
+    run_cli("-w", str(ws.root), "remember", "tea", "Green tea.")
+    assert "Green tea" in git(ws.root, "show", "HEAD:memory/lessons/tea.md")
+
+
+def test_signing_is_honoured_and_a_failing_signer_refuses_the_write(ws: Workspace) -> None:
+    signer = ws.root.parent / "fake-gpg"
+    signer.write_text(
+        "#!/bin/sh\ncat >/dev/null\necho '[GNUPG:] SIG_CREATED ' >&2\n"
+        "printf -- '-----BEGIN PGP SIGNATURE-----\\nfake\\n-----END PGP SIGNATURE-----\\n'\n"
+    )
+    signer.chmod(0o755)
+    git(ws.root, "config", "commit.gpgsign", "true")
+    git(ws.root, "config", "gpg.program", str(signer))
+    run_cli("-w", str(ws.root), "remember", "tea", "Green tea.")
+    assert "gpgsig -----BEGIN PGP SIGNATURE-----" in git(ws.root, "cat-file", "commit", "HEAD")
+    git(ws.root, "config", "gpg.program", "false")
+    before = snapshot(ws.root)
+    out = run_cli("-w", str(ws.root), "remember", "coffee", "Coffee.", code=2)
+    assert "git commit-tree failed" in out.stderr
+    assert snapshot(ws.root) == before  # the files are put back; no version, no change
+
+
+# ------------------------------------------------------------------ 9. the smaller ones
+
+
+def test_moving_onto_a_foundation_file_is_refused_not_proposed(ws: Workspace) -> None:
+    changes = [{"path": "crustacean.toml", "mode": "move", "to": "USER.md"}]
+    (result,) = call(ws, ("write_context", {"message": "mv", "changes": changes}))
+    assert result.is_error and "mcp may not write crustacean.toml" in result.content[0].text
+    assert not (ws.state_dir / "proposals").exists()
+
+
+def test_an_edit_cannot_take_memory_md_past_its_line_cap(ws: Workspace) -> None:
+    memory = ws.root / "MEMORY.md"
+    memory.write_text("# Memory\n" + "x" * 3000 + "\n")
+    git(ws.root, "commit", "-q", "-am", "a long line")
+    before = snapshot(ws.root)
+    changes = [{"path": "MEMORY.md", "mode": "edit", "old": "x" * 3000, "new": "- y\n" * 600}]
+    (result,) = call(ws, ("write_context", {"message": "split", "changes": changes}))
+    assert result.is_error and "MEMORY.md would be 602 lines" in result.content[0].text
+    assert snapshot(ws.root) == before
+
+
+def test_reserved_folders_in_any_case_are_refused(ws: Workspace) -> None:
+    for path in (".Crustacean/state.md", ".CRUSTACEAN/x.md"):
+        changes = [{"path": path, "mode": "create", "content": "x\n"}]
+        (result,) = call(ws, ("write_context", {"message": "x", "changes": changes}))
+        assert result.is_error and "which crustacean never writes" in result.content[0].text
+
+
+def test_one_invalid_byte_does_not_hide_a_daily_log_from_context(ws: Workspace) -> None:
+    from datetime import UTC, datetime
+
+    log = ws.root / ws.daily_log(ws.today(datetime.now(UTC)))
+    log.write_bytes(b"# today\n- met Alice at the caf\xe9 by the pier\n")
+    out = run_cli("-w", str(ws.root), "context")
+    assert "met Alice at the caf\ufffd by the pier" in out.stdout
+
+
+def test_a_running_mcp_server_reads_mcp_write_on_every_call(ws: Workspace) -> None:
+    import anyio
+    from mcp import Client
+
+    from crustacean.mcp_server import build_server
+
+    def change(name: str) -> dict[str, object]:
+        content = {"path": f"memory/notes/{name}.md", "mode": "create", "content": "n\n"}
+        return {"message": name, "changes": [content]}
+
+    async def main() -> list[object]:
+        async with Client(build_server(ws)) as client:
+            first = await client.call_tool("write_context", change("one"))
+            toml = ws.root / "crustacean.toml"
+            text = toml.read_text()
+            assert "[mcp]\n" in text
+            toml.write_text(text.replace("[mcp]\n", '[mcp]\nwrite = "off"\n', 1))
+            return [first, await client.call_tool("write_context", change("two"))]
+
+    first, second = anyio.run(main)
+    assert payload(first)["version"]
+    assert second.is_error and "memory.write is off" in second.content[0].text  # type: ignore[attr-defined]
+    assert not (ws.root / "memory/notes/two.md").exists()
+
+
+def test_status_escapes_workspace_text_in_a_run_error(ws: Workspace) -> None:
+    from datetime import UTC, datetime
+
+    from crustacean.runs import RunRecorder
+
+    with RunRecorder(ws, "curate", now=lambda: datetime.now(UTC)) as rec:
+        rec.finish("failed", error="WriteError: [red]x[/red] \x1b[2Kgone")
+    out = run_cli("-w", str(ws.root), "status").stdout
+    assert "\x1b" not in out and "[red]x[/red] \\x1b[2K" in out
