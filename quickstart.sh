@@ -39,7 +39,26 @@ fi
 step "status: each stage's last run and next slot, the files, MEMORY.md against its caps."
 crustacean status
 step "search: full-text search over the workspace, the tool an agent uses mid-conversation."
-crustacean search "test database"
-step "context --for main: what an agent should load at the start of a main session, within its caps."
-crustacean context --for main
-step "Done. The sample is in $DIR; try 'crustacean history' there. Set ANTHROPIC_API_KEY and run this again with another folder to see the stages run."
+crustacean search test database
+step "context --for main: what an agent should load at the start of a main session, within its caps (the first lines)."
+CONTEXT=$(crustacean context --for main)
+printf '%s\n' "$CONTEXT" | head -n 20
+TOTAL=$(printf '%s\n' "$CONTEXT" | wc -l)
+if [ "$TOTAL" -gt 20 ]; then
+    echo "[... $((TOTAL - 20)) more lines: crustacean context --for main]"
+fi
+
+# The commands below must work in the user's own shell, which may not have this script's PATH
+# (e.g. a venv's bin folder put on it just for this run): name the program by its full path.
+BIN=$(command -v crustacean)
+case "$BIN" in /*) ;; *) BIN=crustacean ;; esac
+HERE=$(pwd)
+step "Done. The sample is in $HERE. Next, in your shell:"
+echo "  cd '$HERE'"
+for next in "history" "search garden compost" "context --for main" "help"; do
+    echo "  '$BIN' $next"
+done
+if [ "$BIN" != crustacean ]; then
+    echo "Put $(dirname "$BIN") on your PATH to type just 'crustacean' (pipx install . does it for good)."
+fi
+echo "Set ANTHROPIC_API_KEY and run this again with another folder to see the stages run."

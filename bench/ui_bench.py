@@ -63,7 +63,7 @@ def _table(root: Path, rounds: int, files: int) -> str:
     from crustacean.ui.server import UiContext, build_app
     from crustacean.workspace import Workspace
 
-    cron.read_crontab = lambda _f: ""  # never this machine's crontab
+    cron.read_crontab = lambda _f, **_: ""  # never this machine's crontab
     guard = Guard.new(8000)
     client = TestClient(build_app(UiContext(root, [], guard)), base_url="http://127.0.0.1:8000")
     client.cookies.set(guard.cookie, guard.token)

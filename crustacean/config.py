@@ -139,18 +139,32 @@ class PriceConfig:
     cache_write: float = _opt(3.75, "USD per million cache-write input tokens", "nonnegf")
 
 
-def _price(inp: float, out: float, what: str) -> Any:
-    return field(
-        default_factory=lambda: PriceConfig(inp, out, round(inp / 10, 4), round(inp * 1.25, 4)),
-        metadata={"doc": what},
-    )
+def _price(inp: float, out: float, read: float, write: float, what: str) -> Any:
+    return field(default_factory=lambda: PriceConfig(inp, out, read, write), metadata={"doc": what})
+
+
+# The list prices of the default models (models.*) on the date below, from the model pages of
+# Anthropic's platform docs; cache writes are the 5-minute ones. Costs shown by crustacean are
+# estimates from these keys, so a workspace that runs other models should set its own.
+PRICES_AS_OF = "2026-12-01"
 
 
 @dataclass(frozen=True)
 class PricesConfig:
-    small: PriceConfig = _price(1.0, 5.0, "estimated prices of the small tier's model")
-    mid: PriceConfig = _price(3.0, 15.0, "estimated prices of the mid tier's model")
-    large: PriceConfig = _price(5.0, 25.0, "estimated prices of the large tier's model")
+    small: PriceConfig = _price(
+        0.10,
+        0.50,
+        0.01,
+        0.125,
+        "estimated prices of the small tier's model (Haiku 5.5, prompts "
+        "up to 100K tokens; a longer prompt costs 5x)",
+    )
+    mid: PriceConfig = _price(
+        2.0, 10.0, 0.10, 2.50, "estimated prices of the mid tier's model (Sonnet 5.5)"
+    )
+    large: PriceConfig = _price(
+        4.0, 20.0, 0.20, 5.00, "estimated prices of the large tier's model (Opus 5.5)"
+    )
 
 
 @dataclass(frozen=True)
@@ -615,15 +629,40 @@ def toml_value(value: Any) -> str:
     return f'"{escaped}"'
 
 
-def render_default_toml(
-    overrides: Mapping[str, Any] | None = None, sources: list[SourceConfig] | None = None
+# Keys that describe this workspace rather than a taste: init writes them, and they are never
+# "redundant" even when they equal the default (a new default must not move a workspace's logs).
+FACT_KEYS = frozenset({"workspace.daily_dir", "sources"})
+
+
+def redundant_keys(
+    loaded: LoadedConfig, layers: tuple[str, ...] = ("user", "workspace")
+) -> list[str]:
+    """Keys a config file sets to exactly the default: they only stop a new default arriving."""
+    return [
+        key
+        for key, spec in SCHEMA.items()
+        if loaded.origins[key] in layers
+        and key not in FACT_KEYS
+        and loaded.values[key] == spec.default
+    ]
+
+
+def render_workspace_toml(
+    chosen: Mapping[str, Any] | None = None, sources: list[SourceConfig] | None = None
 ) -> str:
-    """The workspace `crustacean.toml` that `init` writes: every key, a comment each."""
-    overrides = overrides or {}
+    """The workspace `crustacean.toml` that `init` writes.
+
+    Only the keys in `chosen` (the workspace's facts and what the user asked for) are set; every
+    other key is there commented out at its default, with what it does, so a release that moves
+    a default moves this workspace too, and uncommenting a line is how to choose a value.
+    """
+    chosen = chosen or {}
     lines = [
-        "# crustacean workspace config. Every key is shown at its default with what it does.",
+        "# crustacean workspace config. Only what this workspace chose is set; every other key",
+        "# is commented out at its default (a newer release may change it): uncomment to choose.",
         "# Layers: org file < user file < this file < CRUSTACEAN_SECTION__KEY env < -c flags.",
-        "# `crustacean config show` prints the effective value of each key and where it came from.",
+        "# `crustacean config show` prints each value and where it came from;",
+        "# `crustacean config show --redundant` lists set keys that only repeat a default.",
     ]
     section = None
     for spec in SCHEMA.values():
@@ -633,8 +672,10 @@ def render_default_toml(
         if sec != section:
             lines += ["", f"[{sec}]"]
             section = sec
-        value = overrides.get(spec.name, spec.default)
-        lines.append(f"{key} = {toml_value(value)}  # {spec.doc}")
+        if spec.name in chosen:
+            lines.append(f"{key} = {toml_value(chosen[spec.name])}  # {spec.doc}")
+        else:
+            lines.append(f"# {key} = {toml_value(spec.default)}  # {spec.doc}")
     lines += [
         "",
         "# Transcript sources for collect, one [[sources]] table each. kind is auto, openclaw,",

@@ -27,6 +27,8 @@ from crustacean.workspace import Workspace
 STAGES = ("collect", "curate", "compile", "calibrate")
 CRON_PATH = "/usr/local/bin:/usr/bin:/bin"
 LOG_NAME = "cron.log"
+LOG_MAX_BYTES = 1_000_000  # cron.log beyond this moves to cron.log.1 (one old file is kept)
+TICK_ARGS = ["tick", "--log"]  # what the schedule runs: timestamped lines, only when work was done
 ENV_TEMPLATE = (
     "# crustacean reads this file on scheduled runs (cron has none of your shell's variables).\n"
     f"# Put your key on the next line and remove the '#':\n# {KEY_ENV}=sk-ant-...\n"
@@ -199,13 +201,37 @@ def cron_lines(
     python = str(Path(python).absolute())
     stages = enabled_stages(ws)  # validated even for the tick line: tick reads them too
     if not per_stage:
-        return [f"{every_schedule(every)} {command(ws, ['tick'], python)}"]
+        return [f"{every_schedule(every)} {command(ws, TICK_ARGS, python)}"]
     if not stages:
         raise UsageError(
             "no stage is enabled, so there is nothing to schedule; set "
             "stages.<name>.enabled = true in crustacean.toml."
         )
     return [f"{expr} {command(ws, [name], python)}" for name, expr in stages]
+
+
+# --- the log ----------------------------------------------------------------------------------
+
+
+def rotate_log(path: Path, max_bytes: int = LOG_MAX_BYTES) -> bool:
+    """Keep the cron log bounded: past `max_bytes`, its text moves to `<name>.1` (replacing the
+    older one) and the log starts empty. True if it rotated.
+
+    The log is copied and then truncated in place rather than renamed, because the shell that
+    runs the scheduled line already holds it open for appending (`>> cron.log 2>&1`); a rename
+    would send this run's output to the old file."""
+    try:
+        if path.stat().st_size <= max_bytes:
+            return False
+    except FileNotFoundError:
+        return False
+    old = path.with_name(path.name + ".1")
+    tmp = path.with_name(path.name + ".1.tmp")
+    tmp.write_bytes(path.read_bytes())
+    os.replace(tmp, old)
+    with path.open("r+b") as fh:
+        fh.truncate(0)
+    return True
 
 
 # --- env file ---------------------------------------------------------------------------------
@@ -237,8 +263,12 @@ def crontab_program() -> str | None:
     return shutil.which("crontab")
 
 
-def read_crontab(crontab_file: Path | None) -> str:
-    """A crontab file's text ("" if missing), or the user's crontab (`crontab -l`)."""
+def read_crontab(crontab_file: Path | None, *, offer_file: bool = True) -> str:
+    """A crontab file's text ("" if missing), or the user's crontab (`crontab -l`).
+
+    `offer_file=False` is for commands without a --crontab-file option (status, doctor): their
+    errors must not suggest it."""
+    instead = ", or pass --crontab-file PATH to use a file instead" if offer_file else ""
     if crontab_file is not None:
         try:
             return Path(crontab_file).read_bytes().decode("utf-8", "surrogateescape")
@@ -250,15 +280,12 @@ def read_crontab(crontab_file: Path | None) -> str:
             ) from None
     program = crontab_program()
     if program is None:
-        raise CronError(f"no `crontab` program; {CRON_HINT}, or pass --crontab-file PATH.")
+        raise CronError(f"no `crontab` program; {CRON_HINT}{instead}.")
     done = subprocess.run([program, "-l"], capture_output=True, check=False)
     if done.returncode != 0:
         if b"no crontab" in done.stderr.lower():
             return ""
-        raise CronError(
-            f"`crontab -l` failed: {_stderr(done)}. Fix what it says, or pass --crontab-file PATH "
-            "to use a file instead."
-        )
+        raise CronError(f"`crontab -l` failed: {_stderr(done)}. Fix what it says{instead}.")
     return done.stdout.decode("utf-8", "surrogateescape")
 
 
@@ -372,7 +399,7 @@ def systemd_units(
     root, name = _root(ws), unit_name(ws)
     log = root / ".crustacean" / "logs" / LOG_NAME
     cfg = user_config_dir().expanduser().absolute()
-    argv = [str(Path(python).absolute()), "-m", "crustacean", "-w", str(root), "tick"]
+    argv = [str(Path(python).absolute()), "-m", "crustacean", "-w", str(root), *TICK_ARGS]
     service = (
         f"[Unit]\nDescription=crustacean tick for {str(root).replace('%', '%%')}\n\n"
         "[Service]\nType=oneshot\n"

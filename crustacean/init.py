@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from crustacean.config import WORKSPACE_FILE, SourceConfig, load_config, render_default_toml
+from crustacean.config import WORKSPACE_FILE, SourceConfig, load_config, render_workspace_toml
 from crustacean.errors import UsageError
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
@@ -72,7 +72,7 @@ def scaffold_files(
     pipeline = _data_dir("pipeline")
     for name in PIPELINE_DOCS:
         files[f"{SYSTEM_DIR}/{name}"] = (pipeline / name).read_bytes()
-    files[WORKSPACE_FILE] = render_default_toml(
+    files[WORKSPACE_FILE] = render_workspace_toml(
         {"workspace.daily_dir": daily_dir}, sources
     ).encode()
     files[".gitignore"] = GITIGNORE.encode()

@@ -97,20 +97,20 @@ def slots_between(expr: str, after: datetime, until: datetime, tz: tzinfo) -> in
     return count
 
 
-def fmt(moment: datetime) -> str:
-    """`2026-11-29 04:00 UTC`."""
-    return f"{_utc(moment):%Y-%m-%d %H:%M} UTC"
+def fmt(moment: datetime, tz: tzinfo = UTC) -> str:
+    """`2026-11-29 05:00 CET`: in the workspace's zone, as every view shows times."""
+    return f"{_utc(moment).astimezone(tz):%Y-%m-%d %H:%M %Z}"
 
 
 def _count(n: int) -> str:
     return f"{n}+" if n >= COUNT_CAP else str(n)
 
 
-def _due_reason(slot: datetime, now: datetime, missed: int, since: str) -> str:
+def _due_reason(slot: datetime, now: datetime, missed: int, since: str, tz: tzinfo) -> str:
     """`due: slot … [missed] [(N slots missed, caught up once)] (since…)`."""
     late = " missed" if now - slot > LATE_AFTER else ""
     extra = f"; {_count(missed)} slots missed, caught up once" if missed > 1 else ""
-    return f"due: slot {fmt(slot)}{late}{extra} ({since})"
+    return f"due: slot {fmt(slot, tz)}{late}{extra} ({since})"
 
 
 def stage_due(
@@ -131,23 +131,25 @@ def stage_due(
                 stage,
                 None,
                 False,
-                f"not due: the clock ({fmt(now)}) is behind the last ok run "
-                f"({fmt(last_ok)}); it jumped backwards, waiting for it to pass that run",
+                f"not due: the clock ({fmt(now, tz)}) is behind the last ok run "
+                f"({fmt(last_ok, tz)}); it jumped backwards, waiting for it to pass that run",
             )
         if latest <= last_ok:
             upcoming = next_slot(expr, now, tz)
-            return Due(stage, None, False, f"not due: next slot {fmt(upcoming)}", False, upcoming)
+            return Due(
+                stage, None, False, f"not due: next slot {fmt(upcoming, tz)}", False, upcoming
+            )
         missed = slots_between(expr, last_ok, now, tz)
-        since = f"last ok run {_utc(last_ok):%Y-%m-%d %H:%M}"
-        return Due(stage, latest, True, _due_reason(latest, now, missed, since), missed > 1)
+        since = f"last ok run {_utc(last_ok).astimezone(tz):%Y-%m-%d %H:%M}"
+        return Due(stage, latest, True, _due_reason(latest, now, missed, since, tz), missed > 1)
     if created is None:
-        return Due(stage, latest, True, f"due: never ran; latest slot {fmt(latest)}")
+        return Due(stage, latest, True, f"due: never ran; latest slot {fmt(latest, tz)}")
     first = next_slot(expr, created, tz)
     if first > now:
-        return Due(stage, None, False, f"never ran: first slot {fmt(first)}", False, first)
+        return Due(stage, None, False, f"never ran: first slot {fmt(first, tz)}", False, first)
     missed = slots_between(expr, created, now, tz)
-    since = f"never ran; workspace started {_utc(created):%Y-%m-%d %H:%M}"
-    return Due(stage, latest, True, _due_reason(latest, now, missed, since), missed > 1)
+    since = f"never ran; workspace started {_utc(created).astimezone(tz):%Y-%m-%d %H:%M}"
+    return Due(stage, latest, True, _due_reason(latest, now, missed, since, tz), missed > 1)
 
 
 def due_stages(

@@ -57,7 +57,7 @@ from crustacean.documents import HANDLER, FrontmatterOverLimit
 from crustacean.errors import SearchQueryError
 from crustacean.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
-from crustacean.workspace import Workspace
+from crustacean.workspace import Progress, Workspace
 
 __all__ = ["MAX_TERMS", "Hit", "IndexStats", "Line", "SearchIndex", "index_lines"]
 
@@ -479,22 +479,25 @@ class SearchIndex:
 
     # ------------------------------------------------------------ indexing
 
-    def update(self) -> IndexStats:
-        """Re-index changed files and drop deleted ones; a no-change update writes nothing."""
-        return self._sync(full=False)
+    def update(self, progress: Progress | None = None) -> IndexStats:
+        """Re-index changed files and drop deleted ones; a no-change update writes nothing.
 
-    def rebuild(self) -> IndexStats:
+        `progress(done, total)` hears of each file read, for a caller that shows a bar."""
+        return self._sync(full=False, progress=progress)
+
+    def rebuild(self, progress: Progress | None = None) -> IndexStats:
         """Drop everything and index from scratch, in one transaction."""
-        return self._sync(full=True)
+        return self._sync(full=True, progress=progress)
 
-    def _sync(self, *, full: bool) -> IndexStats:
+    def _sync(self, *, full: bool, progress: Progress | None = None) -> IndexStats:
         disk, problems = scan_markdown(self.root)
         seen = {} if full else self._seen()
         changed = [rel for rel, st in disk.items() if seen.get(rel) != (st.st_size, st.st_mtime_ns)]
-        docs = [
-            _read(self.root, rel, disk[rel], None if full else self._sha(rel))
-            for rel in sorted(changed)
-        ]
+        docs = []
+        for n, rel in enumerate(sorted(changed), 1):
+            docs.append(_read(self.root, rel, disk[rel], None if full else self._sha(rel)))
+            if progress is not None:
+                progress(n, len(changed))
         gone = sorted(seen.keys() - disk.keys())
         if full or docs or gone or _vectors_missing(self.db.conn):
             self._write(docs, gone, full=full)

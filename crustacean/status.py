@@ -123,9 +123,10 @@ def cron_state(ws: Workspace) -> str:
     try:
         from crustacean.cron import is_installed, read_crontab
 
-        return "installed" if is_installed(ws, read_crontab(None)) else "not installed"
+        installed = is_installed(ws, read_crontab(None, offer_file=False))
+        return "installed" if installed else "not installed"
     except (ImportError, CrustaceanError, OSError) as e:
-        return f"unknown ({str(e).splitlines()[0][:80]})"
+        return f"unknown: {str(e).splitlines()[0]}"
 
 
 def workspace_status(ws: Workspace, now: datetime) -> Status:
@@ -265,7 +266,8 @@ def _ping(ws: Workspace, env: Mapping[str, str]) -> Finding:
             messages=[{"role": "user", "content": "ping"}],
         )
     except CrustaceanError as e:
-        return Finding("api ping", "fail", str(e), "see the message")
+        detail, fix = split_fix(str(e))
+        return Finding("api ping", "fail", detail, fix)
     return Finding("api ping", "ok", f"{ws.settings.models.small} answered")
 
 
@@ -292,13 +294,28 @@ def _writable(ws: Workspace) -> Finding:
     return Finding("workspace writable", "ok", f"{ws.root} is writable")
 
 
+def split_fix(message: str) -> tuple[str, str]:
+    """`what went wrong; what to do` → the two halves, cut at the last `; ` outside brackets.
+
+    Error messages name their fix after a semicolon, so a finding can show it on its own line
+    instead of a vague "see the message"."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(message):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and message.startswith("; ", i):
+            cut = i
+    if cut < 0:
+        return message, "run `crustacean doctor --ping` again once the cause above is fixed"
+    return message[:cut], message[cut + 2 :].rstrip(".")
+
+
 def _cron(ws: Workspace) -> list[Finding]:
     try:
         from crustacean.cron import block_for, read_crontab
     except ImportError:
         return [Finding("cron entry", "warn", "cron support is not available")]
     try:
-        block = block_for(ws, read_crontab(None))
+        block = block_for(ws, read_crontab(None, offer_file=False))
     except (CrustaceanError, OSError) as e:
         return [
             Finding(
@@ -324,12 +341,17 @@ def _cron(ws: Workspace) -> list[Finding]:
         if w.startswith("/") and "python" in Path(w).name
     }
     missing = [p for p in interpreters if not Path(p).exists()]
+    old_tick = any(" tick " in f" {line} " and "--log" not in line for line in block.splitlines())
     found = [
         Finding(
             "cron entry",
-            "fail" if missing else "ok",
-            f"interpreter {missing[0]} is gone" if missing else "installed",
-            "run `crustacean cron install` again" if missing else "",
+            "fail" if missing else "warn" if old_tick else "ok",
+            f"interpreter {missing[0]} is gone"
+            if missing
+            else "installed by an older release: `tick` logs every tick, unrotated"
+            if old_tick
+            else "installed",
+            "run `crustacean cron install` again" if missing or old_tick else "",
         )
     ]
     return [*found, _daemon()]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from functools import cached_property
@@ -13,6 +13,10 @@ from crustacean.config import WORKSPACE_FILE, LoadedConfig, Settings, load_confi
 from crustacean.errors import ConfigError, WorkspaceNotFoundError
 
 WORKSPACE_ENV = "CRUSTACEAN_WORKSPACE"
+
+# How a core function reports long work: `progress(done, total)` after each item. The core never
+# draws anything; the CLI turns the calls into a bar on a terminal (cli/output.py `progress`).
+Progress = Callable[[int, int], None]
 STATE_DIR = ".crustacean"
 
 FOUNDATION_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md")
@@ -164,8 +168,11 @@ def locations(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     overrides: list[str] | None = None,
-) -> list[tuple[str, str]]:
-    """Every place crustacean reads or writes, for `crustacean paths`."""
+) -> list[tuple[str, str, str]]:
+    """Every place crustacean reads or writes, for `crustacean paths`: (key, label, where).
+
+    The snake_case key is what `paths --json` prints; it stays the same when a label is reworded.
+    """
     from crustacean.config import ORG_ENV, load_config, user_config_file
     from crustacean.llm.client import default_env_file, env_file_path
 
@@ -176,23 +183,23 @@ def locations(
         if explicit is not None or env.get(WORKSPACE_ENV):
             raise
         root = None
-    rows = [("workspace", str(root) if root else "(none here; run `crustacean init`)")]
+    rows = [("workspace", "workspace", str(root) if root else "(none here; run `crustacean init`)")]
     env_file = default_env_file(env)
     if root:
         env_file = env_file_path(load_config(root, env, overrides).settings, env)
         state = root / STATE_DIR
         rows += [
-            ("workspace config", str(root / WORKSPACE_FILE)),
-            ("state dir", str(state)),
-            ("logs", str(state / "logs")),
-            ("proposals", str(state / "proposals")),
-            ("pipeline docs", str(root / SYSTEM_DIR)),
+            ("workspace_config", "workspace config", str(root / WORKSPACE_FILE)),
+            ("state_dir", "state dir", str(state)),
+            ("logs", "logs", str(state / "logs")),
+            ("proposals", "proposals", str(state / "proposals")),
+            ("pipeline_docs", "pipeline docs", str(root / SYSTEM_DIR)),
         ]
     rows += [
-        ("user config", str(user_config_file(env))),
-        ("env file (API key)", str(env_file)),
-        ("org config", env.get(ORG_ENV) or f"(not set; ${ORG_ENV})"),
-        ("packaged pipeline docs", str(data_dir("pipeline"))),
+        ("user_config", "user config", str(user_config_file(env))),
+        ("env_file", "env file (API key)", str(env_file)),
+        ("org_config", "org config", env.get(ORG_ENV) or f"(not set; ${ORG_ENV})"),
+        ("packaged_pipeline_docs", "packaged pipeline docs", str(data_dir("pipeline"))),
     ]
     return rows
 

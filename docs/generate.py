@@ -226,7 +226,9 @@ Each key is read from six layers; a later layer overrides an earlier one, key by
    else the platform's (`~/.config/crustacean/` on Linux, `~/Library/Application
    Support/crustacean/` on macOS). `crustacean paths` prints it.
 4. **workspace file**: `{config.WORKSPACE_FILE}` in the workspace root; `crustacean init` writes
-   it with every key at its default and a comment each.
+   it with only the workspace's facts set (`workspace.daily_dir`, `[[sources]]`) and every other
+   key commented out at its default, so a new default reaches the workspace.
+   `crustacean config show --redundant` lists keys a file sets to exactly the default.
 5. **environment**: `{config.ENV_PREFIX}SECTION__KEY`, the dotted key in upper case with `__`
    for each dot: `CRUSTACEAN_MEMORY__WRITE=off` sets `memory.write`,
    `CRUSTACEAN_STAGES__CURATE__SCHEDULE="0 6 * * *"` sets `stages.curate.schedule`. Only
@@ -282,6 +284,15 @@ path = "~/.claude/projects"
 """
 
 
+PRICES_NOTE = (
+    f"The `prices.*` defaults are the list prices of the default models (`models.*`: Claude "
+    f"Haiku 5.5, Sonnet 5.5 and Opus 5.5) as of **{config.PRICES_AS_OF}**, from the model pages "
+    "of Anthropic's platform docs, in USD per million tokens; cache writes are the 5-minute "
+    "ones. Costs crustacean shows are estimates from these keys: set your own when you run "
+    "other models or have other rates."
+)
+
+
 def render_configuration() -> str:
     out = [
         "# Configuration reference",
@@ -308,6 +319,8 @@ def render_configuration() -> str:
         out += ["", f"### `[{section}]`" if "." in specs[0].name else f"### `{section}`", ""]
         if section in docs:
             out += [docs[section][0].upper() + docs[section][1:] + ".", ""]
+        if section == "prices.small":
+            out += [PRICES_NOTE, ""]
         out += key_table(specs)
     return "\n".join(out) + "\n"
 

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, snapshot
-from crustacean.config import SCHEMA, load_config, render_default_toml
+from crustacean.config import (
+    SCHEMA,
+    load_config,
+    redundant_keys,
+    render_workspace_toml,
+    toml_value,
+)
 from crustacean.errors import ConfigError
 from crustacean.init import init_workspace
 
@@ -43,16 +49,63 @@ def test_defaults_match_the_seeds() -> None:
     }
 
 
-def test_rendered_default_toml_round_trips_every_key() -> None:
-    text = render_default_toml()
+def test_rendered_toml_shows_every_key_but_sets_only_the_chosen_ones() -> None:
+    text = render_workspace_toml({"workspace.daily_dir": "daily", "memory.write": "review"})
     data = tomllib.loads(text)
-    lines = [x for x in text.splitlines() if " = " in x and not x.startswith("#")]
-    assert all("  # " in x for x in lines), "every key carries a one-line comment"
-    assert len(lines) == len(SCHEMA) - 2  # sources and governance.locked are comments
+    keys = [x.lstrip("# ") for x in text.splitlines() if " = " in x and "  # " in x]
+    assert len(keys) == len(SCHEMA) - 2  # sources and governance.locked are prose comments
+    set_lines = [x for x in text.splitlines() if " = " in x and not x.startswith("#")]
+    assert set_lines == [
+        'daily_dir = "daily"  # daily logs in memory/ (root) or memory/daily/ (daily)',
+        'write = "review"  # model writes: direct, review (every write is a proposal) or off '
+        "(read-only)",
+    ]
+    assert "# schedule = " + '"0 */2 * * *"' in text  # a default is shown, commented out
+    assert data["workspace"] == {"daily_dir": "daily"} and data["stages"]["collect"] == {}
     (Path("crustacean.toml")).write_text(text)
     loaded = load_config(Path("."), env={})
+    chosen = {k for k, layer in loaded.origins.items() if layer == "workspace"}
+    assert chosen == {"workspace.daily_dir", "memory.write"}
+    assert all(loaded.values[k] == SCHEMA[k].default for k in SCHEMA if k not in chosen)
+
+
+def test_an_old_full_toml_keeps_working_and_its_repeats_are_named(tmp_path: Path) -> None:
+    """A crustacean.toml from before (every key pinned) loads unchanged; `--redundant` names
+    the keys that only repeat a default, so the user can delete them."""
+    sections: dict[str, list[str]] = {}
+    for key, spec in SCHEMA.items():
+        if key != "sources" and not key.startswith("governance."):
+            sec, _, name = key.rpartition(".")
+            sections.setdefault(sec, []).append(f"{name} = {toml_value(spec.default)}")
+    full = "\n".join(f"[{sec}]\n" + "\n".join(lines) for sec, lines in sections.items())
+    root = _workspace(tmp_path, full)
+    loaded = load_config(root, env={})
     assert all(loaded.values[k] == SCHEMA[k].default for k in SCHEMA)
-    assert data["stages"]["collect"]["schedule"] == "0 */2 * * *"
+    repeats = redundant_keys(loaded)
+    assert "models.small" in repeats and "prices.small.input" in repeats
+    assert "workspace.daily_dir" not in repeats  # a fact of the workspace, not a taste
+    out = run_cli("-w", str(root), "config", "show", "--redundant").stdout
+    assert "delete the line to follow future defaults" in out
+    assert '  models.small = "claude-haiku-5-5"  (' + str(root / "crustacean.toml") + ")" in out
+    rows = json.loads(run_cli("-w", str(root), "config", "show", "--json").stdout)
+    small = next(r for r in rows if r["key"] == "models.small")
+    assert small["layer"] == "workspace" and small["redundant"] is True
+    assert small["default"] == "claude-haiku-5-5"
+
+
+def test_config_show_tells_defaults_from_choices(tmp_path: Path) -> None:
+    run_cli("init", "--no-detect", str(tmp_path / "w"))
+    root = tmp_path / "w"
+    rows = json.loads(run_cli("-w", str(root), "config", "show", "--json").stdout)
+    chosen = {r["key"] for r in rows if r["layer"] != "default"}
+    assert chosen == {"workspace.daily_dir"}
+    assert not any(r["redundant"] for r in rows)
+    out = run_cli("-w", str(root), "config", "show").stdout
+    assert f"1 of {len(SCHEMA)} keys chosen; the rest are defaults." in out
+    assert (
+        "No config file repeats a default"
+        in run_cli("-w", str(root), "config", "show", "--redundant").stdout
+    )
 
 
 def _workspace(tmp_path: Path, toml: str) -> Path:

@@ -112,6 +112,7 @@ def test_default_line_runs_tick_with_absolute_paths(ws: Workspace, tab: Path) ->
         "-w",
         str(ws.root),
         "tick",
+        "--log",
         ">>",
         str(ws.root / ".crustacean/logs/cron.log"),
         "2>&1",
@@ -270,7 +271,7 @@ def test_line_runs_under_a_minimal_cron_environment(tmp_path: Path) -> None:
     subprocess.run(["/bin/sh", "-c", command], env=env, check=True, timeout=10)
     log = (root / ".crustacean/logs/cron.log").read_text().splitlines()
     assert log == [
-        f"args=-m crustacean -w {root} tick",
+        f"args=-m crustacean -w {root} tick --log",
         f"cwd={root}",
         "path=/usr/local/bin:/usr/bin:/bin",
         f"cfg={tmp_path / 'userconfig'}",
@@ -366,7 +367,7 @@ def test_systemd_writes_a_persistent_timer_and_service(ws: Workspace, tmp_path: 
     assert "OnCalendar=*:0/10\n" in timer and "Persistent=true\n" in timer
     assert f"Unit={name}.service\n" in timer and "WantedBy=timers.target" in timer
     python = Path(sys.executable).absolute()
-    assert f"ExecStart={python} -m crustacean -w {ws.root} tick\n" in service
+    assert f"ExecStart={python} -m crustacean -w {ws.root} tick --log\n" in service
     assert "Type=oneshot" in service and f"WorkingDirectory={ws.root}\n" in service
     assert f"StandardOutput=append:{ws.root}/.crustacean/logs/cron.log" in service
     assert f"systemctl --user enable --now {name}.timer" in out
@@ -462,3 +463,53 @@ def test_real_cron_daemon_runs_the_installed_entry(ws: Workspace, tmp_path: Path
     finally:
         assert cron.remove(ws)
     assert not cron.is_installed(ws, cron.read_crontab(None))
+
+
+def test_rotate_log_keeps_one_old_file_and_the_open_append_handle_working(
+    tmp_path: Path,
+) -> None:
+    """The shell that runs the cron line holds the log open for appending (`>>`): after the
+    rotation its writes land at the start of the emptied log, not in the old file."""
+    log = tmp_path / "cron.log"
+    log.write_text("a" * 50)
+    assert not cron.rotate_log(log, max_bytes=100)
+    with log.open("a") as shell_side:
+        log.write_text("b" * 150)
+        assert cron.rotate_log(log, max_bytes=100)
+        shell_side.write("after\n")
+    assert log.read_text() == "after\n"
+    assert (tmp_path / "cron.log.1").read_text() == "b" * 150
+    assert not cron.rotate_log(tmp_path / "missing.log")
+
+
+def test_status_and_doctor_hints_do_not_offer_crontab_file(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crustacean.status import cron_state, doctor
+
+    monkeypatch.setattr(cron, "crontab_program", lambda: None)
+    state = cron_state(ws)
+    assert state.endswith("and start it (`cron`).") and "--crontab-file" not in state
+    found = [f for f in doctor(ws.root).findings if f.name == "cron entry"]
+    assert found and "--crontab-file" not in found[0].detail + found[0].fix
+    with pytest.raises(cron.CronError, match="or pass --crontab-file PATH"):
+        cron.read_crontab(None)  # cron show/install/remove have the option, so they offer it
+
+
+def test_cron_commands_report_json(ws: Workspace, tab: Path, tmp_path: Path) -> None:
+    import json
+
+    made = json.loads(cli(ws, "install", "--crontab-file", str(tab), "--json").stdout)
+    assert made["kind"] == "cron" and len(made["lines"]) == 1 and "tick --log" in made["lines"][0]
+    assert made["log"] == str(ws.logs_dir / cron.LOG_NAME)
+    shown = json.loads(cli(ws, "show", "--crontab-file", str(tab), "--json").stdout)
+    assert shown["installed"] and shown["commands"][0].endswith("2>&1")
+    gone = json.loads(cli(ws, "remove", "--crontab-file", str(tab), "--json").stdout)
+    assert gone["removed"] is True and tab.read_text() == USER_LINES
+    units = tmp_path / "units"
+    made = json.loads(cli(ws, "install", "--systemd", "--unit-dir", str(units), "--json").stdout)
+    assert made["kind"] == "systemd" and Path(made["timer"]).is_file()
+    gone = json.loads(cli(ws, "remove", "--systemd", "--unit-dir", str(units), "--json").stdout)
+    assert made["timer"] in gone["removed"]
+    plan = json.loads(cli(ws, "install", "--openclaw", "--json").stdout)
+    assert plan["kind"] == "openclaw" and plan["commands"][0].startswith("openclaw cron add")

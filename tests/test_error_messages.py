@@ -175,7 +175,7 @@ class Case:
 
 def _bad_config_file(ws: Workspace) -> None:
     path = ws.root / "crustacean.toml"
-    path.write_text(path.read_text().replace('write = "direct"', 'write = "sometimes"', 1))
+    path.write_text(path.read_text().replace('# write = "direct"', 'write = "sometimes"', 1))
 
 
 def _unknown_key(ws: Workspace) -> None:

@@ -5,6 +5,7 @@ are never snapshotted into history. Fake credentials are built by concatenation.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -171,10 +172,9 @@ def test_no_snapshot_commits_user_edits_holding_a_credential(ws: Workspace) -> N
 def test_no_snapshot_commits_a_file_over_the_size_limit(tmp_path: Path) -> None:
     root = tmp_path / "w"
     run_cli("init", str(root), "--no-detect")
-    (root / "crustacean.toml").write_text(
-        (root / "crustacean.toml")
-        .read_text()
-        .replace("max_snapshot_bytes = 1048576", "max_snapshot_bytes = 100")
+    toml = root / "crustacean.toml"  # init writes the default commented out
+    toml.write_text(
+        re.sub(r"(?m)^(# )?max_snapshot_bytes = \d+", "max_snapshot_bytes = 100", toml.read_text())
     )
     ws = Workspace(root, load_config(root))
     _, full = _dirty_write(ws, "# x\n\n" + "- line\n" * 40)

@@ -130,9 +130,43 @@ def test_quickstart_without_a_key_plans_and_calls_nothing(tmp_path: Path, fake_a
     assert re.search(r"^compile: archive 2 daily log\(s\), sweep 1 hook file", done.stdout, re.M)
     assert "memory/lessons/garden-api-test-database.md" in done.stdout  # the search hit
     assert "# Memory context (main)" in done.stdout
+    more = r"^\[\.\.\. \d+ more lines: crustacean context --for main\]$"
+    assert re.search(more, done.stdout, re.M)
+    assert len(done.stdout.splitlines()) < 120  # an excerpt of the context, not all of it
     assert fake_api.requests == []
     ws = Workspace(tmp_path / "crustacean-sample", load_config(tmp_path / "crustacean-sample"))
     assert list_runs(ws) == []
+
+
+def test_quickstart_next_commands_work_in_the_users_own_shell(tmp_path: Path) -> None:
+    """The user's shell does not have the PATH the script ran with: every suggested command
+    runs with a bare PATH, from the folder the user is in."""
+    done = _quickstart(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tail = done.stdout.split("==> Done.", 1)[1].splitlines()
+    cd = next(line.strip() for line in tail if line.strip().startswith("cd "))
+    commands = [line.strip() for line in tail[1:] if line.startswith("  '")]
+    assert [c.split("' ", 1)[1] for c in commands] == [
+        "history",
+        "search garden compost",
+        "context --for main",
+        "help",
+    ]
+    for command in commands:
+        ran = subprocess.run(
+            ["/bin/sh", "-c", f"{cd} && {command}"],
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin", "HOME": os.environ["HOME"], **_config_env()},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ran.returncode == 0, (command, ran.stdout, ran.stderr)
+        assert ran.stdout.strip(), command
+
+
+def _config_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith("CRUSTACEAN_CONFIG_DIR")}
 
 
 def test_quickstart_refuses_an_existing_folder(tmp_path: Path) -> None:

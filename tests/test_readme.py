@@ -85,6 +85,7 @@ def test_help_lists_only_commands_that_work() -> None:
     out = CliRunner().invoke(app, ["--help"], prog_name="crustacean").stdout
     listed = set(re.findall(r"^│ (\w[\w-]*)\s", out, flags=re.M))
     assert listed == {
+        "help",
         "init",
         "collect",
         "curate",

@@ -388,7 +388,7 @@ def test_cli_lists_runs_as_a_table(ws: Workspace, one_run: str) -> None:
     row = next(line for line in out.splitlines() if one_run in line)
     for cell in ("curate", "2026-11-30 03:30", "2m 03s", "ok", "claude-sonnet-5-5"):
         assert cell in row
-    assert "1,012 / 20" in row and "$0.0123" in row
+    assert "1,012/20" in row and "$0.0123" in row
 
 
 def test_cli_list_options(ws: Workspace, history: dict[str, str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
@@ -97,15 +98,15 @@ CASES: list[tuple[Any, ...]] = [
      True, "2026-12-13 04:00", True, "2 slots missed"),
     ("never-no-created", MONTHLY, "2026-11-15 08:00", None, UTC, None,
      True, "2026-11-01 05:00", False, "due: never ran; latest slot 2026-11-01 05:00 UTC"),
-    # zones: 03:30 in Berlin is 02:30 UTC in winter, 01:30 UTC in summer
+    # zones: 03:30 in Berlin is 02:30 UTC in winter, 01:30 UTC in summer; reasons say Berlin's
     ("berlin-winter", DAILY, "2026-11-30 02:45", "2026-11-29 03:31", BERLIN, None,
-     True, "2026-11-30 02:30", False, "slot 2026-11-30 02:30 UTC"),
+     True, "2026-11-30 02:30", False, "slot 2026-11-30 03:30 CET"),
     ("utc-same-clock", DAILY, "2026-11-30 02:45", "2026-11-29 03:31", UTC, None,
      False, None, False, "next slot 2026-11-30 03:30 UTC"),
     ("berlin-summer", DAILY, "2026-07-15 01:45", "2026-07-14 01:31", BERLIN, None,
-     True, "2026-07-15 01:30", False, "slot 2026-07-15 01:30 UTC"),
+     True, "2026-07-15 01:30", False, "slot 2026-07-15 03:30 CEST"),
     ("berlin-summer-before", DAILY, "2026-07-15 01:29", "2026-07-14 01:31", BERLIN, None,
-     False, None, False, "next slot 2026-07-15 01:30 UTC"),
+     False, None, False, "next slot 2026-07-15 03:30 CEST"),
 ]  # fmt: skip
 
 
@@ -326,3 +327,57 @@ def test_cli_locked_exits_75(utc_ws: Workspace, monkeypatch: pytest.MonkeyPatch)
         out = cli("-w", str(utc_ws.root), "tick", code=75).output
     assert "collect: not run (LockedError: another crustacean run holds" in out
     assert list_runs(utc_ws) == []
+
+
+def test_cli_tick_log_writes_one_timestamped_line_only_when_work_was_done(
+    utc_ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the scheduled line runs: a tick that ran something is one line starting with its
+    time; a tick with nothing due writes nothing, unless --verbose."""
+    created_at(monkeypatch, datetime.now(UTC) - timedelta(days=40))
+    base = ["-w", str(utc_ws.root), "-c", "stages.compile.enabled=false"]
+    base += ["-c", "stages.calibrate.enabled=false"]
+    (line,) = cli(*base, "tick", "--log").output.splitlines()
+    assert re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC collect: ran \(skipped\), ", line)
+    assert "; curate: ran (skipped)" in line and "disabled" not in line
+    assert cli(*base, "tick", "--log").output == ""  # not due: nothing at all
+    (quiet_tick,) = cli(*base, "tick", "--log", "--verbose").output.splitlines()
+    assert re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC nothing due$", quiet_tick)
+
+
+def test_cli_tick_log_rotates_the_cron_log_by_size(
+    utc_ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crustacean import cron
+
+    log = utc_ws.logs_dir / cron.LOG_NAME
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("old line\n" * (cron.LOG_MAX_BYTES // 9 + 1))
+    cli("-w", str(utc_ws.root), "tick", "--log")
+    assert log.read_text() == "" and (log.parent / "cron.log.1").read_text().startswith("old")
+
+
+@pytest.mark.parametrize(
+    ("due", "verbose", "expected"),
+    [
+        ([], False, ""),
+        ([], True, "2026-11-30 13:10:00 JST nothing due"),
+        (
+            ["collect"],
+            False,
+            "2026-11-30 13:10:00 JST collect: ran (ok), slot 2026-11-30 13:00 JST",
+        ),
+    ],
+)
+def test_log_line_table(due: list[str], verbose: bool, expected: str) -> None:
+    from crustacean.cli.tick_cmd import log_line
+    from crustacean.schedule import Due, StageOutcome
+
+    tokyo = ZoneInfo("Asia/Tokyo")
+    outcomes = [
+        StageOutcome(s, Due(s, at("2026-11-30 04:00"), True, "due: x"), "ok", None)
+        if s in due
+        else StageOutcome(s, Due(s, None, False, "not due: next slot x"))
+        for s in STAGE_ORDER
+    ]
+    assert log_line(outcomes, at("2026-11-30 04:10"), tokyo, verbose=verbose) == expected

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import text
+from fakeapi import error, text
 
 from conftest import run_cli
 from crustacean.runs import RunRecorder, Usage
-from crustacean.status import doctor, run_totals, workspace_status
+from crustacean.status import doctor, run_totals, split_fix, workspace_status
 from crustacean.workspace import Workspace, locations
 
 NOW = datetime.now(UTC)
@@ -90,11 +90,11 @@ def test_doctor_and_paths_honour_llm_env_file(ws: Workspace, tmp_path: Path) -> 
     custom.parent.mkdir()
     custom.write_text("ANTHROPIC_API_KEY=k\n")
     toml = ws.root / "crustacean.toml"
-    toml.write_text(toml.read_text().replace('env_file = ""', f'env_file = "{custom}"', 1))
+    toml.write_text(toml.read_text().replace('# env_file = ""', f'env_file = "{custom}"', 1))
     env = {"CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")}
     found = next(f for f in doctor(ws.root, env=env).findings if f.name == "api key for cron")
     assert found.status == "ok" and str(custom) in found.detail
-    assert ("env file (API key)", str(custom)) in locations(ws.root, env=env)
+    assert ("env_file", "env file (API key)", str(custom)) in locations(ws.root, env=env)
 
 
 def test_doctor_config_error_and_cli_exit(ws: Workspace) -> None:
@@ -197,7 +197,7 @@ def test_doctor_sees_the_cron_entry(ws: Workspace, tmp_path: Path, monkeypatch: 
     tab = tmp_path / "crontab"
     tab.write_text("# mine\n")
     cron.install(ws, crontab_file=tab, python="/nonexistent/python3")
-    monkeypatch.setattr(cron, "read_crontab", lambda _f: tab.read_text())
+    monkeypatch.setattr(cron, "read_crontab", lambda _f, **_: tab.read_text())
     found = {f.name: f for f in status._cron(ws)}
     assert (
         found["cron entry"].status == "fail"
@@ -206,6 +206,43 @@ def test_doctor_sees_the_cron_entry(ws: Workspace, tmp_path: Path, monkeypatch: 
     cron.install(ws, crontab_file=tab)
     found = {f.name: f for f in status._cron(ws)}
     assert found["cron entry"].status == "ok" and "cron daemon" in found
+    tab.write_text(tab.read_text().replace(" tick --log >> ", " tick >> "))  # an older release's
+    old = {f.name: f for f in status._cron(ws)}["cron entry"]
+    assert old.status == "warn" and "unrotated" in old.detail
+    assert old.fix == "run `crustacean cron install` again"
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "fix"),
+    [
+        (401, "the API key was rejected (401; key from", "set a valid one"),
+        (
+            404,
+            "model 'claude-haiku-5-5' was not found (404)",
+            "set models.small in crustacean.toml",
+        ),
+    ],
+)
+def test_doctor_ping_names_the_fix_of_a_failed_request(
+    ws: Workspace, fake_api: Any, tmp_path: Path, status: int, detail: str, fix: str
+) -> None:
+    fake_api.enqueue(error(status))
+    env = {
+        "ANTHROPIC_API_KEY": "sk-test-ping-0123456789",
+        "ANTHROPIC_BASE_URL": fake_api.url,
+        "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+    found = next(f for f in doctor(ws.root, env=env, ping=True).findings if f.name == "api ping")
+    assert found.status == "fail" and found.detail.startswith(detail)
+    assert found.fix.startswith(fix) and found.fix != "see the message"
+
+
+def test_split_fix_cuts_at_the_last_semicolon_outside_brackets() -> None:
+    assert split_fix("x failed (401; key from env); set a valid one.") == (
+        "x failed (401; key from env)",
+        "set a valid one",
+    )
+    assert split_fix("no semicolon here")[1].startswith("run `crustacean doctor --ping` again")
 
 
 def _doctor_names(ws: Workspace, home: Path, tmp_path: Path) -> dict[str, Any]:

@@ -499,8 +499,8 @@ def test_a_running_mcp_server_reads_mcp_write_on_every_call(ws: Workspace) -> No
             first = await client.call_tool("write_context", change("one"))
             toml = ws.root / "crustacean.toml"
             text = toml.read_text()
-            assert '[mcp]\nwrite = "direct"' in text
-            toml.write_text(text.replace('[mcp]\nwrite = "direct"', '[mcp]\nwrite = "off"'))
+            assert "[mcp]\n" in text
+            toml.write_text(text.replace("[mcp]\n", '[mcp]\nwrite = "off"\n', 1))
             return [first, await client.call_tool("write_context", change("two"))]
 
     first, second = anyio.run(main)

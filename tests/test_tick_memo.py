@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -136,7 +137,8 @@ def imported(stderr: str) -> set[str]:
 def quiet_workspace(ws: Workspace) -> dict[str, str]:
     """Every stage ran a minute ago (so none is due), in UTC; the env to run ticks in."""
     toml = ws.root / "crustacean.toml"
-    toml.write_text(toml.read_text().replace('timezone = ""', 'timezone = "UTC"', 1))
+    text = re.sub(r'(?m)^(# )?timezone = ""', 'timezone = "UTC"', toml.read_text(), count=1)
+    toml.write_text(text)
     ran_everything(ws, datetime.now(UTC) - timedelta(minutes=1))
     return {**os.environ}
 
@@ -189,7 +191,9 @@ def test_a_config_broken_after_a_quiet_tick_still_gets_its_error(ws: Workspace) 
     assert crustacean("tick", cwd=ws.root, env=env).returncode == 0
     toml = ws.root / "crustacean.toml"
     before = toml.read_text()
-    toml.write_text(before.replace('schedule = "', 'schedule = "61 ', 1))
+    toml.write_text(
+        before.replace("[stages.collect]\n", '[stages.collect]\nschedule = "61 * * * *"\n')
+    )
     broken = crustacean("tick", cwd=ws.root, env=env)
     assert broken.returncode == 2 and "Error: " in broken.stderr
     assert "not a valid cron expression" in broken.stderr or "field" in broken.stderr

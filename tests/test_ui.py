@@ -37,7 +37,7 @@ def no_crontab(monkeypatch: pytest.MonkeyPatch) -> None:
     """doctor reads the crontab; the tests never touch the real one."""
     import crustacean.cron as cron
 
-    monkeypatch.setattr(cron, "read_crontab", lambda _f: "")
+    monkeypatch.setattr(cron, "read_crontab", lambda _f, **_: "")
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def no_crontab(monkeypatch: pytest.MonkeyPatch) -> None:
     import crustacean.cron as cron
 
-    monkeypatch.setattr(cron, "read_crontab", lambda _f: "")
+    monkeypatch.setattr(cron, "read_crontab", lambda _f, **_: "")
 
 
 @pytest.fixture

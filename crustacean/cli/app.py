@@ -10,6 +10,7 @@ import typer
 from crustacean import __version__
 from crustacean.cli.common import CrustaceanGroup, console, state
 from crustacean.cli.lazy import LazyCommands, loader, plain_params
+from crustacean.cli.output import set_quiet
 
 # Every command: (name, module in crustacean.cli, attribute), in `--help` order: commands, then
 # groups (a typer.Typer), as typer lists what `app.command` and `app.add_typer` registered. The
@@ -61,6 +62,12 @@ class RootGroup(CrustaceanGroup):
         for command in (self, *registered.values()):
             plain_params(command, names)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """typer appends its completion options after `__init__`: they go plain here, before
+        the first parse coerces them (idempotent)."""
+        plain_params(self, self.context_settings["help_option_names"])
+        return super().parse_args(ctx, args)
+
 
 app = typer.Typer(
     cls=RootGroup,
@@ -69,7 +76,7 @@ app = typer.Typer(
     "writes and recall.",
     epilog="Exit codes: 0 ok, 1 failed, 2 usage or config error, 75 another run holds the lock.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -101,11 +108,21 @@ def root(
         typer.Option(
             "--set",
             "-c",
+            metavar="KEY=VALUE",
             help="Override a config key for this run, as KEY=VALUE (repeatable), "
             "e.g. -c memory.write=off.",
             show_default=False,
         ),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print only errors and what was asked for by name (--json, context); the exit "
+            "code tells the rest. No progress, notes or warnings.",
+        ),
+    ] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -117,6 +134,36 @@ def root(
     st = state(ctx)
     st.workspace = workspace
     st.overrides = list(set_ or [])
+    set_quiet(quiet)
+
+
+def help_(
+    ctx: typer.Context,
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="The command (and subcommand) to explain, e.g. `review approve`."),
+    ] = None,
+) -> None:
+    """Show the help of a command, like COMMAND --help (without one: the list of commands)."""
+    from crustacean.errors import UsageError
+
+    root = ctx.find_root()
+    cmd, sub_ctx = root.command, root
+    for name in command or []:
+        sub = cmd.get_command(sub_ctx, name) if hasattr(cmd, "get_command") else None
+        if sub is None:
+            known = ", ".join(cmd.list_commands(sub_ctx)) if hasattr(cmd, "list_commands") else ""
+            where = " ".join([*sub_ctx.command_path.split()[1:], name])
+            raise UsageError(
+                f"No command `{where}`."
+                + (f" Commands here: {known}." if known else f" `{sub_ctx.command_path}` has none.")
+            )
+        sub_ctx = sub.make_context(name, [], parent=sub_ctx, resilient_parsing=True)
+        cmd = sub
+    typer.echo(sub_ctx.get_help(), nl=False)
+
+
+app.command("help")(help_)
 
 
 def main() -> None:

@@ -2,41 +2,21 @@
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
+from crustacean.cli.output import console, err_console, print_json, safe, say, warn
 from crustacean.errors import EXIT_USAGE, CrustaceanError
 from crustacean.workspace import Workspace, open_workspace
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.text import Text
 
-
-class _LazyConsole:
-    """A rich Console made on first use: rich costs ~20 ms to import, and a command that prints
-    through typer.echo (`context`, the SessionStart hook) never needs it."""
-
-    def __init__(self, **settings: Any) -> None:
-        self._settings = settings
-        self._console: Console | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(**self._settings)
-        return getattr(self._console, name)
-
-
-console = cast("Console", _LazyConsole(highlight=False))
-err_console = cast("Console", _LazyConsole(stderr=True, highlight=False))
+__all__ = ["console", "err_console", "print_json", "safe", "say", "warn"]
 
 
 @dataclass
@@ -49,18 +29,8 @@ class AppState:
     def open(self) -> Workspace:
         ws = open_workspace(self.workspace, self.overrides)
         for warning in ws.config.warnings:
-            err_console.print(f"Warning: {warning}", markup=False)
+            warn(f"Warning: {warning}")
         return ws
-
-
-# C0 (but tab and newline), DEL, C1 and the bidi overrides: each can rewrite what a terminal
-# shows (`\x1b[2K` erases a line, `\r` overwrites it, U+202E reverses it).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def safe(text: str) -> str:
-    """Workspace text as a terminal may show it: every control character visible as an escape."""
-    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
 
 
 def cell(text: str) -> Text:
@@ -75,10 +45,6 @@ def state(ctx: typer.Context) -> AppState:
     if not isinstance(root.obj, AppState):
         root.obj = AppState()
     return root.obj
-
-
-def print_json(data: Any) -> None:
-    console.print_json(json.dumps(data, default=str))
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -103,9 +69,38 @@ def usage_failure(e: typer.TyperException) -> typer.Exit:
     return typer.Exit(getattr(e, "exit_code", EXIT_USAGE))
 
 
+def flags_as_flags(command: Any) -> None:
+    """typer shows `<bool>` on a flag, as if `--plan true` were asked; a flag takes no value."""
+    for param in command.params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    original = command.get_help_option
+
+    def get_help_option(ctx: Any) -> Any:
+        option = original(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option
+
+
 class CrustaceanGroup(TyperGroup):
     """Translates `CrustaceanError` into `Error: …` on stderr and its exit code, once, and
-    typer's usage errors into the same short form."""
+    typer's usage errors into the same short form, and shows flags as flags in the help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in (self, *self.commands.values()):
+            flags_as_flags(command)
+
+    def get_params(self, ctx: Any) -> Any:
+        """typer adds the completion options after `__init__`; they are flags too."""
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         """Parse errors of the root options happen here, before `invoke`."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from crustacean.cli.common import CrustaceanGroup, console, err_console, print_json, state
-from crustacean.config import SCHEMA, toml_value
+from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state, warn
+from crustacean.cli.output import Col, fit_table
+from crustacean.config import SCHEMA, LoadedConfig, redundant_keys, toml_value
 from crustacean.workspace import load_for, locations
 
 config_app = typer.Typer(
@@ -20,50 +20,86 @@ config_app = typer.Typer(
 def show(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    redundant: Annotated[
+        bool,
+        typer.Option(
+            "--redundant",
+            help="Only the keys a config file sets to exactly the default; delete them to "
+            "follow future defaults.",
+        ),
+    ] = False,
 ) -> None:
-    """Print every effective config value, the layer it came from, and whether it is locked."""
+    """Print every effective config value, where it came from (a default or a choice), and
+    whether it is locked."""
     st = state(ctx)
     loaded = load_for(st.workspace, st.overrides)
     for warning in loaded.warnings:
-        err_console.print(f"Warning: {warning}", markup=False)
-    rows = []
-    for key in SCHEMA:
-        value = loaded.values[key]
-        if key == "sources":
-            value = [s.__dict__ for s in value]
-        layer = loaded.origins[key]
-        rows.append(
-            {
-                "key": key,
-                "value": value,
-                "layer": layer,
-                "source": loaded.sources.get(layer, ""),
-                "locked": key in loaded.locked,
-            }
-        )
+        warn(f"Warning: {warning}")
+    repeats = set(redundant_keys(loaded))
+    rows = [_row(loaded, key, key in repeats) for key in SCHEMA if not redundant or key in repeats]
     if as_json:
         print_json(rows)
         return
-    table = Table(show_edge=False)
-    for col in ("key", "value", "from", "locked"):
-        table.add_column(col)
-    for row in rows:
-        value = row["value"]
-        shown = f"{len(value)} source(s)" if row["key"] == "sources" else toml_value(value)
-        table.add_row(row["key"], shown, row["layer"], "locked" if row["locked"] else "")
-    console.print(table)
+    if redundant:
+        _say_redundant(rows, loaded.sources)
+        return
+    cols = [Col("key"), Col("value", shrink=24), Col("from"), Col("locked", drop=1)]
+    table_rows = [
+        [
+            row["key"],
+            _shown(row["key"], row["value"]),
+            row["layer"] + (" (= default)" if row["redundant"] else ""),
+            "locked" if row["locked"] else "",
+        ]
+        for row in rows
+    ]
+    console.print(fit_table(cols, table_rows))
+    chosen = sum(1 for row in rows if row["layer"] != "default")
+    say(f"{chosen} of {len(rows)} keys chosen; the rest are defaults.")
     files = [f"{name}: {src}" for name, src in loaded.sources.items() if name not in ("default",)]
-    console.print("Layers (lowest first): " + "; ".join(files), markup=False)
+    say("Layers (lowest first): " + "; ".join(files))
+
+
+def _row(loaded: LoadedConfig, key: str, repeats_default: bool) -> dict[str, object]:
+    value, default = loaded.values[key], SCHEMA[key].default
+    if key == "sources":
+        value, default = [s.__dict__ for s in value], []
+    layer = loaded.origins[key]
+    return {
+        "key": key,
+        "value": value,
+        "default": default,
+        "layer": layer,
+        "source": loaded.sources.get(layer, ""),
+        "locked": key in loaded.locked,
+        "redundant": repeats_default,
+    }
+
+
+def _shown(key: str, value: object) -> str:
+    return f"{len(value)} source(s)" if key == "sources" else toml_value(value)  # type: ignore[arg-type]
+
+
+def _say_redundant(rows: list[dict[str, object]], sources: dict[str, str]) -> None:
+    if not rows:
+        say("No config file repeats a default: every set key is a choice.")
+        return
+    say("These keys are set to exactly their default; delete the line to follow future defaults:")
+    for row in rows:
+        where = sources.get(str(row["layer"]), str(row["layer"]))
+        say(f"  {row['key']} = {_shown(str(row['key']), row['value'])}  ({where})")
 
 
 def paths(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (snake_case keys) instead of lines.")
+    ] = False,
 ) -> None:
     """Print every location crustacean uses: workspace, config files, state, logs."""
     rows = locations(state(ctx).workspace, overrides=state(ctx).overrides)
     if as_json:
-        print_json(dict(rows))
+        print_json({key: None if where.startswith("(") else where for key, _, where in rows})
         return
-    for name, where in rows:
-        console.print(f"{name + ':':<24}{where}", markup=False)
+    for _, label, where in rows:
+        say(f"{label + ':':<24}{where}")

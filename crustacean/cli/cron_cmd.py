@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import CrustaceanGroup, console, err_console, state
+from crustacean.cli.common import CrustaceanGroup, print_json, say, state, warn
+from crustacean.cli.output import verbatim
 from crustacean.errors import UsageError
 from crustacean.workspace import Workspace
 
@@ -37,6 +38,7 @@ CrontabFile = Annotated[
         show_default=False,
     ),
 ]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 UnitDir = Annotated[
     Path | None,
     typer.Option(
@@ -45,10 +47,6 @@ UnitDir = Annotated[
         show_default=False,
     ),
 ]
-
-
-def _say(text: str) -> None:
-    console.print(text, markup=False, soft_wrap=True)
 
 
 @cron_app.command("install")
@@ -76,16 +74,17 @@ def install_cmd(
         bool,
         typer.Option("--openclaw", help="Print `openclaw cron add` commands; write nothing."),
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Install (or replace) this workspace's schedule; other crontab lines stay untouched."""
     _check_flags(per_stage, every, crontab_file, systemd, unit_dir, openclaw)
     ws = state(ctx).open()
     if openclaw:
-        _print_openclaw(ws)
+        _print_openclaw(ws, as_json)
     elif systemd:
-        _install_systemd(ws, 15 if every is None else every, unit_dir)
+        _install_systemd(ws, 15 if every is None else every, unit_dir, as_json)
     else:
-        _install_cron(ws, per_stage, 15 if every is None else every, crontab_file)
+        _install_cron(ws, per_stage, 15 if every is None else every, crontab_file, as_json)
 
 
 def _check_flags(
@@ -112,60 +111,94 @@ def _check_flags(
         )
 
 
-def _install_cron(ws: Workspace, per_stage: bool, every: int, crontab_file: Path | None) -> None:
+def _install_cron(
+    ws: Workspace, per_stage: bool, every: int, crontab_file: Path | None, as_json: bool
+) -> None:
     result = cron.install(ws, per_stage=per_stage, every=every, crontab_file=crontab_file)
     start, _ = cron.markers(ws)
-    _say(f"Installed {len(result.lines)} cron line(s) into {result.target}, in the block")
-    _say(f"`{start}`:")
+    if as_json:
+        print_json(
+            {
+                "kind": "cron",
+                "target": result.target,
+                "lines": result.lines,
+                "log": str(ws.logs_dir / cron.LOG_NAME),
+                "env_file": str(result.env_file),
+                "created_env_file": result.created_env,
+            }
+        )
+        return
+    say(f"Installed {len(result.lines)} cron line(s) into {result.target}, in the block")
+    say(f"`{start}`:")
     for line in result.lines:
-        _say(f"  {line}")
-    _say(f"Output goes to {ws.logs_dir / cron.LOG_NAME}.")
+        verbatim(f"  {line}")
+    say(f"Output goes to {ws.logs_dir / cron.LOG_NAME}.")
     _env_note(result.env_file, result.created_env)
     if per_stage and ws.settings.workspace.timezone:
-        err_console.print(
+        warn(
             f"Note: cron reads the schedules in the system time zone, not workspace.timezone "
-            f"({ws.settings.workspace.timezone}).",
-            markup=False,
-            soft_wrap=True,
+            f"({ws.settings.workspace.timezone})."
         )
 
 
-def _install_systemd(ws: Workspace, every: int, unit_dir: Path | None) -> None:
+def _install_systemd(ws: Workspace, every: int, unit_dir: Path | None, as_json: bool) -> None:
     result = cron.install_systemd(ws, every=every, unit_dir=unit_dir)
-    _say(f"Wrote {result.service}")
-    _say(f"Wrote {result.timer}")
-    _say("Enable the timer (Persistent=true catches up a run missed while asleep) with:")
-    _say(f"  {result.enable_command}")
+    if as_json:
+        print_json(
+            {
+                "kind": "systemd",
+                "service": str(result.service),
+                "timer": str(result.timer),
+                "enable_command": result.enable_command,
+                "env_file": str(result.env_file),
+                "created_env_file": result.created_env,
+            }
+        )
+        return
+    say(f"Wrote {result.service}")
+    say(f"Wrote {result.timer}")
+    say("Enable the timer (Persistent=true catches up a run missed while asleep) with:")
+    verbatim(f"  {result.enable_command}")
     _env_note(result.env_file, result.created_env)
 
 
-def _print_openclaw(ws: Workspace) -> None:
-    _say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
+def _print_openclaw(ws: Workspace, as_json: bool) -> None:
+    if as_json:
+        commands = cron.openclaw_commands(ws)
+        print_json(
+            {"kind": "openclaw", "commands": commands, "env_file": str(cron.env_file_for(ws))}
+        )
+        return
+    say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
     for line in cron.openclaw_commands(ws):
-        _say(line)
+        verbatim(line)
     from crustacean.llm.client import KEY_ENV
 
-    _say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
+    say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
 
 
 def _env_note(env_file: Path, created: bool) -> None:
     from crustacean.llm.client import KEY_ENV
 
     if created:
-        _say(f"Created {env_file} (mode 0600): put {KEY_ENV}=... in it; scheduled runs read it.")
+        say(f"Created {env_file} (mode 0600): put {KEY_ENV}=... in it; scheduled runs read it.")
     else:
-        _say(f"Scheduled runs read {KEY_ENV} from {env_file} (left as it was).")
+        say(f"Scheduled runs read {KEY_ENV} from {env_file} (left as it was).")
 
 
 @cron_app.command("show")
-def show_cmd(ctx: typer.Context, crontab_file: CrontabFile = None) -> None:
+def show_cmd(ctx: typer.Context, crontab_file: CrontabFile = None, as_json: AsJson = False) -> None:
     """Print this workspace's crontab block, or say that cron is not installed for it."""
     ws = state(ctx).open()
     block = cron.block_for(ws, cron.read_crontab(crontab_file))
-    if block is None:
-        _say(f"cron is not installed for {ws.root}")
+    if as_json:
+        lines = cron.block_commands(block) if block is not None else []
+        print_json({"installed": block is not None, "block": block, "commands": lines})
         return
-    console.print(block.rstrip("\n"), markup=False, soft_wrap=True)
+    if block is None:
+        say(f"cron is not installed for {ws.root}")
+        return
+    verbatim(block.rstrip("\n"))
 
 
 @cron_app.command("remove")
@@ -176,26 +209,34 @@ def remove_cmd(
         bool, typer.Option("--systemd", help="Remove the systemd user timer + service instead.")
     ] = False,
     unit_dir: UnitDir = None,
+    as_json: AsJson = False,
 ) -> None:
     """Remove only this workspace's block (or units); everything else stays byte-identical."""
     if unit_dir is not None and not systemd:
         raise UsageError("--unit-dir goes with --systemd; add --systemd or drop --unit-dir.")
     ws = state(ctx).open()
     if systemd:
-        _remove_systemd(ws, unit_dir)
+        gone = cron.remove_systemd(ws, unit_dir=unit_dir)
+        if as_json:
+            print_json({"kind": "systemd", "removed": [str(p) for p in gone]})
+            return
+        _say_removed_units(ws, gone)
         return
-    if cron.remove(ws, crontab_file=crontab_file):
-        _say(f"Removed the crustacean block for {ws.root} from {cron.target_name(crontab_file)}.")
+    removed = cron.remove(ws, crontab_file=crontab_file)
+    if as_json:
+        print_json({"kind": "cron", "removed": removed, "target": cron.target_name(crontab_file)})
+        return
+    if removed:
+        say(f"Removed the crustacean block for {ws.root} from {cron.target_name(crontab_file)}.")
     else:
-        _say(f"cron is not installed for {ws.root}; nothing to remove.")
+        say(f"cron is not installed for {ws.root}; nothing to remove.")
 
 
-def _remove_systemd(ws: Workspace, unit_dir: Path | None) -> None:
-    gone = cron.remove_systemd(ws, unit_dir=unit_dir)
+def _say_removed_units(ws: Workspace, gone: list[Path]) -> None:
     for path in gone:
-        _say(f"Removed {path}")
+        say(f"Removed {path}")
     if not gone:
-        _say(f"No units for {ws.root}; nothing to remove.")
+        say(f"No units for {ws.root}; nothing to remove.")
         return
-    _say("Stop a running timer with:")
-    _say(f"  systemctl --user stop {cron.unit_name(ws)}.timer; systemctl --user daemon-reload")
+    say("Stop a running timer with:")
+    verbatim(f"  systemctl --user stop {cron.unit_name(ws)}.timer; systemctl --user daemon-reload")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import console, print_json, state
+from crustacean.cli.common import print_json, say, state
 
 
 def health(
@@ -26,11 +26,9 @@ def health(
     else:
         width = max(len(c.name) for c in result.checks)
         for check in result.checks:
-            console.print(
-                f"{check.name:<{width}}  {check.status:<4}  {check.summary}", markup=False
-            )
+            say(f"{check.name:<{width}}  {check.status:<4}  {check.summary}")
             for line in check.details:
-                console.print(f"{'':<{width}}        {line}", markup=False, soft_wrap=True)
-        console.print(f"\nOverall: {result.status}", markup=False)
+                say(f"{'':<{width}}        {line}")
+        say(f"\nOverall: {result.status}")
     if result.status == "fail":
         raise typer.Exit(1)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.syntax import Syntax
-from rich.table import Table
 
-from crustacean.cli.common import cell, console, print_json, safe, state
+from crustacean.cli.common import console, print_json, say, state
+from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
 def history(
@@ -23,33 +24,53 @@ def history(
     from crustacean.store import Store
     from crustacean.store import history as hist
 
-    versions = hist.history(Store(state(ctx).open()), path, limit)
+    ws = state(ctx).open()
+    store = Store(ws)
+    versions = hist.history(store, path, limit)
     if as_json:
         print_json([{**v.__dict__, "time": v.time.isoformat()} for v in versions])
         return
     if not versions:
-        console.print("No versions yet.")
+        if path and hist.history(store, None, 1):
+            say(f"No version changed {path}; `crustacean history` lists the workspace's versions.")
+        else:
+            say("No versions yet.")
         return
-    table = Table(show_edge=False)
-    for col in ("version", "time", "actor", "message", "files"):
-        table.add_column(col, overflow="fold")
-    for v in versions:
-        files = ", ".join(v.files[:3]) + (f" (+{len(v.files) - 3})" if len(v.files) > 3 else "")
-        when = v.time.strftime("%Y-%m-%d %H:%M")
-        table.add_row(v.id[:12], when, cell(v.actor), cell(v.message), cell(files))
-    console.print(table)
+    cols = [
+        Col("version"),
+        Col(f"time ({zone_name(ws.tz)})"),
+        Col("actor", drop=1),
+        Col("message", shrink=20),
+        Col("files", shrink=24, path=True),
+    ]
+    rows = [
+        [
+            v.id[:12],
+            local_time(v.time, ws.tz),
+            v.actor,
+            v.message,
+            path_list(v.files),
+        ]
+        for v in versions
+    ]
+    console.print(fit_table(cols, rows))
 
 
 def show(
     ctx: typer.Context,
     version: Annotated[str, typer.Argument(help="Version id (from `crustacean history`).")],
+    as_json: AsJson = False,
 ) -> None:
     """Show one version: who made it, why, and the diff."""
     from crustacean.store import Store
     from crustacean.store import history as hist
 
-    text = safe(hist.show(Store(state(ctx).open()), version))
-    console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+    store = Store(state(ctx).open())
+    text = hist.show(store, version)
+    if as_json:
+        print_json({"version": store.git.resolve(version), "show": text})
+        return
+    print_diff(text)
 
 
 def rollback(
@@ -58,15 +79,19 @@ def rollback(
     paths: Annotated[
         list[str] | None, typer.Argument(help="Only these files (default: every changed file).")
     ] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Restore files as they were at VERSION, recorded as a new version (history is kept)."""
     from crustacean.store import Store
     from crustacean.store import history as hist
 
     result = hist.rollback(Store(state(ctx).open()), version, list(paths or []))
-    if not result.files:
-        console.print("Nothing to roll back: the files already match that version.")
+    if as_json:
+        print_json(result.to_json() | {"restored_from": version})
         return
-    console.print(f"Restored {len(result.files)} file(s) as version {(result.version or '')[:12]}:")
+    if not result.files:
+        say("Nothing to roll back: the files already match that version.")
+        return
+    say(f"Restored {len(result.files)} file(s) as version {(result.version or '')[:12]}:")
     for path in result.files:
-        console.print(f"  {safe(path)}", markup=False)
+        say(f"  {path}")

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from crustacean.cli.common import console
+from crustacean.cli.common import console, print_json, say
+from crustacean.cli.output import Col, fit_table
 
 if TYPE_CHECKING:
     from crustacean.config import SourceConfig
@@ -57,6 +57,7 @@ def init(
             "days of OpenClaw and Claude Code transcripts as its collect sources.",
         ),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Create a workspace, or adopt an existing one without changing any file it has.
 
@@ -78,18 +79,28 @@ def init(
         report = init_sample(directory or Path("."))
     else:
         report = init_workspace(directory, daily_dir, detect=not no_detect, sources=chosen)
-    table = Table(title=f"Workspace {report.root}", show_edge=False)
-    table.add_column("path")
-    table.add_column("status")
-    for path in report.created:
-        table.add_row(path, "created")
-    for path in report.kept if verbose else []:
-        table.add_row(path, "kept")
+    if as_json:
+        print_json(
+            {
+                "root": str(report.root),
+                "created": report.created,
+                "kept": report.kept,
+                "version": report.version,
+                "baseline": report.baseline,
+                "notes": report.notes,
+                "left_out": [{"path": i.path, "reason": i.reason} for i in report.left_out],
+                "next_steps": list(report.next_steps),
+            }
+        )
+        return
+    rows = [[p, "created"] for p in report.created] + [[p, "kept"] for p in report.kept]
     if (report.created and not sample) or verbose:
-        console.print(table)
+        shown = rows if verbose else rows[: len(report.created)]
+        cols = [Col("path", shrink=30, path=True), Col("status")]
+        console.print(fit_table(cols, shown, title=f"Workspace {report.root}"))
     if sample:
-        console.print(f"Sample workspace {report.root}", markup=False)
-    console.print(
+        say(f"Sample workspace {report.root}")
+    say(
         f"{len(report.created)} created, {len(report.kept)} kept as they were"
         + (f"; version {report.version[:12]}" if report.version else "")
         + "."
@@ -103,10 +114,10 @@ def init(
         for item in report.left_out:
             console.print(f"  - {item.path}: {item.reason}", markup=False)
     for note in report.notes:
-        console.print(f"Note: {note}", markup=False)
-    console.print("\nNext steps:")
+        say(f"Note: {note}")
+    say("\nNext steps:")
     for step in report.next_steps:
-        console.print(f"  - {step}", markup=False)
+        say(f"  - {step}")
 
 
 def _interactive() -> bool:

@@ -142,6 +142,10 @@ def loader(
                 rich_markup_mode=app.rich_markup_mode,
             )
         plain_params(built, help_names)
+        if not isinstance(target, typer.Typer):  # a group's CrustaceanGroup does its own
+            from crustacean.cli.common import flags_as_flags
+
+            flags_as_flags(built)
         return built
 
     return load

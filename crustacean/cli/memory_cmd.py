@@ -7,15 +7,8 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import (
-    CrustaceanGroup,
-    cell,
-    console,
-    err_console,
-    print_json,
-    safe,
-    state,
-)
+from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state, warn
+from crustacean.cli.output import Col, fit_table
 from crustacean.tiers import TIERS
 
 FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")  # as crustacean.context, kept light
@@ -57,7 +50,7 @@ def context(
     ws = state(ctx).open()
     result = build_context(ws, request, datetime.now(UTC))
     for path, why in result.problems:
-        err_console.print(safe(f"Skipped: {path} ({why})"), markup=False)
+        warn(f"Skipped: {path} ({why})")
     if fmt == "json":
         print_json(result.to_json())
     elif fmt == "claude-hook":
@@ -76,6 +69,7 @@ def remember(
     tier: Annotated[
         str | None, typer.Option("--tier", help=f"Start in this tier: {', '.join(TIERS)}.")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Record a ruling in memory/lessons/NAME.md (the same NAME replaces the old one)."""
     from crustacean.memory_ops import remember as remember_memory
@@ -83,10 +77,10 @@ def remember(
     result = remember_memory(
         state(ctx).open(), name, text, source=source, tier=tier, now=datetime.now(UTC)
     )
-    console.print(
-        f"Remembered memory/lessons/{name}.md (version {(result.version or '-')[:12]}).",
-        markup=False,
-    )
+    if as_json:
+        print_json({"path": f"memory/lessons/{name}.md"} | result.to_json())
+        return
+    say(f"Remembered memory/lessons/{name}.md (version {(result.version or '-')[:12]}).")
 
 
 tier_app = typer.Typer(
@@ -123,17 +117,26 @@ def tier_list(
             ]
         )
         return
-    from rich.table import Table  # lazy: `context` (every session's hook) never draws one
-
-    table = Table(show_edge=False)
-    for col in ("path", "tier", "why", "uses", "last recalled"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        last = r.usage.last_recalled.strftime("%Y-%m-%d") if r.usage.last_recalled else "never"
-        table.add_row(cell(r.path), r.tier, r.how, str(r.usage.uses), last)
-    console.print(table)
+    cols = [
+        Col("path", shrink=28, path=True),
+        Col("tier"),
+        Col("why", shrink=12, drop=2),
+        Col("uses", justify="right", drop=1),
+        Col("last recalled", drop=3),
+    ]
+    table_rows = [
+        [
+            r.path,
+            r.tier,
+            r.how,
+            str(r.usage.uses),
+            r.usage.last_recalled.strftime("%Y-%m-%d") if r.usage.last_recalled else "never",
+        ]
+        for r in rows
+    ]
+    console.print(fit_table(cols, table_rows))
     for path, why in problems:
-        err_console.print(safe(f"Skipped: {path} ({why})"), markup=False)
+        warn(f"Skipped: {path} ({why})")
 
 
 @tier_app.command("plan")
@@ -149,9 +152,9 @@ def tier_plan_cmd(
         print_json([d.to_json() for d in decisions])
         return
     if not decisions:
-        console.print("No tier changes are due.")
+        say("No tier changes are due.")
     for d in decisions:
-        console.print(f"{d.path}: {d.reason}", markup=False)
+        say(f"{d.path}: {d.reason}")
 
 
 @tier_app.command("set")
@@ -159,9 +162,13 @@ def tier_set(
     ctx: typer.Context,
     path: Annotated[str, typer.Argument(help="The memory file.")],
     tier: Annotated[str, typer.Argument(help=f"One of {', '.join(TIERS)}.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Pin a memory to a tier by hand (written to its frontmatter, as a new version)."""
     from crustacean.memory_ops import set_tier
 
     result = set_tier(state(ctx).open(), path, tier, datetime.now(UTC))
-    console.print(f"{path} is now {tier} (version {(result.version or '-')[:12]}).", markup=False)
+    if as_json:
+        print_json({"path": path, "tier": tier} | result.to_json())
+        return
+    say(f"{path} is now {tier} (version {(result.version or '-')[:12]}).")

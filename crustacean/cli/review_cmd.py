@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime, tzinfo
 from typing import Annotated
 
 import typer
-from rich.syntax import Syntax
-from rich.table import Table
 
-from crustacean.cli.common import CrustaceanGroup, cell, console, print_json, safe, state
+from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state
+from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 review_app = typer.Typer(
     cls=CrustaceanGroup,
@@ -27,51 +29,76 @@ def review(
 
     if ctx.invoked_subcommand is not None:
         return
-    pending = proposals.list_proposals(Store(state(ctx).open()))
+    ws = state(ctx).open()
+    pending = proposals.list_proposals(Store(ws))
     if as_json:
         print_json([p.to_json() | {"paths": p.paths} for p in pending])
         return
     if not pending:
-        console.print("No pending proposals.")
+        say("No pending proposals.")
         return
-    table = Table(show_edge=False)
-    for col in ("id", "created", "actor", "files", "message"):
-        table.add_column(col, overflow="fold")
-    for p in pending:
-        table.add_row(str(p.id), p.created, p.actor, cell(", ".join(p.paths)), cell(p.message))
-    console.print(table)
+    cols = [
+        Col("id"),
+        Col(f"created ({zone_name(ws.tz)})", drop=2),
+        Col("actor", drop=1),
+        Col("files", shrink=24, path=True),
+        Col("message", shrink=20),
+    ]
+    rows = [
+        [str(p.id), _when(p.created, ws.tz), p.actor, path_list(p.paths, 10), p.message]
+        for p in pending
+    ]
+    console.print(fit_table(cols, rows))
+
+
+def _when(created: str, tz: tzinfo) -> str:
+    """A proposal's stored UTC time, in the workspace's zone like every other view."""
+    try:
+        return local_time(datetime.fromisoformat(created.replace("Z", "+00:00")), tz)
+    except ValueError:
+        return created
 
 
 @review_app.command("show")
 def show(
-    ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")]
+    ctx: typer.Context,
+    pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")],
+    as_json: AsJson = False,
 ) -> None:
     """Print a proposal and the diff it would apply to the files as they are now."""
     from crustacean.store import Store, proposals
 
-    store = Store(state(ctx).open())
+    ws = state(ctx).open()
+    store = Store(ws)
     prop = proposals.get(store, pid)
-    console.print(
-        f"Proposal {prop.id} ({prop.status}) by {prop.actor}, {prop.created}", markup=False
+    text = proposals.diff(store, pid) if prop.status == "pending" else None
+    if as_json:
+        print_json(prop.to_json() | {"paths": prop.paths, "diff": text})
+        return
+    say(
+        f"Proposal {prop.id} ({prop.status}) by {prop.actor}, "
+        f"{_when(prop.created, ws.tz)} {zone_name(ws.tz)}"
     )
-    console.print(f"Message: {safe(prop.message)}", markup=False)
-    console.print(f"Why it waits for you: {safe(prop.reason)}", markup=False)
-    if prop.status == "pending":
-        text = safe(proposals.diff(store, pid))
-        console.print(
-            Syntax(text or "(no change)", "diff", theme="ansi_dark", background_color="default")
-        )
+    say(f"Message: {prop.message}")
+    say(f"Why it waits for you: {prop.reason}")
+    if text is not None:
+        print_diff(text or "(no change)")
 
 
 @review_app.command("approve")
 def approve(
-    ctx: typer.Context, pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")]
+    ctx: typer.Context,
+    pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")],
+    as_json: AsJson = False,
 ) -> None:
     """Apply a proposal as one new version (refused if its files changed since)."""
     from crustacean.store import Store, proposals
 
     result = proposals.approve(Store(state(ctx).open()), pid)
-    console.print(
+    if as_json:
+        print_json({"id": pid, "status": "approved"} | result.to_json())
+        return
+    say(
         f"Approved proposal {pid}: version {(result.version or 'unversioned')[:12]}, "
         f"{len(result.files)} file(s)."
     )
@@ -82,9 +109,13 @@ def reject(
     ctx: typer.Context,
     pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")],
     reason: Annotated[str, typer.Option("--reason", help="Why, kept with the proposal.")] = "",
+    as_json: AsJson = False,
 ) -> None:
     """Drop a proposal; nothing is written to the workspace."""
     from crustacean.store import Store, proposals
 
     proposals.reject(Store(state(ctx).open()), pid, reason)
-    console.print(f"Rejected proposal {pid}.")
+    if as_json:
+        print_json({"id": pid, "status": "rejected", "reason": reason})
+        return
+    say(f"Rejected proposal {pid}.")

@@ -7,12 +7,12 @@ from datetime import timedelta, tzinfo
 from typing import Annotated
 
 import typer
-from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from crustacean import runs as run_log
-from crustacean.cli.common import CrustaceanGroup, cell, console, print_json, safe, state
+from crustacean.cli.common import CrustaceanGroup, cell, console, print_json, safe, say, state
+from crustacean.cli.output import Col, fit_table, local_time, width, zone_name
 from crustacean.runs import RunRecord
 
 runs_app = typer.Typer(
@@ -41,7 +41,7 @@ def runs(
         print_json([r.to_json(tool_calls=False) for r in found])
         return
     if not found:
-        console.print("No runs yet.")
+        say("No runs yet.")
         return
     console.print(_runs_table(found, ws.tz))
 
@@ -59,41 +59,59 @@ def show(
         print_json(rec.to_json() | {"log": str(run_log.log_path(ws, rec.id))})
         return
     console.print(_details(rec, ws.tz))
-    console.print(f"Log        {run_log.log_path(ws, rec.id)}", markup=False)
+    say(f"Log        {run_log.log_path(ws, rec.id)}")
     if rec.tool_calls:
-        console.print(f"\nTool calls ({len(rec.tool_calls)}):")
+        say(f"\nTool calls ({len(rec.tool_calls)}):")
         console.print(_calls_table(rec))
     else:
-        console.print("\nNo tool calls.")
+        say("\nNo tool calls.")
 
 
 def _runs_table(found: list[RunRecord], tz: tzinfo) -> Table:
-    """Ids, times and numbers stay whole; names fold when the terminal is narrow."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    table.add_column("id", no_wrap=True, min_width=22)
-    table.add_column("stage", overflow="fold", min_width=7)
-    table.add_column("started", no_wrap=True, min_width=16)
-    table.add_column("duration", no_wrap=True)
-    table.add_column("status", overflow="fold", min_width=7)
-    table.add_column("model", overflow="fold", min_width=10)
-    table.add_column("turns", justify="right", no_wrap=True)
-    table.add_column("tokens in/out", justify="right", overflow="fold", min_width=8)
-    table.add_column("cost", justify="right", no_wrap=True, min_width=7)
-    table.add_column("files", justify="right", no_wrap=True)
-    for r in found:
-        table.add_row(
+    """Id, stage, status, model, tokens and cost stay at 80 columns; the start time, duration,
+    turns and files give way first (the id already sorts by start)."""
+    cols = [
+        Col("id"),
+        Col("stage"),
+        Col(f"started ({zone_name(tz)})", drop=1),
+        Col("duration", drop=2),
+        Col("status"),
+        Col("model", shrink=10),
+        Col("turns", justify="right", drop=3),
+        Col("tokens in/out", justify="right"),
+        Col("cost", justify="right"),
+        Col("files", justify="right", drop=4),
+    ]
+    rows = [
+        [
             r.id,
-            Text(r.stage),
-            r.started.astimezone(tz).strftime("%Y-%m-%d %H:%M"),
+            r.stage,
+            local_time(r.started, tz),
             _duration(r.duration),
             _status(r),
-            Text(r.model or "—"),
+            _model(r.model),
             str(r.turns),
-            f"{r.usage.total_input:,} / {r.usage.output_tokens:,}",
+            f"{_tokens(r.usage.total_input)}/{_tokens(r.usage.output_tokens)}",
             f"${r.cost_usd:.4f}",
             str(len(r.files_changed)),
-        )
-    return table
+        ]
+        for r in found
+    ]
+    return fit_table(cols, rows)
+
+
+def _tokens(n: int) -> str:
+    """`1,234` in a pipe; on a terminal big counts shorten (`123.4k`, `1.23M`) to fit."""
+    if width() is None or n < 10_000:
+        return f"{n:,}"
+    return f"{n / 1000:.1f}k" if n < 1_000_000 else f"{n / 1_000_000:.2f}M"
+
+
+def _model(model: str | None) -> str:
+    """On a terminal the `claude-` prefix goes (it is on every row); a pipe keeps the full id."""
+    if not model:
+        return "—"
+    return model.removeprefix("claude-") if width() is not None else model
 
 
 def _details(r: RunRecord, tz: tzinfo) -> Text:
@@ -101,7 +119,7 @@ def _details(r: RunRecord, tz: tzinfo) -> Text:
     rows = [
         ("Run", f"{r.id} ({r.stage})"),
         ("Status", _status(r)),
-        ("Started", f"{r.started.astimezone(tz):%Y-%m-%d %H:%M:%S %Z}"),
+        ("Started", f"{local_time(r.started, tz, seconds=True)} {zone_name(tz, r.started)}"),
         ("Duration", _duration(r.duration)),
         ("Model", f"{r.model or '—'}, {r.turns} turn(s)"),
         (

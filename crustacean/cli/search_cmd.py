@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import console, err_console, print_json, safe, state
+from crustacean.cli.common import console, print_json, safe, say, state, warn
+from crustacean.cli.output import progress
 
 if TYPE_CHECKING:
     from crustacean.search import Hit, IndexStats
@@ -15,11 +16,13 @@ if TYPE_CHECKING:
 
 def search(
     ctx: typer.Context,
-    query: Annotated[
-        str,
+    words: Annotated[
+        list[str],
         typer.Argument(
-            help="Words to find: lines with all of them first, then most. Dates such as "
-            "'last week', 'in May' or '2026-03-04' match the daily logs of those days."
+            help="Words to find, no quotes needed: lines with all of them first, then most. "
+            "Dates such as 'last week', 'in May' or '2026-03-04' match the daily logs of those "
+            "days.",
+            metavar="WORDS...",
         ),
     ],
     n: Annotated[
@@ -57,11 +60,13 @@ def search(
     from crustacean.search import SearchIndex, check_request
     from crustacean.state import open_state
 
+    query = " ".join(words)
     check_request(query, n, budget_chars)
     ws = state(ctx).open()
     now = datetime.now(UTC)
     with open_state(ws) as db, SearchIndex(ws, db) as index:
-        _report(index.update())
+        with progress("Indexing", enabled=not as_json) as report:
+            _report(index.update(report))
         hits = index.search(
             query,
             n,
@@ -77,14 +82,28 @@ def search(
     _print_hits(hits, as_json, full=budget_chars is not None)
 
 
-def index(ctx: typer.Context) -> None:
+def index(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
     """Rebuild the search index from scratch."""
     from crustacean.search import SearchIndex
 
-    with SearchIndex(state(ctx).open()) as idx:
-        stats = idx.rebuild()
+    with SearchIndex(state(ctx).open()) as idx, progress("Indexing", enabled=not as_json) as bar:
+        stats = idx.rebuild(bar)
+    if as_json:
+        print_json(
+            {
+                "indexed": stats.indexed,
+                "removed": stats.removed,
+                "unchanged": stats.unchanged,
+                "skipped": [{"path": p, "reason": r} for p, r in stats.skipped],
+                "warnings": [{"path": p, "reason": r} for p, r in stats.warnings],
+            }
+        )
+        return
     _report(stats)
-    console.print(f"Indexed {stats.indexed} file(s); skipped {len(stats.skipped)}.")
+    say(f"Indexed {stats.indexed} file(s); skipped {len(stats.skipped)}.")
 
 
 def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
@@ -93,7 +112,7 @@ def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
         print_json([h.to_json() for h in hits])
         return
     if not hits:
-        console.print("No matches.")
+        say("No matches.")
     for h in hits:
         where = safe(f"{h.path}#L{h.start_line}-L{h.end_line}")
         if full:
@@ -108,6 +127,6 @@ def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
 def _report(stats: IndexStats) -> None:
     """Name the files search could not use, so nobody assumes the index is complete."""
     for path, reason in stats.skipped:
-        err_console.print(safe(f"Skipped: {path} ({reason})"), markup=False, soft_wrap=True)
+        warn(f"Skipped: {path} ({reason})")
     for path, reason in stats.warnings:
-        err_console.print(safe(f"Warning: {path}: {reason}"), markup=False, soft_wrap=True)
+        warn(f"Warning: {path}: {reason}")

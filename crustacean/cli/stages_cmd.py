@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import console, err_console, print_json, state
+from crustacean.cli.common import err_console, print_json, say, state, warn
+from crustacean.cli.output import MODE, print_diff, progress
 
 if TYPE_CHECKING:
     from crustacean.stages.collect import Progress
@@ -87,34 +88,28 @@ def _render(result: object) -> None:
 
     assert isinstance(result, CollectResult)
     for path in result.missing_sources:
-        err_console.print(
-            f"Warning: source {path} has no transcripts (missing or empty).", markup=False
-        )
-    console.print(
+        warn(f"Warning: source {path} has no transcripts (missing or empty).")
+    say(
         f"Scanned {result.files_scanned} transcript file(s): "
         f"{result.new_messages} new message(s)"
         + (f", {result.bad_lines} unreadable line(s) skipped" if result.bad_lines else "")
-        + ".",
-        markup=False,
+        + "."
     )
     if result.record is None:  # a plan
         if result.plan is not None:
             _render_plan(result.plan)
         if result.left_for_next_run:
-            console.print(
+            say(
                 f"The run budget (budget.*) covers part of it; {result.left_for_next_run} "
-                "message(s) would wait for the next run.",
-                markup=False,
+                "message(s) would wait for the next run."
             )
         if result.waiting_in_batch:
-            console.print(
-                f"{result.waiting_in_batch} message(s) wait for a batch's results.", markup=False
-            )
+            say(f"{result.waiting_in_batch} message(s) wait for a batch's results.")
         return
     for path, n in sorted(result.items_by_day.items()):
-        console.print(f"  {path}: {n} item(s) appended", markup=False)
+        say(f"  {path}: {n} item(s) appended")
     for line in _collect_lines(result):
-        console.print("  " + line, markup=False)
+        say("  " + line)
     if result.record is not None:
         _render_run(result.record, result.diff)
 
@@ -150,7 +145,7 @@ def _collect_lines(result: object) -> list[str]:
 
 def _progress() -> Callable[[Progress], None] | None:
     """A one-line progress display on a terminal (stderr), none otherwise."""
-    if not err_console.is_terminal:
+    if not err_console.is_terminal or MODE.quiet:
         return None
 
     def show(p: Progress) -> None:
@@ -182,18 +177,15 @@ def curate(
     if as_json:
         print_json(result.to_json())
     else:
-        console.print(
-            f"{result.entries} uncurated daily entr{'y' if result.entries == 1 else 'ies'}.",
-            markup=False,
-        )
+        say(f"{result.entries} uncurated daily entr{'y' if result.entries == 1 else 'ies'}.")
         if result.plan is not None:
             _render_plan(result.plan)
         for dest, n in sorted(result.routed.items()):
-            console.print(f"  routed {n} to {dest}", markup=False)
+            say(f"  routed {n} to {dest}")
         for why, n in sorted(result.skipped.items()):
-            console.print(f"  skipped {n}: {why}", markup=False)
+            say(f"  skipped {n}: {why}")
         for line in result.indexed:
-            console.print(f"  indexed {line}", markup=False)
+            say(f"  indexed {line}")
         if result.record is not None:
             _render_run(result.record, result.diff)
     if result.record is not None and result.record.status == "failed":
@@ -205,13 +197,12 @@ def _render_plan(p: object) -> None:
 
     assert isinstance(p, Plan)
     scope = "the first turn" if p.requests == 1 else f"all {p.requests} requests"
-    console.print(
+    say(
         f"Plan: {p.model}, system {p.system_chars:,} chars, tools "
         f"{', '.join(p.tools)}, input {p.prompt_chars:,} chars; about "
-        f"{p.est_input_tokens:,} input tokens, ~${p.est_cost_first_turn:.4f} for {scope}.",
-        markup=False,
+        f"{p.est_input_tokens:,} input tokens, ~${p.est_cost_first_turn:.4f} for {scope}."
     )
-    console.print("Input excerpt:\n" + p.excerpt, markup=False)
+    say("Input excerpt:\n" + p.excerpt)
 
 
 def _render_run(rec: object, diff: str | None) -> None:
@@ -219,13 +210,12 @@ def _render_run(rec: object, diff: str | None) -> None:
 
     assert isinstance(rec, RunRecord)
     if diff:
-        console.print(diff, markup=False, highlight=False)
+        print_diff(diff)
     version = ", ".join(v[:12] for v in rec.versions) or "none"
-    console.print(
+    say(
         f"Run {rec.id}: {rec.status}; {rec.usage.total_input:,} tokens in, "
         f"{rec.usage.output_tokens:,} out, ${rec.cost_usd:.4f}; version {version}."
-        + (f" {rec.error}" if rec.error else ""),
-        markup=False,
+        + (f" {rec.error}" if rec.error else "")
     )
 
 
@@ -243,14 +233,18 @@ def compile_(
     """Archive, apply tiers, keep MEMORY.md under its caps, then judge and digest (stage 3)."""
     from crustacean.stages.compile import compile_workspace
 
-    result = compile_workspace(state(ctx).open(), dry_run=dry_run, no_model=no_model, plan=plan)
+    ws = state(ctx).open()
+    with progress("Compile: deterministic pass", enabled=not as_json) as report:
+        result = compile_workspace(
+            ws, dry_run=dry_run, no_model=no_model, plan=plan, progress=report
+        )
     if as_json:
         print_json(result.to_json())
     else:
         ops = result.ops
         if result.record is None:
             nothing = "" if ops.changed_anything else " nothing to archive, sweep, trash or move"
-            console.print(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
+            say(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
         for label, items in (
             ("archived", ops.archived),
             ("not archived", ops.held),
@@ -261,11 +255,9 @@ def compile_(
             ("model", ops.model_changes),
         ):
             for item in items:
-                console.print(f"  {label}: {item}", markup=False)
-        console.print(
-            f"Model pass: {result.model}."
-            + (f" Digest: {result.digest}." if result.digest else ""),
-            markup=False,
+                say(f"  {label}: {item}")
+        say(
+            f"Model pass: {result.model}." + (f" Digest: {result.digest}." if result.digest else "")
         )
         if result.plan is not None:
             _render_plan(result.plan)
@@ -289,11 +281,11 @@ def calibrate(
         print_json(result.to_json())
     else:
         audit = f" Audit: {result.audit}." if result.audit else ""
-        console.print(f"Health: {result.health.status}.{audit}", markup=False)
+        say(f"Health: {result.health.status}.{audit}")
         for pid in result.proposals:
-            console.print(f"  proposal {pid}: see `crustacean review show {pid}`", markup=False)
+            say(f"  proposal {pid}: see `crustacean review show {pid}`")
         for path in result.archived_lessons:
-            console.print(f"  archived lesson {path}", markup=False)
+            say(f"  archived lesson {path}")
         if result.plan is not None:
             _render_plan(result.plan)
         if result.record is not None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import cell, console, print_json, safe, state
+from crustacean.cli.common import console, print_json, say, state
+from crustacean.cli.output import Col, fit_table, local_time, zone_name
 
 if TYPE_CHECKING:
     from crustacean.status import Status
@@ -32,69 +33,68 @@ def status(
     _workspace(result)
 
 
-def _stages(result: Status, tz: object) -> None:
-    from rich.table import Table
-
-    table = Table(title="Stages", show_edge=False)
-    for col in ("stage", "schedule", "last run", "result", "next slot"):
-        table.add_column(col)
+def _stages(result: Status, tz: tzinfo) -> None:
+    cols = [
+        Col("stage"),
+        Col("schedule", drop=2),
+        Col("last run"),
+        Col("result", shrink=16),
+        Col("next slot", drop=1),
+    ]
+    rows = []
     for s in result.stages:
-        last = s.last.started.astimezone(tz).strftime("%Y-%m-%d %H:%M") if s.last else "never"
-        outcome = (
-            s.last.status + (f": {s.last.error[:40]}" if s.last.error else "") if s.last else ""
-        )
-        nxt = s.next_slot.astimezone(tz).strftime("%Y-%m-%d %H:%M") if s.next_slot else "disabled"
-        table.add_row(s.stage, s.schedule, last, cell(outcome), nxt)
-    console.print(table)
+        last = local_time(s.last.started, tz) if s.last else "never"
+        outcome = s.last.status + (f": {s.last.error}" if s.last.error else "") if s.last else ""
+        nxt = local_time(s.next_slot, tz) if s.next_slot else "disabled"
+        rows.append([s.stage, s.schedule, last, outcome, nxt])
+    console.print(fit_table(cols, rows, title=f"Stages (times in {zone_name(tz)})"))
 
 
 def _costs(result: Status) -> None:
-    from rich.table import Table
-
-    table = Table(title="Last 30 days", show_edge=False)
-    for col in ("stage", "runs", "failures", "tokens in", "tokens out", "cost"):
-        table.add_column(col, justify="right")
-    for stage, t in result.totals.items():
-        table.add_row(
+    cols = [
+        Col("stage"),
+        Col("runs", justify="right"),
+        Col("failures", justify="right"),
+        Col("tokens in", justify="right", drop=1),
+        Col("tokens out", justify="right", drop=1),
+        Col("cost", justify="right"),
+    ]
+    rows = [
+        [
             stage,
             str(int(t["runs"])),
             str(int(t["failures"])),
             f"{int(t['tokens_in']):,}",
             f"{int(t['tokens_out']):,}",
             f"${t['cost_usd']:.4f}",
-        )
-    console.print(table)
+        ]
+        for stage, t in result.totals.items()
+    ]
+    console.print(fit_table(cols, rows, title="Last 30 days"))
     peak = max((c for _, c in result.daily_cost), default=0.0)
     bars = "".join(BARS[round(c / peak * 8)] if peak else BARS[0] for _, c in result.daily_cost)
     total = sum(c for _, c in result.daily_cost)
-    console.print(
-        f"Cost per day  |{bars}|  ${total:.4f} in 30 days (peak ${peak:.4f})", markup=False
-    )
+    say(f"Cost per day  |{bars}|  ${total:.4f} in 30 days (peak ${peak:.4f})")
 
 
 def _workspace(result: Status) -> None:
     m = result.memory_md
-    console.print(f"Workspace {safe(str(result.root))}", markup=False)
-    console.print(
-        "  files: " + ", ".join(f"{k} {v}" for k, v in result.areas.items()), markup=False
-    )
-    console.print(
+    say(f"Workspace {result.root}")
+    say("  files: " + ", ".join(f"{k} {v}" for k, v in result.areas.items()))
+    say(
         f"  MEMORY.md: {m['lines']}/{m['line_cap']} lines, {m['chars']:,}/"
         f"{m['char_cap']:,} characters ({m['percent_of_tightest']}% of the tightest "
-        f"limit: {m['state']})",
-        markup=False,
+        f"limit: {m['state']})"
     )
-    console.print(
+    say(
         "  tiers: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(result.tiers.items())) or "no memories yet"),
-        markup=False,
+        + (", ".join(f"{k} {v}" for k, v in sorted(result.tiers.items())) or "no memories yet")
     )
-    console.print(
+    say(
         f"  pending proposals: {result.pending_proposals}"
-        + (" (see `crustacean review`)" if result.pending_proposals else ""),
-        markup=False,
+        + (" (see `crustacean review`)" if result.pending_proposals else "")
     )
-    console.print(f"  cron: {result.cron}", markup=False)
+    say(f"  cron: {result.cron}")
 
 
 def doctor(
@@ -114,10 +114,8 @@ def doctor(
         print_json(report.to_json())
     else:
         for f in report.findings:
-            console.print(
-                f"{f.status:>4}  {f.name}: {f.detail}"
-                + (f"\n      fix: {f.fix}" if f.fix and f.status != "ok" else ""),
-                markup=False,
-            )
+            say(f"{f.status:>4}  {f.name}: {f.detail}")
+            if f.fix and f.status != "ok":
+                say(f"      fix: {f.fix}")
     if report.failed:
         raise typer.Exit(1)

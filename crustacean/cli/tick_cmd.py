@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime, tzinfo
 from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import console, print_json, state
+from crustacean.cli.common import print_json, say, state
+from crustacean.cli.output import verbatim
 
 
 def tick(
@@ -23,6 +26,17 @@ def tick(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    log: Annotated[
+        bool,
+        typer.Option(
+            "--log",
+            help="For the scheduler: one timestamped line per tick that ran something, nothing "
+            "when nothing was due, and the cron log rotated by size (what `cron install` runs).",
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="With --log: also log ticks that ran nothing.")
+    ] = False,
 ) -> None:
     """Run every stage that is due, then exit; put it in cron every 15 minutes."""
     from crustacean.errors import UsageError
@@ -33,24 +47,43 @@ def tick(
             "--dry-run and --plan can't be combined; pick one: --plan for costs, "
             "--dry-run for what is due."
         )
-    result = run_tick(state(ctx).open(), dry_run=dry_run, plan=plan)
+    ws = state(ctx).open()
+    if log:
+        from crustacean.cron import LOG_NAME, rotate_log
+
+        rotate_log(ws.logs_dir / LOG_NAME)
+    result = run_tick(ws, dry_run=dry_run, plan=plan)
     if as_json:
         print_json(result.to_json())
+    elif log:
+        line = log_line(result.outcomes, datetime.now(UTC), ws.tz, verbose=verbose)
+        if line:
+            verbatim(line)
     else:
         for outcome in result.outcomes:
-            console.print(outcome_line(outcome), markup=False, soft_wrap=True)
+            say(outcome_line(outcome, ws.tz))
         if plan:
-            console.print(
+            say(
                 f"Estimated: ~${result.est_cost:.4f} for the first requests (a stage that uses "
-                "tools takes a few turns). Nothing was run or written.",
-                markup=False,
-                soft_wrap=True,
+                "tools takes a few turns). Nothing was run or written."
             )
     if result.exit_code:
         raise typer.Exit(result.exit_code)
 
 
-def outcome_line(outcome: object) -> str:
+def log_line(outcomes: Sequence[object], now: datetime, tz: tzinfo, *, verbose: bool) -> str:
+    """The cron log's one line for a tick: its time, then each stage that was due; "" for a
+    tick where nothing was due (unless `verbose`), so the log holds only work done."""
+    from crustacean.schedule import StageOutcome
+
+    due = [o for o in outcomes if isinstance(o, StageOutcome) and o.due.due]
+    if not due and not verbose:
+        return ""
+    parts = [outcome_line(o, tz) for o in due] or ["nothing due"]
+    return f"{now.astimezone(tz):%Y-%m-%d %H:%M:%S %Z} " + "; ".join(parts)
+
+
+def outcome_line(outcome: object, tz: tzinfo = UTC) -> str:
     """One line per stage: `collect: ran (ok) …`, `curate: not due (next slot …)`."""
     from crustacean.schedule import StageOutcome, fmt
 
@@ -67,7 +100,7 @@ def outcome_line(outcome: object) -> str:
         return f"{name}: {p.summary}{cost}. {when}."
     if not due.due:
         return f"{name}: {_not_due(due.reason)}"
-    slot = fmt(due.slot) if due.slot else "?"
+    slot = fmt(due.slot, tz) if due.slot else "?"
     what = f"catching up slot {slot}" if due.catching_up else f"slot {slot}"
     if outcome.status is None and outcome.error is None:
         return f"{name}: due, {what} (dry run: not run) — {due.reason.removeprefix('due: ')}"

@@ -40,7 +40,7 @@ from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.files import Store
 from crustacean.store.overlay import OverlayStore
 from crustacean.tiers import Rules, next_change, plan_tiers
-from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace, stage_doc
+from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Progress, Workspace, stage_doc
 
 STAGE = "compile"
 DIGEST_SECTIONS = ("lessons", "graduated", "contradictions", "patterns", "flagged")
@@ -95,8 +95,17 @@ def _apply(store: Store, changes: list[Change], message: str, run_id: str, ops: 
         ops.versions.append(result.version)
 
 
-def deterministic_pass(ws: Workspace, store: Store, run_id: str, now: datetime) -> Ops:
-    """Every mechanical step, each its own version; safe to rerun (nothing left to do)."""
+DETERMINISTIC_STEPS = 5  # archive, sweep, trash, tiers, caps: what `progress` counts
+
+
+def deterministic_pass(
+    ws: Workspace, store: Store, run_id: str, now: datetime, progress: Progress | None = None
+) -> Ops:
+    """Every mechanical step, each its own version; safe to rerun (nothing left to do).
+
+    `progress(done, DETERMINISTIC_STEPS)` hears of each finished step (the first run over years
+    of daily logs takes a while)."""
+    report = progress or (lambda done, total: None)
     ops = Ops()
     today = ws.today(now)
     paths = _all_paths(store)
@@ -113,6 +122,7 @@ def deterministic_pass(ws: Workspace, store: Store, run_id: str, now: datetime) 
         ops,
     )
     ops.archived = [f"{m.src} → {m.dst}" for m in moves]
+    report(1, DETERMINISTIC_STEPS)
     existing |= {m.dst for m in moves}
     # Each listing stats every file and opens every .md: list again only after a step wrote.
     paths = _all_paths(store) if moves else paths
@@ -125,11 +135,15 @@ def deterministic_pass(ws: Workspace, store: Store, run_id: str, now: datetime) 
         ops,
     )
     ops.swept = [f"{m.src} → {m.dst}" for m in sweeps]
+    report(2, DETERMINISTIC_STEPS)
     paths = _all_paths(store) if sweeps else paths
     _trash_step(store, run_id, ops, paths)
+    report(3, DETERMINISTIC_STEPS)
     _tier_step(ws, store, run_id, now, ops)
+    report(4, DETERMINISTIC_STEPS)
     paths = _all_paths(store) if ops.trashed else paths  # tier edits keep the same paths
     _caps_step(ws, store, run_id, today, ops, paths)
+    report(5, DETERMINISTIC_STEPS)
     return ops
 
 
@@ -425,19 +439,21 @@ def compile_workspace(
     plan: bool = False,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] | None = None,
+    progress: Progress | None = None,
 ) -> CompileResult:
     """Run compile once: deterministic pass, model pass, digest.
 
     `plan` runs the deterministic pass in memory (nothing written, no run recorded) and measures
-    the model pass's first request without sending it."""
+    the model pass's first request without sending it. `progress` hears of the deterministic
+    pass's steps."""
     clock = clock or (lambda: datetime.now(UTC))
     now = clock()
     already = _compiled_today(ws, now)
     if plan:
-        return _plan(ws, now, no_model, already)
+        return _plan(ws, now, no_model, already, progress)
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        ops = _pass_unless_unchanged(ws, session.store, rec.record.id, now, dry_run)
+        ops = _pass_unless_unchanged(ws, session.store, rec.record.id, now, dry_run, progress)
         status, error, model = "ok", None, "ran"
         if no_model:
             model = "skipped (--no-model)"
@@ -471,16 +487,21 @@ def compile_workspace(
 
 
 def _pass_unless_unchanged(
-    ws: Workspace, store: Store, run_id: str, now: datetime, dry_run: bool
+    ws: Workspace,
+    store: Store,
+    run_id: str,
+    now: datetime,
+    dry_run: bool,
+    progress: Progress | None = None,
 ) -> Ops:
     """The deterministic pass, or nothing when its inputs are those of a pass that found
     nothing to do and no day or tier threshold has come since (stages/compile_skip.py)."""
     if dry_run:  # a dry run writes no state, so it neither uses nor keeps a fingerprint
-        return deterministic_pass(ws, store, run_id, now)
+        return deterministic_pass(ws, store, run_id, now, progress)
     found = compile_skip.check(ws, now)
     if found.nothing_to_do:
         return Ops()
-    ops = deterministic_pass(ws, store, run_id, now)
+    ops = deterministic_pass(ws, store, run_id, now, progress)
     if not ops.changed_anything and not ops.held:  # a held log may be curated any time
         until = compile_skip.next_midnight(ws, now)
         if ops.tiers_hold_until is not None:
@@ -489,9 +510,11 @@ def _pass_unless_unchanged(
     return ops
 
 
-def _plan(ws: Workspace, now: datetime, no_model: bool, already: bool) -> CompileResult:
+def _plan(
+    ws: Workspace, now: datetime, no_model: bool, already: bool, progress: Progress | None
+) -> CompileResult:
     store = OverlayStore(ws)
-    ops = deterministic_pass(ws, store, "plan", now)
+    ops = deterministic_pass(ws, store, "plan", now, progress)
     if no_model or already:
         why = "--no-model" if no_model else "a full compile already ran today"
         return CompileResult(None, ops, model=f"skipped ({why})")

@@ -1,0 +1,379 @@
+"""Output that adapts to where it goes: a terminal gets word-wrapped lines, tables fitted to its
+width and progress bars; a pipe, a file or a cron log gets every line whole, never wrapped.
+
+The rules (git's and gh's habits): stdout that is not a terminal is never wrapped, so
+`crustacean paths | grep proposals` keeps the path and a piped diff applies; `NO_COLOR` turns
+every style off; the global `--quiet` keeps only errors and output asked for by name (`--json`,
+`context`); progress goes to stderr, only on a terminal, never with `--quiet` or `--json`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING, Any, cast
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from crustacean.workspace import Progress
+
+# Far wider than any line: tables piped to a file or `grep` take their natural width.
+PIPE_WIDTH = 100_000
+
+
+@functools.cache
+def _adaptive() -> type[Console]:
+    """The Console class, made on first print: rich costs ~20 ms to import, and a command that
+    prints through typer.echo (`context`, the SessionStart hook, a no-op tick) never needs it."""
+    from rich.console import Console, ConsoleDimensions
+
+    class AdaptiveConsole(Console):
+        """A rich Console that wraps only on a terminal; anywhere else it is as wide as the
+        line."""
+
+        @property
+        def size(self) -> ConsoleDimensions:
+            if self._width is None and not self.is_terminal:
+                return ConsoleDimensions(PIPE_WIDTH, 25)
+            return super().size
+
+        @size.setter
+        def size(self, new_size: tuple[int, int]) -> None:
+            self._width, self._height = new_size
+
+        @property
+        def soft_wrap(self) -> bool:  # type: ignore[override]  # a property over rich's attribute
+            return self._soft_wrap or not self.is_terminal
+
+        @soft_wrap.setter
+        def soft_wrap(self, value: bool) -> None:
+            self._soft_wrap = value
+
+    return AdaptiveConsole
+
+
+class _LazyConsole:
+    """Stands for an adaptive Console until something prints; then it is made, once."""
+
+    def __init__(self, stderr: bool) -> None:
+        object.__setattr__(self, "_stderr", stderr)
+        object.__setattr__(self, "_real", None)
+
+    def _get(self) -> Console:
+        if self._real is None:
+            plain = bool(os.environ.get("NO_COLOR"))  # no colour and no bold (rich keeps bold)
+            real = _adaptive()(
+                stderr=self._stderr,
+                highlight=False,
+                color_system=None if plain else "auto",
+                no_color=plain,
+            )
+            if not self._stderr:
+                real.quiet = MODE.quiet
+            object.__setattr__(self, "_real", real)
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._get(), name, value)
+
+
+console = cast("Console", _LazyConsole(stderr=False))
+err_console = cast("Console", _LazyConsole(stderr=True))
+
+
+@dataclass
+class _Mode:
+    quiet: bool = False
+
+
+MODE = _Mode()
+
+
+def set_quiet(quiet: bool) -> None:
+    """`--quiet`: the human-readable stdout and the stderr notes go silent; errors stay."""
+    MODE.quiet = quiet
+    if console._real is not None:  # type: ignore[attr-defined]  # made before the option was read
+        console.quiet = quiet
+
+
+def on_terminal() -> bool:
+    return console.is_terminal
+
+
+def width() -> int | None:
+    """The terminal's width, or None when stdout is a pipe or a file (nothing is wrapped)."""
+    return console.width if console.is_terminal else None
+
+
+# ---------------------------------------------------------------- lines
+
+_UNIT = re.compile(r"(\s*)(`[^`]*`\S*|\S+)")
+# C0 (but tab and newline), DEL, C1 and the bidi overrides: each can rewrite what a terminal
+# shows (`\x1b[2K` erases a line, `\r` overwrites it, U+202E reverses it).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """Workspace text as a terminal may show it: every control character visible as an escape.
+    Every line, table cell and diff printed here goes through it (a pipe often ends in one)."""
+    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
+
+
+def wrap(text: str, width: int | None) -> list[str]:
+    """Greedy word wrap that never breaks a word, a path or a `backticked command`.
+
+    A unit longer than the width gets a line of its own, whole (the terminal folds it for the
+    eye; a copy still gets it in one piece). Spacing inside a line is kept; continuation lines
+    take the first line's indent plus two spaces. `width=None` (a pipe) keeps every line.
+    """
+    from rich.cells import cell_len
+
+    if width is None:
+        return text.split("\n")
+    out: list[str] = []
+    for line in text.split("\n"):
+        if cell_len(line) <= width:
+            out.append(line)
+            continue
+        units = _UNIT.findall(line)
+        hang = " " * (len(units[0][0]) + 2) if units else ""
+        current = ""
+        for space, unit in units:
+            if current.strip() and cell_len(current + space + unit) > width:
+                out.append(current)
+                current = hang + unit
+            else:
+                current += space + unit
+        out.append(current)
+    return out
+
+
+def say(text: str = "", *, err: bool = False) -> None:
+    """Print plain text (no markup): wrapped on words on a terminal, whole in a pipe."""
+    target = err_console if err else console
+    if err and MODE.quiet:
+        return
+    lines = wrap(safe(text), target.width if target.is_terminal else None)
+    target.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+def verbatim(text: str) -> None:
+    """A line to copy as it is (a crontab line, a command): never wrapped, even on a terminal."""
+    console.print(safe(text), markup=False, highlight=False, soft_wrap=True)
+
+
+def warn(text: str) -> None:
+    """A note on stderr (Warning:, Skipped:, Note:); `--quiet` drops it."""
+    say(text, err=True)
+
+
+def print_json(data: Any) -> None:
+    """JSON asked for by name: printed even with `--quiet`, never wrapped, keys as given."""
+    text = json.dumps(data, default=str, ensure_ascii=False, indent=2)
+    if console.is_terminal and not MODE.quiet:
+        from rich.json import JSON
+
+        console.print(JSON(text), soft_wrap=True)  # coloured, but a long string stays one line
+    else:
+        typer.echo(text)
+
+
+def print_diff(text: str) -> None:
+    """A unified diff: coloured on a terminal, uncoloured and unwrapped in a pipe (so `git apply`
+    takes it); control characters in it are shown as escapes either way."""
+    text = safe(text)
+    if not console.is_terminal:
+        if not MODE.quiet:
+            typer.echo(text.rstrip("\n"))
+        return
+    from rich.syntax import Syntax
+
+    console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+
+
+# ---------------------------------------------------------------- times
+
+
+def zone_name(tz: tzinfo, when: datetime | None = None) -> str:
+    """The workspace zone as a view names it once: `Europe/Berlin`, else its abbreviation."""
+    key = getattr(tz, "key", None)
+    if key and not str(key).startswith("Etc/"):  # Etc/UTC, Etc/GMT+2: the short name reads better
+        return str(key)
+    return (when or datetime.now(tz)).astimezone(tz).tzname() or "local"
+
+
+def local_time(moment: datetime, tz: tzinfo, seconds: bool = False) -> str:
+    """A moment in the workspace's zone, without repeating the zone on every row."""
+    return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+# ---------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class Col:
+    """One table column. `drop` 0 is a key column (always kept); higher numbers are dropped
+    first when the terminal is too narrow. `shrink` is how narrow a column may get: a `path`
+    column is shortened in the middle (`memory/con…/ada.md`), other text wraps on words."""
+
+    name: str
+    drop: int = 0
+    shrink: int | None = None
+    path: bool = False
+    justify: str = "left"
+
+
+GAP = 2  # the space between two columns (box.SIMPLE_HEAD, no edge padding)
+
+
+def plan_columns(
+    natural: Sequence[int], cols: Sequence[Col], width: int | None
+) -> list[int | None]:
+    """Each column's width, or None for a dropped column, so the table fits `width`.
+
+    Pure: key columns keep their natural width; shrinkable ones give way down to their
+    `shrink`; when even that does not fit, the columns with the highest `drop` go first.
+    `width=None` (a pipe) keeps every column whole.
+    """
+    if width is None:
+        return list(natural)
+    kept = list(range(len(cols)))
+
+    def need(idx: list[int], widths: Callable[[int], int]) -> int:
+        return sum(widths(i) for i in idx) + GAP * (len(idx) - 1)
+
+    def floor(i: int, texts_too: bool) -> int:
+        limit = cols[i].shrink
+        if limit is None or not (cols[i].path or texts_too):
+            return natural[i]
+        return min(natural[i], limit)
+
+    # Paths shorten first, then low-value columns go; text wraps only when that is not enough
+    # (and then only the columns that still do not fit go).
+    for texts_too in (False, True):
+        trial, least = list(kept), functools.partial(floor, texts_too=texts_too)
+        while need(trial, least) > width:
+            droppable = [i for i in trial if cols[i].drop > 0]
+            if not droppable:
+                break
+            trial.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
+        if need(trial, least) <= width or texts_too:
+            kept = trial
+            break
+    out: list[int | None] = [None] * len(cols)
+    spare = width - need(kept, lambda i: floor(i, True))
+    for i in kept:  # from the tightest fit, give the room back left to right, up to natural
+        least = floor(i, True)
+        extra = min(max(spare, 0), natural[i] - least)
+        out[i] = least + extra
+        spare -= extra
+    return out
+
+
+def shorten_middle(text: str, limit: int) -> str:
+    """`memory/contacts/a-very-long-name.md` → `memory/cont…long-name.md` within `limit` cells;
+    the file name's end and the top folder stay readable."""
+    from rich.cells import cell_len
+
+    if cell_len(text) <= limit or limit < 5:
+        return text
+    tail = (limit - 1) * 3 // 5
+    head = limit - 1 - tail
+    return text[:head] + "…" + text[len(text) - tail :]
+
+
+def path_list(paths: Sequence[str], limit: int = 3) -> str:
+    """Files of one row: `a.md, b.md, c.md (+2)` in a pipe; on a terminal only the first, so a
+    shortened cell still names one real path (`memory/con…/ada.md (+4)`)."""
+    shown = list(paths[: limit if width() is None else 1])
+    rest = len(paths) - len(shown)
+    return ", ".join(shown) + (f" (+{rest})" if rest else "")
+
+
+def fit_table(
+    cols: Sequence[Col], rows: Sequence[Sequence[str]], *, title: str | None = None
+) -> Table:
+    """A table whose key columns stay whole at the terminal's width (see `plan_columns`)."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
+    natural = [
+        max([cell_len(c.name)] + [max(map(cell_len, str(r[i]).split("\n"))) for r in rows])
+        for i, c in enumerate(cols)
+    ]
+    widths = plan_columns(natural, cols, width())
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+        title_justify="left",
+    )
+    keep = [i for i, w in enumerate(widths) if w is not None]
+    for i in keep:
+        c, w = cols[i], widths[i]
+        wraps = c.shrink is not None and not c.path
+        table.add_column(
+            c.name,
+            justify=c.justify,  # type: ignore[arg-type]  # left/right/center, as rich takes
+            no_wrap=not wraps,
+            overflow="fold" if wraps else "ignore",
+            width=w if w is not None and w < natural[i] else None,
+        )
+    for row in rows:
+        cells = []
+        for i in keep:
+            cell, w = safe(str(row[i])), widths[i]
+            if cols[i].path and w is not None:
+                cell = shorten_middle(cell, w)
+            cells.append(Text(cell))
+        table.add_row(*cells)
+    return table
+
+
+# ---------------------------------------------------------------- progress
+
+
+@contextmanager
+def progress(label: str, *, enabled: bool = True) -> Iterator[Progress | None]:
+    """Yield the callback a core function reports `(done, total)` through, or None.
+
+    A bar on stderr, only on a terminal, gone when the work ends; None (the core then skips its
+    reports) for a pipe, cron, `--quiet` or `--json`, so those outputs never hold a bar.
+    """
+    if not enabled or MODE.quiet or not err_console.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+    from rich.progress import Progress as Bar
+
+    bar = Bar(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err_console._get(),  # type: ignore[attr-defined]  # rich needs the Console itself
+        transient=True,
+    )
+    task = bar.add_task(label, total=None)
+    with bar:
+
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield report
