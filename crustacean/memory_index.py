@@ -74,15 +74,17 @@ class IndexedMemory(MemoryDoc):
         return self._known[4]
 
 
-def _wanted(rel: str, tier: str) -> bool:
-    return tier == "hot" or rel.startswith(PERSON_FOLDERS)
+def _wanted(rel: str, tier: str, topic: bool) -> bool:
+    """Hot memories and person files; with a topic every memory a context may pick."""
+    return tier == "hot" or rel.startswith(PERSON_FOLDERS) or (topic and tier != "archive")
 
 
 def load_memories(
-    ws: Workspace, *, bodies: bool = True
+    ws: Workspace, *, bodies: bool = True, topic: bool = False
 ) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
     """`memories.load_memories`; with bodies=False only the memories a topic-less context can
-    use, and every problem (see the module docstring)."""
+    use (with `topic`, every memory but the archived: the search ranking judges relevance, so
+    no body is read to choose), and every problem (see the module docstring)."""
     if bodies:
         return memories.load_memories(ws)
     now_ns = time_ns()
@@ -112,13 +114,13 @@ def load_memories(
                 and (kept[0], kept[1]) == (st.st_size, st.st_mtime_ns)
             ):
                 tier, recorded, size, problem, loaded = kept[3:]
-                if loaded and _wanted(rel, tier):
+                if loaded and _wanted(rel, tier, topic):
                     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
                     when = datetime.fromisoformat(recorded)
                     docs.append(IndexedMemory(ws.root, rel, tier, when, size, mtime))
             else:
                 mem, problem = read_memory(ws, rel)
-                if mem is not None and _wanted(rel, mem.tier):
+                if mem is not None and _wanted(rel, mem.tier, topic):
                     docs.append(mem)
                 if st is not None:
                     racy = int(st.st_mtime_ns >= now_ns - RACY_NS)

@@ -658,13 +658,14 @@ class SearchIndex:
         cos = embedder.cosines(matrix, embedder.query(query.text))
         cos[ids >= scope.top] = -1.0
         if scope.keep is not None:
-            cos[[not scope.keep(int(r)) for r in ids]] = -1.0
+            cos[[not scope.keep(r) for r in ids.tolist()]] = -1.0
         best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
         fused = {r: s / best for r, s in lexical}
-        where = {int(r): k for k, r in enumerate(ids)}
-        for r in fused:
-            k = where.get(r)
-            fused[r] += semantic.WEIGHT * float(cos[k]) if k is not None else 0.0
+        if fused:  # each lexical line's vector, found by bisection: ids are in rowid order
+            at = np.searchsorted(ids, list(fused)).tolist()
+            for r, k in zip(list(fused), at, strict=True):
+                if k < len(ids) and ids[k] == r:
+                    fused[r] += semantic.WEIGHT * float(cos[k])
         top = np.argpartition(-cos, min(semantic.DENSE_TOP, len(cos) - 1))[: semantic.DENSE_TOP]
         for k in top:
             r = int(ids[k])
@@ -871,7 +872,7 @@ def _vector_files(
     stem = folder / f"{VECTOR_FILES}-{version & 0xFFFF_FFFF_FFFF_FFFF:016x}"
     ids_file, matrix_file = stem.with_suffix(".ids.npy"), stem.with_suffix(".int8.npy")
     try:
-        ids = np.load(ids_file, mmap_mode="r")
+        ids = np.load(ids_file)  # 8 bytes a line: read whole, looked up one by one
         matrix = np.load(matrix_file, mmap_mode="r")
         if len(ids) == len(matrix) and matrix.dtype == np.int8 and ids.dtype == np.int64:
             return ids, matrix
@@ -952,6 +953,8 @@ class Ranking:
     shares: dict[int, float]  # rowid: share of the topic's words the line holds
     marks: str
     files: list[tuple[int, int, str]]  # (first rowid, lines, path), by first rowid
+    _paths: list[str | None] | None = None
+    _by_path: dict[str, list[tuple[int, float]]] | None = None
 
     def path_of(self, rowid: int) -> str | None:
         k = bisect_right(self.files, (rowid, TOP_ROWID, "")) - 1
@@ -960,19 +963,39 @@ class Ranking:
         first, count, path = self.files[k]
         return path if rowid < first + count else None
 
+    def paths(self) -> list[str | None]:
+        """The file of each ranked line (worked out once: a context asks often)."""
+        if self._paths is None:
+            self._paths = [self.path_of(rowid) for rowid, _ in self.lines]
+        return self._paths
+
+    def by_path(self) -> dict[str, list[tuple[int, float]]]:
+        """Each file's ranked lines, best first."""
+        if self._by_path is None:
+            self._by_path = {}
+            for line, path in zip(self.lines, self.paths(), strict=True):
+                if path is not None:
+                    self._by_path.setdefault(path, []).append(line)
+        return self._by_path
+
     def best_shares(self) -> dict[str, float]:
         """Each file's best line: the share of the topic's words it holds (0 to 1)."""
         out: dict[str, float] = {}
-        for rowid, _ in self.lines:
-            path = self.path_of(rowid)
-            if path is not None and self.shares.get(rowid, 0.0) > out.get(path, 0.0):
-                out[path] = self.shares[rowid]
+        for path, lines in self.by_path().items():
+            best = max(self.shares.get(rowid, 0.0) for rowid, _ in lines)
+            if best > 0.0:
+                out[path] = best
         return out
 
     def hits(self, keep: Callable[[str], bool], budget: int, limit: int = MAX_HITS) -> list[Hit]:
         """The best windows of the files `keep` accepts, filling `budget` characters."""
-        lines = [(r, s) for r, s in self.lines if (p := self.path_of(r)) and keep(p)]
+        kept = {p for p in self.by_path() if keep(p)}
+        lines = [ln for ln, p in zip(self.lines, self.paths(), strict=True) if p in kept]
         return self.index._windows(lines, limit, budget, self.marks)
+
+    def file_hits(self, path: str, budget: int, limit: int = MAX_HITS) -> list[Hit]:
+        """`hits` of one file."""
+        return self.index._windows(self.by_path().get(path, []), limit, budget, self.marks)
 
 
 def _next_rowid(conn: sqlite3.Connection, base: int) -> int:
