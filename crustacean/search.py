@@ -54,9 +54,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
-
-from crustacean.documents import HANDLER, FrontmatterOverLimit
 from crustacean.errors import SearchQueryError
 from crustacean.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
@@ -155,6 +152,10 @@ def split_frontmatter(lines: list[str]) -> tuple[dict[str, object], int, str | N
     """(metadata, index of the first body line, warning); broken frontmatter is body."""
     if not lines or lines[0].rstrip() != "---":
         return {}, 0, None
+    import yaml  # here: a search with nothing to re-index never parses YAML
+
+    from crustacean.documents import HANDLER, FrontmatterOverLimit
+
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
     if end is None:
         return {}, 0, "line 1: frontmatter has no closing '---'; indexed as body"
