@@ -25,8 +25,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
+from crustacean.secrets import redact
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
-from crustacean.store.secrets import redact
 from crustacean.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -344,7 +344,7 @@ class RunRecorder:
     def _repair(self) -> None:
         """A killed run may have left a half-applied write or temp files: clean up first, so
         this run reads only whole versions (a stage that trusted them could lose data)."""
-        from crustacean.store.files import Store
+        from crustacean.store.write import Store
 
         undone, stray = Store(self.ws).repair()
         self._repaired = (undone, len(stray))

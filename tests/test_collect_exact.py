@@ -760,7 +760,7 @@ def test_a_crash_after_a_batch_append_neither_loses_nor_repeats(
 def test_tick_fetches_a_finished_batch(
     ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
-    from crustacean.schedule import tick
+    from crustacean.ops.tick import tick
 
     big_transcript(tmp_path, 40)
     off = [f"stages.{s}.enabled=false" for s in ("curate", "compile", "calibrate")]

@@ -166,7 +166,7 @@ def test_without_git_the_workspace_still_works_unversioned(
 
 
 def test_version_flag_names_the_pipeline_docs_version() -> None:
-    from crustacean.system_docs import shipped_version
+    from crustacean.ops.system_docs import shipped_version
 
     out = run_cli("--version").stdout
     assert out.startswith("crustacean 0.") and f"pipeline docs {shipped_version()}" in out
@@ -298,9 +298,9 @@ V1 = Path(__file__).parent / "fixtures/pipeline-v1"  # two docs as version 1 shi
 def test_init_upgrades_unedited_docs_and_proposes_over_edited_ones(tmp_path: Path) -> None:
     import json
 
-    from crustacean.store.files import Store
+    from crustacean.ops.system_docs import shipped_hashes, upgrade_docs
     from crustacean.store.proposals import diff, list_proposals
-    from crustacean.system_docs import shipped_hashes, upgrade_docs
+    from crustacean.store.write import Store
     from crustacean.workspace import Workspace, data_dir
 
     root = tmp_path / "w"

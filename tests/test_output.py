@@ -22,7 +22,7 @@ import pytest
 
 from conftest import run_cli
 from crustacean.cli.output import Col, plan_columns, shorten_middle, wrap
-from crustacean.init import init_sample
+from crustacean.ops.init import init_sample
 from crustacean.runs import RunRecorder, Usage
 from crustacean.workspace import Workspace
 

@@ -13,8 +13,9 @@ from store_helpers import copy_workspace, git, make_template
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.errors import PolicyError, ProposalError, StaleWriteError
-from crustacean.store import Store, proposals
+from crustacean.store import proposals
 from crustacean.store.policy import ACTORS, MODEL_ACTORS, Verdict, decide
+from crustacean.store.write import Store
 from crustacean.workspace import FOUNDATION_FILES, Workspace
 
 A, K, D = Verdict.ALLOW, Verdict.ASK, Verdict.DENY

@@ -20,9 +20,11 @@ from starlette.testclient import TestClient
 from ui_helpers import HOSTILE, SOUL_ADDED, open_ws, seed
 
 from conftest import snapshot
-from crustacean.init import init_workspace
-from crustacean.store import Change, Store, proposals
+from crustacean.ops.init import init_workspace
 from crustacean.store import history as hist
+from crustacean.store import proposals
+from crustacean.store.changes import Change
+from crustacean.store.write import Store
 from crustacean.ui import views
 from crustacean.ui.security import Guard
 from crustacean.ui.server import UiContext, build_app
@@ -35,7 +37,7 @@ BASE = f"http://127.0.0.1:{PORT}"
 @pytest.fixture(autouse=True)
 def no_crontab(monkeypatch: pytest.MonkeyPatch) -> None:
     """doctor reads the crontab; the tests never touch the real one."""
-    import crustacean.cron as cron
+    import crustacean.ops.cron as cron
 
     monkeypatch.setattr(cron, "read_crontab", lambda _f, **_: "")
 

@@ -15,8 +15,9 @@ import pytest
 from ui_helpers import ALICE, SOUL_ADDED, chrome, find_browser, seed, serve
 
 from conftest import snapshot
-from crustacean.store import Store, proposals
 from crustacean.store import history as hist
+from crustacean.store import proposals
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 FOUND = find_browser()
@@ -36,7 +37,7 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(autouse=True)
 def no_crontab(monkeypatch: pytest.MonkeyPatch) -> None:
-    import crustacean.cron as cron
+    import crustacean.ops.cron as cron
 
     monkeypatch.setattr(cron, "read_crontab", lambda _f, **_: "")
 

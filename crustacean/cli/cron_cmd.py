@@ -14,12 +14,12 @@ from crustacean.workspace import Workspace
 
 
 class _LazyCron:
-    """`crustacean.cron` loaded on first use, so `crustacean --help` does not pay for it."""
+    """`crustacean.ops.cron` loaded on first use, so `crustacean --help` does not pay for it."""
 
     def __getattr__(self, name: str) -> object:
         import importlib
 
-        return getattr(importlib.import_module("crustacean.cron"), name)
+        return getattr(importlib.import_module("crustacean.ops.cron"), name)
 
 
 cron = _LazyCron()

@@ -25,7 +25,8 @@ def review(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List pending proposals (the subcommands show, approve or reject one)."""
-    from crustacean.store import Store, proposals
+    from crustacean.store import proposals
+    from crustacean.store.write import Store
 
     if ctx.invoked_subcommand is not None:
         return
@@ -66,7 +67,8 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """Print a proposal and the diff it would apply to the files as they are now."""
-    from crustacean.store import Store, proposals
+    from crustacean.store import proposals
+    from crustacean.store.write import Store
 
     ws = state(ctx).open()
     store = Store(ws)
@@ -92,7 +94,8 @@ def approve(
     as_json: AsJson = False,
 ) -> None:
     """Apply a proposal as one new version (refused if its files changed since)."""
-    from crustacean.store import Store, proposals
+    from crustacean.store import proposals
+    from crustacean.store.write import Store
 
     result = proposals.approve(Store(state(ctx).open()), pid)
     if as_json:
@@ -112,7 +115,8 @@ def reject(
     as_json: AsJson = False,
 ) -> None:
     """Drop a proposal; nothing is written to the workspace."""
-    from crustacean.store import Store, proposals
+    from crustacean.store import proposals
+    from crustacean.store.write import Store
 
     proposals.reject(Store(state(ctx).open()), pid, reason)
     if as_json:

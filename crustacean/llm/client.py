@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from crustacean.config import PriceConfig, Settings, user_config_dir
 from crustacean.errors import ConfigError, ModelError
-from crustacean.store.secrets import redact
+from crustacean.secrets import redact
 
 if TYPE_CHECKING:
     from crustacean.runs import Usage

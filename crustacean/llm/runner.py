@@ -17,8 +17,8 @@ from crustacean.llm.client import ModelClient, cost, resolve_credentials
 from crustacean.llm.loop import LoopOutcome, StageRequest, build_params, run_loop, tool_specs
 from crustacean.llm.tools import ToolExecutor, ToolSpec
 from crustacean.runs import RunRecord, RunRecorder, Usage
-from crustacean.store.files import Store
 from crustacean.store.overlay import OverlayStore
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose and JSON
@@ -181,7 +181,7 @@ def _count(rec: RunRecorder, used: Usage, usd: float) -> None:
 
 def _searcher(ws: Workspace) -> Callable[[str, int | None, int | None], list[dict[str, Any]]]:
     def search(query: str, limit: int | None, budget: int | None) -> list[dict[str, Any]]:
-        from crustacean.search import SearchIndex
+        from crustacean.recall.search import SearchIndex
 
         with SearchIndex(ws) as index:
             return [h.to_json() for h in index.search(query, limit, budget_chars=budget)]

@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from crustacean.health import Health, check_workspace
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
 from crustacean.runs import RunRecord, RunRecorder
+from crustacean.stages.health import Health, check_workspace
 from crustacean.state import open_state
 from crustacean.store import proposals
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import Store
+from crustacean.store.write import Store
 from crustacean.workspace import FOUNDATION_FILES, Workspace, stage_doc
 
 STAGE = "calibrate"

@@ -896,7 +896,7 @@ def _plan(ws: Workspace, intake: Intake, batch: bool) -> CollectResult:
     result.chunks = len(chunks)
     if not chunks:
         return result
-    from crustacean.store import Store
+    from crustacean.store.write import Store
 
     read = Store(ws).read_bytes
     plans = [plan_stage(ws, build_request(ws, c.text, known_days(ws, read, c))) for c in chunks]

@@ -22,7 +22,7 @@ from crustacean.documents import DocumentSkipped, read_document, set_meta
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
-from crustacean.memories import load_memories
+from crustacean.recall.memories import load_memories
 from crustacean.runs import RunRecord, RunRecorder, last_runs
 from crustacean.stages import compile_skip
 from crustacean.stages.compile_plan import (
@@ -37,8 +37,8 @@ from crustacean.stages.compile_plan import (
 from crustacean.stages.curate import backfilled_days, uncurated
 from crustacean.state import open_state
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import Store
 from crustacean.store.overlay import OverlayStore
+from crustacean.store.write import Store
 from crustacean.tiers import Rules, next_change, plan_tiers
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Progress, Workspace, stage_doc
 

@@ -25,11 +25,11 @@ from crustacean.documents import parse_document
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
-from crustacean.memories import memory_paths
+from crustacean.recall.memories import memory_paths
 from crustacean.runs import RunRecord, RunRecorder
 from crustacean.state import StateDB, open_state
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import Store
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"

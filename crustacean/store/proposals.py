@@ -17,7 +17,7 @@ from crustacean.errors import ProposalError, StaleWriteError
 from crustacean.store.changes import Change, sha256_hex, unified_diff
 
 if TYPE_CHECKING:
-    from crustacean.store.files import Plan, Store, WriteResult
+    from crustacean.store.write import Plan, Store, WriteResult
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def _file(store: Store, pid: int) -> Path:
 
 
 def _save(store: Store, prop: Proposal) -> None:
-    from crustacean.store.files import atomic_write
+    from crustacean.store.write import atomic_write
 
     _dir(store).mkdir(parents=True, exist_ok=True)
     atomic_write(_file(store, prop.id), json.dumps(prop.to_json(), indent=1).encode())

@@ -37,7 +37,8 @@ from crustacean.ui.security import Guard, GuardMiddleware
 from crustacean.workspace import Workspace, open_workspace
 
 if TYPE_CHECKING:
-    from crustacean.store import Change, Store
+    from crustacean.store.changes import Change
+    from crustacean.store.write import Store
 
 VERSIONS_PER_PAGE = 50
 FILES_PER_PAGE = 200
@@ -136,7 +137,8 @@ def _status_of(e: CrustaceanError) -> int:
 def _html(
     ctx: UiContext, ws: Workspace | None, name: str, http_status: int = 200, **kw: Any
 ) -> Response:
-    from crustacean.store import Store, proposals
+    from crustacean.store import proposals
+    from crustacean.store.write import Store
 
     pending = len(proposals.list_proposals(Store(ws))) if ws is not None else 0
     body = render.page(
@@ -159,7 +161,7 @@ def _redirect(url: str) -> Response:
 
 
 def _store(ws: Workspace) -> Store:
-    from crustacean.store import Store
+    from crustacean.store.write import Store
 
     return Store(ws)
 
@@ -169,8 +171,8 @@ def _store(ws: Workspace) -> Store:
 
 def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean status` and `crustacean doctor` on one page."""
+    from crustacean.ops.status import STAGES, doctor, run_totals, workspace_status
     from crustacean.runs import list_runs
-    from crustacean.status import STAGES, doctor, run_totals, workspace_status
     from crustacean.store import proposals
 
     now = ctx.clock()
@@ -225,7 +227,7 @@ def files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """A file rendered and raw, its tier with the reason, its recalls and its history."""
     from crustacean.documents import DocumentSkipped, parse_document
-    from crustacean.memory_ops import memory_tier
+    from crustacean.recall.memory_ops import memory_tier
     from crustacean.store import history as hist
 
     path = request.query_params.get("path", "")
@@ -462,7 +464,7 @@ def run_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def search(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean search`: the same index and ranking, hits linked to the lines."""
-    from crustacean.search import SearchIndex
+    from crustacean.recall.search import SearchIndex
     from crustacean.state import open_state
 
     query = request.query_params.get("q", "")

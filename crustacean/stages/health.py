@@ -22,6 +22,7 @@ from urllib.parse import unquote
 
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
 from crustacean.runs import STAGES, RunRecord, error_line, list_runs
+from crustacean.secrets import find_secrets
 from crustacean.stages.compile_plan import (
     count_lines,
     parse_day,
@@ -30,7 +31,6 @@ from crustacean.stages.compile_plan import (
     split_sections,
 )
 from crustacean.store.proposals import Proposal
-from crustacean.store.secrets import find_secrets
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace
 
 STATUSES = ("ok", "warn", "fail")
@@ -675,8 +675,8 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
 
 
 def _pending(ws: Workspace) -> list[Proposal]:
-    from crustacean.store.files import Store
     from crustacean.store.proposals import list_proposals
+    from crustacean.store.write import Store
 
     return list_proposals(Store(ws))
 

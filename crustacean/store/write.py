@@ -34,11 +34,11 @@ from crustacean.errors import (
     StaleWriteError,
     WriteError,
 )
+from crustacean.secrets import find_secrets
 from crustacean.store import policy, proposals
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.paths import jail
 from crustacean.store.scan import guard_snapshot
-from crustacean.store.secrets import find_secrets
 from crustacean.store.versions import (
     LOCK_OWNER,
     TRAILER_ACTOR,

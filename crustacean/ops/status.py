@@ -121,7 +121,7 @@ def memory_figures(ws: Workspace) -> dict[str, Any]:
 
 def cron_state(ws: Workspace) -> str:
     try:
-        from crustacean.cron import is_installed, read_crontab
+        from crustacean.ops.cron import is_installed, read_crontab
 
         installed = is_installed(ws, read_crontab(None, offer_file=False))
         return "installed" if installed else "not installed"
@@ -130,8 +130,9 @@ def cron_state(ws: Workspace) -> str:
 
 
 def workspace_status(ws: Workspace, now: datetime) -> Status:
-    from crustacean.memories import load_memories
-    from crustacean.store import Store, proposals
+    from crustacean.recall.memories import load_memories
+    from crustacean.store import proposals
+    from crustacean.store.write import Store
 
     runs = list_runs(ws, limit=10_000)
     real = [r for r in runs if not r.dry_run]
@@ -311,7 +312,7 @@ def split_fix(message: str) -> tuple[str, str]:
 
 def _cron(ws: Workspace) -> list[Finding]:
     try:
-        from crustacean.cron import block_for, read_crontab
+        from crustacean.ops.cron import block_for, read_crontab
     except ImportError:
         return [Finding("cron entry", "warn", "cron support is not available")]
     try:
