@@ -54,10 +54,11 @@ def demo(root: Path) -> dict[str, str]:
     from ui_helpers import open_ws, seed
 
     from crustacean.ops.init import init_workspace
-    from crustacean.runs import RunRecorder, Usage
+    from crustacean.runs import RunRecorder
     from crustacean.store import history as hist
     from crustacean.store.changes import Change
     from crustacean.store.write import Store
+    from crustacean.usage import Usage
 
     init_workspace(root, detect=False)
     ws = open_ws(root)

@@ -19,13 +19,11 @@ from crustacean.config import load_config
 from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
 from crustacean.sources import Message
-from crustacean.stages.collect import (
-    CollectResult,
-    Progress,
+from crustacean.stages.collect import CollectResult, Progress, collect
+from crustacean.stages.collect_notes import (
     bind_items,
     build_chunks,
     clean_text,
-    collect,
     normalize,
     parse_when,
 )

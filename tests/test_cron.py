@@ -288,7 +288,7 @@ def test_env_file_created_0600_with_a_template(ws: Workspace, tab: Path, tmp_pat
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     assert "# ANTHROPIC_API_KEY=" in env_file.read_text()
     assert f"Created {env_file} (mode 0600)" in out
-    from crustacean.llm.client import read_env_file
+    from crustacean.config import read_env_file
 
     assert read_env_file(env_file) == {}  # the template sets nothing
 

@@ -12,9 +12,10 @@ from typer.testing import CliRunner, Result
 
 from crustacean.cli.common import CrustaceanGroup
 from crustacean.cli.health_cmd import health as health_command
-from crustacean.runs import RunRecord, RunRecorder, Usage
+from crustacean.runs import RunRecord, RunRecorder
 from crustacean.stages import health as h
 from crustacean.store.proposals import Proposal
+from crustacean.usage import Usage
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -299,7 +299,8 @@ def test_init_upgrades_unedited_docs_and_proposes_over_edited_ones(tmp_path: Pat
     import json
 
     from crustacean.ops.system_docs import shipped_hashes, upgrade_docs
-    from crustacean.store.proposals import diff, list_proposals
+    from crustacean.store.proposals import list_proposals
+    from crustacean.store.review import diff
     from crustacean.store.write import Store
     from crustacean.workspace import Workspace, data_dir
 
@@ -327,7 +328,7 @@ def test_init_upgrades_unedited_docs_and_proposes_over_edited_ones(tmp_path: Pat
     assert "memory/.system/CURATE.md has your edits, so it was kept" in result.stdout
     assert (system / "COMPILE.md").read_bytes() == shipped["COMPILE.md"]
     assert (system / "CURATE.md").read_bytes() == tuned  # the user's edit is never overwritten
-    (prop,) = list_proposals(store)
+    (prop,) = list_proposals(store.ws)
     text = diff(store, prop.id)
     assert "+Version: 2" in text and "-- Also: file recipes under knowledge/recipes/." in text
     # running it again adds no second proposal and changes nothing

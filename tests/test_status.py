@@ -12,7 +12,8 @@ from fakeapi import error, text
 
 from conftest import run_cli
 from crustacean.ops.status import doctor, run_totals, split_fix, workspace_status
-from crustacean.runs import RunRecorder, Usage
+from crustacean.runs import RunRecorder
+from crustacean.usage import Usage
 from crustacean.workspace import Workspace, locations
 
 NOW = datetime.now(UTC)

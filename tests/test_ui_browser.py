@@ -132,7 +132,7 @@ def test_approve_a_proposal_and_see_the_file_change(site) -> None:
     assert "Approved" in done.text
     click_and_wait(d, link(d, "SOUL.md"), "#rendered")
     assert SOUL_ADDED.split("\n")[1] in css(d, "#rendered")[0].text
-    assert proposals.get(Store(ws), pid).status == "approved"
+    assert proposals.get(ws, pid).status == "approved"
 
 
 def test_reject_a_proposal_and_see_nothing_change(site) -> None:
@@ -149,7 +149,7 @@ def test_reject_a_proposal_and_see_nothing_change(site) -> None:
     assert (ws.root / "USER.md").read_text() == user_md
     after = {k: v for k, v in snapshot(ws.root).items() if not k.startswith(".crustacean/")}
     assert after == before
-    assert proposals.get(Store(ws), pid).status == "rejected"
+    assert proposals.get(ws, pid).status == "rejected"
 
 
 def test_search_and_follow_a_hit(site) -> None:

@@ -162,7 +162,7 @@ def workspace_status(ws: Workspace, now: datetime) -> Status:
         dict(sorted(areas.items())),
         memory_figures(ws),
         dict(Counter(m.tier for m in mems)),
-        len(proposals.list_proposals(Store(ws))),
+        len(proposals.list_proposals(ws)),
         cron_state(ws),
     )
 
@@ -221,14 +221,9 @@ def doctor(
 
 
 def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
+    from crustacean.config import KEY_ENV, TOKEN_ENV, URL_ENV, env_file_path
     from crustacean.errors import ConfigError
-    from crustacean.llm.client import (
-        KEY_ENV,
-        TOKEN_ENV,
-        URL_ENV,
-        env_file_path,
-        resolve_credentials,
-    )
+    from crustacean.llm.client import resolve_credentials
 
     file = env_file_path(ws.settings, env)
     shell_only = (KEY_ENV, TOKEN_ENV, URL_ENV)

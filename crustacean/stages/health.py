@@ -30,7 +30,7 @@ from crustacean.stages.compile_plan import (
     split_lines,
     split_sections,
 )
-from crustacean.store.proposals import Proposal
+from crustacean.store.proposals import Proposal, list_proposals
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace
 
 STATUSES = ("ok", "warn", "fail")
@@ -675,10 +675,7 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
 
 
 def _pending(ws: Workspace) -> list[Proposal]:
-    from crustacean.store.proposals import list_proposals
-    from crustacean.store.write import Store
-
-    return list_proposals(Store(ws))
+    return list_proposals(ws)
 
 
 def check_workspace(ws: Workspace, now: datetime) -> Health:
