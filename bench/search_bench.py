@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 from bench.common import data_size, isolate, row
 from bench.generate import WORDS, generate_workspace
 from crustacean.config import load_config
-from crustacean.search import SearchIndex
+from crustacean.recall.search import SearchIndex
 from crustacean.workspace import Workspace
 
 CONTENT_WORDS = WORDS[60:2000]  # what queries are made of: common to middling words
@@ -239,7 +239,7 @@ def cli_times(root: Path, queries: list[str], semantic: bool = False) -> list[fl
 
 def semantic_installed() -> bool:
     """Whether the semantic extra would load (checked in a child: this process has it off)."""
-    code = "from crustacean import semantic; raise SystemExit(semantic.load() is None)"
+    code = "from crustacean.recall import semantic; raise SystemExit(semantic.load() is None)"
     env = {**os.environ, "CRUSTACEAN_SEMANTIC": "1"}
     return subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
 

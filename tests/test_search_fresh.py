@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crustacean.search import SearchIndex, disk_mark, scan_markdown
+from crustacean.recall.search import SearchIndex, disk_mark, scan_markdown
 from crustacean.workspace import Workspace
 
 OLD_NS = 1_600_000_000 * 10**9  # 2020-09-13: an mtime long before any index
@@ -117,7 +117,7 @@ def test_a_new_file_in_a_new_nested_folder_is_found(indexed: Workspace) -> None:
 def test_a_no_change_check_reads_no_file_and_writes_nothing(
     indexed: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import crustacean.search as search_mod
+    import crustacean.recall.search as search_mod
 
     def no_read(*args: object) -> None:
         raise AssertionError("a file was read on a no-change check")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from crustacean import semantic
-from crustacean.search import SearchIndex
+from crustacean.recall import semantic
+from crustacean.recall.search import SearchIndex
 from crustacean.workspace import Workspace
 
 
@@ -132,7 +132,8 @@ def test_wordllama_itself_is_not_imported_by_a_search(ws: Workspace, extra: None
     """Its package imports requests and config classes: most of a search's start-up."""
     code = (
         "import sys; from pathlib import Path; from crustacean.config import load_config; "
-        "from crustacean.search import SearchIndex; from crustacean.workspace import Workspace; "
+        "from crustacean.recall.search import SearchIndex; "
+        "from crustacean.workspace import Workspace; "
         f"root = Path({str(ws.root)!r}); index = SearchIndex(Workspace(root, load_config(root))); "
         "assert index.search('dog'); print(sorted(m for m in sys.modules if m.startswith("
         "('wordllama', 'requests'))))"
@@ -151,7 +152,7 @@ def vector_files(ws: Workspace) -> list[str]:
 def test_the_vector_matrix_is_kept_in_files_named_by_its_version(
     ws: Workspace, extra: None
 ) -> None:
-    from crustacean import search as search_mod
+    from crustacean.recall import search as search_mod
 
     write(ws, "memory/notes/pets.md", "We adopted a puppy from the shelter.\n")
     with SearchIndex(ws) as index:

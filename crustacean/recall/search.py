@@ -55,7 +55,7 @@ from types import TracebackType
 from typing import Any
 
 from crustacean.errors import SearchQueryError
-from crustacean.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
+from crustacean.recall.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
 from crustacean.workspace import Progress, Workspace
 
@@ -652,7 +652,7 @@ class SearchIndex:
         self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
     ) -> list[tuple[int, float]]:
         """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py)."""
-        from crustacean import semantic
+        from crustacean.recall import semantic
 
         embedder = semantic.load()
         if embedder is None or not query.text.strip():
@@ -904,7 +904,7 @@ def _vector_files(
 def _vectors_missing(conn: sqlite3.Connection) -> bool:
     """Files indexed before the semantic extra was installed, to embed now. The model is
     loaded (its imports are most of a search's start-up) only when there are some."""
-    from crustacean import semantic
+    from crustacean.recall import semantic
 
     if not semantic.wanted():
         return False
@@ -922,7 +922,7 @@ def _vectors_changed(conn: sqlite3.Connection) -> None:
 
 def _embed_missing(conn: sqlite3.Connection) -> None:
     """Embed the lines of every file that has none yet (new, changed, or from before)."""
-    from crustacean import semantic
+    from crustacean.recall import semantic
 
     if not _vectors_missing(conn):
         return
