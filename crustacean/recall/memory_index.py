@@ -41,11 +41,16 @@ class IndexedMemory(MemoryDoc):
     checked) reads as an empty body with the reason as its warning."""
 
     def __init__(
-        self, root: Path, path: str, tier: str, recorded: datetime, size: int, mtime: datetime
+        self, root: Path, path: str, tier: str, recorded: str, size: int, mtime: float
     ) -> None:
-        object.__setattr__(self, "mtime", mtime)
-        object.__setattr__(self, "_known", (root, path, tier, recorded, size))
+        """`recorded` as stored (ISO text), `mtime` as stat gives it: made datetimes on first
+        use, since a topic's context passes 10,000 memories and sorts only those it picks."""
+        object.__setattr__(self, "_known", (root, path, tier, recorded, size, mtime))
         object.__setattr__(self, "_doc", None)
+
+    @property  # type: ignore[override]
+    def mtime(self) -> datetime:
+        return datetime.fromtimestamp(self._known[5], UTC)
 
     @property  # type: ignore[override]
     def doc(self) -> Document:
@@ -68,7 +73,7 @@ class IndexedMemory(MemoryDoc):
 
     @property
     def recorded(self) -> datetime:
-        return self._known[3]
+        return datetime.fromisoformat(self._known[3])
 
     @property
     def size(self) -> int:
@@ -125,9 +130,7 @@ def load_memories(
             ):
                 tier, recorded, size, problem, loaded = kept[3:]
                 if loaded and _wanted(rel, tier, topic):
-                    mtime = datetime.fromtimestamp(st.st_mtime, UTC)
-                    when = datetime.fromisoformat(recorded)
-                    docs.append(IndexedMemory(ws.root, rel, tier, when, size, mtime))
+                    docs.append(IndexedMemory(ws.root, rel, tier, recorded, size, st.st_mtime))
             else:
                 mem, problem = read_memory(ws, rel)
                 if mem is not None and _wanted(rel, mem.tier, topic):
