@@ -9,6 +9,7 @@ from datetime import date, datetime, tzinfo
 from functools import cached_property
 from pathlib import Path
 
+from crustacean import daily
 from crustacean.config import (
     ORG_ENV,
     WORKSPACE_FILE,
@@ -130,11 +131,11 @@ class Workspace:
 
     @property
     def daily_dir(self) -> str:
-        return "memory" if self.settings.workspace.daily_dir == "root" else "memory/daily"
+        return daily.folder(self.settings.workspace.daily_dir)
 
     def daily_log(self, day: date) -> str:
         """Workspace-relative path of the daily log of `day`."""
-        return f"{self.daily_dir}/{day.isoformat()}.md"
+        return daily.log_path(self.daily_dir, day)
 
     @cached_property
     def tz(self) -> tzinfo:

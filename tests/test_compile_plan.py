@@ -21,7 +21,6 @@ from crustacean.stages.compile_plan import (
     is_never_move,
     mentions,
     owner_names,
-    parse_day,
     plan_daily_archive,
     plan_empty_and_duplicates,
     plan_hook_sweep,
@@ -46,33 +45,6 @@ def log(age: int, folder: str = "memory") -> str:
 def archived(age: int, suffix: str = "") -> str:
     d = day(age)
     return f"archive/daily/{d:%Y-%m}/{d.isoformat()}{suffix}.md"
-
-
-# ---------------------------------------------------------------------------------------------
-# parse_day
-# ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("2026-01-05.md", date(2026, 1, 5)),
-        ("memory/2026-01-05.md", date(2026, 1, 5)),
-        ("2026-01-05-standup.md", date(2026, 1, 5)),
-        ("2026-01-05-1430.md", date(2026, 1, 5)),
-        ("2024-02-29.md", date(2024, 2, 29)),
-        ("2026-02-29.md", None),
-        ("2026-13-40.md", None),
-        ("2026-00-10.md", None),
-        ("2026-01-05-.md", None),
-        ("2026-01-05.md.bak", None),
-        ("2026-1-5.md", None),
-        ("notes.md", None),
-        ("x2026-01-05.md", None),
-    ],
-)
-def test_parse_day(name: str, expected: date | None) -> None:
-    assert parse_day(name) == expected
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ import sqlite3
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from itertools import combinations
 from operator import itemgetter
 from pathlib import Path
@@ -53,6 +53,7 @@ from typing import Any
 
 import yaml
 
+from crustacean import daily
 from crustacean.documents import HANDLER, FrontmatterOverLimit
 from crustacean.errors import SearchQueryError
 from crustacean.recall.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
@@ -88,7 +89,6 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_DAY = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})\.md$")
 _TIME = re.compile(r"\[(\d{1,2}:\d{2})\]")
 # Private marks (not [ ]) so that brackets in the text do not pass for a match.
 _OPEN, _CLOSE = "\x01", "\x02"
@@ -229,13 +229,8 @@ def is_scaffold(rel: str) -> bool:
 
 def log_day(rel: str) -> str | None:
     """The date of a daily log (`…/YYYY-MM-DD.md`), or None."""
-    m = _DAY.search(rel)
-    if not m:
-        return None
-    try:
-        return date.fromisoformat(m.group(1)).isoformat()
-    except ValueError:
-        return None
+    day = daily.log_day(rel)
+    return day.isoformat() if day else None
 
 
 def partition(rel: str) -> int:

@@ -18,12 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from crustacean.daily import ARCHIVE_DAILY, DAILY_FOLDERS, dated_day, hook_day, log_day
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY
 
-DATE_LOG = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
-HOOK_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(?P<slug>[^/]+)\.md$")
-DAILY_FOLDERS = ("memory", "memory/daily")
-ARCHIVE_DAILY = "archive/daily"
 TOPICS_DIR = "knowledge/topics"
 SLUG_MAX = 60
 LIST_CAP = 30
@@ -34,15 +31,6 @@ MIN_AGE_DAYS = 2
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def parse_day(name: str) -> date | None:
-    """The date of a daily log or hook file name (a path's last part); None unless a real date."""
-    base = name.rpartition("/")[2]
-    match = DATE_LOG.match(base) or HOOK_FILE.match(base)
-    if match is None:
-        return None
-    return _valid_date(match.group(1), match.group(2), match.group(3))
 
 
 def _valid_date(year: str, month: str, day: str) -> date | None:
@@ -97,7 +85,7 @@ def _daily_logs(paths: Iterable[str], daily_dir: str) -> list[tuple[date, int, s
     found = []
     for path in paths:
         folder, name = _folder_and_name(path)
-        if folder in folders and DATE_LOG.match(name) and (day := parse_day(name)):
+        if folder in folders and (day := log_day(name)):
             found.append((day, folders.index(folder), path))
     return sorted(found)
 
@@ -147,7 +135,7 @@ def plan_hook_sweep(paths: list[str], today: date, existing: set[str]) -> list[M
     found = []
     for path in paths:
         folder, name = _folder_and_name(path)
-        if folder == "memory" and HOOK_FILE.match(name) and (day := parse_day(name)):
+        if folder == "memory" and (day := hook_day(name)):
             found.append((day, path))
     moves = []
     for day, path in sorted(found):
@@ -183,7 +171,7 @@ def _dated_raw(path: str) -> bool:
     """A daily log or hook file: the archive planners own them (they know today; today's empty
     log is about to be appended to and must not vanish)."""
     folder, name = _folder_and_name(path)
-    return folder in DAILY_FOLDERS and parse_day(name) is not None
+    return folder in DAILY_FOLDERS and dated_day(name) is not None
 
 
 def _trashable(path: str, protected: set[str]) -> bool:

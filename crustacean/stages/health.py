@@ -20,12 +20,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote
 
+from crustacean.daily import dated_day, log_day
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
 from crustacean.runs import STAGES, RunRecord, error_line, list_runs
 from crustacean.secrets import find_secrets
 from crustacean.stages.compile_plan import (
     count_lines,
-    parse_day,
     plan_empty_and_duplicates,
     split_lines,
     split_sections,
@@ -633,7 +633,7 @@ def _top_level(root: Path, daily_dir: str) -> list[str]:
                 continue
             if entry.is_dir():
                 out.append(rel + "/")
-            elif not (_is_index(rel) or parse_day(entry.name) is not None):
+            elif not (_is_index(rel) or dated_day(entry.name) is not None):
                 out.append(rel)
     return out
 
@@ -644,7 +644,7 @@ def _daily_texts(files: _Files, daily_dir: str) -> dict[date, str]:
     for path in files.under(f"{daily_dir}/", "archive/daily/"):
         name = PurePosixPath(path).name
         inside = path.count("/") == daily_dir.count("/") + 1 or path.startswith("archive/")
-        if inside and re.fullmatch(r"\d{4}-\d{2}-\d{2}\.md", name) and (day := parse_day(name)):
+        if inside and (day := log_day(name)):
             logs[day] = files.texts.get(path, "")
     return logs
 
