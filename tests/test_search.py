@@ -108,8 +108,8 @@ def test_scaffold_files_and_daily_log_dates(rel: str, scaffold: bool, day: str |
     ("text", "line"),
     [
         ("---\nname: x\nno end\n", "line 1"),
-        ("---\nname: [unclosed\n---\nbody\n", "line 2"),
-        ("---\n- a list\n---\nbody\n", "line 1"),
+        ("---\nname: [unclosed\n---\nbody\n", "line 3"),  # where YAML found it out
+        ("---\n- a list\n---\nbody\n", "line 2"),  # where the list starts
     ],
 )
 def test_broken_frontmatter_is_body_with_a_warning_naming_the_line(text: str, line: str) -> None:

@@ -51,10 +51,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
-
 from crustacean import daily
-from crustacean.documents import HANDLER, FrontmatterOverLimit
+from crustacean.documents import Front, read_front
 from crustacean.errors import SearchQueryError
 from crustacean.recall.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
@@ -148,26 +146,12 @@ class Line:
     body: str
 
 
-def split_frontmatter(lines: list[str]) -> tuple[dict[str, object], int, str | None]:
-    """(metadata, index of the first body line, warning); broken frontmatter is body."""
-    if not lines or lines[0].rstrip() != "---":
-        return {}, 0, None
-    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
-    if end is None:
-        return {}, 0, "line 1: frontmatter has no closing '---'; indexed as body"
-    try:
-        meta = HANDLER.load("\n".join(lines[1:end]))
-    except FrontmatterOverLimit as e:
-        return {}, 0, f"line 2: frontmatter {e}, over the limit; not parsed, indexed as body"
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
-        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        return {}, 0, f"line {line}: frontmatter is not valid YAML; indexed as body"
-    if meta is None:
-        return {}, end + 1, None
-    if not isinstance(meta, dict):
-        return {}, 0, "line 1: frontmatter is not a list of key: value lines; indexed as body"
-    return meta, end + 1, None
+def _body_start(text: str, front: Front) -> int:
+    """Index of the first line after the frontmatter block (0 when there is none)."""
+    if front.block is None:
+        return 0
+    end = front.end  # past the closing fence's newline, or the end of a text without one
+    return text.count("\n", 0, end) + (text[end - 1] != "\n")
 
 
 def _heading_paths(lines: list[str], start: int) -> list[tuple[str, ...]]:
@@ -202,7 +186,8 @@ def _title(parts: Iterable[str]) -> str:
 def index_lines(text: str, stem: str) -> tuple[list[Line], str | None]:
     """A document's indexed lines and a frontmatter warning, if any (pure)."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
-    meta, body_start, warning = split_frontmatter(lines)
+    front = read_front(text, as_body="indexed as body")
+    meta, body_start, warning = front.meta, _body_start(text, front), front.problem
     name = str(meta["name"]).strip() if meta.get("name") is not None else ""
     paths = _heading_paths(lines, body_start)
     first_h1 = next((p[0] for p in paths if len(p) == 1), "")
