@@ -9,14 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crustacean.markdown import Section, count_lines, split_lines, split_sections
 from crustacean.stages.compile_plan import (
     NEVER_MOVE,
     Candidates,
     CapPlan,
     Move,
-    Section,
     Trash,
-    count_lines,
     find_candidates,
     is_never_move,
     mentions,
@@ -26,8 +25,6 @@ from crustacean.stages.compile_plan import (
     plan_hook_sweep,
     plan_memory_caps,
     slugify,
-    split_lines,
-    split_sections,
 )
 
 TODAY = date(2026, 3, 31)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from crustacean.daily import ARCHIVE_DAILY, DAILY_FOLDERS, dated_day, hook_day, log_day
+from crustacean.markdown import Section, count_lines, split_lines, split_sections
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY
 
 TOPICS_DIR = "knowledge/topics"
@@ -230,16 +231,6 @@ def _duplicates(paths: list[str], protected: set[str]) -> list[Trash]:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Section:
-    """A `##` or `###` section: 0-based line indexes [start, end), heading line included."""
-
-    heading: str
-    level: int
-    start: int
-    end: int
-
-
 NEVER_MOVE = (
     "Memory Structure Map",
     "Hot / Time-Sensitive",
@@ -249,60 +240,7 @@ NEVER_MOVE = (
     "Active Cron Jobs",
     "Identity & Setup",
 )
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _RULE = re.compile(r"\*\*(?:firm )?rule:\*\*", re.IGNORECASE)
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split on `\\n` only (so `\\r\\n` stays whole and the count matches
-    the store's cap check); `"".join(split_lines(t)) == t`."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    return [*lines, parts[-1]] if parts[-1] else lines
-
-
-def count_lines(text: str) -> int:
-    """Lines as the store counts them for the MEMORY.md cap."""
-    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-
-
-def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(line, level, text) of every ATX heading outside fenced code."""
-    found = []
-    fence = ""
-    for i, raw in enumerate(lines):
-        line = raw.rstrip("\r\n")
-        if mark := _FENCE.match(line):
-            token = mark.group(1)
-            if not fence:
-                fence = token
-            elif (
-                token[0] == fence[0]
-                and len(token) >= len(fence)
-                and not line.strip().strip(token[0])
-            ):
-                fence = ""
-            continue
-        if not fence and (head := _HEADING.match(line)):
-            text = _CLOSING.sub("", head.group(2) or "").strip()
-            found.append((i, len(head.group(1)), text))
-    return found
-
-
-def split_sections(text: str) -> list[Section]:
-    """The `##` and `###` sections in document order. A section runs to the next heading of its
-    level or higher (`#` ends both); headings inside fenced code do not count."""
-    lines = split_lines(text)
-    heads = _headings(lines)
-    sections = []
-    for n, (start, level, heading) in enumerate(heads):
-        if level not in (2, 3):
-            continue
-        end = next((i for i, lvl, _ in heads[n + 1 :] if lvl <= level), len(lines))
-        sections.append(Section(heading, level, start, end))
-    return sections
 
 
 def _norm(text: str) -> str:

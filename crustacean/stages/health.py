@@ -12,24 +12,19 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import unquote
 
 from crustacean.daily import dated_day, log_day
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
+from crustacean.markdown import count_lines, link_targets, split_lines, split_sections
 from crustacean.runs import STAGES, RunRecord, error_line, list_runs
 from crustacean.secrets import find_secrets
-from crustacean.stages.compile_plan import (
-    count_lines,
-    plan_empty_and_duplicates,
-    split_lines,
-    split_sections,
-)
+from crustacean.stages.compile_plan import plan_empty_and_duplicates
 from crustacean.store.proposals import Proposal, list_proposals
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace
 
@@ -406,29 +401,6 @@ def structure_map(
 
 
 # ---------------------------------------------------------------------------- links
-
-
-_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")
-_POINTER = re.compile(r"→[^`\n]*`([^`\n]+)`")
-_SCHEME = re.compile(r"^[A-Za-z][\w+.-]*:")
-_CODE_FENCE = re.compile(r"^\s*(```|~~~)")
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
-
-
-def link_targets(text: str, pointers: bool = False) -> Iterator[tuple[int, str]]:
-    """(line, target) of every local link outside code; with `pointers`, `→ … \\`path\\`` too."""
-    fenced = False
-    for n, line in enumerate(text.splitlines(), 1):
-        if _CODE_FENCE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
-        for target in _LINK.findall(_INLINE_CODE.sub("", line)):
-            if not _SCHEME.match(target) and not target.startswith("#"):
-                yield n, unquote(target.split("#", 1)[0].split("?", 1)[0])
-        if pointers:
-            yield from ((n, t.strip()) for t in _POINTER.findall(line) if "/" in t)
 
 
 def broken_links(
