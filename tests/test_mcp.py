@@ -68,7 +68,7 @@ def test_every_tool(ws: Workspace) -> None:
     assert payload(found)[0]["path"] == "memory/notes/tea.md"
     assert "Alice likes green tea." in payload(ctx)
     with open_state(ws) as db:
-        assert db.usage("memory/notes/tea.md").uses >= 1  # read through MCP is a recall
+        assert db.recalls_of("memory/notes/tea.md").uses >= 1  # read through MCP is a recall
     (wrote,) = call(
         ws,
         (

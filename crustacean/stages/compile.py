@@ -179,10 +179,10 @@ def _trash_step(store: Store, run_id: str, ops: Ops, paths: list[str]) -> None:
 def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops) -> None:
     mems, _ = load_memories(ws)
     with open_state(ws) as db:
-        usages = db.usages()
+        recalls = db.recalls()
     memories, rules = [m.as_memory() for m in mems], Rules.from_config(ws.settings.tiers)
-    decisions = [d for d in plan_tiers(memories, usages, now, rules) if d.changed]
-    ops.tiers_hold_until = next_change(memories, usages, now, rules)
+    decisions = [d for d in plan_tiers(memories, recalls, now, rules) if d.changed]
+    ops.tiers_hold_until = next_change(memories, recalls, now, rules)
     changes = []
     for d in decisions:
         try:
