@@ -13,7 +13,6 @@ usual criteria are met again, counted from then).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -101,11 +100,6 @@ class TierDecision:
             "figures": dict(self.figures),
             "reason": self.reason,
         }
-
-
-def initial_tier(important: bool) -> str:
-    """New memories start hot when important, else warm (seed 002)."""
-    return "hot" if important else "warm"
 
 
 def default_tier(path: str) -> str:
@@ -264,16 +258,6 @@ def _apply_memory_cap(
         else d
         for d in decisions
     ]
-
-
-def cap_excess(decisions: Iterable[TierDecision], rules: Rules) -> int:
-    """How many memories still keep the plan at or over the cap (0 = fine); report, not archive.
-
-    Non-zero only when there were too few cold memories to archive: warm and hot ones are never
-    archived for the cap.
-    """
-    count = sum(d.next != "archive" for d in decisions)
-    return max(0, count - rules.memory_cap + 1)
 
 
 # ---------------------------------------------------------------------------------------------

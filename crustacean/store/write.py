@@ -904,10 +904,3 @@ def _fault_point(path: str) -> None:
     """Tests set `_FAULT_HOOK` to fail between two files of one call."""
     if _FAULT_HOOK is not None:
         _FAULT_HOOK(path)
-
-
-def write_context(
-    ws: Workspace, changes: object, *, actor: str, message: str, run_id: str | None = None
-) -> WriteResult:
-    """The single entry point every writer uses (stages, CLI commands, MCP)."""
-    return Store(ws).write_context(changes, actor=actor, message=message, run_id=run_id)
