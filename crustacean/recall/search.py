@@ -56,7 +56,7 @@ from crustacean.documents import Front, read_front
 from crustacean.errors import SearchQueryError
 from crustacean.recall.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
-from crustacean.workspace import Progress, Workspace
+from crustacean.workspace import RECALLED, Progress, Workspace, walk
 
 __all__ = ["MAX_TERMS", "Hit", "IndexStats", "Line", "SearchIndex", "index_lines"]
 
@@ -74,7 +74,6 @@ CANDIDATES = 10  # best-scored lines considered for windows, per window asked fo
 TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
 SNIPPET_CHARS = 200
 ARCHIVE = "archive/"
-TRASH = "archive/trash"
 TITLE_SEP = " › "
 # Each file's lines get contiguous rowids in one of three partitions, so leaving the scaffold
 # or the archive out of results is a rowid range FTS5 applies as it reads.
@@ -352,23 +351,12 @@ class _Doc:
 
 def scan_markdown(root: Path) -> tuple[dict[str, os.stat_result], list[tuple[str, str]]]:
     """Every indexable markdown file with its stat, and the folders that could not be read."""
-    found: dict[str, os.stat_result] = {}
     problems: list[tuple[str, str]] = []
-    stack = [("", str(root))]
-    while stack:
-        rel_dir, full = stack.pop()
-        try:
-            entries = list(os.scandir(full))
-        except OSError as e:
-            problems.append((rel_dir or ".", f"folder cannot be read: {e.strerror}"))
-            continue
-        for entry in entries:  # follow_symlinks=False: a symlink is neither a dir nor a file
-            name = entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if name[0] != "." and rel_dir + name != TRASH:
-                    stack.append((rel_dir + name + "/", entry.path))
-            elif name.lower().endswith(".md") and entry.is_file(follow_symlinks=False):
-                found[rel_dir + name] = entry.stat(follow_symlinks=False)
+    found = {  # follow_symlinks=False: a symlink is not a file
+        rel: entry.stat(follow_symlinks=False)
+        for rel, entry in walk(root, RECALLED, problems=problems)
+        if entry.name.lower().endswith(".md") and entry.is_file(follow_symlinks=False)
+    }
     return found, problems
 
 

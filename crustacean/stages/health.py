@@ -26,7 +26,7 @@ from crustacean.runs import STAGES, RunRecord, error_line, list_runs
 from crustacean.secrets import find_secrets
 from crustacean.stages.compile_plan import plan_empty_and_duplicates
 from crustacean.store.proposals import Proposal, list_proposals
-from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace
+from crustacean.workspace import CHECKED, FOUNDATION_FILES, WORKING_MEMORY, Workspace, walk
 
 STATUSES = ("ok", "warn", "fail")
 WINDOW = timedelta(days=30)
@@ -38,7 +38,6 @@ OLD_LESSON_DAYS = 183
 OLD_PROPOSAL_DAYS = 14
 NOISE_SHORT = 20
 DETAIL_LIMIT = 20
-SKIP_DIRS = frozenset({".git", ".crustacean", "node_modules", ".venv", "__pycache__"})
 INDEX_NAMES = frozenset({"readme.md", "index.md", "_index.md"})
 
 
@@ -536,12 +535,7 @@ def security(texts: Mapping[str, str]) -> Check:
 
 def walk_files(root: Path) -> list[str]:
     """Every file under root as a posix path, skipping git, crustacean state and tool caches."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        rel = Path(dirpath).relative_to(root).as_posix()
-        found += [n if rel == "." else f"{rel}/{n}" for n in filenames]
-    return sorted(found)
+    return sorted(rel for rel, entry in walk(root, CHECKED) if not entry.is_dir())
 
 
 def _read_text(root: Path, rel: str) -> str | None:
