@@ -43,7 +43,7 @@ def remember(
         meta |= {"tier": tier, "tier_set": ws.today(now)}
     path = f"memory/lessons/{name}.md"
     content = new_document(meta, text).encode()
-    store = Store(ws)
+    store = Store(ws, lambda: now)  # the caller's time dates what the store writes
     current = store.read_bytes(path)
     if current is None:
         change = Change(path, "create", content=content)
@@ -56,7 +56,7 @@ def set_tier(ws: Workspace, path: str, tier: str, now: datetime) -> WriteResult:
     """The manual override: `tier` and `tier_set` in the file's frontmatter."""
     if tier not in TIERS:
         raise UsageError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}.")
-    store = Store(ws)
+    store = Store(ws, lambda: now)  # the caller's time dates what the store writes
     rel = jail(ws.root, path)
     if not (ws.root / rel).is_file():
         raise UsageError(f"{rel} does not exist; `crustacean tier list` shows the memories.")

@@ -18,10 +18,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from crustacean import daily
+from crustacean.clock import Clock, wall_clock
 from crustacean.documents import parse_document
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
@@ -287,10 +288,10 @@ def curate(
     dry_run: bool = False,
     plan: bool = False,
     env: Mapping[str, str] | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
 ) -> CurateResult:
     """Run curate once; `plan` makes no call, `dry_run` writes and marks nothing."""
-    clock = clock or (lambda: datetime.now(UTC))
+    clock = clock or wall_clock
     now, days = clock(), days or ws.settings.curate.days
     if plan:
         store = Store(ws)
@@ -301,7 +302,7 @@ def curate(
             result.plan = plan_stage(ws, request_for(ws, store, entries))
         return result
     with (
-        RunRecorder(ws, STAGE, dry_run=dry_run, now=clock, repair=Store(ws).repair) as rec,
+        RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec,
         open_state(ws) as db,
     ):
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)

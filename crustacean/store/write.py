@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.errors import (
     LimitError,
     LockedError,
@@ -124,10 +125,10 @@ def new_id() -> str:
 class Store:
     """Reads and writes one workspace."""
 
-    def __init__(self, ws: Workspace, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, ws: Workspace, clock: Clock | None = None) -> None:
         self.ws = ws
         self.root = ws.root
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or wall_clock
         self.git = Git(self.root)
         self._versioned: bool | None = None
         # (run id, path) -> (lines when the run first changed it, lines the run lost so far)
@@ -448,7 +449,7 @@ class Store:
                     message=message,
                     run_id=run_id,
                     reason=plan.ask[0],
-                    now=datetime.now(UTC),
+                    now=self.clock(),
                 )
                 return WriteResult(files=tuple(_named(plan)), proposal=pid, call_id=call_id)
             if busy:
