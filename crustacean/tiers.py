@@ -131,7 +131,7 @@ def utc(moment: datetime | date) -> datetime:
     return moment.astimezone(UTC)
 
 
-def clock(mem: Memory, recalls: Recalls) -> tuple[datetime, str]:
+def idle_since(mem: Memory, recalls: Recalls) -> tuple[datetime, str]:
     """When the days without recall start counting, and from what."""
     if recalls.last_recalled is not None:
         start, what = utc(recalls.last_recalled), "last_recalled"
@@ -151,7 +151,7 @@ def next_tier(mem: Memory, recalls: Recalls, now: datetime, rules: Rules) -> Tie
     """Apply the lifecycle once, following the chain as far as the figures allow."""
     if mem.tier not in TIERS:
         raise ValueError(f"{mem.path}: unknown tier {mem.tier!r}; expected one of {TIERS}")
-    start, what = clock(mem, recalls)
+    start, what = idle_since(mem, recalls)
     days = days_between(start, now)
     figures: dict[str, int | str] = {"days_unrecalled": days, "uses": recalls.uses, "clock": what}
     tier, fired = _descend(mem.tier, days, recalls.uses, rules, figures)
@@ -191,7 +191,7 @@ def plan_tiers(
     memories: list[Memory], recalls: dict[str, Recalls], now: datetime, rules: Rules
 ) -> list[TierDecision]:
     """One decision per memory, in input order: lifecycle, then hot limit, then memory cap."""
-    clocks = {m.path: clock(m, recalls.get(m.path, Recalls()))[0] for m in memories}
+    clocks = {m.path: idle_since(m, recalls.get(m.path, Recalls()))[0] for m in memories}
     uses = {m.path: recalls.get(m.path, Recalls()).uses for m in memories}
     decisions = [next_tier(m, recalls.get(m.path, Recalls()), now, rules) for m in memories]
     decisions = _apply_hot_limit(decisions, clocks, rules)
@@ -207,7 +207,7 @@ def next_change(
     now, soonest = utc(now), None
     thresholds = {rules.hot_days, rules.warm_days, rules.cold_days}
     for mem in memories:
-        start, _ = clock(mem, recalls.get(mem.path, Recalls()))
+        start, _ = idle_since(mem, recalls.get(mem.path, Recalls()))
         for days in thresholds:
             at = start + timedelta(days=days)
             if at > now and (soonest is None or at < soonest):
