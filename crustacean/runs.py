@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from crustacean.config import STAGES
 from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
 from crustacean.secrets import redact
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
@@ -33,7 +34,6 @@ from crustacean.workspace import Workspace
 if TYPE_CHECKING:
     from filelock import FileLock
 
-STAGES = ("collect", "curate", "compile", "calibrate")
 FINAL_STATUSES = ("ok", "partial", "failed", "skipped")
 STATUSES = ("running", *FINAL_STATUSES)
 LOCK_FILE = "run.lock"

@@ -85,7 +85,8 @@ def log_line(outcomes: Sequence[object], now: datetime, tz: tzinfo, *, verbose: 
 
 def outcome_line(outcome: object, tz: tzinfo = UTC) -> str:
     """One line per stage: `collect: ran (ok) …`, `curate: not due (next slot …)`."""
-    from crustacean.ops.tick import StageOutcome, fmt
+    from crustacean.ops.tick import StageOutcome
+    from crustacean.schedule import fmt
 
     assert isinstance(outcome, StageOutcome)
     due, name = outcome.due, outcome.stage
