@@ -232,8 +232,7 @@ def test_cli_tick_log_rotates_the_cron_log_by_size(
     ],
 )
 def test_log_line_table(due: list[str], verbose: bool, expected: str) -> None:
-    from crustacean.cli.tick_cmd import log_line
-    from crustacean.ops.tick import StageOutcome
+    from crustacean.ops.tick import StageOutcome, log_line
     from crustacean.schedule import Due
 
     tokyo = ZoneInfo("Asia/Tokyo")

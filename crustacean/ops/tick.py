@@ -7,16 +7,16 @@ and says what each did.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from crustacean.config import STAGES
 from crustacean.errors import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, ConfigError, LockedError
 from crustacean.ops.tick_memo import last_ok_rows, note_quiet
 from crustacean.runs import error_line
-from crustacean.schedule import Due, due_stages
+from crustacean.schedule import Due, due_stages, fmt
 from crustacean.stages import registry
 from crustacean.state import from_db_time, open_state
 from crustacean.workspace import Workspace
@@ -71,6 +71,16 @@ class TickResult:
             return EXIT_LOCKED
         failed = any(o.status == "failed" for o in self.outcomes)
         return EXIT_FAILED if failed else EXIT_OK
+
+    def lines(self, tz: tzinfo = UTC) -> list[str]:
+        """What `tick` prints: one line per stage, then a plan's estimate."""
+        lines = [outcome_line(o, tz) for o in self.outcomes]
+        if self.plan:
+            lines.append(
+                f"Estimated: ~${self.est_cost:.4f} for the first requests (a stage that uses "
+                "tools takes a few turns). Nothing was run or written."
+            )
+        return lines
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -181,3 +191,48 @@ def tick(
             status, error = None, error_line(e)
         result.outcomes.append(StageOutcome(due.stage, due, status, error))
     return result
+
+
+# ---------------------------------------------------------------------------- lines
+
+
+def log_line(outcomes: Sequence[StageOutcome], now: datetime, tz: tzinfo, *, verbose: bool) -> str:
+    """The cron log's one line for a tick: its time, then each stage that was due; "" for a
+    tick where nothing was due (unless `verbose`), so the log holds only work done."""
+    due = [o for o in outcomes if o.due.due]
+    if not due and not verbose:
+        return ""
+    parts = [outcome_line(o, tz) for o in due] or ["nothing due"]
+    return f"{now.astimezone(tz):%Y-%m-%d %H:%M:%S %Z} " + "; ".join(parts)
+
+
+def outcome_line(outcome: StageOutcome, tz: tzinfo = UTC) -> str:
+    """One line per stage: `collect: ran (ok) …`, `curate: not due (next slot …)`."""
+    due, name = outcome.due, outcome.stage
+    if outcome.preview is not None:
+        when = "Due now" if due.due else "N" + _not_due(due.reason)[1:]
+        p = outcome.preview
+        cost = (
+            f"; {p.model}, ~{p.est_input_tokens:,} input tokens, ~${p.est_cost:.4f}"
+            if p.model
+            else ""
+        )
+        return f"{name}: {p.summary}{cost}. {when}."
+    if not due.due:
+        return f"{name}: {_not_due(due.reason)}"
+    slot = fmt(due.slot, tz) if due.slot else "?"
+    what = f"catching up slot {slot}" if due.catching_up else f"slot {slot}"
+    if outcome.status is None and outcome.error is None:
+        return f"{name}: due, {what} (dry run: not run) — {due.reason.removeprefix('due: ')}"
+    if outcome.status is None:
+        return f"{name}: not run ({outcome.error})"
+    error = f": {outcome.error}" if outcome.error else ""
+    return f"{name}: ran ({outcome.status}), {what}{error}"
+
+
+def _not_due(reason: str) -> str:
+    """`not due: next slot X` → `not due (next slot X)`; `disabled` stays as it is."""
+    head, sep, rest = reason.partition(": ")
+    if head == "not due" and sep:
+        return f"not due ({rest})"
+    return f"not due ({reason})" if reason != "disabled" else "disabled"
