@@ -518,7 +518,7 @@ def _from_row(values: tuple[Any, ...]) -> RunRecord:
 
 
 def stage_names(ws: Workspace) -> list[str]:
-    """The four stages, then any other stage name that has runs (tests, future stages)."""
+    """The pipeline's stages (config.STAGES), then any other stage name that has runs (tests)."""
     with open_state(ws) as db:
         present = [r[0] for r in db.conn.execute("SELECT DISTINCT stage FROM run_records")]
     return [*STAGES, *sorted(set(present) - set(STAGES))]

@@ -124,7 +124,7 @@ def plan_tick(ws: Workspace, now: datetime) -> list[Due]:
         raise ConfigError(f"{e} Fix it in crustacean.toml.") from None
 
 
-def run_stage(
+def run_due(
     ws: Workspace,
     stage: str,
     env: Mapping[str, str] | None,
@@ -185,7 +185,7 @@ def tick(
             )
             continue
         try:
-            status, error = run_stage(ws, due.stage, env, clock)
+            status, error = run_due(ws, due.stage, env, clock)
         except LockedError as e:
             result.locked = True
             status, error = None, error_line(e)
