@@ -11,10 +11,12 @@ from typer.core import TyperGroup
 
 from crustacean.cli.output import console, err_console, print_json, safe, say, warn
 from crustacean.errors import EXIT_USAGE, CrustaceanError
-from crustacean.workspace import Workspace, open_workspace
+from crustacean.workspace import Workspace, load_for, open_workspace
 
 if TYPE_CHECKING:
     from rich.text import Text
+
+    from crustacean.config import LoadedConfig
 
 __all__ = ["console", "err_console", "print_json", "safe", "say", "warn"]
 
@@ -31,6 +33,13 @@ class AppState:
         for warning in ws.config.warnings:
             warn(f"Warning: {warning}")
         return ws
+
+    def load(self) -> LoadedConfig:
+        """The config of the workspace here, or of none (`config show` works outside one)."""
+        loaded = load_for(self.workspace, self.overrides)
+        for warning in loaded.warnings:
+            warn(f"Warning: {warning}")
+        return loaded
 
 
 def cell(text: str) -> Text:
