@@ -85,6 +85,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        # lazy: system_docs imports the store, ~100 ms, that every command (they all load
+        # app.py) would pay for --version alone
         from crustacean.ops.system_docs import shipped_version
 
         console.print(f"crustacean {__version__} (pipeline docs {shipped_version()})")

@@ -44,6 +44,7 @@ class AppState:
 
 def cell(text: str) -> Text:
     """A table cell of workspace text: control characters escaped, `[markup]` kept literal."""
+    # lazy: rich.text, ~50 ms with rich; `context` and a no-op tick never load rich
     from rich.text import Text
 
     return Text(safe(text))
