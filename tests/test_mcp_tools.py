@@ -4,6 +4,7 @@ server registers exactly these (their schemas and results are pinned in test_mcp
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import anyio
@@ -69,13 +70,13 @@ def test_write_then_read_through_the_plain_functions(ws: Workspace) -> None:
     ],
 )
 def test_a_refusal_is_a_crustacean_error_and_changes_nothing(
-    ws: Workspace, call: object, error: type[Exception], message: str
+    ws: Workspace, call: Callable[[McpState], object], error: type[Exception], message: str
 ) -> None:
     """Without a session a refusal is the core's own error; the server turns it into a tool
     error with the same words (test_mcp.py, test_bounds.py)."""
     before = snapshot(ws.root)
     with pytest.raises(error, match=message):
-        call(McpState.open(ws))  # type: ignore[operator]
+        call(McpState.open(ws))
     assert snapshot(ws.root) == before
 
 
