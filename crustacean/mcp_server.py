@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -28,6 +28,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.config import load_config
 from crustacean.errors import CrustaceanError, UsageError
 from crustacean.llm.contract import actor_preamble, policy_modes
@@ -60,13 +61,19 @@ class McpState:
 
     ws: Workspace
     store: Store
-    clock: Callable[[], float] = time.monotonic
+    clock: Clock = wall_clock  # dates what the tools write and recall
+    monotonic: Callable[[], float] = time.monotonic  # times the index refresh
     refreshed_at: float = -REFRESH_SECONDS
     dirty: bool = True
 
     @classmethod
-    def open(cls, ws: Workspace, clock: Callable[[], float] = time.monotonic) -> McpState:
-        return cls(ws, Store(ws), clock)
+    def open(
+        cls,
+        ws: Workspace,
+        clock: Clock = wall_clock,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> McpState:
+        return cls(ws, Store(ws, clock), clock, monotonic)
 
 
 # ---------------------------------------------------------------- the tools
@@ -82,7 +89,7 @@ def read_context_file(
     st: McpState, path: str, start_line: int | None = None, end_line: int | None = None
 ) -> dict[str, Any]:
     got = read_range(st.store, path, start_line, end_line)
-    _recall(st.ws, got["path"])
+    _recall(st.ws, got["path"], st.clock())
     return got
 
 
@@ -91,7 +98,7 @@ def search_memory(
 ) -> list[dict[str, Any]]:
     if limit is not None and not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise UsageError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}.")
-    now = st.clock()
+    now = st.monotonic()
     refresh = st.dirty or now - st.refreshed_at >= REFRESH_SECONDS
     found = find(st.ws, SearchRequest(query, limit, budget_chars), refresh=refresh)
     if refresh:
@@ -107,7 +114,7 @@ def write_context(st: McpState, changes: list[dict[str, Any]], message: str) -> 
 
 
 def get_context(st: McpState, audience: str = "main", topic: str | None = None) -> str:
-    return build_context(st.ws, ContextRequest(audience, topic), datetime.now(UTC)).to_markdown()
+    return build_context(st.ws, ContextRequest(audience, topic), st.clock()).to_markdown()
 
 
 TOOL_FUNCTIONS = (list_context_files, read_context_file, search_memory, write_context, get_context)
@@ -123,10 +130,13 @@ def description(name: str) -> str:
 # ---------------------------------------------------------------- the server
 
 
-def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> MCPServer:
-    """An `MCPServer` whose tools call the store as actor `mcp`."""
+def build_server(
+    ws: Workspace, clock: Clock = wall_clock, monotonic: Callable[[], float] = time.monotonic
+) -> MCPServer:
+    """An `MCPServer` whose tools call the store as actor `mcp`; `clock` dates what they write
+    and recall, `monotonic` times the search index's refresh."""
     server = MCPServer("crustacean", instructions=actor_preamble(ACTOR), log_level="WARNING")
-    st = McpState.open(ws, clock)
+    st = McpState.open(ws, clock, monotonic)
     for fn in TOOL_FUNCTIONS:
         server.tool(name=fn.__name__, description=description(fn.__name__))(_bound(fn, st))
     return server
@@ -160,10 +170,10 @@ def _reread(ws: Workspace) -> Workspace:
     return Workspace(ws.root, load_config(ws.root, overrides=flags))
 
 
-def _recall(ws: Workspace, path: str) -> None:
+def _recall(ws: Workspace, path: str, now: datetime) -> None:
     if path.startswith(tuple(f"{r}/" for r in MEMORY_ROOTS)):
         with open_state(ws) as db:
-            db.record_recalls([path], datetime.now(UTC), "mcp")
+            db.record_recalls([path], now, "mcp")
 
 
 def serve(ws: Workspace) -> None:

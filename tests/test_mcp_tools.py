@@ -93,7 +93,7 @@ def test_search_refreshes_after_a_write_or_after_refresh_seconds(ws: Workspace) 
     """The freshness rule on a fake clock: changes made elsewhere show up within
     REFRESH_SECONDS; this server's own write at once."""
     now = {"t": 1000.0}
-    st = McpState(ws, Store(ws), clock=lambda: now["t"])
+    st = McpState(ws, Store(ws), monotonic=lambda: now["t"])
 
     def paths(words: str) -> list[str]:
         return [h["path"] for h in mcp_server.search_memory(st, words)]

@@ -78,8 +78,8 @@ def _tier_table(rows: list[TierRow]) -> Table:
             r.path,
             r.tier,
             r.how,
-            str(r.usage.uses),
-            r.usage.last_recalled.strftime("%Y-%m-%d") if r.usage.last_recalled else "never",
+            str(r.recalls.uses),
+            r.recalls.last_recalled.strftime("%Y-%m-%d") if r.recalls.last_recalled else "never",
         ]
         for r in rows
     ]
