@@ -26,6 +26,7 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from crustacean.clock import Clock, wall_clock
+from crustacean.config import STAGES
 from crustacean.documents import DocumentSkipped, parse_document
 from crustacean.errors import (
     CrustaceanError,
@@ -34,7 +35,7 @@ from crustacean.errors import (
     StaleWriteError,
     UsageError,
 )
-from crustacean.ops.status import STAGES, doctor, run_totals, workspace_status
+from crustacean.ops.status import doctor, run_totals, workspace_status
 from crustacean.recall.memory_ops import memory_tier
 from crustacean.recall.search import SearchIndex
 from crustacean.runs import get_run, list_runs
