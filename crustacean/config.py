@@ -652,6 +652,45 @@ def redundant_keys(
     ]
 
 
+@dataclass(frozen=True)
+class ConfigRow:
+    """One key as `config show` reports it: its effective value, the layer it came from and
+    whether a config file only repeats the default."""
+
+    key: str
+    value: Any
+    default: Any
+    layer: str
+    source: str
+    locked: bool
+    redundant: bool
+
+    def to_json(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+    def shown(self) -> str:
+        """The value as TOML, but a source list as its count (it is a table per source)."""
+        return f"{len(self.value)} source(s)" if self.key == "sources" else toml_value(self.value)
+
+
+def config_rows(loaded: LoadedConfig, *, redundant_only: bool = False) -> list[ConfigRow]:
+    """Every key in schema order (or only the redundant ones), with where its value came from."""
+    repeats = set(redundant_keys(loaded))
+    rows = []
+    for key in SCHEMA:
+        if redundant_only and key not in repeats:
+            continue
+        value, default = loaded.values[key], SCHEMA[key].default
+        if key == "sources":
+            value, default = [s.__dict__ for s in value], []
+        layer = loaded.origins[key]
+        source = loaded.sources.get(layer, "")
+        rows.append(
+            ConfigRow(key, value, default, layer, source, key in loaded.locked, key in repeats)
+        )
+    return rows
+
+
 def render_workspace_toml(
     chosen: Mapping[str, Any] | None = None, sources: list[SourceConfig] | None = None
 ) -> str:

@@ -3,28 +3,47 @@
 The same store, policy and guards as the pipeline, with actor `mcp`. Every refusal (stale,
 policy, limits, path jail, secrets) is a tool error the model can act on, never a crash, and
 nothing but the protocol is written to stdout.
+
+Each tool is a plain function of this module over the core calls the CLI makes too (the store's
+reads and `write_context`, `recall.search.find`, `recall.context.build_context`); its first
+argument is the `McpState` one server shares, and the rest are the tool's parameters, from
+which the server derives the tool's input schema. `build_server` registers them.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import anyio
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
 from crustacean.clock import Clock, wall_clock
-from crustacean.errors import CrustaceanError
+from crustacean.config import load_config
+from crustacean.errors import CrustaceanError, UsageError
 from crustacean.llm.contract import actor_preamble, policy_modes
 from crustacean.llm.tools import TOOLS, write_spec
+from crustacean.recall.context import ContextRequest, build_context
+from crustacean.recall.memories import MEMORY_ROOTS
+from crustacean.recall.search import SearchRequest, find
+from crustacean.state import open_state
+from crustacean.store.reads import list_page, read_range
 from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 ACTOR = "mcp"
 REFRESH_SECONDS = 5.0  # search results are at most this stale for changes made elsewhere
+MAX_SEARCH_LIMIT = 50
 GET_CONTEXT = (
     "The memory an agent should load now, as markdown: foundation files, today's and "
     "yesterday's daily logs, and the memories the tiers and caps allow. `audience` is "
@@ -33,91 +52,116 @@ GET_CONTEXT = (
 )
 
 
+@dataclass
+class McpState:
+    """What one server's tools share: the workspace, its store, and when search last refreshed
+    the index. A search refreshes it (a stat of every file) only when this server wrote
+    something or REFRESH_SECONDS have passed: a conversation's searches then cost the query
+    alone."""
+
+    ws: Workspace
+    store: Store
+    clock: Clock = wall_clock  # dates what the tools write and recall
+    monotonic: Callable[[], float] = time.monotonic  # times the index refresh
+    refreshed_at: float = -REFRESH_SECONDS
+    dirty: bool = True
+
+    @classmethod
+    def open(
+        cls,
+        ws: Workspace,
+        clock: Clock = wall_clock,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> McpState:
+        return cls(ws, Store(ws, clock), clock, monotonic)
+
+
+# ---------------------------------------------------------------- the tools
+
+
+def list_context_files(
+    st: McpState, prefix: str | None = None, limit: int | None = None, cursor: str | None = None
+) -> dict[str, Any]:
+    return list_page(st.store, prefix, limit, cursor)
+
+
+def read_context_file(
+    st: McpState, path: str, start_line: int | None = None, end_line: int | None = None
+) -> dict[str, Any]:
+    got = read_range(st.store, path, start_line, end_line)
+    _recall(st.ws, got["path"], st.clock())
+    return got
+
+
+def search_memory(
+    st: McpState, query: str, limit: int | None = None, budget_chars: int | None = None
+) -> list[dict[str, Any]]:
+    if limit is not None and not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise UsageError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}.")
+    now = st.monotonic()
+    refresh = st.dirty or now - st.refreshed_at >= REFRESH_SECONDS
+    found = find(st.ws, SearchRequest(query, limit, budget_chars), refresh=refresh)
+    if refresh:
+        st.refreshed_at, st.dirty = now, False
+    return [h.to_json() for h in found.hits]
+
+
+def write_context(st: McpState, changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
+    st.store.ws = _reread(st.ws)  # `mcp.write = "off"` set meanwhile holds from this call on
+    result = st.store.write_context(changes, actor=ACTOR, message=message)
+    st.dirty = True
+    return result.to_json()
+
+
+def get_context(st: McpState, audience: str = "main", topic: str | None = None) -> str:
+    return build_context(st.ws, ContextRequest(audience, topic), st.clock()).to_markdown()
+
+
+TOOL_FUNCTIONS = (list_context_files, read_context_file, search_memory, write_context, get_context)
+
+
+def description(name: str) -> str:
+    """A tool's description, from the stage contract's tool specs (llm/contract.py)."""
+    if name == "write_context":  # only the modes the mcp policy can allow
+        return write_spec(policy_modes(ACTOR)).description
+    return TOOLS[name].description if name in TOOLS else GET_CONTEXT
+
+
+# ---------------------------------------------------------------- the server
+
+
 def build_server(
     ws: Workspace, clock: Clock = wall_clock, monotonic: Callable[[], float] = time.monotonic
-) -> Any:
+) -> MCPServer:
     """An `MCPServer` whose tools call the store as actor `mcp`; `clock` dates what they write
     and recall, `monotonic` times the search index's refresh."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-
     server = MCPServer("crustacean", instructions=actor_preamble(ACTOR), log_level="WARNING")
-    store = Store(ws, clock)
-    # A search refreshes the index (a stat of every file) only when this server wrote something
-    # or REFRESH_SECONDS have passed: a conversation's searches then cost the query alone.
-    fresh = {"at": -REFRESH_SECONDS, "dirty": True}
-
-    def guarded(fn: Any) -> Any:
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except CrustaceanError as e:  # a refusal the model can act on, never a crash
-                raise ToolError(f"Error: {e}") from None
-
-        return call
-
-    def list_context_files(
-        prefix: str | None = None, limit: int | None = None, cursor: str | None = None
-    ) -> dict[str, Any]:
-        from crustacean.store.reads import list_page
-
-        return list_page(store, prefix, limit, cursor)
-
-    def read_context_file(
-        path: str, start_line: int | None = None, end_line: int | None = None
-    ) -> dict[str, Any]:
-        from crustacean.store.reads import read_range
-
-        got = read_range(store, path, start_line, end_line)
-        _recall(ws, got["path"], clock())
-        return got
-
-    def search_memory(
-        query: str, limit: int | None = None, budget_chars: int | None = None
-    ) -> list[dict[str, Any]]:
-        from crustacean.recall.search import SearchIndex
-
-        if limit is not None and not 1 <= limit <= 50:
-            raise ToolError("Error: limit must be from 1 to 50.")
-        now = monotonic()
-        refresh = bool(fresh["dirty"]) or now - fresh["at"] >= REFRESH_SECONDS
-        with SearchIndex(ws) as index:
-            found = index.search(query, limit, refresh=refresh, budget_chars=budget_chars)
-            hits = [h.to_json() for h in found]
-        if refresh:
-            fresh.update(at=now, dirty=False)
-        return hits
-
-    def write_context(changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
-        store.ws = _reread(ws)  # `mcp.write = "off"` set meanwhile holds from this call on
-        result = store.write_context(changes, actor=ACTOR, message=message)
-        fresh["dirty"] = True
-        return result.to_json()
-
-    def get_context(audience: str = "main", topic: str | None = None) -> str:
-        from crustacean.recall.context import ContextRequest, build_context
-
-        return build_context(ws, ContextRequest(audience, topic), clock()).to_markdown()
-
-    for fn, name in (
-        (list_context_files, "list_context_files"),
-        (read_context_file, "read_context_file"),
-        (search_memory, "search_memory"),
-        (write_context, "write_context"),
-        (get_context, "get_context"),
-    ):
-        description = TOOLS[name].description if name in TOOLS else GET_CONTEXT
-        if name == "write_context":  # only the modes the mcp policy can allow
-            description = write_spec(policy_modes(ACTOR)).description
-        server.tool(name=name, description=description)(guarded(fn))
+    st = McpState.open(ws, clock, monotonic)
+    for fn in TOOL_FUNCTIONS:
+        server.tool(name=fn.__name__, description=description(fn.__name__))(_bound(fn, st))
     return server
+
+
+def _bound(fn: Callable[..., Any], st: McpState) -> Callable[..., Any]:
+    """`fn` with its state given, under its own name and its signature less that argument (the
+    server reads the tool's schema off it); a refusal becomes a tool error, never a crash."""
+    signature = inspect.signature(fn, eval_str=True)
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(st, *args, **kwargs)
+        except CrustaceanError as e:  # a refusal the model can act on
+            raise ToolError(f"Error: {e}") from None
+
+    call.__signature__ = signature.replace(  # type: ignore[attr-defined]  # read by inspect
+        parameters=list(signature.parameters.values())[1:]
+    )
+    return call
 
 
 def _reread(ws: Workspace) -> Workspace:
     """The config as the files say now, under the -c flags the server was started with."""
-    from crustacean.config import load_config
-
     flags = [
         f"{key}={value}"
         for key, value in ws.config.values.items()
@@ -127,9 +171,6 @@ def _reread(ws: Workspace) -> Workspace:
 
 
 def _recall(ws: Workspace, path: str, now: datetime) -> None:
-    from crustacean.recall.memories import MEMORY_ROOTS
-    from crustacean.state import open_state
-
     if path.startswith(tuple(f"{r}/" for r in MEMORY_ROOTS)):
         with open_state(ws) as db:
             db.record_recalls([path], now, "mcp")
@@ -143,8 +184,6 @@ def serve(ws: Workspace) -> None:
 
 def tool_schemas(ws: Workspace) -> list[dict[str, Any]]:
     """The tool list as a client sees it (for the contract test and `--print-tools`)."""
-    import anyio
-    from mcp import Client
 
     async def main() -> list[dict[str, Any]]:
         async with Client(build_server(ws)) as client:

@@ -9,6 +9,7 @@ import typer
 
 from crustacean import __version__
 from crustacean.cli.common import CrustaceanGroup, console, state
+from crustacean.cli.help_cmd import help_
 from crustacean.cli.lazy import LazyCommands, loader, plain_params
 from crustacean.cli.output import set_quiet
 
@@ -31,7 +32,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("history", "history_cmd", "history"),
     ("show", "history_cmd", "show"),
     ("rollback", "history_cmd", "rollback"),
-    ("context", "memory_cmd", "context"),
+    ("context", "context_cmd", "context"),
     ("search", "search_cmd", "search"),
     ("index", "search_cmd", "index"),
     ("remember", "memory_cmd", "remember"),
@@ -84,6 +85,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        # lazy: system_docs imports the store, ~100 ms, that every command (they all load
+        # app.py) would pay for --version alone
         from crustacean.ops.system_docs import shipped_version
 
         console.print(f"crustacean {__version__} (pipeline docs {shipped_version()})")
@@ -135,32 +138,6 @@ def root(
     st.workspace = workspace
     st.overrides = list(set_ or [])
     set_quiet(quiet)
-
-
-def help_(
-    ctx: typer.Context,
-    command: Annotated[
-        list[str] | None,
-        typer.Argument(help="The command (and subcommand) to explain, e.g. `review approve`."),
-    ] = None,
-) -> None:
-    """Show the help of a command, like COMMAND --help (without one: the list of commands)."""
-    from crustacean.errors import UsageError
-
-    root = ctx.find_root()
-    cmd, sub_ctx = root.command, root
-    for name in command or []:
-        sub = cmd.get_command(sub_ctx, name) if hasattr(cmd, "get_command") else None
-        if sub is None:
-            known = ", ".join(cmd.list_commands(sub_ctx)) if hasattr(cmd, "list_commands") else ""
-            where = " ".join([*sub_ctx.command_path.split()[1:], name])
-            raise UsageError(
-                f"No command `{where}`."
-                + (f" Commands here: {known}." if known else f" `{sub_ctx.command_path}` has none.")
-            )
-        sub_ctx = sub.make_context(name, [], parent=sub_ctx, resilient_parsing=True)
-        cmd = sub
-    typer.echo(sub_ctx.get_help(), nl=False)
 
 
 app.command("help")(help_)

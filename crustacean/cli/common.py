@@ -11,10 +11,12 @@ from typer.core import TyperGroup
 
 from crustacean.cli.output import console, err_console, print_json, safe, say, warn
 from crustacean.errors import EXIT_USAGE, CrustaceanError
-from crustacean.workspace import Workspace, open_workspace
+from crustacean.workspace import Workspace, load_for, open_workspace
 
 if TYPE_CHECKING:
     from rich.text import Text
+
+    from crustacean.config import LoadedConfig
 
 __all__ = ["console", "err_console", "print_json", "safe", "say", "warn"]
 
@@ -32,9 +34,17 @@ class AppState:
             warn(f"Warning: {warning}")
         return ws
 
+    def load(self) -> LoadedConfig:
+        """The config of the workspace here, or of none (`config show` works outside one)."""
+        loaded = load_for(self.workspace, self.overrides)
+        for warning in loaded.warnings:
+            warn(f"Warning: {warning}")
+        return loaded
+
 
 def cell(text: str) -> Text:
     """A table cell of workspace text: control characters escaped, `[markup]` kept literal."""
+    # lazy: rich.text, ~50 ms with rich; `context` and a no-op tick never load rich
     from rich.text import Text
 
     return Text(safe(text))

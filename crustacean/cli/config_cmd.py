@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state, warn
+from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state
 from crustacean.cli.output import Col, fit_table
-from crustacean.config import SCHEMA, LoadedConfig, redundant_keys, toml_value
-from crustacean.workspace import load_for, locations
+from crustacean.config import ConfigRow, config_rows
+from crustacean.workspace import locations
 
 config_app = typer.Typer(
     cls=CrustaceanGroup, help="Inspect the layered configuration.", no_args_is_help=True
@@ -31,63 +31,41 @@ def show(
 ) -> None:
     """Print every effective config value, where it came from (a default or a choice), and
     whether it is locked."""
-    st = state(ctx)
-    loaded = load_for(st.workspace, st.overrides)
-    for warning in loaded.warnings:
-        warn(f"Warning: {warning}")
-    repeats = set(redundant_keys(loaded))
-    rows = [_row(loaded, key, key in repeats) for key in SCHEMA if not redundant or key in repeats]
+    loaded = state(ctx).load()
+    rows = config_rows(loaded, redundant_only=redundant)
     if as_json:
-        print_json(rows)
-        return
-    if redundant:
+        print_json([row.to_json() for row in rows])
+    elif redundant:
         _say_redundant(rows, loaded.sources)
-        return
+    else:
+        _say_table(rows, loaded.sources)
+
+
+def _say_table(rows: list[ConfigRow], sources: dict[str, str]) -> None:
     cols = [Col("key"), Col("value", shrink=24), Col("from"), Col("locked", drop=1)]
     table_rows = [
         [
-            row["key"],
-            _shown(row["key"], row["value"]),
-            row["layer"] + (" (= default)" if row["redundant"] else ""),
-            "locked" if row["locked"] else "",
+            row.key,
+            row.shown(),
+            row.layer + (" (= default)" if row.redundant else ""),
+            "locked" if row.locked else "",
         ]
         for row in rows
     ]
     console.print(fit_table(cols, table_rows))
-    chosen = sum(1 for row in rows if row["layer"] != "default")
+    chosen = sum(1 for row in rows if row.layer != "default")
     say(f"{chosen} of {len(rows)} keys chosen; the rest are defaults.")
-    files = [f"{name}: {src}" for name, src in loaded.sources.items() if name not in ("default",)]
+    files = [f"{name}: {src}" for name, src in sources.items() if name not in ("default",)]
     say("Layers (lowest first): " + "; ".join(files))
 
 
-def _row(loaded: LoadedConfig, key: str, repeats_default: bool) -> dict[str, object]:
-    value, default = loaded.values[key], SCHEMA[key].default
-    if key == "sources":
-        value, default = [s.__dict__ for s in value], []
-    layer = loaded.origins[key]
-    return {
-        "key": key,
-        "value": value,
-        "default": default,
-        "layer": layer,
-        "source": loaded.sources.get(layer, ""),
-        "locked": key in loaded.locked,
-        "redundant": repeats_default,
-    }
-
-
-def _shown(key: str, value: object) -> str:
-    return f"{len(value)} source(s)" if key == "sources" else toml_value(value)  # type: ignore[arg-type]
-
-
-def _say_redundant(rows: list[dict[str, object]], sources: dict[str, str]) -> None:
+def _say_redundant(rows: list[ConfigRow], sources: dict[str, str]) -> None:
     if not rows:
         say("No config file repeats a default: every set key is a choice.")
         return
     say("These keys are set to exactly their default; delete the line to follow future defaults:")
     for row in rows:
-        where = sources.get(str(row["layer"]), str(row["layer"]))
-        say(f"  {row['key']} = {_shown(str(row['key']), row['value'])}  ({where})")
+        say(f"  {row.key} = {row.shown()}  ({sources.get(row.layer, row.layer)})")
 
 
 def paths(

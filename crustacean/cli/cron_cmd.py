@@ -9,20 +9,10 @@ import typer
 
 from crustacean.cli.common import CrustaceanGroup, print_json, say, state, warn
 from crustacean.cli.output import verbatim
+from crustacean.config import KEY_ENV
 from crustacean.errors import UsageError
+from crustacean.ops import cron
 from crustacean.workspace import Workspace
-
-
-class _LazyCron:
-    """`crustacean.ops.cron` loaded on first use, so `crustacean --help` does not pay for it."""
-
-    def __getattr__(self, name: str) -> object:
-        import importlib
-
-        return getattr(importlib.import_module("crustacean.ops.cron"), name)
-
-
-cron = _LazyCron()
 
 cron_app = typer.Typer(
     cls=CrustaceanGroup,
@@ -172,14 +162,10 @@ def _print_openclaw(ws: Workspace, as_json: bool) -> None:
     say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
     for line in cron.openclaw_commands(ws):
         verbatim(line)
-    from crustacean.config import KEY_ENV
-
     say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
 
 
 def _env_note(env_file: Path, created: bool) -> None:
-    from crustacean.config import KEY_ENV
-
     if created:
         say(f"Created {env_file} (mode 0600): put {KEY_ENV}=... in it; scheduled runs read it.")
     else:
@@ -219,13 +205,17 @@ def remove_cmd(
         gone = cron.remove_systemd(ws, unit_dir=unit_dir)
         if as_json:
             print_json({"kind": "systemd", "removed": [str(p) for p in gone]})
-            return
-        _say_removed_units(ws, gone)
+        else:
+            _say_removed_units(ws, gone)
         return
     removed = cron.remove(ws, crontab_file=crontab_file)
     if as_json:
         print_json({"kind": "cron", "removed": removed, "target": cron.target_name(crontab_file)})
-        return
+    else:
+        _say_removed_block(ws, removed, crontab_file)
+
+
+def _say_removed_block(ws: Workspace, removed: bool, crontab_file: Path | None) -> None:
     if removed:
         say(f"Removed the crustacean block for {ws.root} from {cron.target_name(crontab_file)}.")
     else:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from crustacean.cli.common import print_json, say, state
+from crustacean.stages.health import check_workspace
 
 
 def health(
@@ -18,8 +19,6 @@ def health(
 
     Exit codes: 0 when every check is ok or warn, 1 when any check fails.
     """
-    from crustacean.stages.health import check_workspace
-
     result = check_workspace(state(ctx).open(), datetime.now(UTC))
     if as_json:
         print_json(result.to_json())

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import tzinfo
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crustacean.cli.common import console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
+from crustacean.store import history as hist
+from crustacean.store.versions import Version
+from crustacean.store.write import Store
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -21,39 +28,31 @@ def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List versions, newest first: id, time, actor, message and files."""
-    from crustacean.store import history as hist
-    from crustacean.store.write import Store
-
-    ws = state(ctx).open()
-    store = Store(ws)
-    versions = hist.history(store, path, limit)
+    store = Store(state(ctx).open())
+    found = hist.listing(store, path, limit)
     if as_json:
-        print_json([{**v.__dict__, "time": v.time.isoformat()} for v in versions])
-        return
-    if not versions:
-        if path and hist.history(store, None, 1):
-            say(f"No version changed {path}; `crustacean history` lists the workspace's versions.")
-        else:
-            say("No versions yet.")
-        return
+        print_json([v.to_json() for v in found.versions])
+    elif found.versions:
+        console.print(_versions_table(found.versions, store.ws.tz))
+    elif path and found.any_version:
+        say(f"No version changed {path}; `crustacean history` lists the workspace's versions.")
+    else:
+        say("No versions yet.")
+
+
+def _versions_table(versions: list[Version], tz: tzinfo) -> Table:
     cols = [
         Col("version"),
-        Col(f"time ({zone_name(ws.tz)})"),
+        Col(f"time ({zone_name(tz)})"),
         Col("actor", drop=1),
         Col("message", shrink=20),
         Col("files", shrink=24, path=True),
     ]
     rows = [
-        [
-            v.id[:12],
-            local_time(v.time, ws.tz),
-            v.actor,
-            v.message,
-            path_list(v.files),
-        ]
+        [v.id[:12], local_time(v.time, tz), v.actor, v.message, path_list(v.files)]
         for v in versions
     ]
-    console.print(fit_table(cols, rows))
+    return fit_table(cols, rows)
 
 
 def show(
@@ -62,15 +61,11 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """Show one version: who made it, why, and the diff."""
-    from crustacean.store import history as hist
-    from crustacean.store.write import Store
-
-    store = Store(state(ctx).open())
-    text = hist.show(store, version)
+    shown = hist.show_version(Store(state(ctx).open()), version)
     if as_json:
-        print_json({"version": store.git.resolve(version), "show": text})
+        print_json({"version": shown.version, "show": shown.text})
         return
-    print_diff(text)
+    print_diff(shown.text)
 
 
 def rollback(
@@ -82,9 +77,6 @@ def rollback(
     as_json: AsJson = False,
 ) -> None:
     """Restore files as they were at VERSION, recorded as a new version (history is kept)."""
-    from crustacean.store import history as hist
-    from crustacean.store.write import Store
-
     result = hist.rollback(Store(state(ctx).open()), version, list(paths or []))
     if as_json:
         print_json(result.to_json() | {"restored_from": version})

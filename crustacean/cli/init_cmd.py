@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -9,6 +10,8 @@ import typer
 
 from crustacean.cli.common import console, print_json, say
 from crustacean.cli.output import Col, fit_table
+from crustacean.errors import UsageError
+from crustacean.ops.init import InitReport, InitRequest, initialize
 
 if TYPE_CHECKING:
     from crustacean.config import SourceConfig
@@ -63,36 +66,15 @@ def init(
 
     The one exception: memory/.system/ docs you never edited are replaced by the shipped ones;
     an edited one is kept and the new version becomes a proposal (crustacean review)."""
-    from crustacean.errors import UsageError
-    from crustacean.ops.init import init_sample, init_workspace, offered_sources, sources_named
-
-    if sample and (daily_dir or source):
-        raise UsageError("--sample uses its own layout and sources; drop --daily-dir/--source.")
-    if source and no_detect:
-        raise UsageError("--source names the sources to add and --no-detect adds none; pick one.")
-    chosen = sources_named(source) if source else None
-    if chosen is None and not (sample or no_detect) and _interactive():
-        offered = offered_sources(directory)
-        if len({s.kind for s in offered}) > 1:
-            chosen = _ask_which(offered)
-    if sample:
-        report = init_sample(directory or Path("."))
-    else:
-        report = init_workspace(directory, daily_dir, detect=not no_detect, sources=chosen)
+    request = InitRequest(directory, daily_dir, not no_detect, tuple(source or ()), sample)
+    report = initialize(request, _ask_which if _interactive() else None)
     if as_json:
-        print_json(
-            {
-                "root": str(report.root),
-                "created": report.created,
-                "kept": report.kept,
-                "version": report.version,
-                "baseline": report.baseline,
-                "notes": report.notes,
-                "left_out": [{"path": i.path, "reason": i.reason} for i in report.left_out],
-                "next_steps": list(report.next_steps),
-            }
-        )
+        print_json(report.to_json())
         return
+    _say_report(report, sample=sample, verbose=verbose)
+
+
+def _say_report(report: InitReport, *, sample: bool, verbose: bool) -> None:
     rows = [[p, "created"] for p in report.created] + [[p, "kept"] for p in report.kept]
     if (report.created and not sample) or verbose:
         shown = rows if verbose else rows[: len(report.created)]
@@ -122,8 +104,6 @@ def init(
 
 def _interactive() -> bool:
     """A person at a terminal can be asked; cron, scripts and pipes never are."""
-    import sys
-
     return sys.stdin.isatty()
 
 
@@ -134,7 +114,5 @@ def _ask_which(offered: list[SourceConfig]) -> list[SourceConfig]:
     options = [*names, "both", "none"]
     answer = typer.prompt(f"Collect which? ({', '.join(options)})", default="none").strip()
     if answer not in options:
-        from crustacean.errors import UsageError
-
         raise UsageError(f"answer one of {', '.join(options)}, not {answer!r}; nothing was made.")
     return offered if answer == "both" else [s for s in offered if s.kind == answer]

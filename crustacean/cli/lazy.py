@@ -28,6 +28,8 @@ from typing import Any, get_args, get_origin
 
 import typer
 
+from crustacean.cli.common import flags_as_flags
+
 try:  # typer internals (0.29); without them typer's own coercion serves every parameter
     from typer._coercion import RuntimeParam, build_runtime_param
     from typer._param_types import coerce_cli_path, routes_to_path
@@ -143,8 +145,6 @@ def loader(
             )
         plain_params(built, help_names)
         if not isinstance(target, typer.Typer):  # a group's CrustaceanGroup does its own
-            from crustacean.cli.common import flags_as_flags
-
             flags_as_flags(built)
         return built
 

@@ -16,6 +16,8 @@ def mcp(
     ] = False,
 ) -> None:
     """Serve the memory tools to an MCP client over stdio (Claude Code, Claude Desktop, …)."""
+    # lazy: mcp_server imports the mcp SDK, ~1.2 s, that `crustacean --help` (which builds
+    # every command) would pay
     from crustacean.mcp_server import serve, tool_schemas
 
     ws = state(ctx).open()

@@ -1,62 +1,20 @@
-"""`crustacean context`, `remember` and `tier`."""
+"""`crustacean remember` and `crustacean tier`."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state, warn
 from crustacean.cli.output import Col, fit_table
+from crustacean.recall import memory_ops
+from crustacean.recall.memory_ops import TierRow
 from crustacean.tiers import TIERS
 
-FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")  # as crustacean.recall.context, kept light
-
-
-def context(
-    ctx: typer.Context,
-    for_: Annotated[
-        str, typer.Option("--for", help=f"Who the context is for: {', '.join(FOR_FORMS)}.")
-    ] = "main",
-    topic: Annotated[
-        str | None,
-        typer.Option(
-            "--topic",
-            help="What the conversation is about (loads warm and cold memories that match).",
-        ),
-    ] = None,
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            help="markdown, json, or claude-hook (SessionStart JSON, at most context.hook_chars).",
-        ),
-    ] = "markdown",
-    max_entries: Annotated[
-        int | None, typer.Option("--max-entries", help="At most N memories (memory.max_entries).")
-    ] = None,
-    budget_chars: Annotated[
-        int | None,
-        typer.Option("--budget-chars", help="Character budget of memories (memory.budget_chars)."),
-    ] = None,
-) -> None:
-    """Print what an agent should load now: foundation, recent days and memories, within caps."""
-    from crustacean.recall.context import ContextRequest, build_context
-
-    if fmt not in ("markdown", "json", "claude-hook"):
-        raise typer.BadParameter("use markdown, json or claude-hook.", param_hint="--format")
-    request = ContextRequest(for_, topic, max_entries, budget_chars)
-    ws = state(ctx).open()
-    result = build_context(ws, request, datetime.now(UTC))
-    for path, why in result.problems:
-        warn(f"Skipped: {path} ({why})")
-    if fmt == "json":
-        print_json(result.to_json())
-    elif fmt == "claude-hook":
-        typer.echo(result.to_claude_hook(ws.settings.context.hook_chars))
-    else:
-        typer.echo(result.to_markdown())
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def remember(
@@ -72,15 +30,14 @@ def remember(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Record a ruling in memory/lessons/NAME.md (the same NAME replaces the old one)."""
-    from crustacean.recall.memory_ops import remember as remember_memory
-
-    result = remember_memory(
+    result = memory_ops.remember(
         state(ctx).open(), name, text, source=source, tier=tier, now=datetime.now(UTC)
     )
+    path = memory_ops.lesson_path(name)
     if as_json:
-        print_json({"path": f"memory/lessons/{name}.md"} | result.to_json())
+        print_json({"path": path} | result.to_json())
         return
-    say(f"Remembered memory/lessons/{name}.md (version {(result.version or '-')[:12]}).")
+    say(f"Remembered {path} (version {(result.version or '-')[:12]}).")
 
 
 tier_app = typer.Typer(
@@ -97,26 +54,18 @@ def tier_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List memories with their tier, why they are in it, and their recall counts."""
-    from crustacean.recall.memory_ops import tier_rows
-
     if only is not None and only not in TIERS:
         raise typer.BadParameter(f"use one of {', '.join(TIERS)}.", param_hint="--tier")
-    rows, problems = tier_rows(state(ctx).open())
-    rows = [r for r in rows if only is None or r.tier == only]
+    rows, problems = memory_ops.tier_rows(state(ctx).open(), only)
     if as_json:
-        print_json(
-            [
-                {
-                    "path": r.path,
-                    "tier": r.tier,
-                    "how": r.how,
-                    "uses": r.recalls.uses,
-                    "last_recalled": r.recalls.last_recalled,
-                }
-                for r in rows
-            ]
-        )
+        print_json([r.to_json() for r in rows])
         return
+    console.print(_tier_table(rows))
+    for path, why in problems:
+        warn(f"Skipped: {path} ({why})")
+
+
+def _tier_table(rows: list[TierRow]) -> Table:
     cols = [
         Col("path", shrink=28, path=True),
         Col("tier"),
@@ -134,9 +83,7 @@ def tier_list(
         ]
         for r in rows
     ]
-    console.print(fit_table(cols, table_rows))
-    for path, why in problems:
-        warn(f"Skipped: {path} ({why})")
+    return fit_table(cols, table_rows)
 
 
 @tier_app.command("plan")
@@ -145,9 +92,7 @@ def tier_plan_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
 ) -> None:
     """Show what the tier lifecycle would change now, without changing anything."""
-    from crustacean.recall.memory_ops import tier_plan
-
-    decisions = tier_plan(state(ctx).open(), datetime.now(UTC))
+    decisions = memory_ops.tier_plan(state(ctx).open(), datetime.now(UTC))
     if as_json:
         print_json([d.to_json() for d in decisions])
         return
@@ -165,9 +110,7 @@ def tier_set(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Pin a memory to a tier by hand (written to its frontmatter, as a new version)."""
-    from crustacean.recall.memory_ops import set_tier
-
-    result = set_tier(state(ctx).open(), path, tier, datetime.now(UTC))
+    result = memory_ops.set_tier(state(ctx).open(), path, tier, datetime.now(UTC))
     if as_json:
         print_json({"path": path, "tier": tier} | result.to_json())
         return

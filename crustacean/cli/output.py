@@ -35,6 +35,7 @@ PIPE_WIDTH = 100_000
 def _adaptive() -> type[Console]:
     """The Console class, made on first print: rich costs ~20 ms to import, and a command that
     prints through typer.echo (`context`, the SessionStart hook, a no-op tick) never needs it."""
+    # lazy: rich.console, ~50 ms; `context` and a no-op tick never load rich
     from rich.console import Console, ConsoleDimensions
 
     class AdaptiveConsole(Console):
@@ -135,6 +136,7 @@ def wrap(text: str, width: int | None) -> list[str]:
     eye; a copy still gets it in one piece). Spacing inside a line is kept; continuation lines
     take the first line's indent plus two spaces. `width=None` (a pipe) keeps every line.
     """
+    # lazy: rich.cells loads rich, which `context` never does (tests/test_cli_lazy.py)
     from rich.cells import cell_len
 
     if width is None:
@@ -180,6 +182,7 @@ def print_json(data: Any) -> None:
     """JSON asked for by name: printed even with `--quiet`, never wrapped, keys as given."""
     text = json.dumps(data, default=str, ensure_ascii=False, indent=2)
     if console.is_terminal and not MODE.quiet:
+        # lazy: rich.json, ~35 ms, only for JSON to a terminal
         from rich.json import JSON
 
         console.print(JSON(text), soft_wrap=True)  # coloured, but a long string stays one line
@@ -195,6 +198,7 @@ def print_diff(text: str) -> None:
         if not MODE.quiet:
             typer.echo(text.rstrip("\n"))
         return
+    # lazy: rich.syntax (pygments), ~65 ms, only for a diff on a terminal
     from rich.syntax import Syntax
 
     console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
@@ -282,6 +286,7 @@ def plan_columns(
 def shorten_middle(text: str, limit: int) -> str:
     """`memory/contacts/a-very-long-name.md` → `memory/cont…long-name.md` within `limit` cells;
     the file name's end and the top folder stay readable."""
+    # lazy: rich.cells loads rich, which `context` never does (tests/test_cli_lazy.py)
     from rich.cells import cell_len
 
     if cell_len(text) <= limit or limit < 5:
@@ -303,6 +308,7 @@ def fit_table(
     cols: Sequence[Col], rows: Sequence[Sequence[str]], *, title: str | None = None
 ) -> Table:
     """A table whose key columns stay whole at the terminal's width (see `plan_columns`)."""
+    # lazy: rich.table and rich.text, ~50 ms, only for a command that prints a table
     from rich import box
     from rich.cells import cell_len
     from rich.table import Table
@@ -356,6 +362,7 @@ def progress(label: str, *, enabled: bool = True) -> Iterator[Progress | None]:
     if not enabled or MODE.quiet or not err_console.is_terminal:
         yield None
         return
+    # lazy: rich.progress, ~65 ms, only with a bar on a terminal
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
     from rich.progress import Progress as Bar
 

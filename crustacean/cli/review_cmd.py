@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
+from crustacean.store import proposals
+from crustacean.store import review as store_review
+from crustacean.store.proposals import Proposal
+from crustacean.store.write import Store
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -25,30 +32,31 @@ def review(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List pending proposals (the subcommands show, approve or reject one)."""
-    from crustacean.store import proposals
-
     if ctx.invoked_subcommand is not None:
         return
     ws = state(ctx).open()
     pending = proposals.list_proposals(ws)
     if as_json:
         print_json([p.to_json() | {"paths": p.paths} for p in pending])
-        return
-    if not pending:
+    elif pending:
+        console.print(_pending_table(pending, ws.tz))
+    else:
         say("No pending proposals.")
-        return
+
+
+def _pending_table(pending: list[Proposal], tz: tzinfo) -> Table:
     cols = [
         Col("id"),
-        Col(f"created ({zone_name(ws.tz)})", drop=2),
+        Col(f"created ({zone_name(tz)})", drop=2),
         Col("actor", drop=1),
         Col("files", shrink=24, path=True),
         Col("message", shrink=20),
     ]
     rows = [
-        [str(p.id), _when(p.created, ws.tz), p.actor, path_list(p.paths, 10), p.message]
+        [str(p.id), _when(p.created, tz), p.actor, path_list(p.paths, 10), p.message]
         for p in pending
     ]
-    console.print(fit_table(cols, rows))
+    return fit_table(cols, rows)
 
 
 def _when(created: str, tz: tzinfo) -> str:
@@ -66,24 +74,20 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """Print a proposal and the diff it would apply to the files as they are now."""
-    from crustacean.store import proposals, review
-    from crustacean.store.write import Store
-
     ws = state(ctx).open()
-    store = Store(ws)
-    prop = proposals.get(store.ws, pid)
-    text = review.diff(store, pid) if prop.status == "pending" else None
+    seen = store_review.examine(Store(ws), pid)
     if as_json:
-        print_json(prop.to_json() | {"paths": prop.paths, "diff": text})
+        print_json(seen.to_json())
         return
+    prop = seen.proposal
     say(
         f"Proposal {prop.id} ({prop.status}) by {prop.actor}, "
         f"{_when(prop.created, ws.tz)} {zone_name(ws.tz)}"
     )
     say(f"Message: {prop.message}")
     say(f"Why it waits for you: {prop.reason}")
-    if text is not None:
-        print_diff(text or "(no change)")
+    if seen.diff is not None:
+        print_diff(seen.diff or "(no change)")
 
 
 @review_app.command("approve")
@@ -93,10 +97,7 @@ def approve(
     as_json: AsJson = False,
 ) -> None:
     """Apply a proposal as one new version (refused if its files changed since)."""
-    from crustacean.store import review
-    from crustacean.store.write import Store
-
-    result = review.approve(Store(state(ctx).open()), pid)
+    result = store_review.approve(Store(state(ctx).open()), pid)
     if as_json:
         print_json({"id": pid, "status": "approved"} | result.to_json())
         return
@@ -114,10 +115,7 @@ def reject(
     as_json: AsJson = False,
 ) -> None:
     """Drop a proposal; nothing is written to the workspace."""
-    from crustacean.store import review
-    from crustacean.store.write import Store
-
-    review.reject(Store(state(ctx).open()), pid, reason)
+    store_review.reject(Store(state(ctx).open()), pid, reason)
     if as_json:
         print_json({"id": pid, "status": "rejected", "reason": reason})
         return

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from crustacean.cli.common import console, print_json, safe, say, state, warn
 from crustacean.cli.output import progress
-
-if TYPE_CHECKING:
-    from crustacean.recall.search import Hit, IndexStats
+from crustacean.recall.search import Hit, IndexStats, SearchIndex, SearchRequest, find
 
 
 def search(
@@ -57,29 +55,15 @@ def search(
     ] = False,
 ) -> None:
     """Search the workspace's markdown; print path#lines, score and snippet per hit."""
-    from crustacean.recall.search import SearchIndex, check_request
-    from crustacean.state import open_state
-
-    query = " ".join(words)
-    check_request(query, n, budget_chars)
+    request = SearchRequest(" ".join(words), n, budget_chars, raw, path_prefix, archive)
     ws = state(ctx).open()
-    now = datetime.now(UTC)
-    with open_state(ws) as db, SearchIndex(ws, db) as index:
-        with progress("Indexing", enabled=not as_json) as report:
-            _report(index.update(report))
-        hits = index.search(
-            query,
-            n,
-            raw=raw,
-            path_prefix=path_prefix,
-            include_archive=archive,
-            refresh=False,
-            budget_chars=budget_chars,
-            now=now,
+    with progress("Indexing", enabled=not as_json) as report:
+        found = find(
+            ws, request, now=datetime.now(UTC), record="search" if record else None, progress=report
         )
-        if record and hits:
-            db.record_recalls([h.path for h in hits], now, how="search")
-    _print_hits(hits, as_json, full=budget_chars is not None)
+    if found.stats is not None:
+        _report(found.stats)
+    _print_hits(found.hits, as_json, full=budget_chars is not None)
 
 
 def index(
@@ -87,20 +71,10 @@ def index(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Rebuild the search index from scratch."""
-    from crustacean.recall.search import SearchIndex
-
     with SearchIndex(state(ctx).open()) as idx, progress("Indexing", enabled=not as_json) as bar:
         stats = idx.rebuild(bar)
     if as_json:
-        print_json(
-            {
-                "indexed": stats.indexed,
-                "removed": stats.removed,
-                "unchanged": stats.unchanged,
-                "skipped": [{"path": p, "reason": r} for p, r in stats.skipped],
-                "warnings": [{"path": p, "reason": r} for p, r in stats.warnings],
-            }
-        )
+        print_json(stats.to_json())
         return
     _report(stats)
     say(f"Indexed {stats.indexed} file(s); skipped {len(stats.skipped)}.")

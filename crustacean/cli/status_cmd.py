@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from crustacean.cli.common import console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, zone_name
-
-if TYPE_CHECKING:
-    from crustacean.ops.status import Status
+from crustacean.ops.status import Status, workspace_status
+from crustacean.ops.status import doctor as run_doctor
+from crustacean.workspace import find_workspace
 
 BARS = " ▁▂▃▄▅▆▇█"
 
@@ -21,8 +21,6 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Show each stage's last run and next slot, 30-day cost, and the workspace at a glance."""
-    from crustacean.ops.status import workspace_status
-
     ws = state(ctx).open()
     result = workspace_status(ws, datetime.now(UTC))
     if as_json:
@@ -105,9 +103,6 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
 ) -> None:
     """Check what would stop a scheduled run, with a fix for each problem; exit 1 on a failure."""
-    from crustacean.ops.status import doctor as run_doctor
-    from crustacean.workspace import find_workspace
-
     st = state(ctx)
     report = run_doctor(find_workspace(st.workspace), ping=ping)
     if as_json:

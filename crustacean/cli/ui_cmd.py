@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import threading
+import webbrowser
 from typing import Annotated
 
 import typer
@@ -28,6 +29,8 @@ def ui(
     It listens on 127.0.0.1 only; the printed URL holds a random token, needed once per browser.
     Stop it with Ctrl-C.
     """
+    # lazy: ui.server imports starlette and uvicorn, ~370 ms, that `crustacean --help` (which
+    # builds every command) would pay
     from crustacean.ui.server import prepare
 
     st = state(ctx)
@@ -50,7 +53,5 @@ def _open_browser(url: str) -> bool:
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     ):
         return False
-    import webbrowser
-
     threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     return True

@@ -4,6 +4,7 @@ of what is already there."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -54,6 +55,18 @@ class InitReport:
     baseline: str | None = None
     left_out: list[LeftOut] = field(default_factory=list)
     next_steps: tuple[str, ...] = NEXT_STEPS
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "root": str(self.root),
+            "created": self.created,
+            "kept": self.kept,
+            "version": self.version,
+            "baseline": self.baseline,
+            "notes": self.notes,
+            "left_out": [{"path": i.path, "reason": i.reason} for i in self.left_out],
+            "next_steps": list(self.next_steps),
+        }
 
 
 def scaffold_files(
@@ -382,3 +395,43 @@ def init_sample(target: Path, now: datetime | None = None) -> InitReport:
     )
     report.next_steps = SAMPLE_NEXT_STEPS
     return report
+
+
+# ---------------------------------------------------------------- `crustacean init`, as asked
+
+# Asked which sources to collect when both platforms are installed (a person at a terminal).
+Chooser = Callable[[list[SourceConfig]], list[SourceConfig]]
+
+
+@dataclass(frozen=True)
+class InitRequest:
+    """`crustacean init`'s flags; contradictory ones are refused when made, before any work."""
+
+    directory: Path | None = None
+    daily_dir: str | None = None
+    detect: bool = True
+    sources: tuple[str, ...] = ()  # --source KIND, as given
+    sample: bool = False
+
+    def __post_init__(self) -> None:
+        if self.sample and (self.daily_dir or self.sources):
+            raise UsageError("--sample uses its own layout and sources; drop --daily-dir/--source.")
+        if self.sources and not self.detect:
+            raise UsageError(
+                "--source names the sources to add and --no-detect adds none; pick one."
+            )
+
+
+def initialize(request: InitRequest, choose: Chooser | None = None) -> InitReport:
+    """A sample, or a workspace created or adopted; `choose` (when given) picks the sources
+    when transcripts of both platforms are found and no --source names them."""
+    chosen = sources_named(list(request.sources)) if request.sources else None
+    if chosen is None and choose is not None and request.detect and not request.sample:
+        offered = offered_sources(request.directory)
+        if len({s.kind for s in offered}) > 1:
+            chosen = choose(offered)
+    if request.sample:
+        return init_sample(request.directory or Path("."))
+    return init_workspace(
+        request.directory, request.daily_dir, detect=request.detect, sources=chosen
+    )

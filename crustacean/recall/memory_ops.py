@@ -22,6 +22,11 @@ from crustacean.workspace import Workspace
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
 
 
+def lesson_path(name: str) -> str:
+    """Where `remember NAME` writes: one file per ruling, named by its slug."""
+    return f"memory/lessons/{name}.md"
+
+
 def remember(
     ws: Workspace, name: str, text: str, *, source: str | None, tier: str | None, now: datetime
 ) -> WriteResult:
@@ -41,7 +46,7 @@ def remember(
     meta["recorded"] = ws.today(now)
     if tier:
         meta |= {"tier": tier, "tier_set": ws.today(now)}
-    path = f"memory/lessons/{name}.md"
+    path = lesson_path(name)
     content = new_document(meta, text).encode()
     store = Store(ws, lambda: now)  # the caller's time dates what the store writes
     current = store.read_bytes(path)
@@ -76,14 +81,26 @@ class TierRow:
     how: str  # manual (since DATE) | frontmatter | default
     recalls: Recalls
 
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "tier": self.tier,
+            "how": self.how,
+            "uses": self.recalls.uses,
+            "last_recalled": self.recalls.last_recalled,
+        }
 
-def tier_rows(ws: Workspace) -> tuple[list[TierRow], list[tuple[str, str]]]:
+
+def tier_rows(
+    ws: Workspace, only: str | None = None
+) -> tuple[list[TierRow], list[tuple[str, str]]]:
+    """Every memory (or those in tier `only`) with its tier, why, and its recall counts; and
+    the files that could not be read, as (path, why)."""
     mems, problems = load_memories(ws)
     with open_state(ws) as db:
         recalls = db.recalls()
-    return [
-        TierRow(m.path, m.tier, _how(m), recalls.get(m.path, Recalls())) for m in mems
-    ], problems
+    rows = [TierRow(m.path, m.tier, _how(m), recalls.get(m.path, Recalls())) for m in mems]
+    return [r for r in rows if only is None or r.tier == only], problems
 
 
 def memory_tier(ws: Workspace, path: str, now: datetime) -> tuple[TierRow, TierDecision] | None:

@@ -61,7 +61,17 @@ from crustacean.recall.search_query import MAX_TERMS, Query, Term, fts_string, p
 from crustacean.state import StateDB, open_state
 from crustacean.workspace import RECALLED, Progress, Workspace, walk
 
-__all__ = ["MAX_TERMS", "Hit", "IndexStats", "Line", "SearchIndex", "index_lines"]
+__all__ = [
+    "MAX_TERMS",
+    "Found",
+    "Hit",
+    "IndexStats",
+    "Line",
+    "SearchIndex",
+    "SearchRequest",
+    "find",
+    "index_lines",
+]
 
 MAX_FILE_BYTES = 1024 * 1024
 TITLE_WEIGHT = 0.6
@@ -134,6 +144,15 @@ class IndexStats:
     unchanged: int
     skipped: tuple[tuple[str, str], ...]
     warnings: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "indexed": self.indexed,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "warnings": [{"path": p, "reason": r} for p, r in self.warnings],
+        }
 
 
 # ---------------------------------------------------------------- parsing (pure)
@@ -1028,3 +1047,58 @@ def _store(conn: sqlite3.Connection, doc: _Doc, next_rowid: int) -> int:
         ),
     )
     return next_rowid + len(doc.lines)
+
+
+# ---------------------------------------------------------------- one search, as asked
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """What `crustacean search` and the MCP `search_memory` ask; refused when made, before any
+    work (`check_request`)."""
+
+    query: str
+    limit: int | None = None
+    budget_chars: int | None = None
+    raw: bool = False
+    path_prefix: str | None = None
+    include_archive: bool = False
+
+    def __post_init__(self) -> None:
+        check_request(self.query, self.limit, self.budget_chars)
+
+
+@dataclass(frozen=True)
+class Found:
+    """The hits, and what refreshing the index first found (None: it was not refreshed)."""
+
+    hits: list[Hit]
+    stats: IndexStats | None
+
+
+def find(
+    ws: Workspace,
+    request: SearchRequest,
+    *,
+    now: datetime | None = None,
+    refresh: bool = True,
+    record: str | None = None,
+    progress: Progress | None = None,
+) -> Found:
+    """Refresh the index (unless told it is fresh), search, and with `record` (a recall kind)
+    count each file returned as recalled."""
+    with open_state(ws) as db, SearchIndex(ws, db) as index:
+        stats = index.update(progress) if refresh else None
+        hits = index.search(
+            request.query,
+            request.limit,
+            raw=request.raw,
+            path_prefix=request.path_prefix,
+            include_archive=request.include_archive,
+            refresh=False,
+            budget_chars=request.budget_chars,
+            now=now,
+        )
+        if record is not None and hits:
+            db.record_recalls([h.path for h in hits], now or datetime.now(UTC), how=record)
+    return Found(hits, stats)

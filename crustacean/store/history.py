@@ -3,6 +3,8 @@ version through `write_context`, so a rollback can itself be rolled back."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from crustacean.errors import VersionError
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.paths import jail
@@ -23,10 +25,38 @@ def history(store: Store, path: str | None = None, limit: int = 20) -> list[Vers
     return store.git.log(rel, limit)
 
 
+@dataclass(frozen=True)
+class Listing:
+    """Versions newest first; `any_version` tells an empty list for one file from a workspace
+    with no versions at all."""
+
+    versions: list[Version]
+    any_version: bool
+
+
+def listing(store: Store, path: str | None = None, limit: int = 20) -> Listing:
+    """`crustacean history`: the versions (of `path`), and whether the workspace has any."""
+    versions = history(store, path, limit)
+    return Listing(versions, bool(versions) or bool(path and history(store, None, 1)))
+
+
 def show(store: Store, version: str) -> str:
     if not store.versioned:
         raise VersionError(NOT_VERSIONED)
     return store.git.show(version)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One version: its full id and `git show`'s text (who, why, the diff)."""
+
+    version: str
+    text: str
+
+
+def show_version(store: Store, version: str) -> Shown:
+    text = show(store, version)
+    return Shown(store.git.resolve(version), text)
 
 
 def rollback_changes(store: Store, version: str, paths: list[str]) -> tuple[str, list[Change]]:

@@ -6,6 +6,8 @@ a file that changed meanwhile makes the approval stale instead of clobbering it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from crustacean.errors import ProposalError, StaleWriteError
 from crustacean.store.changes import Change, unified_diff
 from crustacean.store.proposals import Proposal, get, replace, save
@@ -24,6 +26,23 @@ def diff(store: Store, pid: int) -> str:
     prop = get(store.ws, pid)
     plan = store.plan(list(prop.changes), actor="user", max_files=len(prop.changes))
     return unified_diff((p, plan.before.get(p), plan.after[p]) for p in plan.touched)
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """One proposal and, while it is pending, the diff approving it would apply now."""
+
+    proposal: Proposal
+    diff: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return self.proposal.to_json() | {"paths": self.proposal.paths, "diff": self.diff}
+
+
+def examine(store: Store, pid: int) -> Inspection:
+    """`review show`: a decided proposal has no diff (its files may have moved on since)."""
+    prop = get(store.ws, pid)
+    return Inspection(prop, diff(store, pid) if prop.status == "pending" else None)
 
 
 def approve(store: Store, pid: int) -> WriteResult:

@@ -55,6 +55,9 @@ class Version:
     files: tuple[str, ...]
     run_id: str | None
 
+    def to_json(self) -> dict[str, object]:
+        return {**self.__dict__, "time": self.time.isoformat()}
+
 
 class LookUp:
     """Sentinel: find HEAD yourself."""

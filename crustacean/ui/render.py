@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 HERE = Path(__file__).parent
@@ -54,8 +55,6 @@ def query_string(**params: Any) -> str:
 
 @cache
 def _markdown() -> Any:
-    from markdown_it import MarkdownIt
-
     # html off: a file's <script> or <img onerror> is shown as text, never parsed as markup.
     return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 

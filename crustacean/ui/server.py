@@ -14,8 +14,9 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
@@ -25,6 +26,8 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from crustacean.clock import Clock, wall_clock
+from crustacean.config import STAGES
+from crustacean.documents import DocumentSkipped, parse_document
 from crustacean.errors import (
     CrustaceanError,
     LockedError,
@@ -32,13 +35,18 @@ from crustacean.errors import (
     StaleWriteError,
     UsageError,
 )
+from crustacean.ops.status import doctor, run_totals, workspace_status
+from crustacean.recall.memory_ops import memory_tier
+from crustacean.recall.search import SearchIndex
+from crustacean.runs import get_run, list_runs
+from crustacean.state import open_state
+from crustacean.store import history as hist
+from crustacean.store import proposals, review
+from crustacean.store.changes import Change, unified_diff
+from crustacean.store.write import Store
 from crustacean.ui import render, views
 from crustacean.ui.security import Guard, GuardMiddleware
 from crustacean.workspace import Workspace, open_workspace
-
-if TYPE_CHECKING:
-    from crustacean.store.changes import Change
-    from crustacean.store.write import Store
 
 VERSIONS_PER_PAGE = 50
 FILES_PER_PAGE = 200
@@ -137,8 +145,6 @@ def _status_of(e: CrustaceanError) -> int:
 def _html(
     ctx: UiContext, ws: Workspace | None, name: str, http_status: int = 200, **kw: Any
 ) -> Response:
-    from crustacean.store import proposals
-
     pending = len(proposals.list_proposals(ws)) if ws is not None else 0
     body = render.page(
         name,
@@ -160,8 +166,6 @@ def _redirect(url: str) -> Response:
 
 
 def _store(ws: Workspace) -> Store:
-    from crustacean.store.write import Store
-
     return Store(ws)
 
 
@@ -170,11 +174,6 @@ def _store(ws: Workspace) -> Store:
 
 def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean status` and `crustacean doctor` on one page."""
-    from crustacean.config import STAGES
-    from crustacean.ops.status import doctor, run_totals, workspace_status
-    from crustacean.runs import list_runs
-    from crustacean.store import proposals
-
     now = ctx.clock()
     status = workspace_status(ws, now)
     runs = list_runs(ws, limit=10_000)
@@ -226,10 +225,6 @@ def files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """A file rendered and raw, its tier with the reason, its recalls and its history."""
-    from crustacean.documents import DocumentSkipped, parse_document
-    from crustacean.recall.memory_ops import memory_tier
-    from crustacean.store import history as hist
-
     path = request.query_params.get("path", "")
     if not path:
         raise UsageError("no file named; pick one on the Files page.")
@@ -276,8 +271,6 @@ def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def versions(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean history`, paged: the page asks for one more row than it shows."""
-    from crustacean.store import history as hist
-
     page = views.page_number(request.query_params.get("page"))
     path = request.query_params.get("path") or None
     found = hist.history(_store(ws), path, page * VERSIONS_PER_PAGE + 1)
@@ -295,8 +288,6 @@ def versions(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def version_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean show`: who, why, and the diff, with a rollback per file and for all."""
-    from crustacean.store import history as hist
-
     shown = views.parse_show(hist.show(_store(ws), request.path_params["vid"]))
     only = request.query_params.get("file")
     chosen = [f for f in shown.files if f.path == only] if only else shown.files
@@ -317,8 +308,6 @@ def version_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 
 def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, str, list[Change]]:
-    from crustacean.store import history as hist
-
     store = _store(ws)
     target, changes = hist.rollback_changes(store, vid, [path] if path else [])
     return store, target, changes
@@ -326,8 +315,6 @@ def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, st
 
 def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """What rolling back would change, file by file, before anything is written."""
-    from crustacean.store.changes import unified_diff
-
     path = request.query_params.get("path") or None
     store, target, changes = _rollback_plan(ws, request.path_params["vid"], path)
     triples = [
@@ -352,8 +339,6 @@ def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Respons
 
 def rollback_do(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean rollback VERSION [PATH]`, if it still changes what the page showed."""
-    from crustacean.store import history as hist
-
     vid = request.path_params["vid"]
     path = str(form.get("path") or "") or None
     store, target, changes = _rollback_plan(ws, vid, path)
@@ -373,8 +358,6 @@ def rollback_do(ctx: UiContext, ws: Workspace, request: Request, form: FormData)
 
 def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean review` as approval cards, each with its diff against the files now."""
-    from crustacean.store import proposals, review
-
     store = _store(ws)
     status = request.query_params.get("status", "pending")
     if status not in ("pending", "approved", "rejected", "all"):
@@ -416,8 +399,6 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean review approve ID`."""
-    from crustacean.store import review
-
     pid = request.path_params["pid"]
     result = review.approve(_store(ws), pid)
     if result.version:
@@ -427,8 +408,6 @@ def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> 
 
 def reject(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean review reject ID --reason …`."""
-    from crustacean.store import review
-
     pid = request.path_params["pid"]
     review.reject(_store(ws), pid, str(form.get("reason") or ""))
     return _redirect(f"/proposals?done=rejected-{pid}")
@@ -439,8 +418,6 @@ def reject(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> R
 
 def runs(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean runs`, paged."""
-    from crustacean.runs import get_run, list_runs
-
     page = views.page_number(request.query_params.get("page"))
     stage = request.query_params.get("stage") or None
     found = list_runs(ws, page * RUNS_PER_PAGE + 1, stage)
@@ -452,8 +429,6 @@ def runs(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def run_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean runs show ID`: tokens, cost, tool calls, refusals and what it wrote."""
-    from crustacean.runs import get_run
-
     rec = get_run(ws, request.path_params["rid"])
     refusals = [c for c in rec.tool_calls if c.is_error]
     return _html(ctx, ws, "run.html", title=f"Run {rec.id}", r=rec, refusals=refusals, tz=ws.tz)
@@ -464,9 +439,6 @@ def run_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def search(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean search`: the same index and ranking, hits linked to the lines."""
-    from crustacean.recall.search import SearchIndex
-    from crustacean.state import open_state
-
     query = request.query_params.get("q", "")
     prefix = request.query_params.get("prefix") or None
     archive = request.query_params.get("archive") == "1"
@@ -534,8 +506,6 @@ def prepare(
     root: Path, overrides: list[str], port: int, env: dict[str, str] | None = None
 ) -> Serving:
     """Bind, build the guarded app and return what to run; nothing is served yet."""
-    import uvicorn
-
     sock = listen(port)
     guard = Guard.new(sock.getsockname()[1])
     app = build_app(UiContext(root, overrides, guard, env))

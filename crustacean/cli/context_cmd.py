@@ -1,0 +1,54 @@
+"""`crustacean context`: what an agent should load now (the SessionStart hook runs it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+
+from crustacean.cli.common import print_json, state, warn
+from crustacean.recall.context import FOR_FORMS, ContextRequest, build_context
+
+
+def context(
+    ctx: typer.Context,
+    for_: Annotated[
+        str, typer.Option("--for", help=f"Who the context is for: {', '.join(FOR_FORMS)}.")
+    ] = "main",
+    topic: Annotated[
+        str | None,
+        typer.Option(
+            "--topic",
+            help="What the conversation is about (loads warm and cold memories that match).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="markdown, json, or claude-hook (SessionStart JSON, at most context.hook_chars).",
+        ),
+    ] = "markdown",
+    max_entries: Annotated[
+        int | None, typer.Option("--max-entries", help="At most N memories (memory.max_entries).")
+    ] = None,
+    budget_chars: Annotated[
+        int | None,
+        typer.Option("--budget-chars", help="Character budget of memories (memory.budget_chars)."),
+    ] = None,
+) -> None:
+    """Print what an agent should load now: foundation, recent days and memories, within caps."""
+    if fmt not in ("markdown", "json", "claude-hook"):
+        raise typer.BadParameter("use markdown, json or claude-hook.", param_hint="--format")
+    request = ContextRequest(for_, topic, max_entries, budget_chars)
+    ws = state(ctx).open()
+    result = build_context(ws, request, datetime.now(UTC))
+    for path, why in result.problems:
+        warn(f"Skipped: {path} ({why})")
+    if fmt == "json":
+        print_json(result.to_json())
+    elif fmt == "claude-hook":
+        typer.echo(result.to_claude_hook(ws.settings.context.hook_chars))
+    else:
+        typer.echo(result.to_markdown())
