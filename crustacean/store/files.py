@@ -17,7 +17,7 @@ import secrets as pyrandom
 import stat
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -156,29 +156,11 @@ class Store:
         if ".." in pre.split("/"):
             raise PathError(f"prefix {prefix!r} uses '..'; prefixes are workspace-relative.")
         out = []
-        for rel, full in self._walk():
-            if rel.startswith(pre):
-                st = full.stat()
+        for rel, st in walk_entries(self.root):
+            if rel.startswith(pre) and stat.S_ISREG(st.st_mode):
                 modified = datetime.fromtimestamp(st.st_mtime, UTC).isoformat(timespec="seconds")
-                out.append(FileInfo(rel, st.st_size, modified, _tier_of(full, rel)))
+                out.append(FileInfo(rel, st.st_size, modified, _tier_of(self.root / rel, rel)))
         return sorted(out, key=lambda f: f.path)
-
-    def _walk(self) -> Iterable[tuple[str, Path]]:
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
-            rel_dir = "" if rel_dir == "." else rel_dir + "/"
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not (rel_dir == "" and d in SKIP_DIRS)
-                and f"{rel_dir}{d}" != TRASH
-                and not os.path.islink(os.path.join(dirpath, d))
-            )
-            for name in filenames:
-                full = Path(dirpath) / name
-                if full.is_symlink() or not full.is_file():
-                    continue
-                yield f"{rel_dir}{name}", full
 
     def read_bytes(self, path: str) -> bytes | None:
         try:
@@ -635,7 +617,8 @@ class Store:
         """Commit the user's uncommitted edits to files this call replaces, so none is lost."""
         if head is None:
             return None
-        existing = [p for p, b in plan.before.items() if b is not None and p in plan.touched]
+        touched = set(plan.touched)  # a property that compares every file: once, not per file
+        existing = [p for p, b in plan.before.items() if b is not None and p in touched]
         head_ids = self.git.blob_ids(head, existing)
         dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
         if not dirty:
@@ -715,6 +698,31 @@ def lost_lines(
         if line and not rest.keeps(line):
             lost.append((n, raw.strip()))
     return lost
+
+
+def walk_entries(root: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """(path, lstat) of every entry below `root` but folders, unsorted: what a writer may see
+    (`list_context_files`) are the regular files among them; symlinks and special files come too,
+    for callers that must know of them. Not descended: `.git/` and the state folder at the top,
+    `archive/trash/`, symlinked folders, and folders that cannot be listed (as `os.walk`)."""
+    stack = [(str(root), "")]
+    while stack:
+        folder, rel = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            path = f"{rel}{e.name}"
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:  # gone since the folder was listed
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                yield path, st
+            elif not (rel == "" and e.name in SKIP_DIRS) and path != TRASH:
+                stack.append((e.path, f"{path}/"))
 
 
 _TEMP_NAME = re.compile(
