@@ -472,7 +472,9 @@ def compile_workspace(
         return _plan(ws, now, no_model, already, progress)
     with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        ops = _pass_unless_unchanged(ws, session.store, rec.record.id, now, dry_run, progress)
+        ops, cached = _pass_unless_unchanged(
+            ws, session.store, rec.record.id, now, dry_run, progress
+        )
         status, error, model = "ok", None, "ran"
         if no_model:
             model = "skipped (--no-model)"
@@ -487,6 +489,8 @@ def compile_workspace(
         digest = None
         if ops.changed_anything or model == "ran":
             digest = write_digest(ws, session.store, ops, now, rec.record.id)
+        if cached is not None:
+            _keep_cache(ws, cached, now, ops, wrote=digest is not None)
         for version in ops.versions:
             rec.wrote([], version, None)
         rec.wrote(ops.files, None, None)
@@ -512,24 +516,38 @@ def _pass_unless_unchanged(
     now: datetime,
     dry_run: bool,
     progress: Progress | None = None,
-) -> Ops:
-    """The deterministic pass, or nothing when its inputs are those of a pass that found
-    nothing to do and no day or tier threshold has come since (stages/compile_skip.py)."""
+) -> tuple[Ops, tuple[CachedInputs, compile_skip.PassCheck] | None]:
+    """The deterministic pass over compile's file cache, or nothing when its inputs are those
+    of a run that left nothing to do and no day or tier threshold has come since
+    (stages/compile_skip.py); with the cache to keep when the pass ran."""
     if dry_run:  # a dry run writes no state, so it neither uses nor keeps a fingerprint
-        return deterministic_pass(ws, store, run_id, now, progress)
+        return deterministic_pass(ws, store, run_id, now, progress), None
     inputs = CachedInputs(ws, store)
     found = compile_skip.check(ws, now, inputs)
     if found.nothing_to_do:
-        return Ops()
-    ops = deterministic_pass(ws, store, run_id, now, progress, inputs)
-    inputs.settle()  # the files this pass wrote are read now, not by the next run
+        return Ops(), None
+    return deterministic_pass(ws, store, run_id, now, progress, inputs), (inputs, found)
+
+
+def _keep_cache(
+    ws: Workspace,
+    cached: tuple[CachedInputs, compile_skip.PassCheck],
+    now: datetime,
+    ops: Ops,
+    wrote: bool,
+) -> None:
+    """Keep the file cache as this run leaves the workspace, and the fingerprint when the pass
+    found nothing to do (a pass that changed something vouches for nothing)."""
+    inputs, found = cached
+    if wrote:  # the pass, the model or the digest: look at the files again
+        inputs.stale()
+    inputs.settle()  # the files this run wrote are read now, not by the next run
     until = None
     if not ops.changed_anything and not ops.held:  # a held log may be curated any time
         until = compile_skip.next_midnight(ws, now)
         if ops.tiers_hold_until is not None:
             until = min(until, ops.tiers_hold_until)
     compile_skip.keep(ws, found, now, until, inputs)
-    return ops
 
 
 def _plan(

@@ -69,16 +69,19 @@ class ReadInputs:
         return [m.as_memory() for m in load_memories(self.ws)[0]]
 
 
-@dataclass
+MemoryRow = tuple[str, int, str, str | None]  # tier, manual, created, tier_set as saved
+
+
+@dataclass(eq=False, slots=True)
 class Entry:
-    """What is known of one file as of one stat; None: not read yet."""
+    """What is known of one file as of one stat; None: not read yet. `memory` is False for a
+    memory path that is no usable memory, and a saved row until first used."""
 
     key: Key
     racy: bool
     sha: bytes | None = None
     empty: bool = False
-    memory: Memory | None = None
-    is_memory: bool | None = None  # None: not read yet; False: skipped, empty or not one
+    memory: Memory | MemoryRow | bool | None = None
 
     def stand_in(self) -> bytes:
         """Empty stays empty; other bytes compare equal exactly when their sha256 does."""
@@ -95,6 +98,12 @@ class CachedInputs(ReadInputs):
         self.regular: list[str] = []
         self.odd = False  # a memory root or memory file os.walk sees and the store listing not
         self.reads = 0  # files read (not taken from the cache): for tests and the bench
+        self._trash: dict[str, tuple[bytes, str]] | None = None
+        self._memories: list[Memory] | None = None
+
+    def stale(self) -> None:
+        super().stale()
+        self._trash = self._memories = None
 
     def unchanged(self) -> bool:
         """Whether the tree is the one the cache was saved for (no file new, gone, changed or
@@ -102,8 +111,7 @@ class CachedInputs(ReadInputs):
         self.paths()
         kept = self.kept
         return len(kept) == len(self.entries) and all(
-            (old := kept.get(p)) is not None and not old.racy and old.key == e.key
-            for p, e in self.entries.items()
+            kept.get(p) is e and not e.racy for p, e in self.entries.items()
         )
 
     def paths(self) -> list[str]:
@@ -121,16 +129,19 @@ class CachedInputs(ReadInputs):
                 odd = odd or is_memory_path(rel)
                 continue
             key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            racy = stamp is None or max(st.st_mtime_ns, st.st_ctime_ns) >= stamp
+            racy = stamp is None or st.st_ctime_ns >= stamp or st.st_mtime_ns >= stamp
             old = known.get(rel)
-            if old is not None and old.key == key and not old.racy:
-                entries[rel] = Entry(key, racy, old.sha, old.empty, old.memory, old.is_memory)
-            else:
-                entries[rel] = Entry(key, racy)
+            if old is None or old.key != key or old.racy:
+                old = Entry(key, racy)
+            elif racy:  # the clock went back since: read it again next time
+                old = Entry(key, racy, old.sha, old.empty, old.memory)
+            entries[rel] = old
             regular.append(rel)
         self.entries, self._paths, self.odd = entries, sorted(regular), odd
 
     def trash_files(self) -> dict[str, tuple[bytes, str]]:
+        if self._trash is not None and self._paths is not None:
+            return self._trash
         out = {}
         for p in self.paths():
             if p.startswith(TRASH_ROOTS):
@@ -140,23 +151,31 @@ class CachedInputs(ReadInputs):
                     e.sha, e.empty = hashlib.sha256(data).digest(), not _has_text(data)
                     self.reads += 1
                 out[p] = (e.stand_in(), (e.sha or b"").hex())
+        self._trash = out
         return out
 
     def memories(self) -> list[Memory]:
         paths = self.paths()
+        if self._memories is not None:
+            return self._memories
         if self.odd:  # symlinks or special files among the memories: read as load_memories does
             return super().memories()
         out = []
+        entries = self.entries
         for p in paths:
-            if not is_memory_path(p):
-                continue
-            e = self.entries[p]
-            if e.is_memory is None:
+            e = entries[p]
+            m = e.memory
+            if m is None:  # not read, or not a memory path at all
+                if not is_memory_path(p):
+                    continue
                 doc, _ = read_memory(self.ws, p)
-                e.memory, e.is_memory = (doc.as_memory() if doc else None), doc is not None
+                m = e.memory = doc.as_memory() if doc else False
                 self.reads += 1
-            if e.memory is not None:
-                out.append(e.memory)
+            elif type(m) is tuple:
+                m = e.memory = _memory(p, m)
+            if m:
+                out.append(m)  # type: ignore[arg-type]
+        self._memories = out
         return out
 
     def settle(self) -> None:
@@ -169,7 +188,7 @@ class CachedInputs(ReadInputs):
         rows = [
             (p, *e.key, int(e.racy), e.sha, int(e.empty), *_memory_row(e))
             for p, e in self.entries.items()
-            if self.kept.get(p) != e
+            if self.kept.get(p) is not e
         ]
         gone = [(p,) for p in self.kept if p not in self.entries]
         conn.execute("INSERT OR REPLACE INTO compile_meta (id, format) VALUES (1, ?)", (FORMAT,))
@@ -192,23 +211,25 @@ def _has_text(data: bytes) -> bool:
 
 def _memory_row(e: Entry) -> tuple[object, ...]:
     m = e.memory
-    if m is None:
-        return (None if e.is_memory is None else 0, None, None, None, None)
+    if m is None or m is False or m is True:
+        return (None if m is None else 0, None, None, None, None)
+    if isinstance(m, tuple):
+        return (1, *m)
     tier_set = m.tier_set.isoformat() if m.tier_set is not None else None
     return (1, m.tier, int(m.manual), m.created.isoformat(), tier_set)
 
 
-def _entry(path: str, row: tuple[object, ...]) -> Entry:
+def _memory(path: str, row: MemoryRow) -> Memory:
+    tier, manual, created, tier_set = row
+    ts = datetime.fromisoformat(tier_set) if tier_set is not None else None
+    return Memory(path, tier, bool(manual), datetime.fromisoformat(created), ts)
+
+
+def _entry(row: tuple[object, ...]) -> Entry:
+    """A saved row as an entry; its memory is made when first used."""
     size, mtime, ctime, ino, racy, sha, empty, memory, tier, manual, created, tier_set = row
-    key = (int(size), int(mtime), int(ctime), int(ino))  # type: ignore[call-overload]
-    e = Entry(key, bool(racy), sha, bool(empty))  # type: ignore[arg-type]
-    if memory is not None:
-        e.is_memory = bool(memory)
-    if memory:
-        when = datetime.fromisoformat(str(created))
-        ts = datetime.fromisoformat(str(tier_set)) if tier_set is not None else None
-        e.memory = Memory(path, str(tier), bool(manual), when, ts)
-    return e
+    mem = (tier, manual, created, tier_set) if memory else (None if memory is None else False)
+    return Entry((size, mtime, ctime, ino), bool(racy), sha, bool(empty), mem)  # type: ignore[arg-type]
 
 
 def _load(ws: Workspace) -> dict[str, Entry]:
@@ -221,7 +242,7 @@ def _load(ws: Workspace) -> dict[str, Entry]:
             "SELECT path, size, mtime_ns, ctime_ns, ino, racy, sha256, empty, memory, tier, "
             "manual, created, tier_set FROM compile_files"
         )
-        return {r[0]: _entry(r[0], r[1:]) for r in rows}
+        return {r[0]: _entry(r[1:]) for r in rows}
 
 
 def _stamp(ws: Workspace) -> int | None:
