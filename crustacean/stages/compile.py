@@ -13,6 +13,7 @@ drops lines without moving them.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -27,6 +28,7 @@ from crustacean.stages import compile_skip
 from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
 from crustacean.stages.compile_plan import (
     Move,
+    _is_empty,
     find_candidates,
     owner_names,
     plan_daily_archive,
@@ -188,7 +190,11 @@ def hold_uncurated(ws: Workspace, store: Store, moves: list[Move]) -> tuple[list
 def _trash_step(store: Store, run_id: str, ops: Ops, inputs: ReadInputs) -> None:
     files = inputs.trash_files()
     protected = {WORKING_MEMORY, *FOUNDATION_FILES}
-    trash = plan_empty_and_duplicates({p: f[0] for p, f in files.items()}, protected)
+    # A file with bytes of its own (not empty, no copy) is never trashed nor kept over a copy:
+    # the planner need not see the thousands of those.
+    copies = Counter(data for data, _ in files.values())
+    shared = {p: d for p, (d, _) in files.items() if copies[d] > 1 or _is_empty(d)}
+    trash = plan_empty_and_duplicates(shared, protected)
     _apply(
         store,
         [Change(t.path, "delete", expected_sha256=files[t.path][1]) for t in trash],

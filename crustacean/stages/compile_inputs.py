@@ -27,6 +27,7 @@ from datetime import datetime
 
 from crustacean import __version__
 from crustacean.memories import MEMORY_ROOTS, is_memory_path, load_memories, read_memory
+from crustacean.stages.compile_plan import _is_empty
 from crustacean.state import open_state
 from crustacean.store.changes import sha256_hex
 from crustacean.store.files import Store, walk_entries
@@ -204,8 +205,6 @@ class CachedInputs(ReadInputs):
 
 def _has_text(data: bytes) -> bool:
     """Not only whitespace (a BOM included): the planner's own emptiness test on the bytes."""
-    from crustacean.stages.compile_plan import _is_empty
-
     return not _is_empty(data)
 
 
