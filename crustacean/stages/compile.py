@@ -101,7 +101,8 @@ def _apply(
     result = store.write_context(
         changes, actor=STAGE, message=message, run_id=run_id, max_files=len(changes)
     )
-    ops.files += [f for f in result.files if f not in ops.files]
+    seen = set(ops.files)
+    ops.files += [f for f in dict.fromkeys(result.files) if f not in seen]
     if result.version:
         ops.versions.append(result.version)
 

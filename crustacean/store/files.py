@@ -807,13 +807,16 @@ def _new_secret(old: bytes | None, new: bytes) -> tuple[int, str | None]:
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix, compared a page at a time (C speed for megabyte files)."""
-    n, i, step = min(len(a), len(b)), 0, 4096
-    while i + step <= n and a[i : i + step] == b[i : i + step]:
-        i += step
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    """Length of the common prefix: spans halved until they differ, compared at C speed (a byte
+    at a time in Python costs a second over a compile's thousands of small files)."""
+    lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; the prefix ends at or before hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _line_end(data: bytes, at: int) -> int:
