@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from crustacean.config import load_config
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
 from crustacean.stages import compile_inputs, compile_skip
 from crustacean.stages.compile import Ops, compile_workspace, deterministic_pass
 from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
 from crustacean.state import open_state
-from crustacean.store import Store
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -15,7 +15,6 @@ import os
 import re
 import secrets as pyrandom
 import stat
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,11 +33,12 @@ from crustacean.errors import (
     StaleWriteError,
     WriteError,
 )
+from crustacean.secrets import find_secrets
 from crustacean.store import policy, proposals
+from crustacean.store.atomic import atomic_write, fsync_dir
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.paths import jail
 from crustacean.store.scan import guard_snapshot
-from crustacean.store.secrets import find_secrets
 from crustacean.store.versions import (
     LOCK_OWNER,
     TRAILER_ACTOR,
@@ -437,7 +437,14 @@ class Store:
             plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
             if plan.ask and not approved:
                 pid = proposals.add(
-                    self, plan, actor=actor, message=message, run_id=run_id, reason=plan.ask[0]
+                    self.ws,
+                    plan.changes,
+                    plan.before,
+                    actor=actor,
+                    message=message,
+                    run_id=run_id,
+                    reason=plan.ask[0],
+                    now=datetime.now(UTC),
                 )
                 return WriteResult(files=tuple(_named(plan)), proposal=pid, call_id=call_id)
             if busy:
@@ -526,7 +533,7 @@ class Store:
                 self._put(path, plan.after[path])
                 _fault_point(path)
             for folder in {(self.root / p).parent for p in touched}:
-                _fsync_dir(folder)  # once per folder: the renames are durable before the commit
+                fsync_dir(folder)  # once per folder: the renames are durable before the commit
         except BaseException:
             self._restore(originals)
             self._journal_path.unlink(missing_ok=True)
@@ -884,40 +891,6 @@ def _tier_of(full: Path, rel: str) -> str | None:
     end = head.find(b"\n---", 3)
     m = _TIER_RE.search(head[: end if end > 0 else len(head)])
     return m.group(1).decode() if m else None
-
-
-def atomic_write(
-    path: Path, data: bytes, *, sync_dir: bool = True, mode: int | None = None
-) -> None:
-    """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new.
-    The temp file is private (0600) unless `mode` says what the file should have."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".tmp")
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    if sync_dir:
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class _TimedLock(FileLock):
