@@ -534,13 +534,14 @@ def _keep_cache(
     wrote: bool,
 ) -> None:
     """Keep the file cache as this run leaves the workspace, and the fingerprint when the pass
-    found nothing to do (a pass that changed something vouches for nothing)."""
+    found nothing to do and nothing was written after it (a pass that changed something, or
+    was followed by the model's writes, vouches for nothing)."""
     inputs, found = cached
     if wrote:  # the pass, the model or the digest: look at the files again
         inputs.stale()
     inputs.settle()  # the files this run wrote are read now, not by the next run
     until = None
-    if not ops.changed_anything and not ops.held:  # a held log may be curated any time
+    if not wrote and not ops.changed_anything and not ops.held:  # a held log: curate may come
         until = compile_skip.next_midnight(ws, now)
         if ops.tiers_hold_until is not None:
             until = min(until, ops.tiers_hold_until)

@@ -96,7 +96,7 @@ class CachedInputs(ReadInputs):
         super().__init__(ws, store)
         self.kept = _load(ws)
         self.entries: dict[str, Entry] = {}
-        self.regular: list[str] = []
+        self.read: set[str] = set()  # entries completed by a read since the last save
         self.odd = False  # a memory root or memory file os.walk sees and the store listing not
         self.reads = 0  # files read (not taken from the cache): for tests and the bench
         self._trash: dict[str, tuple[bytes, str]] | None = None
@@ -151,6 +151,7 @@ class CachedInputs(ReadInputs):
                     data = self.store.read_bytes(p) or b""
                     e.sha, e.empty = hashlib.sha256(data).digest(), not _has_text(data)
                     self.reads += 1
+                    self.read.add(p)
                 out[p] = (e.stand_in(), (e.sha or b"").hex())
         self._trash = out
         return out
@@ -172,6 +173,7 @@ class CachedInputs(ReadInputs):
                 doc, _ = read_memory(self.ws, p)
                 m = e.memory = doc.as_memory() if doc else False
                 self.reads += 1
+                self.read.add(p)
             elif type(m) is tuple:
                 m = e.memory = _memory(p, m)
             if m:
@@ -189,7 +191,7 @@ class CachedInputs(ReadInputs):
         rows = [
             (p, *e.key, int(e.racy), e.sha, int(e.empty), *_memory_row(e))
             for p, e in self.entries.items()
-            if self.kept.get(p) is not e
+            if self.kept.get(p) is not e or p in self.read
         ]
         gone = [(p,) for p in self.kept if p not in self.entries]
         conn.execute("INSERT OR REPLACE INTO compile_meta (id, format) VALUES (1, ?)", (FORMAT,))
@@ -200,7 +202,7 @@ class CachedInputs(ReadInputs):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
-        self.kept = dict(self.entries)
+        self.kept, self.read = dict(self.entries), set()
 
 
 def _has_text(data: bytes) -> bool:
