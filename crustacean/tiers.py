@@ -219,14 +219,17 @@ def next_change(
     """The first moment after `now` at which `plan_tiers` could decide otherwise on the same
     memories and usages (None: never). Time enters only as whole days without recall compared
     with hot_days, warm_days and cold_days, and `days >= T` turns true at clock + T days."""
-    now, soonest = utc(now), None
-    thresholds = {rules.hot_days, rules.warm_days, rules.cold_days}
+    now, soonest, none = utc(now), None, Usage()
+    steps = sorted({timedelta(days=d) for d in (rules.hot_days, rules.warm_days, rules.cold_days)})
     for mem in memories:
-        start, _ = clock(mem, usages.get(mem.path, Usage()))
-        for days in thresholds:
-            at = start + timedelta(days=days)
-            if at > now and (soonest is None or at < soonest):
-                soonest = at
+        start, _ = clock(mem, usages.get(mem.path, none))
+        age = now - start
+        for step in steps:  # the memory's first threshold still ahead: start + step > now
+            if step > age:
+                at = start + step
+                if soonest is None or at < soonest:
+                    soonest = at
+                break
     return soonest
 
 
