@@ -42,9 +42,9 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the 
 from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import count, data_size, isolate, p95, row
+from crustacean.config import STAGES as STAGE_ORDER
 from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
-from crustacean.ops.tick import STAGE_ORDER
 from crustacean.runs import RunRecorder, list_runs
 from crustacean.stages.curate import entry_id
 from crustacean.workspace import Workspace
@@ -93,7 +93,7 @@ def workspace(folder: Path, messages: int, now: datetime) -> tuple[Path, list[di
     ws = Workspace(root, load_config(root))
     old = now - timedelta(days=40)  # past every stage's slot, monthly calibrate's too
     for stage in STAGE_ORDER:
-        with RunRecorder(ws, stage, now=lambda: old) as rec:
+        with RunRecorder(ws, stage, clock=lambda: old) as rec:
             rec.finish("ok", summary="bench: an old run, so the stage is due")
     return root, script(start, messages)
 

@@ -26,7 +26,7 @@ from crustacean.stages.compile import Ops, compile_workspace, deterministic_pass
 from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
 from crustacean.state import open_state
 from crustacean.store.write import Store
-from crustacean.tiers import Memory, Rules, Usage, clock, next_change
+from crustacean.tiers import Memory, Recalls, Rules, idle_since, next_change
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -301,14 +301,14 @@ def test_writes_after_a_pass_that_found_nothing_keep_no_fingerprint(
 
 
 def _first_threshold_ahead(
-    mems: list[Memory], usages: dict[str, Usage], now: datetime, rules: Rules
+    mems: list[Memory], usages: dict[str, Recalls], now: datetime, rules: Rules
 ) -> datetime | None:
     """next_change as first written: every memory, every threshold."""
     found = [
         at
         for m in mems
         for days in (rules.hot_days, rules.warm_days, rules.cold_days)
-        if (at := clock(m, usages.get(m.path, Usage()))[0] + timedelta(days=days)) > now
+        if (at := idle_since(m, usages.get(m.path, Recalls()))[0] + timedelta(days=days)) > now
     ]
     return min(found, default=None)
 
@@ -325,5 +325,5 @@ def test_next_change_is_the_first_threshold_ahead(
     mems = [
         Memory(f"m{i}.md", "warm", False, NOW + timedelta(hours=h)) for i, h in enumerate(created)
     ]
-    usages = {f"m{i}.md": Usage(1, NOW - timedelta(hours=h)) for i, h in enumerate(recalled)}
+    usages = {f"m{i}.md": Recalls(1, NOW - timedelta(hours=h)) for i, h in enumerate(recalled)}
     assert next_change(mems, usages, NOW, rules) == _first_threshold_ahead(mems, usages, NOW, rules)

@@ -19,11 +19,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from crustacean.config import CONFIG_DIR_ENV, KEY_ENV, env_file_path, user_config_dir
+from crustacean.config import CONFIG_DIR_ENV, KEY_ENV, STAGES, env_file_path, user_config_dir
 from crustacean.errors import ConfigError, CrustaceanError, UsageError
 from crustacean.workspace import Workspace
 
-STAGES = ("collect", "curate", "compile", "calibrate")
 CRON_PATH = "/usr/local/bin:/usr/bin:/bin"
 LOG_NAME = "cron.log"
 LOG_MAX_BYTES = 1_000_000  # cron.log beyond this moves to cron.log.1 (one old file is kept)
@@ -120,17 +119,6 @@ def block_commands(block: str) -> list[str]:
         fields = line.split(None, 1 if line.startswith("@") else 5)
         out.append(fields[-1])
     return out
-
-
-def block_interpreters(block: str) -> list[Path]:
-    """The interpreter each schedule line of a block runs (the word before `-m crustacean`)."""
-    found = []
-    for command in block_commands(block):
-        words = shlex.split(command.replace("\\%", "%"))
-        for i, word in enumerate(words[:-2]):
-            if words[i + 1 : i + 3] == ["-m", "crustacean"]:
-                found.append(Path(word))
-    return found
 
 
 def replace_block(ws: Workspace | Path, text: str, body: list[str] | None) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.errors import (
     LimitError,
     LockedError,
@@ -47,11 +48,9 @@ from crustacean.store.versions import (
     Git,
     clear_stale_index_lock,
 )
-from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
+from crustacean.workspace import NOT_GIT, TRASH_DIR, WORKING_MEMORY, WRITABLE, Workspace, walk
 
-SKIP_DIRS = {".git", STATE_DIR}
 LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
-TRASH = "archive/trash"
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
 SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
@@ -126,10 +125,10 @@ def new_id() -> str:
 class Store:
     """Reads and writes one workspace."""
 
-    def __init__(self, ws: Workspace, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, ws: Workspace, clock: Clock | None = None) -> None:
         self.ws = ws
         self.root = ws.root
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or wall_clock
         self.git = Git(self.root)
         self._versioned: bool | None = None
         # (run id, path) -> (lines when the run first changed it, lines the run lost so far)
@@ -354,7 +353,7 @@ class Store:
 
     def _trash_path(self, plan: Plan, path: str) -> str:
         day = self.ws.today(self.clock()).isoformat()
-        base = f"{TRASH}/{day}/{path}"
+        base = f"{TRASH_DIR}/{day}/{path}"
         candidate, n = base, 1
         while self._current(plan, candidate) is not None:
             n += 1
@@ -444,7 +443,7 @@ class Store:
                     message=message,
                     run_id=run_id,
                     reason=plan.ask[0],
-                    now=datetime.now(UTC),
+                    now=self.clock(),
                 )
                 return WriteResult(files=tuple(_named(plan)), proposal=pid, call_id=call_id)
             if busy:
@@ -708,28 +707,15 @@ def lost_lines(
 
 
 def walk_entries(root: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """(path, lstat) of every entry below `root` but folders, unsorted: what a writer may see
-    (`list_context_files`) are the regular files among them; symlinks and special files come too,
-    for callers that must know of them. Not descended: `.git/` and the state folder at the top,
-    `archive/trash/`, symlinked folders, and folders that cannot be listed (as `os.walk`)."""
-    stack = [(str(root), "")]
-    while stack:
-        folder, rel = stack.pop()
+    """(path, lstat) of every entry `walk(root, WRITABLE)` yields, unsorted: what a writer may
+    see (`list_context_files`) are the regular files among them; symlinks and special files
+    come too, for callers that must know of them (compile's file cache)."""
+    for rel, entry in walk(root, WRITABLE):
         try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:  # gone since the folder was listed
             continue
-        for e in entries:
-            path = f"{rel}{e.name}"
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:  # gone since the folder was listed
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                yield path, st
-            elif not (rel == "" and e.name in SKIP_DIRS) and path != TRASH:
-                stack.append((e.path, f"{path}/"))
+        yield rel, st
 
 
 _TEMP_NAME = re.compile(
@@ -739,12 +725,11 @@ _TEMP_NAME = re.compile(
 
 
 def _stray_temp_files(root: Path) -> list[str]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not (dirpath == str(root) and d == ".git")]
-        rel = Path(dirpath).relative_to(root)
-        found += [(rel / n).as_posix() for n in filenames if _TEMP_NAME.match(n)]
-    return found
+    return [
+        rel
+        for rel, entry in walk(root, NOT_GIT)
+        if _TEMP_NAME.match(entry.name) and not entry.is_dir()
+    ]
 
 
 def _head_locked(git_dir: Path) -> bool:
@@ -915,10 +900,3 @@ def _fault_point(path: str) -> None:
     """Tests set `_FAULT_HOOK` to fail between two files of one call."""
     if _FAULT_HOOK is not None:
         _FAULT_HOOK(path)
-
-
-def write_context(
-    ws: Workspace, changes: object, *, actor: str, message: str, run_id: str | None = None
-) -> WriteResult:
-    """The single entry point every writer uses (stages, CLI commands, MCP)."""
-    return Store(ws).write_context(changes, actor=actor, message=message, run_id=run_id)
