@@ -437,7 +437,8 @@ class RunRecorder:
     def wrote(self, files: list[str], version: str | None, proposal: int | None) -> None:
         """Note a write: the files it changed, its version id, or the proposal it became."""
         rec = self.record
-        rec.files_changed.extend(f for f in files if f not in rec.files_changed)
+        seen = set(rec.files_changed)  # a compile notes thousands: no list scan per file
+        rec.files_changed.extend(f for f in dict.fromkeys(files) if f not in seen)
         if version is not None and version not in rec.versions:
             rec.versions.append(version)
         if proposal is not None and proposal not in rec.proposals:

@@ -206,6 +206,32 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # What compile's pass read of each file, keyed by its stat (stages/compile_inputs.py);
+        # memory is NULL until read, 0 for a file that is no usable memory, 1 for one.
+        "m011_compile_files",
+        """
+        CREATE TABLE compile_files (
+            path TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            ctime_ns INTEGER NOT NULL,
+            ino INTEGER NOT NULL,
+            racy INTEGER NOT NULL,
+            sha256 BLOB,
+            empty INTEGER NOT NULL DEFAULT 0,
+            memory INTEGER,
+            tier TEXT,
+            manual INTEGER,
+            created TEXT,
+            tier_set TEXT
+        );
+        CREATE TABLE compile_meta (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            format TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 

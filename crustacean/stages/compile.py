@@ -13,6 +13,7 @@ drops lines without moving them.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -24,11 +25,12 @@ from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import DIGEST_SECTIONS
 from crustacean.llm.tools import ToolOutcome, write_call
-from crustacean.recall.memories import load_memories
 from crustacean.runs import last_runs
 from crustacean.stages import compile_skip
+from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
 from crustacean.stages.compile_plan import (
     Move,
+    _is_empty,
     find_candidates,
     owner_names,
     plan_daily_archive,
@@ -76,13 +78,23 @@ def _all_paths(store: Store) -> list[str]:
     return [f.path for f in store.list_context_files()]
 
 
-def _apply(store: Store, changes: list[Change], message: str, run_id: str, ops: Ops) -> None:
+def _apply(
+    store: Store,
+    changes: list[Change],
+    message: str,
+    run_id: str,
+    ops: Ops,
+    inputs: ReadInputs | None = None,
+) -> None:
     if not changes:
         return
+    if inputs is not None:  # whatever the call does, the next listing must look again
+        inputs.stale()
     result = store.write_context(
         changes, actor=STAGE, message=message, run_id=run_id, max_files=len(changes)
     )
-    ops.files += [f for f in result.files if f not in ops.files]
+    seen = set(ops.files)
+    ops.files += [f for f in dict.fromkeys(result.files) if f not in seen]
     if result.version:
         ops.versions.append(result.version)
 
@@ -91,16 +103,23 @@ DETERMINISTIC_STEPS = 5  # archive, sweep, trash, tiers, caps: what `progress` c
 
 
 def deterministic_pass(
-    ws: Workspace, store: Store, run_id: str, now: datetime, progress: Progress | None = None
+    ws: Workspace,
+    store: Store,
+    run_id: str,
+    now: datetime,
+    progress: Progress | None = None,
+    inputs: ReadInputs | None = None,
 ) -> Ops:
     """Every mechanical step, each its own version; safe to rerun (nothing left to do).
 
     `progress(done, DETERMINISTIC_STEPS)` hears of each finished step (the first run over years
-    of daily logs takes a while)."""
+    of daily logs takes a while). `inputs` is where the files are read from: afresh through
+    `store` by default, or from compile's cache of them (stages/compile_inputs.py)."""
     report = progress or (lambda done, total: None)
+    src = inputs or ReadInputs(ws, store)
     ops = Ops()
     today = ws.today(now)
-    paths = _all_paths(store)
+    paths = src.paths()
     existing = set(paths)
     moves = plan_daily_archive(
         paths, ws.daily_dir, today, ws.settings.archive.daily_after_days, existing
@@ -112,12 +131,12 @@ def deterministic_pass(
         f"compile: archive {len(moves)} daily log(s)",
         run_id,
         ops,
+        src,
     )
     ops.archived = [f"{m.src} → {m.dst}" for m in moves]
     report(1, DETERMINISTIC_STEPS)
     existing |= {m.dst for m in moves}
-    # Each listing stats every file and opens every .md: list again only after a step wrote.
-    paths = _all_paths(store) if moves else paths
+    paths = src.paths()  # listed again only after a step wrote
     sweeps = plan_hook_sweep(paths, today, existing)
     _apply(
         store,
@@ -125,16 +144,15 @@ def deterministic_pass(
         f"compile: sweep {len(sweeps)} session-memory hook file(s)",
         run_id,
         ops,
+        src,
     )
     ops.swept = [f"{m.src} → {m.dst}" for m in sweeps]
     report(2, DETERMINISTIC_STEPS)
-    paths = _all_paths(store) if sweeps else paths
-    _trash_step(store, run_id, ops, paths)
+    _trash_step(store, run_id, ops, src)
     report(3, DETERMINISTIC_STEPS)
-    _tier_step(ws, store, run_id, now, ops)
+    _tier_step(ws, store, run_id, now, ops, src)
     report(4, DETERMINISTIC_STEPS)
-    paths = _all_paths(store) if ops.trashed else paths  # tier edits keep the same paths
-    _caps_step(ws, store, run_id, today, ops, paths)
+    _caps_step(ws, store, run_id, today, ops, src)
     report(5, DETERMINISTIC_STEPS)
     return ops
 
@@ -162,27 +180,32 @@ def hold_uncurated(ws: Workspace, store: Store, moves: list[Move]) -> tuple[list
     return kept, held
 
 
-def _trash_step(store: Store, run_id: str, ops: Ops, paths: list[str]) -> None:
-    files = {
-        p: store.read_bytes(p) or b"" for p in paths if p.startswith(("memory/", "knowledge/"))
-    }
+def _trash_step(store: Store, run_id: str, ops: Ops, inputs: ReadInputs) -> None:
+    files = inputs.trash_files()
     protected = {WORKING_MEMORY, *FOUNDATION_FILES}
-    trash = plan_empty_and_duplicates(files, protected)
+    # A file with bytes of its own (not empty, no copy) is never trashed nor kept over a copy:
+    # the planner need not see the thousands of those.
+    copies = Counter(data for data, _ in files.values())
+    shared = {p: d for p, (d, _) in files.items() if copies[d] > 1 or _is_empty(d)}
+    trash = plan_empty_and_duplicates(shared, protected)
     _apply(
         store,
-        [Change(t.path, "delete", expected_sha256=sha256_hex(files[t.path])) for t in trash],
+        [Change(t.path, "delete", expected_sha256=files[t.path][1]) for t in trash],
         f"compile: trash {len(trash)} empty or duplicate file(s)",
         run_id,
         ops,
+        inputs,
     )
     ops.trashed = [f"{t.path} ({t.reason})" for t in trash]
 
 
-def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops) -> None:
-    mems, _ = load_memories(ws)
+def _tier_step(
+    ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops, inputs: ReadInputs
+) -> None:
+    memories = inputs.memories()
     with open_state(ws) as db:
         recalls = db.recalls()
-    memories, rules = [m.as_memory() for m in mems], Rules.from_config(ws.settings.tiers)
+    rules = Rules.from_config(ws.settings.tiers)
     decisions = [d for d in plan_tiers(memories, recalls, now, rules) if d.changed]
     ops.tiers_hold_until = next_change(memories, recalls, now, rules)
     changes = []
@@ -199,18 +222,20 @@ def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops
             Change(d.path, "edit", old=current, new=new, expected_sha256=sha256_hex(current))
         )
         ops.tiers.append(f"{d.path}: {d.reason}")
-    _apply(store, changes, "compile: tier lifecycle\n\n" + "\n".join(ops.tiers), run_id, ops)
+    message = "compile: tier lifecycle\n\n" + "\n".join(ops.tiers)
+    _apply(store, changes, message, run_id, ops, inputs)
 
 
 def _caps_step(
-    ws: Workspace, store: Store, run_id: str, today: date, ops: Ops, paths: list[str]
+    ws: Workspace, store: Store, run_id: str, today: date, ops: Ops, inputs: ReadInputs
 ) -> None:
     current = store.read_bytes(WORKING_MEMORY)
     if current is None:
         return
     mem = ws.settings.memory
+    paths = set(inputs.paths())
     plan = plan_memory_caps(
-        current.decode("utf-8"), mem.working_lines, mem.working_chars, today, set(paths)
+        current.decode("utf-8"), mem.working_lines, mem.working_chars, today, paths
     )
     if not plan.moves:
         return
@@ -233,6 +258,7 @@ def _caps_step(
         f"{len(plan.moves)} section(s) moved",
         run_id,
         ops,
+        inputs,
     )
     ops.promoted = [f"{m.heading} → {m.dst}" for m in plan.moves]
     ops.memory_caps = (
@@ -437,7 +463,9 @@ class Compile(Stage[bool, CompileResult]):
 
     def execute(self, run: Run, before: bool) -> Finish[CompileResult]:
         ws, session, now, rec = run.ws, run.session, run.now, run.rec
-        ops = _pass_unless_unchanged(ws, session.store, run.id, now, run.dry_run, self.progress)
+        ops, cached = _pass_unless_unchanged(
+            ws, session.store, run.id, now, run.dry_run, self.progress
+        )
         status, error, model = "ok", None, "ran"
         if self.no_model:
             model = "skipped (--no-model)"
@@ -452,6 +480,8 @@ class Compile(Stage[bool, CompileResult]):
         digest = None
         if ops.changed_anything or model == "ran":
             digest = write_digest(ws, session.store, ops, now, run.id)
+        if cached is not None:
+            _keep_cache(ws, cached, now, ops, wrote=digest is not None)
         for version in ops.versions:
             rec.wrote([], version, None)
         rec.wrote(ops.files, None, None)
@@ -492,21 +522,39 @@ def _pass_unless_unchanged(
     now: datetime,
     dry_run: bool,
     progress: Progress | None = None,
-) -> Ops:
-    """The deterministic pass, or nothing when its inputs are those of a pass that found
-    nothing to do and no day or tier threshold has come since (stages/compile_skip.py)."""
+) -> tuple[Ops, tuple[CachedInputs, compile_skip.PassCheck] | None]:
+    """The deterministic pass over compile's file cache, or nothing when its inputs are those
+    of a run that left nothing to do and no day or tier threshold has come since
+    (stages/compile_skip.py); with the cache to keep when the pass ran."""
     if dry_run:  # a dry run writes no state, so it neither uses nor keeps a fingerprint
-        return deterministic_pass(ws, store, run_id, now, progress)
-    found = compile_skip.check(ws, now)
+        return deterministic_pass(ws, store, run_id, now, progress), None
+    inputs = CachedInputs(ws, store)
+    found = compile_skip.check(ws, now, inputs)
     if found.nothing_to_do:
-        return Ops()
-    ops = deterministic_pass(ws, store, run_id, now, progress)
-    if not ops.changed_anything and not ops.held:  # a held log may be curated any time
+        return Ops(), None
+    return deterministic_pass(ws, store, run_id, now, progress, inputs), (inputs, found)
+
+
+def _keep_cache(
+    ws: Workspace,
+    cached: tuple[CachedInputs, compile_skip.PassCheck],
+    now: datetime,
+    ops: Ops,
+    wrote: bool,
+) -> None:
+    """Keep the file cache as this run leaves the workspace, and the fingerprint when the pass
+    found nothing to do and nothing was written after it (a pass that changed something, or
+    was followed by the model's writes, vouches for nothing)."""
+    inputs, found = cached
+    if wrote:  # the pass, the model or the digest: look at the files again
+        inputs.stale()
+    inputs.settle()  # the files this run wrote are read now, not by the next run
+    until = None
+    if not wrote and not ops.changed_anything and not ops.held:  # a held log: curate may come
         until = compile_skip.next_midnight(ws, now)
         if ops.tiers_hold_until is not None:
             until = min(until, ops.tiers_hold_until)
-        compile_skip.keep(ws, found, now, until)
-    return ops
+    compile_skip.keep(ws, found, now, until, inputs)
 
 
 def _plan(

@@ -16,7 +16,7 @@ import re
 import secrets as pyrandom
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -155,17 +155,11 @@ class Store:
         if ".." in pre.split("/"):
             raise PathError(f"prefix {prefix!r} uses '..'; prefixes are workspace-relative.")
         out = []
-        for rel, full in self._walk():
-            if rel.startswith(pre):
-                st = full.stat()
+        for rel, st in walk_entries(self.root):
+            if rel.startswith(pre) and stat.S_ISREG(st.st_mode):
                 modified = datetime.fromtimestamp(st.st_mtime, UTC).isoformat(timespec="seconds")
-                out.append(FileInfo(rel, st.st_size, modified, _tier_of(full, rel)))
+                out.append(FileInfo(rel, st.st_size, modified, _tier_of(self.root / rel, rel)))
         return sorted(out, key=lambda f: f.path)
-
-    def _walk(self) -> Iterable[tuple[str, Path]]:
-        for rel, entry in walk(self.root, WRITABLE):
-            if entry.is_file(follow_symlinks=False):
-                yield rel, Path(entry.path)
 
     def read_bytes(self, path: str) -> bytes | None:
         try:
@@ -629,7 +623,8 @@ class Store:
         """Commit the user's uncommitted edits to files this call replaces, so none is lost."""
         if head is None:
             return None
-        existing = [p for p, b in plan.before.items() if b is not None and p in plan.touched]
+        touched = set(plan.touched)  # a property that compares every file: once, not per file
+        existing = [p for p, b in plan.before.items() if b is not None and p in touched]
         head_ids = self.git.blob_ids(head, existing)
         dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
         if not dirty:
@@ -709,6 +704,18 @@ def lost_lines(
         if line and not rest.keeps(line):
             lost.append((n, raw.strip()))
     return lost
+
+
+def walk_entries(root: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """(path, lstat) of every entry `walk(root, WRITABLE)` yields, unsorted: what a writer may
+    see (`list_context_files`) are the regular files among them; symlinks and special files
+    come too, for callers that must know of them (compile's file cache)."""
+    for rel, entry in walk(root, WRITABLE):
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:  # gone since the folder was listed
+            continue
+        yield rel, st
 
 
 _TEMP_NAME = re.compile(
@@ -792,13 +799,16 @@ def _new_secret(old: bytes | None, new: bytes) -> tuple[int, str | None]:
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix, compared a page at a time (C speed for megabyte files)."""
-    n, i, step = min(len(a), len(b)), 0, 4096
-    while i + step <= n and a[i : i + step] == b[i : i + step]:
-        i += step
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    """Length of the common prefix: spans halved until they differ, compared at C speed (a byte
+    at a time in Python costs a second over a compile's thousands of small files)."""
+    lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; the prefix ends at or before hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _line_end(data: bytes, at: int) -> int:

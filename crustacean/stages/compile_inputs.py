@@ -1,0 +1,264 @@
+"""What compile's deterministic pass reads, read in full or from a cache that rereads only the
+files that changed since the last compile.
+
+The pass needs the paths a writer may see (archive, sweep, caps), the bytes of every file under
+memory/ and knowledge/ (empty files and duplicates) and each memory's tier, dates and override
+(tiers). `ReadInputs` reads all of them every time (dry runs and plans, and the reference the
+cache is tested against). `CachedInputs` keeps, per file, its sha256, whether it is empty and
+its memory fields in state.db (`compile_files`), keyed by the file's size, mtime, ctime and
+inode: a file with the same key is not read again. ctime cannot be set by hand, so an edit that
+restores the old mtime (`touch -r`, `cp -p`) still changes the key.
+
+Only a write in the same filesystem clock tick as the scan can leave the key as it was, so each
+scan first stamps a file in the state folder and takes its mtime, from the same clock the files
+get theirs from (git's "racy clean" rule): an entry changed at or after the stamp is racy and
+read again at the next scan. The pass runs the same pure planners over either; only where the
+bytes come from differs, and a sha256 stands in for bytes when duplicates are compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+from dataclasses import dataclass
+from datetime import datetime
+
+from crustacean import __version__
+from crustacean.recall.memories import MEMORY_ROOTS, is_memory_path, load_memories, read_memory
+from crustacean.stages.compile_plan import _is_empty
+from crustacean.state import open_state
+from crustacean.store.changes import sha256_hex
+from crustacean.store.write import Store, walk_entries
+from crustacean.tiers import Memory
+from crustacean.workspace import Workspace
+
+TRASH_ROOTS = ("memory/", "knowledge/")  # the files the empty/duplicate step compares
+FORMAT = f"compile-files-1 {__version__}"  # bump when what an entry holds changes
+STAMP = "compile-scan.stamp"
+Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+
+
+class ReadInputs:
+    """Every input read afresh, through the store (an overlay store sees its own writes)."""
+
+    def __init__(self, ws: Workspace, store: Store) -> None:
+        self.ws, self.store = ws, store
+        self._paths: list[str] | None = None
+
+    def stale(self) -> None:
+        """The pass wrote: the next `paths` lists again."""
+        self._paths = None
+
+    def paths(self) -> list[str]:
+        if self._paths is None:
+            self._paths = [f.path for f in self.store.list_context_files()]
+        return self._paths
+
+    def trash_files(self) -> dict[str, tuple[bytes, str]]:
+        """Each file under memory/ and knowledge/: (bytes, or a stand-in with the same
+        emptiness and equality, for the planner; its sha256 for the stale check)."""
+        out = {}
+        for p in self.paths():
+            if p.startswith(TRASH_ROOTS):
+                data = self.store.read_bytes(p) or b""
+                out[p] = (data, sha256_hex(data))
+        return out
+
+    def memories(self) -> list[Memory]:
+        return [m.as_memory() for m in load_memories(self.ws)[0]]
+
+
+MemoryRow = tuple[str, int, str, str | None]  # tier, manual, created, tier_set as saved
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    """What is known of one file as of one stat; None: not read yet. `memory` is False for a
+    memory path that is no usable memory, and a saved row until first used."""
+
+    key: Key
+    racy: bool
+    sha: bytes | None = None
+    empty: bool = False
+    memory: Memory | MemoryRow | bool | None = None
+
+    def stand_in(self) -> bytes:
+        """Empty stays empty; other bytes compare equal exactly when their sha256 does."""
+        return b"" if self.empty else b"#" + (self.sha or b"")
+
+
+class CachedInputs(ReadInputs):
+    """The same inputs, from `compile_files` for every file whose key is unchanged."""
+
+    def __init__(self, ws: Workspace, store: Store) -> None:
+        super().__init__(ws, store)
+        self.kept = _load(ws)
+        self.entries: dict[str, Entry] = {}
+        self.read: set[str] = set()  # entries completed by a read since the last save
+        self.odd = False  # a memory root or memory file os.walk sees and the store listing not
+        self.reads = 0  # files read (not taken from the cache): for tests and the bench
+        self._trash: dict[str, tuple[bytes, str]] | None = None
+        self._memories: list[Memory] | None = None
+
+    def stale(self) -> None:
+        super().stale()
+        self._trash = self._memories = None
+
+    def unchanged(self) -> bool:
+        """Whether the tree is the one the cache was saved for (no file new, gone, changed or
+        racy); scans when the pass has not yet."""
+        self.paths()
+        kept = self.kept
+        return len(kept) == len(self.entries) and all(
+            kept.get(p) is e and not e.racy for p, e in self.entries.items()
+        )
+
+    def paths(self) -> list[str]:
+        if self._paths is None:
+            self._scan()
+        assert self._paths is not None
+        return self._paths
+
+    def _scan(self) -> None:
+        stamp = _stamp(self.ws)
+        known = {**self.kept, **self.entries}
+        entries, regular, odd = {}, [], _odd_roots(self.ws)
+        for rel, st in walk_entries(self.ws.root):
+            if not stat.S_ISREG(st.st_mode):
+                odd = odd or is_memory_path(rel)
+                continue
+            key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            racy = stamp is None or st.st_ctime_ns >= stamp or st.st_mtime_ns >= stamp
+            old = known.get(rel)
+            if old is None or old.key != key or old.racy:
+                old = Entry(key, racy)
+            elif racy:  # the clock went back since: read it again next time
+                old = Entry(key, racy, old.sha, old.empty, old.memory)
+            entries[rel] = old
+            regular.append(rel)
+        self.entries, self._paths, self.odd = entries, sorted(regular), odd
+
+    def trash_files(self) -> dict[str, tuple[bytes, str]]:
+        if self._trash is not None and self._paths is not None:
+            return self._trash
+        out = {}
+        for p in self.paths():
+            if p.startswith(TRASH_ROOTS):
+                e = self.entries[p]
+                if e.sha is None:
+                    data = self.store.read_bytes(p) or b""
+                    e.sha, e.empty = hashlib.sha256(data).digest(), not _has_text(data)
+                    self.reads += 1
+                    self.read.add(p)
+                out[p] = (e.stand_in(), (e.sha or b"").hex())
+        self._trash = out
+        return out
+
+    def memories(self) -> list[Memory]:
+        paths = self.paths()
+        if self._memories is not None:
+            return self._memories
+        if self.odd:  # symlinks or special files among the memories: read as load_memories does
+            return super().memories()
+        out = []
+        entries = self.entries
+        for p in paths:
+            e = entries[p]
+            m = e.memory
+            if m is None:  # not read, or not a memory path at all
+                if not is_memory_path(p):
+                    continue
+                doc, _ = read_memory(self.ws, p)
+                m = e.memory = doc.as_memory() if doc else False
+                self.reads += 1
+                self.read.add(p)
+            elif type(m) is tuple:
+                m = e.memory = _memory(p, m)
+            if m:
+                out.append(m)  # type: ignore[arg-type]
+        self._memories = out
+        return out
+
+    def settle(self) -> None:
+        """Read whatever the next run would have to (after the pass wrote), so it need not."""
+        self.trash_files()
+        self.memories()
+
+    def save(self, conn: sqlite3.Connection) -> None:
+        """Keep every entry (in the caller's transaction); forget files that are gone."""
+        rows = [
+            (p, *e.key, int(e.racy), e.sha, int(e.empty), *_memory_row(e))
+            for p, e in self.entries.items()
+            if self.kept.get(p) is not e or p in self.read
+        ]
+        gone = [(p,) for p in self.kept if p not in self.entries]
+        conn.execute("INSERT OR REPLACE INTO compile_meta (id, format) VALUES (1, ?)", (FORMAT,))
+        conn.executemany("DELETE FROM compile_files WHERE path = ?", gone)
+        conn.executemany(
+            "INSERT OR REPLACE INTO compile_files (path, size, mtime_ns, ctime_ns, ino, racy, "
+            "sha256, empty, memory, tier, manual, created, tier_set) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        self.kept, self.read = dict(self.entries), set()
+
+
+def _has_text(data: bytes) -> bool:
+    """Not only whitespace (a BOM included): the planner's own emptiness test on the bytes."""
+    return not _is_empty(data)
+
+
+def _memory_row(e: Entry) -> tuple[object, ...]:
+    m = e.memory
+    if m is None or m is False or m is True:
+        return (None if m is None else 0, None, None, None, None)
+    if isinstance(m, tuple):
+        return (1, *m)
+    tier_set = m.tier_set.isoformat() if m.tier_set is not None else None
+    return (1, m.tier, int(m.manual), m.created.isoformat(), tier_set)
+
+
+def _memory(path: str, row: MemoryRow) -> Memory:
+    tier, manual, created, tier_set = row
+    ts = datetime.fromisoformat(tier_set) if tier_set is not None else None
+    return Memory(path, tier, bool(manual), datetime.fromisoformat(created), ts)
+
+
+def _entry(row: tuple[object, ...]) -> Entry:
+    """A saved row as an entry; its memory is made when first used."""
+    size, mtime, ctime, ino, racy, sha, empty, memory, tier, manual, created, tier_set = row
+    mem = (tier, manual, created, tier_set) if memory else (None if memory is None else False)
+    return Entry((size, mtime, ctime, ino), bool(racy), sha, bool(empty), mem)  # type: ignore[arg-type]
+
+
+def _load(ws: Workspace) -> dict[str, Entry]:
+    """The saved entries; none when another crustacean version saved them."""
+    with open_state(ws) as db:
+        meta = db.conn.execute("SELECT format FROM compile_meta WHERE id = 1").fetchone()
+        if meta is None or meta[0] != FORMAT:
+            return {}
+        rows = db.conn.execute(
+            "SELECT path, size, mtime_ns, ctime_ns, ino, racy, sha256, empty, memory, tier, "
+            "manual, created, tier_set FROM compile_files"
+        )
+        return {r[0]: _entry(r[1:]) for r in rows}
+
+
+def _stamp(ws: Workspace) -> int | None:
+    """The filesystem's clock now, as the mtime it gives a file in the state folder; None when
+    that folder is on another filesystem than the workspace (every entry is then racy)."""
+    path = ws.state_dir / STAMP
+    ws.state_dir.mkdir(exist_ok=True)
+    with open(path, "ab"):
+        pass
+    os.utime(path)
+    st = os.stat(path)
+    return st.st_mtime_ns if st.st_dev == os.stat(ws.root).st_dev else None
+
+
+def _odd_roots(ws: Workspace) -> bool:
+    """A memory root os.walk would enter through a symlink, which the store's listing skips."""
+    tops = {"memory", "knowledge", *MEMORY_ROOTS}
+    return any(os.path.islink(ws.root / top) for top in tops)
