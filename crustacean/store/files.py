@@ -34,7 +34,7 @@ from crustacean.errors import (
     StaleWriteError,
     WriteError,
 )
-from crustacean.store import policy, proposals
+from crustacean.store import gitread, policy, proposals
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.paths import jail
 from crustacean.store.scan import guard_snapshot
@@ -496,12 +496,22 @@ class Store:
         snapshot = self._snapshot_dirty(plan, actor, base)
         head = snapshot or base
         self._apply(plan, touched, call_id, head, base)
+        copy = None  # the user's index, when the version can be built on it (see commit_paths)
         try:
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
+            copy = self.git.index_copy() if snapshot is None and head is not None else None
             version = self.git.commit_paths(
-                touched, actor=actor, message=message, trailers=trailers, parent=head
+                touched,
+                actor=actor,
+                message=message,
+                trailers=trailers,
+                parent=head,
+                reuse_index=copy,
+                expect=_blob_ids(plan, touched, head) if copy else None,
             )
         except BaseException:
+            if copy is not None:
+                copy.unlink(missing_ok=True)
             self._restore(self._read_journal())
             if snapshot is not None:  # the user's snapshot did land: the index follows it
                 with contextlib.suppress(Exception):  # never hide why the commit failed
@@ -509,7 +519,10 @@ class Store:
             self._journal_path.unlink(missing_ok=True)
             raise
         _fault_point(INDEX_SYNC)
-        self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        if copy is not None and copy.exists():  # it holds the version: it becomes the index
+            self.git.install_index(copy)
+        else:
+            self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
         self._journal_path.unlink(missing_ok=True)
         return version, snapshot
 
@@ -855,9 +868,16 @@ def _named(plan: Plan) -> list[str]:
 
 
 def _git_blob_id(data: bytes) -> str:
-    import hashlib
+    return gitread.blob_id(data, "0" * 40)
 
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+def _blob_ids(plan: Plan, touched: list[str], like: str | None) -> dict[str, str | None]:
+    """The blob id each touched file's new bytes get (None: gone), for `commit_paths`."""
+    ids = {}
+    for p in touched:
+        data = plan.after[p]
+        ids[p] = None if data is None else gitread.blob_id(data, like or "0" * 40)
+    return ids
 
 
 def _tier_of(full: Path, rel: str) -> str | None:
