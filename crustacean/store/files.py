@@ -16,11 +16,13 @@ import re
 import secrets as pyrandom
 import stat
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
@@ -55,6 +57,7 @@ TRASH = "archive/trash"
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
 SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
+T = TypeVar("T")
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
 
 
@@ -551,17 +554,43 @@ class Store:
             # after a crash was edited since, and is kept
             "after": {p: _sha_or_none(plan.after[p]) for p in touched},
         }
-        atomic_write(self._journal_path, json.dumps(journal).encode())
+        # Every new file's bytes go to a synced temp file next to it at once, with the journal's
+        # (the disk commits concurrent fsyncs together); the journal is in place before any
+        # file is renamed. A file in a folder not there yet is written in order, as _put does.
+        early = [
+            p for p in touched if plan.after[p] is not None and (self.root / p).parent.is_dir()
+        ]
+        jobs = [(self._journal_path, json.dumps(journal).encode(), None)]
+        jobs += [(self.root / p, plan.after[p] or b"", self._mode_for(p)) for p in early]
+        written = _write_temps(jobs)
+        temps = dict(zip(early, written[1:], strict=True))
+        try:
+            os.replace(written[0], self._journal_path)
+        except BaseException:
+            _drop(written)
+            raise
+        _fsync_dir(self._journal_path.parent)
         try:
             for path in touched:
-                self._put(path, plan.after[path])
+                if path in temps:
+                    os.replace(temps.pop(path), self.root / path)
+                else:
+                    self._put(path, plan.after[path])
                 _fault_point(path)
-            for folder in {(self.root / p).parent for p in touched}:
-                _fsync_dir(folder)  # once per folder: the renames are durable before the commit
+            folders = {(self.root / p).parent for p in touched}
+            _all_at_once([lambda f=f: _fsync_dir(f) for f in folders])  # durable before the commit
         except BaseException:
+            _drop(temps.values())
             self._restore(originals)
             self._journal_path.unlink(missing_ok=True)
             raise
+
+    def _mode_for(self, path: str) -> int:
+        """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
+        try:
+            return stat.S_IMODE((self.root / path).stat().st_mode)
+        except FileNotFoundError:
+            return 0o666 & ~_umask()
 
     def _put(self, path: str, data: bytes | None) -> None:
         full = self.root / path
@@ -569,11 +598,7 @@ class Store:
             full.unlink(missing_ok=True)  # the bytes live on at the move/trash target written first
         else:
             full.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                mode = stat.S_IMODE(full.stat().st_mode)  # keep the file's mode, exec bit too
-            except FileNotFoundError:
-                mode = 0o666 & ~_umask()  # a new file gets what any editor would give it
-            atomic_write(full, data, sync_dir=False, mode=mode)
+            atomic_write(full, data, sync_dir=False, mode=self._mode_for(path))
 
     def _restore(self, originals: dict[str, bytes | None]) -> None:
         for path, data in originals.items():
@@ -628,6 +653,7 @@ class Store:
             elif not committed and disk != original:
                 self._put(path, original)
                 undone = True
+        _drop(str(t) for t in _call_temps(self.root, originals))  # files it had not renamed yet
         if self.versioned:
             with self.git.index_locked():
                 head = self.git.head()
@@ -734,6 +760,24 @@ _TEMP_NAME = re.compile(
     r"^\..+\.[a-z0-9_]{8}\.tmp$"  # atomic_write's mkstemp names
     r"|^index-[0-9a-f]{32}(\.lock)?$"  # the private git index of a killed commit
 )
+
+
+def _call_temps(root: Path, paths: Iterable[str]) -> list[Path]:
+    """The synced temp files a killed call left next to its own files (see `_apply`)."""
+    by_folder: dict[Path, set[str]] = {}
+    for path in paths:
+        full = root / path
+        by_folder.setdefault(full.parent, set()).add(f".{full.name[:200]}.")
+    found = []
+    for folder, prefixes in by_folder.items():
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".tmp") and name[:-12] in prefixes and _TEMP_NAME.match(name):
+                found.append(folder / name)
+    return found
 
 
 def _stray_temp_files(root: Path) -> list[str]:
@@ -900,6 +944,18 @@ def atomic_write(
 ) -> None:
     """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new.
     The temp file is private (0600) unless `mode` says what the file should have."""
+    tmp = _synced_temp(path, data, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if sync_dir:
+        _fsync_dir(path.parent)
+
+
+def _synced_temp(path: Path, data: bytes, mode: int | None) -> str:
+    """`data` in a new temp file next to `path`, on disk (fsync); its name."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".tmp")
     try:
         if mode is not None:
@@ -908,12 +964,63 @@ def atomic_write(
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    if sync_dir:
-        _fsync_dir(path.parent)
+    return tmp
+
+
+def _write_temps(jobs: list[tuple[Path, bytes, int | None]]) -> list[str]:
+    """`_synced_temp` for each job, all at once; when one fails, none is left behind."""
+    results = _all_at_once([lambda j=j: _synced_temp(*j) for j in jobs], keep_going=True)
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        _drop(r for r in results if isinstance(r, str))
+        raise failed[0]
+    return [r for r in results if isinstance(r, str)]
+
+
+def _drop(temps: Iterable[str]) -> None:
+    for tmp in list(temps):
+        Path(tmp).unlink(missing_ok=True)
+
+
+PARALLEL_IO = 16  # threads that wait on the disk together (fsync releases the GIL)
+
+
+def _all_at_once(
+    jobs: list[Callable[[], T]], *, keep_going: bool = False
+) -> list[T | BaseException]:
+    """Run `jobs` on up to PARALLEL_IO threads and wait for every one. The first error is
+    raised once all have ended, or, with `keep_going`, each job's error is its result."""
+    results: list[T | BaseException] = [None] * len(jobs)  # type: ignore[list-item]
+    order = iter(range(len(jobs)))
+    take = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with take:
+                i = next(order, None)
+            if i is None:
+                return
+            try:
+                results[i] = jobs[i]()
+            except BaseException as e:  # handed to the caller below
+                results[i] = e
+
+    threads = [threading.Thread(target=work) for _ in range(min(len(jobs), PARALLEL_IO) - 1)]
+    for t in threads:
+        t.start()
+    try:
+        work()
+    finally:
+        for t in threads:
+            t.join()
+    if not keep_going:
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+    return results
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -375,12 +375,18 @@ class Git:
         return tmp
 
     def install_index(self, copy: Path) -> None:
-        """Make `copy` (built by `commit_paths(reuse_index=copy)`) the user's index."""
+        """Make `copy` (built by `commit_paths(reuse_index=copy)`) the user's index: renamed
+        over it while git's lock is held, then the lock is given back."""
+        if self._index_fd is None or self._index_fd < 0:
+            raise RuntimeError("install_index needs index_locked() held")
         try:
-            data = copy.read_bytes()
-        finally:
-            copy.unlink(missing_ok=True)
-        self._replace_index(data)
+            os.replace(copy, self.git_dir / "index")  # git wrote it, with git's own permissions
+        except BaseException:
+            copy.unlink(missing_ok=True)  # the journal is still there: recover() syncs the index
+            raise
+        self._index_fd, fd = -1, self._index_fd
+        os.close(fd)
+        (self.git_dir / "index.lock").unlink(missing_ok=True)
 
     def sync_index(self, commit: str, paths: Iterable[str]) -> None:
         """Make the user's index hold `commit`'s version of `paths` (every other entry, their
