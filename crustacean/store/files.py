@@ -554,22 +554,30 @@ class Store:
             # after a crash was edited since, and is kept
             "after": {p: _sha_or_none(plan.after[p]) for p in touched},
         }
-        # Every new file's bytes go to a synced temp file next to it at once, with the journal's
-        # (the disk commits concurrent fsyncs together); the journal is in place before any
-        # file is renamed. A file in a folder not there yet is written in order, as _put does.
+        # The journal, its folder entry and every new file's bytes (a synced temp file next to
+        # it) go to disk at once: the disk commits concurrent fsyncs together. No file is
+        # renamed before all are done, so a torn journal means nothing was touched (recover()
+        # drops it). A file in a folder not there yet is written in order, as _put does.
         early = [
             p for p in touched if plan.after[p] is not None and (self.root / p).parent.is_dir()
         ]
-        jobs = [(self._journal_path, json.dumps(journal).encode(), None)]
-        jobs += [(self.root / p, plan.after[p] or b"", self._mode_for(p)) for p in early]
-        written = _write_temps(jobs)
-        temps = dict(zip(early, written[1:], strict=True))
-        try:
-            os.replace(written[0], self._journal_path)
-        except BaseException:
-            _drop(written)
-            raise
-        _fsync_dir(self._journal_path.parent)
+        modes = {p: self._mode_for(p) for p in early}
+        flags = os.O_CREAT | os.O_TRUNC | os.O_WRONLY
+        fd = os.open(self._journal_path, flags, 0o600)
+        jobs: list[Callable[[], object]] = [
+            lambda: _write_synced(fd, json.dumps(journal).encode()),
+            lambda: _fsync_dir(self._journal_path.parent),
+        ]
+        jobs += [
+            lambda p=p: _synced_temp(self.root / p, plan.after[p] or b"", modes[p]) for p in early
+        ]
+        results = _all_at_once(jobs, keep_going=True)
+        temps = {p: r for p, r in zip(early, results[2:], strict=True) if isinstance(r, str)}
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            _drop(temps.values())
+            self._journal_path.unlink(missing_ok=True)
+            raise failed[0]
         try:
             for path in touched:
                 if path in temps:
@@ -970,14 +978,12 @@ def _synced_temp(path: Path, data: bytes, mode: int | None) -> str:
     return tmp
 
 
-def _write_temps(jobs: list[tuple[Path, bytes, int | None]]) -> list[str]:
-    """`_synced_temp` for each job, all at once; when one fails, none is left behind."""
-    results = _all_at_once([lambda j=j: _synced_temp(*j) for j in jobs], keep_going=True)
-    failed = [r for r in results if isinstance(r, BaseException)]
-    if failed:
-        _drop(r for r in results if isinstance(r, str))
-        raise failed[0]
-    return [r for r in results if isinstance(r, str)]
+def _write_synced(fd: int, data: bytes) -> None:
+    """Write `data` to the open file `fd` and fsync it; closes `fd`."""
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def _drop(temps: Iterable[str]) -> None:
