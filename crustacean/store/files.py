@@ -498,7 +498,7 @@ class Store:
         base = self.git.head()
         snapshot = self._snapshot_dirty(plan, actor, base)
         head = snapshot or base
-        self._apply(plan, touched, call_id, head, base)
+        settle = self._apply(plan, touched, call_id, head, base, settle_later=True)
         copy = None  # the user's index, when the version can be built on it (see commit_paths)
         try:
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
@@ -511,8 +511,11 @@ class Store:
                 parent=head,
                 reuse_index=copy,
                 expect=_blob_ids(plan, touched, head) if copy else None,
+                before_ref=settle,  # the renames are on disk before HEAD names the version
             )
+            settle()
         except BaseException:
+            settle()
             if copy is not None:
                 copy.unlink(missing_ok=True)
             self._restore(self._read_journal())
@@ -538,8 +541,18 @@ class Store:
         return self.ws.state_dir / "journal.json"
 
     def _apply(
-        self, plan: Plan, touched: list[str], call_id: str, head: str | None, base: str | None
-    ) -> None:
+        self,
+        plan: Plan,
+        touched: list[str],
+        call_id: str,
+        head: str | None,
+        base: str | None,
+        *,
+        settle_later: bool = False,
+    ) -> Callable[[], None]:
+        """Journal, then the files. The folders' fsyncs that make the renames durable run in
+        the background with `settle_later` (the caller waits on the returned call before its
+        commit), else before returning."""
         originals = {
             p: plan.before.get(p) if p in plan.before else self.read_bytes(p) for p in touched
         }
@@ -585,13 +598,16 @@ class Store:
                 else:
                     self._put(path, plan.after[path])
                 _fault_point(path)
-            folders = {(self.root / p).parent for p in touched}
-            _all_at_once([lambda f=f: _fsync_dir(f) for f in folders])  # durable before the commit
         except BaseException:
             _drop(temps.values())
             self._restore(originals)
             self._journal_path.unlink(missing_ok=True)
             raise
+        folders = {(self.root / p).parent for p in touched}
+        settle = _in_background([lambda f=f: _fsync_dir(f) for f in folders])
+        if not settle_later:
+            settle()
+        return settle
 
     def _mode_for(self, path: str) -> int:
         """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
@@ -984,6 +1000,28 @@ def _write_synced(fd: int, data: bytes) -> None:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def _in_background(jobs: list[Callable[[], object]]) -> Callable[[], None]:
+    """Start `jobs` (see `_all_at_once`) on a thread; the returned call waits for them and
+    raises what they raised. Calling it again returns at once."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            _all_at_once(jobs)
+        except BaseException as e:  # raised where the caller waits
+            failure.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+
+    def settle() -> None:
+        thread.join()
+        if failure:
+            raise failure.pop()
+
+    return settle
 
 
 def _drop(temps: Iterable[str]) -> None:

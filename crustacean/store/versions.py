@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -233,6 +233,7 @@ class Git:
         parent: str | type[LookUp] | None = LookUp,
         reuse_index: Path | None = None,
         expect: Mapping[str, str | None] | None = None,
+        before_ref: Callable[[], None] | None = None,
     ) -> str:
         """Commit the working-tree state of `paths` on top of HEAD; return the new commit id.
 
@@ -242,7 +243,8 @@ class Git:
         on that copy when it proves to be the parent's tree with exactly `expect` applied, and
         the copy then holds the version, ready to become the user's index (no `read-tree`, no
         second `update-index`). Otherwise the copy is deleted, and the tree is built from the
-        parent's tree on a fresh private index as always.
+        parent's tree on a fresh private index as always. `before_ref` runs just before HEAD
+        moves (the caller's files become durable meanwhile).
         """
         paths = sorted(set(paths))
         env = {
@@ -271,6 +273,8 @@ class Git:
         parents = ["-p", head] if head else []
         sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgsign
         commit = self.out("commit-tree", tree, *parents, *sign, env=env, input=body.encode())
+        if before_ref is not None:
+            before_ref()
         self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, head or "0" * 40)
         return commit
 
