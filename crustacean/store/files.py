@@ -16,13 +16,11 @@ import re
 import secrets as pyrandom
 import stat
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
 
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
@@ -38,6 +36,7 @@ from crustacean.errors import (
 )
 from crustacean.store import gitread, policy, proposals
 from crustacean.store.changes import Change, parse_changes, sha256_hex
+from crustacean.store.parallel import all_at_once, start
 from crustacean.store.paths import jail
 from crustacean.store.scan import guard_snapshot
 from crustacean.store.secrets import find_secrets
@@ -57,7 +56,6 @@ TRASH = "archive/trash"
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
 SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
-T = TypeVar("T")
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
 
 
@@ -577,15 +575,14 @@ class Store:
         modes = {p: self._mode_for(p) for p in early}
         flags = os.O_CREAT | os.O_TRUNC | os.O_WRONLY
         fd = os.open(self._journal_path, flags, 0o600)
-        jobs: list[Callable[[], object]] = [
-            lambda: _write_synced(fd, json.dumps(journal).encode()),
-            lambda: _fsync_dir(self._journal_path.parent),
-        ]
+        entry = json.dumps(journal).encode()
+        jobs: list[Callable[[], object]] = [lambda: _write_synced(fd, entry)]
         jobs += [
             lambda p=p: _synced_temp(self.root / p, plan.after[p] or b"", modes[p]) for p in early
         ]
-        results = _all_at_once(jobs, keep_going=True)
-        temps = {p: r for p, r in zip(early, results[2:], strict=True) if isinstance(r, str)}
+        jobs.append(lambda: _fsync_dir(self._journal_path.parent))  # last: mostly done by then
+        results = all_at_once(jobs, keep_going=True)
+        temps = {p: r for p, r in zip(early, results[1:-1], strict=True) if isinstance(r, str)}
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
             _drop(temps.values())
@@ -604,7 +601,7 @@ class Store:
             self._journal_path.unlink(missing_ok=True)
             raise
         folders = {(self.root / p).parent for p in touched}
-        settle = _in_background([lambda f=f: _fsync_dir(f) for f in folders])
+        settle = start(lambda: all_at_once([lambda f=f: _fsync_dir(f) for f in folders]))
         if not settle_later:
             settle()
         return settle
@@ -1002,69 +999,9 @@ def _write_synced(fd: int, data: bytes) -> None:
         os.fsync(fh.fileno())
 
 
-def _in_background(jobs: list[Callable[[], object]]) -> Callable[[], None]:
-    """Start `jobs` (see `_all_at_once`) on a thread; the returned call waits for them and
-    raises what they raised. Calling it again returns at once."""
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            _all_at_once(jobs)
-        except BaseException as e:  # raised where the caller waits
-            failure.append(e)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-
-    def settle() -> None:
-        thread.join()
-        if failure:
-            raise failure.pop()
-
-    return settle
-
-
 def _drop(temps: Iterable[str]) -> None:
     for tmp in list(temps):
         Path(tmp).unlink(missing_ok=True)
-
-
-PARALLEL_IO = 16  # threads that wait on the disk together (fsync releases the GIL)
-
-
-def _all_at_once(
-    jobs: list[Callable[[], T]], *, keep_going: bool = False
-) -> list[T | BaseException]:
-    """Run `jobs` on up to PARALLEL_IO threads and wait for every one. The first error is
-    raised once all have ended, or, with `keep_going`, each job's error is its result."""
-    results: list[T | BaseException] = [None] * len(jobs)  # type: ignore[list-item]
-    order = iter(range(len(jobs)))
-    take = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with take:
-                i = next(order, None)
-            if i is None:
-                return
-            try:
-                results[i] = jobs[i]()
-            except BaseException as e:  # handed to the caller below
-                results[i] = e
-
-    threads = [threading.Thread(target=work) for _ in range(min(len(jobs), PARALLEL_IO) - 1)]
-    for t in threads:
-        t.start()
-    try:
-        work()
-    finally:
-        for t in threads:
-            t.join()
-    if not keep_going:
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
-    return results
 
 
 def _fsync_dir(folder: Path) -> None:

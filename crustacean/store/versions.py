@@ -367,15 +367,22 @@ class Git:
 
     def index_copy(self) -> Path | None:
         """A private copy of the user's index for `commit_paths(reuse_index=...)`, or None
-        when they have none. Needs index_locked() held, so no git command changes it meanwhile."""
+        when they have none. Needs index_locked() held, so no git command replaces the index
+        meanwhile. A hard link where the filesystem allows: git never writes an index in place
+        (it writes a lock file and renames it), so the user's index is never changed through it."""
         if self._index_fd is None or self._index_fd < 0:
             raise RuntimeError("index_copy needs index_locked() held")
+        index = self.git_dir / "index"
+        tmp = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
         try:
-            data = (self.git_dir / "index").read_bytes()
+            os.link(index, tmp)
         except FileNotFoundError:
             return None
-        tmp = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
-        tmp.write_bytes(data)
+        except OSError:  # no hard links here: a byte copy
+            try:
+                shutil.copyfile(index, tmp)
+            except FileNotFoundError:
+                return None
         return tmp
 
     def install_index(self, copy: Path) -> None:
@@ -388,6 +395,7 @@ class Git:
         except BaseException:
             copy.unlink(missing_ok=True)  # the journal is still there: recover() syncs the index
             raise
+        copy.unlink(missing_ok=True)  # gone unless it was still a link to the index itself
         self._index_fd, fd = -1, self._index_fd
         os.close(fd)
         (self.git_dir / "index.lock").unlink(missing_ok=True)
