@@ -261,3 +261,82 @@ def test_tree_is_accepts_exactly_the_call(tmp_path: Path) -> None:
     assert not gitread.tree_is(gd, parent, tree_after({}), {"d/a.md": new_a})
     assert not gitread.tree_is(gd, parent, tree_after({"d/a.md": "new\n"}), {"d/a.md": None})
     assert not gitread.tree_is(gd, parent, tree_after({"d/a.md": "new\n"}), {"d/a.md": new_e})
+
+
+def test_the_files_folders_are_synced_before_head_moves(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folders' fsyncs run while git works, but HEAD moves only after they are done."""
+    from crustacean.store import files
+
+    events: list[str] = []
+    real_sync, real_run = files._fsync_dir, Git.run
+
+    def sync(folder: Path) -> None:
+        real_sync(folder)
+        events.append(f"synced {folder.relative_to(store.root).as_posix()}")
+
+    def run(self: Git, *args: str, **kw: object):  # type: ignore[no-untyped-def]
+        events.append(args[0])
+        return real_run(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(files, "_fsync_dir", sync)
+    monkeypatch.setattr(Git, "run", run)
+    append(store, "- durable\n")
+    assert "synced .crustacean" in events[: events.index("update-index")]  # the journal's
+    assert events.index("synced memory/notes") < events.index("update-ref")
+
+
+def test_a_file_that_cannot_be_written_leaves_nothing_behind(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One temp file of a call fails while the others are written at once: the error is
+    raised, no file changed, no temp file and no journal is left, and no version is made."""
+    from conftest import snapshot
+    from crustacean.store import files
+
+    root = store.root
+    names = [f"memory/notes/n{i}.md" for i in range(4)]
+    store.write_context(
+        [{"path": p, "mode": "create", "content": "x\n"} for p in names],
+        actor="user",
+        message="setup",
+    )
+    before, head = snapshot(root), git(root, "rev-parse", "HEAD")
+    real = files._synced_temp
+
+    def flaky(path: Path, data: bytes, mode: int | None) -> str:
+        if path.name == "n2.md":
+            raise OSError(28, "No space left on device")
+        return real(path, data, mode)
+
+    monkeypatch.setattr(files, "_synced_temp", flaky)
+    with pytest.raises(OSError, match="No space left"):
+        store.write_context(
+            [{"path": p, "mode": "append", "content": "y\n"} for p in names],
+            actor="curate",
+            message="doomed",
+        )
+    assert snapshot(root) == before
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_disk_waits_run_together_and_report_every_failure() -> None:
+    from crustacean.store.parallel import all_at_once, start
+
+    assert all_at_once([lambda i=i: i * i for i in range(20)]) == [i * i for i in range(20)]
+    boom = OSError("disk")
+
+    def fail() -> int:
+        raise boom
+
+    out = all_at_once([lambda: 1, fail, lambda: 3], keep_going=True)
+    assert out == [1, boom, 3]
+    ran: list[int] = []
+    with pytest.raises(OSError, match="disk"):
+        all_at_once([lambda: ran.append(1), fail, lambda: ran.append(3)])
+    assert sorted(ran) == [1, 3]  # every job ran before the error was raised
+    wait = start(fail)
+    with pytest.raises(OSError, match="disk"):
+        wait()
+    wait()  # a second wait returns at once
