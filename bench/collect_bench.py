@@ -31,7 +31,7 @@ from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import count, data_size, isolate, row
 from crustacean.config import load_config
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
 from crustacean.stages.collect import collect
 from crustacean.workspace import Workspace
 

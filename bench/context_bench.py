@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 from bench.common import count, data_size, isolate, row
 from bench.generate import generate_workspace
 from crustacean.config import load_config
-from crustacean.context import ContextRequest, build_context
-from crustacean.memories import memory_paths
+from crustacean.recall.context import ContextRequest, build_context
+from crustacean.recall.memories import memory_paths
 from crustacean.workspace import Workspace
 
 

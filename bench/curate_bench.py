@@ -38,7 +38,7 @@ from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import data_size, isolate, row
 from crustacean.config import load_config
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
 from crustacean.stages import curate as curate_mod
 from crustacean.store.changes import sha256_hex
 from crustacean.workspace import Workspace

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
 
 FOLDERS = (
     *(f"memory/{d}" for d in ("contacts", "groups", "lessons", "notes")),

@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 
 from bench.common import data_size, isolate, row
 from bench.conversations import KINDS, Bench, Question, generate
-from crustacean import semantic
 from crustacean.config import load_config
-from crustacean.init import init_workspace
-from crustacean.search import SearchIndex, scan_markdown
+from crustacean.ops.init import init_workspace
+from crustacean.recall import semantic
+from crustacean.recall.search import SearchIndex, scan_markdown
 from crustacean.workspace import Workspace
 
 BUDGETS = (1000, 2000, 4000)
@@ -145,7 +145,7 @@ def one_line_bm25(root: Path) -> Callable[[str], list[Span]]:
 
 def context_share(ws: Workspace, bench: Bench, lines: Callable[[str], list[str]]) -> Scores:
     """Whether `context --topic QUESTION` holds the evidence lines in its first 8,000 chars."""
-    from crustacean.context import ContextRequest, assemble, parse_for
+    from crustacean.recall.context import ContextRequest, assemble, parse_for
 
     caps = ContextRequest().caps(ws)
     out = Scores()

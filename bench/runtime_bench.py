@@ -30,9 +30,9 @@ from fakeapi import FakeAnthropic, text, tool_use
 
 from bench.common import count, data_size, isolate, p95, row
 from crustacean.config import load_config
-from crustacean.init import init_workspace
 from crustacean.llm.loop import StageRequest, build_params
 from crustacean.llm.runner import run_stage
+from crustacean.ops.init import init_workspace
 from crustacean.workspace import Workspace
 
 KEY = "bench-key"

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 from bench.common import data_size, isolate, row
 from bench.generate import WORDS, generate_workspace
 from crustacean.config import load_config
-from crustacean.search import SearchIndex
+from crustacean.recall.search import SearchIndex
 from crustacean.workspace import Workspace
 
 CONTENT_WORDS = WORDS[60:2000]  # what queries are made of: common to middling words

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 
 from bench.common import count, data_size, p95, row
 from bench.generate import WORDS
-from crustacean.store import secrets
+from crustacean import secrets
 
 SECRETS = (
     "sk-ant-" + "api03-" + "Q7" * 20,

@@ -58,8 +58,8 @@ def _p95(samples: list[float]) -> float:
 
 def run(reps: int, warmup: int = 3) -> list[tuple[str, list[float], list[float]]]:
     from crustacean.config import load_config
-    from crustacean.init import init_workspace
-    from crustacean.store import Store
+    from crustacean.ops.init import init_workspace
+    from crustacean.store.write import Store
     from crustacean.workspace import Workspace
 
     tmp = Path(tempfile.mkdtemp(prefix="crustacean-bench-"))

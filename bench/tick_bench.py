@@ -43,9 +43,9 @@ from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import count, data_size, isolate, p95, row
 from crustacean.config import load_config
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
+from crustacean.ops.tick import STAGE_ORDER
 from crustacean.runs import RunRecorder, list_runs
-from crustacean.schedule import STAGE_ORDER
 from crustacean.stages.curate import entry_id
 from crustacean.workspace import Workspace
 

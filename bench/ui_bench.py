@@ -52,13 +52,13 @@ def main() -> None:
 def _table(root: Path, rounds: int, files: int) -> str:
     from starlette.testclient import TestClient
 
-    import crustacean.cron as cron
+    import crustacean.ops.cron as cron
     from crustacean.config import load_config
-    from crustacean.search import SearchIndex
+    from crustacean.ops.status import doctor, workspace_status
+    from crustacean.recall.search import SearchIndex
     from crustacean.state import open_state
-    from crustacean.status import doctor, workspace_status
-    from crustacean.store import Store
     from crustacean.store import history as hist
+    from crustacean.store.write import Store
     from crustacean.ui.security import Guard
     from crustacean.ui.server import UiContext, build_app
     from crustacean.workspace import Workspace

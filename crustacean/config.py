@@ -691,3 +691,41 @@ def render_workspace_toml(
         lines += ["[[sources]]", f"kind = {toml_value(src.kind)}", f"path = {toml_value(src.path)}"]
         lines += [f"name = {toml_value(src.name)}", ""] if src.name else [""]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the env file (API key for cron)
+
+KEY_ENV = "ANTHROPIC_API_KEY"
+TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
+URL_ENV = "ANTHROPIC_BASE_URL"
+ENV_FILE_NAME = "env"
+
+
+def default_env_file(env: Mapping[str, str] | None = None) -> Path:
+    """The env file cron runs read, since cron does not inherit the shell's environment."""
+    return user_config_dir(env) / ENV_FILE_NAME
+
+
+def env_file_path(settings: Settings, env: Mapping[str, str] | None = None) -> Path:
+    """The env file every run reads (`llm.env_file`, else the default): one answer for runs,
+    `cron install`, `doctor` and `paths`, so they never disagree about where the key is."""
+    configured = settings.llm.env_file
+    return Path(configured).expanduser() if configured else default_env_file(env)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """`KEY=VALUE` lines; `export `, quotes and `#` comments are allowed."""
+    try:
+        lines = path.read_text("utf-8").splitlines()
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the env file ({e}); fix or remove it.") from None
+    values = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        values[key.strip()] = value.strip().strip("'\"")
+    return values

@@ -19,7 +19,7 @@ from typing import Any
 from crustacean.errors import CrustaceanError
 from crustacean.llm.contract import actor_preamble, policy_modes
 from crustacean.llm.tools import TOOLS, write_spec
-from crustacean.store.files import Store
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 ACTOR = "mcp"
@@ -56,14 +56,14 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
     def list_context_files(
         prefix: str | None = None, limit: int | None = None, cursor: str | None = None
     ) -> dict[str, Any]:
-        from crustacean.reads import list_page
+        from crustacean.store.reads import list_page
 
         return list_page(store, prefix, limit, cursor)
 
     def read_context_file(
         path: str, start_line: int | None = None, end_line: int | None = None
     ) -> dict[str, Any]:
-        from crustacean.reads import read_range
+        from crustacean.store.reads import read_range
 
         got = read_range(store, path, start_line, end_line)
         _recall(ws, got["path"])
@@ -72,7 +72,7 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
     def search_memory(
         query: str, limit: int | None = None, budget_chars: int | None = None
     ) -> list[dict[str, Any]]:
-        from crustacean.search import SearchIndex
+        from crustacean.recall.search import SearchIndex
 
         if limit is not None and not 1 <= limit <= 50:
             raise ToolError("Error: limit must be from 1 to 50.")
@@ -92,7 +92,7 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
         return result.to_json()
 
     def get_context(audience: str = "main", topic: str | None = None) -> str:
-        from crustacean.context import ContextRequest, build_context
+        from crustacean.recall.context import ContextRequest, build_context
 
         return build_context(ws, ContextRequest(audience, topic), datetime.now(UTC)).to_markdown()
 
@@ -123,7 +123,7 @@ def _reread(ws: Workspace) -> Workspace:
 
 
 def _recall(ws: Workspace, path: str) -> None:
-    from crustacean.memories import MEMORY_ROOTS
+    from crustacean.recall.memories import MEMORY_ROOTS
     from crustacean.state import open_state
 
     if path.startswith(tuple(f"{r}/" for r in MEMORY_ROOTS)):

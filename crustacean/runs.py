@@ -25,8 +25,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
+from crustacean.secrets import redact
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
-from crustacean.store.secrets import redact
+from crustacean.usage import Usage
 from crustacean.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -78,29 +79,6 @@ def _utcnow() -> datetime:
 
 
 # ---------------------------------------------------------------------------- records
-
-
-@dataclass
-class Usage:
-    """Tokens of one response or one run, by the kinds the API bills separately."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-        )
-
-    @property
-    def total_input(self) -> int:
-        """Every prompt token the model read: uncached, read from cache and written to it."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
 @dataclass
@@ -317,8 +295,10 @@ class RunRecorder:
         dry_run: bool = False,
         now: Callable[[], datetime] | None = None,
         model: str | None = None,
+        repair: Callable[[], tuple[bool, list[str]]] | None = None,
     ) -> None:
         self.ws = ws
+        self._repair_fn = repair
         self._now = now or _utcnow
         started = self._now()
         self.record = RunRecord(
@@ -343,11 +323,11 @@ class RunRecorder:
 
     def _repair(self) -> None:
         """A killed run may have left a half-applied write or temp files: clean up first, so
-        this run reads only whole versions (a stage that trusted them could lose data)."""
-        from crustacean.store.files import Store
-
-        undone, stray = Store(self.ws).repair()
-        self._repaired = (undone, len(stray))
+        this run reads only whole versions (a stage that trusted them could lose data). The
+        stage hands in its store's `repair` (a run record is ground floor; the store is not)."""
+        if self._repair_fn is not None:
+            undone, stray = self._repair_fn()
+            self._repaired = (undone, len(stray))
 
     def _log_start(self, stale: int) -> None:
         self.log(f"run {self.record.id}: stage {self.record.stage}, pid {os.getpid()}")

@@ -9,7 +9,16 @@ from datetime import date, datetime, tzinfo
 from functools import cached_property
 from pathlib import Path
 
-from crustacean.config import WORKSPACE_FILE, LoadedConfig, Settings, load_config
+from crustacean.config import (
+    ORG_ENV,
+    WORKSPACE_FILE,
+    LoadedConfig,
+    Settings,
+    default_env_file,
+    env_file_path,
+    load_config,
+    user_config_file,
+)
 from crustacean.errors import ConfigError, WorkspaceNotFoundError
 
 WORKSPACE_ENV = "CRUSTACEAN_WORKSPACE"
@@ -173,9 +182,6 @@ def locations(
 
     The snake_case key is what `paths --json` prints; it stays the same when a label is reworded.
     """
-    from crustacean.config import ORG_ENV, load_config, user_config_file
-    from crustacean.llm.client import default_env_file, env_file_path
-
     env = os.environ if env is None else env
     try:
         root: Path | None = find_workspace(explicit, env, cwd)

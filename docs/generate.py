@@ -366,7 +366,7 @@ def sync_contract_sections() -> list[str]:
     wrote = []
     targets = [(REPO / "pipeline" / c.doc, s) for s, c in contract.CONTRACTS.items()]
     targets.append((DOCS / "safety.md", None))
-    from crustacean import system_docs
+    from crustacean.ops import system_docs
 
     versions = REPO / "pipeline" / system_docs.VERSIONS_FILE
     known = system_docs.shipped_hashes()

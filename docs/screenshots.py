@@ -53,10 +53,12 @@ def demo(root: Path) -> dict[str, str]:
     """The tests' seed plus a month of runs, so the cost chart has something to draw."""
     from ui_helpers import open_ws, seed
 
-    from crustacean.init import init_workspace
-    from crustacean.runs import RunRecorder, Usage
-    from crustacean.store import Change, Store
+    from crustacean.ops.init import init_workspace
+    from crustacean.runs import RunRecorder
     from crustacean.store import history as hist
+    from crustacean.store.changes import Change
+    from crustacean.store.write import Store
+    from crustacean.usage import Usage
 
     init_workspace(root, detect=False)
     ws = open_ws(root)
@@ -98,7 +100,7 @@ def main() -> int:
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    import crustacean.cron as cron
+    import crustacean.ops.cron as cron
 
     cron.read_crontab = lambda _f: ""  # the demo never reads this machine's crontab
     with tempfile.TemporaryDirectory() as tmp:

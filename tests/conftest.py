@@ -38,7 +38,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from crustacean.cli.app import app  # noqa: E402
 from crustacean.config import load_config  # noqa: E402
-from crustacean.init import init_workspace  # noqa: E402
+from crustacean.ops.init import init_workspace  # noqa: E402
 from crustacean.workspace import Workspace  # noqa: E402
 
 # CI runs the property and fuzz tests on a fixed seed, so a red build is reproducible; a developer's

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from crustacean.config import load_config
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
 from crustacean.workspace import Workspace
 
 

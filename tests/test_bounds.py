@@ -17,8 +17,8 @@ from test_mcp import call as session
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
-from crustacean.context import not_loaded_summary
 from crustacean.mcp_server import build_server
+from crustacean.recall.context import not_loaded_summary
 from crustacean.workspace import Workspace
 
 CLAUDE_CODE_CAP = 10_000  # Claude Code saves a longer hook output to a file (since v2.1.89)
@@ -217,7 +217,7 @@ def test_bad_line_ranges_are_tool_errors(ws: Workspace, args: dict[str, Any], me
 
 def test_the_stages_tools_share_the_bounds(ws: Workspace) -> None:
     from crustacean.llm.tools import ToolExecutor
-    from crustacean.store.files import Store
+    from crustacean.store.write import Store
 
     (ws.root / "memory/notes/huge.md").write_text("- x\n" * 40_000)
     tools = ToolExecutor(Store(ws), "curate", "run-1")

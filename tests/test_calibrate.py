@@ -13,7 +13,8 @@ from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.runs import RunRecorder
 from crustacean.stages.calibrate import calibrate
-from crustacean.store import Store, sha256_hex
+from crustacean.store.changes import sha256_hex
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 12, 1, 5, 0, tzinfo=UTC)

@@ -19,13 +19,11 @@ from crustacean.config import load_config
 from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
 from crustacean.sources import Message
-from crustacean.stages.collect import (
-    CollectResult,
-    Progress,
+from crustacean.stages.collect import CollectResult, Progress, collect
+from crustacean.stages.collect_notes import (
     bind_items,
     build_chunks,
     clean_text,
-    collect,
     normalize,
     parse_when,
 )
@@ -760,7 +758,7 @@ def test_a_crash_after_a_batch_append_neither_loses_nor_repeats(
 def test_tick_fetches_a_finished_batch(
     ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
-    from crustacean.schedule import tick
+    from crustacean.ops.tick import tick
 
     big_transcript(tmp_path, 40)
     off = [f"stages.{s}.enabled=false" for s in ("curate", "compile", "calibrate")]

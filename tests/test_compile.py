@@ -15,7 +15,7 @@ from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.errors import LimitError
 from crustacean.stages.compile import compile_workspace
-from crustacean.store import Store
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a Sunday
@@ -262,7 +262,7 @@ def test_interrupted_between_passes_then_idempotent(
 
 
 def test_not_a_git_repo(tmp_path: Path) -> None:
-    from crustacean.init import init_workspace
+    from crustacean.ops.init import init_workspace
 
     root = tmp_path / "plain"
     init_workspace(root)

@@ -17,7 +17,7 @@ from crustacean.config import (
     toml_value,
 )
 from crustacean.errors import ConfigError
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
 
 
 def test_defaults_match_the_seeds() -> None:

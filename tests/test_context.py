@@ -11,9 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli, snapshot
-from crustacean.context import Caps, ContextRequest, assemble, build_context, choose, parse_for
 from crustacean.errors import UsageError
-from crustacean.memories import load_memories
+from crustacean.recall.context import (
+    Caps,
+    ContextRequest,
+    assemble,
+    build_context,
+    choose,
+    parse_for,
+)
+from crustacean.recall.memories import load_memories
 from crustacean.state import open_state
 from crustacean.workspace import Workspace
 

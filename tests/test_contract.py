@@ -72,8 +72,8 @@ def test_safety_doc_table_is_generated_from_the_contract() -> None:
 
 def test_every_shipped_doc_is_listed_under_its_version() -> None:
     """A doc edit without `docs/generate.py` would make every workspace copy look user-edited."""
+    from crustacean.ops.system_docs import doc_version, shipped_hashes
     from crustacean.store.changes import sha256_hex
-    from crustacean.system_docs import doc_version, shipped_hashes
     from crustacean.workspace import PIPELINE_DOCS
 
     known = shipped_hashes()
@@ -130,7 +130,7 @@ def test_the_executor_refuses_what_the_contract_does_not_offer(
     from conftest import snapshot
     from crustacean.llm.contract import check_changes
     from crustacean.llm.tools import ToolExecutor
-    from crustacean.store.files import Store
+    from crustacean.store.write import Store
 
     store = Store(ws)  # type: ignore[arg-type]
     before = snapshot(store.root)

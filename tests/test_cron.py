@@ -18,13 +18,13 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from crustacean import cron
 from crustacean.cli.app import root as root_callback
 from crustacean.cli.common import CrustaceanGroup
 from crustacean.cli.cron_cmd import cron_app
 from crustacean.config import load_config
 from crustacean.errors import ConfigError, UsageError
-from crustacean.init import init_workspace
+from crustacean.ops import cron
+from crustacean.ops.init import init_workspace
 from crustacean.workspace import Workspace
 
 cron_daemon = pytest.mark.cron_daemon
@@ -288,7 +288,7 @@ def test_env_file_created_0600_with_a_template(ws: Workspace, tab: Path, tmp_pat
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     assert "# ANTHROPIC_API_KEY=" in env_file.read_text()
     assert f"Created {env_file} (mode 0600)" in out
-    from crustacean.llm.client import read_env_file
+    from crustacean.config import read_env_file
 
     assert read_env_file(env_file) == {}  # the template sets nothing
 
@@ -490,7 +490,7 @@ def test_rotate_log_keeps_one_old_file_and_the_open_append_handle_working(
 def test_status_and_doctor_hints_do_not_offer_crontab_file(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from crustacean.status import cron_state, doctor
+    from crustacean.ops.status import cron_state, doctor
 
     monkeypatch.setattr(cron, "crontab_program", lambda: None)
     state = cron_state(ws)

@@ -16,7 +16,8 @@ from conftest import run_cli
 from crustacean.config import load_config
 from crustacean.errors import LimitError
 from crustacean.stages.curate import curate, parse_entries
-from crustacean.store import Store, sha256_hex
+from crustacean.store.changes import sha256_hex
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

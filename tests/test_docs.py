@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from crustacean.config import SECTIONS, load_config
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"

@@ -1,4 +1,4 @@
-"""The health check by code (`crustacean.health`) and `crustacean health`."""
+"""The health check by code (`crustacean.stages.health`) and `crustacean health`."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from crustacean import health as h
 from crustacean.cli.common import CrustaceanGroup
 from crustacean.cli.health_cmd import health as health_command
-from crustacean.runs import RunRecord, RunRecorder, Usage
+from crustacean.runs import RunRecord, RunRecorder
+from crustacean.stages import health as h
 from crustacean.store.proposals import Proposal
+from crustacean.usage import Usage
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

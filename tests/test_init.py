@@ -166,7 +166,7 @@ def test_without_git_the_workspace_still_works_unversioned(
 
 
 def test_version_flag_names_the_pipeline_docs_version() -> None:
-    from crustacean.system_docs import shipped_version
+    from crustacean.ops.system_docs import shipped_version
 
     out = run_cli("--version").stdout
     assert out.startswith("crustacean 0.") and f"pipeline docs {shipped_version()}" in out
@@ -298,9 +298,10 @@ V1 = Path(__file__).parent / "fixtures/pipeline-v1"  # two docs as version 1 shi
 def test_init_upgrades_unedited_docs_and_proposes_over_edited_ones(tmp_path: Path) -> None:
     import json
 
-    from crustacean.store.files import Store
-    from crustacean.store.proposals import diff, list_proposals
-    from crustacean.system_docs import shipped_hashes, upgrade_docs
+    from crustacean.ops.system_docs import shipped_hashes, upgrade_docs
+    from crustacean.store.proposals import list_proposals
+    from crustacean.store.review import diff
+    from crustacean.store.write import Store
     from crustacean.workspace import Workspace, data_dir
 
     root = tmp_path / "w"
@@ -327,7 +328,7 @@ def test_init_upgrades_unedited_docs_and_proposes_over_edited_ones(tmp_path: Pat
     assert "memory/.system/CURATE.md has your edits, so it was kept" in result.stdout
     assert (system / "COMPILE.md").read_bytes() == shipped["COMPILE.md"]
     assert (system / "CURATE.md").read_bytes() == tuned  # the user's edit is never overwritten
-    (prop,) = list_proposals(store)
+    (prop,) = list_proposals(store.ws)
     text = diff(store, prop.id)
     assert "+Version: 2" in text and "-- Also: file recipes under knowledge/recipes/." in text
     # running it again adds no second proposal and changes nothing

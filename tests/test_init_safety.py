@@ -14,8 +14,8 @@ import pytest
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.errors import LimitError, SecretError
-from crustacean.store.files import Store
 from crustacean.store.scan import BLOCK_END, BLOCK_START, check_file, with_left_out_block
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 AWS_ID = "AKIA" + "IOSFODNN7ABCDEFG"

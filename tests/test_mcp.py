@@ -225,7 +225,7 @@ def test_mcp_write_off_and_ask(ws: Workspace) -> None:
 
 
 def test_fifty_concurrent_appends_lose_nothing(ws: Workspace) -> None:
-    from crustacean.store import Store
+    from crustacean.store.write import Store
 
     path = "memory/notes/log.md"
     Store(ws).write_context(

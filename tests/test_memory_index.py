@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from crustacean import context as context_mod
-from crustacean import memories
-from crustacean.context import Caps, assemble, parse_for
-from crustacean.memory_index import PERSON_FOLDERS, IndexedMemory, load_memories
+from crustacean.recall import context as context_mod
+from crustacean.recall import memories
+from crustacean.recall.context import Caps, assemble, parse_for
+from crustacean.recall.memory_index import PERSON_FOLDERS, IndexedMemory, load_memories
 from crustacean.state import open_state
 from crustacean.workspace import Workspace
 
@@ -118,7 +118,7 @@ def test_settled_files_are_not_parsed_again(
         parsed.append(rel)
         return real(ws, rel)
 
-    monkeypatch.setattr("crustacean.memory_index.read_memory", counting)
+    monkeypatch.setattr("crustacean.recall.memory_index.read_memory", counting)
     mems, _ = load_memories(many, bodies=False)
     assert parsed == [] and all(isinstance(m, IndexedMemory) for m in mems)
     assert [m.path for m in mems] == [p for p, _ in expected(many)[0]]

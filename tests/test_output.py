@@ -22,8 +22,9 @@ import pytest
 
 from conftest import run_cli
 from crustacean.cli.output import Col, plan_columns, shorten_middle, wrap
-from crustacean.init import init_sample
-from crustacean.runs import RunRecorder, Usage
+from crustacean.ops.init import init_sample
+from crustacean.runs import RunRecorder
+from crustacean.usage import Usage
 from crustacean.workspace import Workspace
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

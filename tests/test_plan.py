@@ -14,9 +14,9 @@ import pytest
 from conftest import run_cli
 from conftest import snapshot as _snapshot
 from crustacean.config import load_config
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
+from crustacean.ops.tick import tick
 from crustacean.runs import list_runs
-from crustacean.schedule import tick
 from crustacean.workspace import Workspace
 
 

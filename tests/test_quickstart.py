@@ -19,7 +19,7 @@ from fakeapi import tool_use
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.documents import read_document
-from crustacean.init import SAMPLE_SOURCES, init_sample, render_sample
+from crustacean.ops.init import SAMPLE_SOURCES, init_sample, render_sample
 from crustacean.runs import list_runs
 from crustacean.sources import read_new
 from crustacean.sources.discovery import discover

@@ -118,7 +118,7 @@ def test_help_lists_only_commands_that_work() -> None:
 def test_the_claude_code_hook_snippet_works(tmp_path: Path) -> None:
     import json
 
-    from crustacean.init import init_workspace
+    from crustacean.ops.init import init_workspace
 
     settings = json.loads(_blocks("json")[0])
     hook = settings["hooks"]["SessionStart"][0]
@@ -134,7 +134,7 @@ def test_the_claude_code_hook_snippet_works(tmp_path: Path) -> None:
 def test_the_mcp_registration_snippet_works(tmp_path: Path) -> None:
     import json
 
-    from crustacean.init import init_workspace
+    from crustacean.ops.init import init_workspace
 
     server = json.loads(_blocks("json")[1])["mcpServers"]["crustacean"]
     init_workspace(tmp_path / "agent")
@@ -149,7 +149,7 @@ def test_the_schedule_block_runs_against_a_stand_in_crontab(tmp_path: Path) -> N
     real crontab is never touched."""
     from test_docs import CRONTAB
 
-    from crustacean.init import init_workspace
+    from crustacean.ops.init import init_workspace
 
     block = next(b for b in _blocks("sh") if b.startswith("crustacean cron install"))
     commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
@@ -169,7 +169,7 @@ def test_the_toml_snippets_are_valid_config(tmp_path: Path) -> None:
     import tomllib
 
     from crustacean.config import load_config
-    from crustacean.init import init_workspace
+    from crustacean.ops.init import init_workspace
 
     snippets = _blocks("toml")
     assert len(snippets) >= 2

@@ -26,13 +26,13 @@ from crustacean.runs import (
     RunNotFoundError,
     RunRecorder,
     ToolCallRecord,
-    Usage,
     get_run,
     last_runs,
     list_runs,
     log_path,
 )
 from crustacean.state import open_state
+from crustacean.usage import Usage
 from crustacean.workspace import Workspace
 
 T0 = datetime(2026, 11, 30, 3, 30, tzinfo=UTC)

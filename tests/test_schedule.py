@@ -13,14 +13,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from crustacean import schedule
 from crustacean.cli.app import root as root_callback
 from crustacean.cli.common import CrustaceanGroup
 from crustacean.cli.tick_cmd import tick as tick_command
 from crustacean.config import load_config
 from crustacean.errors import CrustaceanError
+from crustacean.ops import tick as schedule
+from crustacean.ops.tick import STAGE_ORDER, Due, due_stages, tick
 from crustacean.runs import RunLock, RunRecorder, list_runs
-from crustacean.schedule import STAGE_ORDER, Due, due_stages, tick
 from crustacean.workspace import Workspace
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -348,7 +348,7 @@ def test_cli_tick_log_writes_one_timestamped_line_only_when_work_was_done(
 def test_cli_tick_log_rotates_the_cron_log_by_size(
     utc_ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from crustacean import cron
+    from crustacean.ops import cron
 
     log = utc_ws.logs_dir / cron.LOG_NAME
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -371,7 +371,7 @@ def test_cli_tick_log_rotates_the_cron_log_by_size(
 )
 def test_log_line_table(due: list[str], verbose: bool, expected: str) -> None:
     from crustacean.cli.tick_cmd import log_line
-    from crustacean.schedule import Due, StageOutcome
+    from crustacean.ops.tick import Due, StageOutcome
 
     tokyo = ZoneInfo("Asia/Tokyo")
     outcomes = [

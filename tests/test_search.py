@@ -13,7 +13,7 @@ import pytest
 
 from conftest import run_cli, snapshot
 from crustacean.errors import SearchQueryError
-from crustacean.search import (
+from crustacean.recall.search import (
     MAX_TERMS,
     Hit,
     Line,
@@ -22,7 +22,7 @@ from crustacean.search import (
     is_scaffold,
     log_day,
 )
-from crustacean.search_query import split_words
+from crustacean.recall.search_query import split_words
 from crustacean.state import MIGRATIONS, open_state, split_statements
 from crustacean.workspace import Workspace
 

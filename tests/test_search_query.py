@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from crustacean.search_query import DateRange, find_dates, parse_query, split_words
+from crustacean.recall.search_query import DateRange, find_dates, parse_query, split_words
 
 TODAY = date(2026, 3, 28)  # a Saturday
 

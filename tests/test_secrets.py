@@ -1,4 +1,4 @@
-"""Tests for crustacean.store.secrets.
+"""Tests for crustacean.secrets.
 
 Every fake credential is built by concatenation so this file never holds a literal one
 (`test_this_file_holds_no_literal_secret` checks that).
@@ -12,9 +12,9 @@ import pytest
 
 from crustacean.config import load_config
 from crustacean.errors import SecretError
-from crustacean.init import init_workspace
-from crustacean.store.files import Store
-from crustacean.store.secrets import SecretFinding, find_secrets, redact
+from crustacean.ops.init import init_workspace
+from crustacean.secrets import SecretFinding, find_secrets, redact
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 HEX64 = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b"

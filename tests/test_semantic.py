@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from crustacean import semantic
-from crustacean.search import SearchIndex
+from crustacean.recall import semantic
+from crustacean.recall.search import SearchIndex
 from crustacean.workspace import Workspace
 
 

@@ -11,8 +11,9 @@ import pytest
 from fakeapi import error, text
 
 from conftest import run_cli
-from crustacean.runs import RunRecorder, Usage
-from crustacean.status import doctor, run_totals, split_fix, workspace_status
+from crustacean.ops.status import doctor, run_totals, split_fix, workspace_status
+from crustacean.runs import RunRecorder
+from crustacean.usage import Usage
 from crustacean.workspace import Workspace, locations
 
 NOW = datetime.now(UTC)
@@ -168,7 +169,7 @@ def test_doctor_reads_openclaw_config_as_openclaw_does(
 ) -> None:
     home = tmp_path / "home"
     root = home / "agent-ws"
-    from crustacean.init import init_workspace
+    from crustacean.ops.init import init_workspace
 
     init_workspace(root, detect=False)
     with (root / "crustacean.toml").open("a") as fh:  # it collects OpenClaw's transcripts
@@ -192,7 +193,7 @@ def test_doctor_names_an_unreadable_openclaw_config(ws: Workspace, tmp_path: Pat
 
 
 def test_doctor_sees_the_cron_entry(ws: Workspace, tmp_path: Path, monkeypatch: Any) -> None:
-    from crustacean import cron, status
+    from crustacean.ops import cron, status
 
     tab = tmp_path / "crontab"
     tab.write_text("# mine\n")

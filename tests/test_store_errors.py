@@ -25,10 +25,10 @@ from crustacean.errors import (
     VersionError,
     WriteError,
 )
-from crustacean.store import Store
-from crustacean.store import files as store_files
 from crustacean.store import history as hist
+from crustacean.store import write as store_files
 from crustacean.store.versions import Git
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 NOTE = "memory/notes/a.md"
@@ -627,7 +627,7 @@ CRASH_SCRIPT = textwrap.dedent(
     import json, os, sys
     from pathlib import Path
     from crustacean.config import load_config
-    from crustacean.store import files
+    from crustacean.store import write as files
     from crustacean.store.versions import Git
     from crustacean.workspace import Workspace
 

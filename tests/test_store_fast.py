@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from crustacean.store import Store, gitread
+from crustacean.store import gitread
 from crustacean.store.versions import Git
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 NOTE = "memory/notes/fast.md"
@@ -267,10 +268,10 @@ def test_the_files_folders_are_synced_before_head_moves(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The folders' fsyncs run while git works, but HEAD moves only after they are done."""
-    from crustacean.store import files
+    from crustacean.store import write
 
     events: list[str] = []
-    real_sync, real_run = files._fsync_dir, Git.run
+    real_sync, real_run = write.fsync_dir, Git.run
 
     def sync(folder: Path) -> None:
         real_sync(folder)
@@ -280,7 +281,7 @@ def test_the_files_folders_are_synced_before_head_moves(
         events.append(args[0])
         return real_run(self, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(files, "_fsync_dir", sync)
+    monkeypatch.setattr(write, "fsync_dir", sync)
     monkeypatch.setattr(Git, "run", run)
     append(store, "- durable\n")
     assert "synced .crustacean" in events[: events.index("update-index")]  # the journal's
@@ -293,7 +294,7 @@ def test_a_file_that_cannot_be_written_leaves_nothing_behind(
     """One temp file of a call fails while the others are written at once: the error is
     raised, no file changed, no temp file and no journal is left, and no version is made."""
     from conftest import snapshot
-    from crustacean.store import files
+    from crustacean.store import write
 
     root = store.root
     names = [f"memory/notes/n{i}.md" for i in range(4)]
@@ -303,14 +304,14 @@ def test_a_file_that_cannot_be_written_leaves_nothing_behind(
         message="setup",
     )
     before, head = snapshot(root), git(root, "rev-parse", "HEAD")
-    real = files._synced_temp
+    real = write.synced_temp
 
     def flaky(path: Path, data: bytes, mode: int | None) -> str:
         if path.name == "n2.md":
             raise OSError(28, "No space left on device")
         return real(path, data, mode)
 
-    monkeypatch.setattr(files, "_synced_temp", flaky)
+    monkeypatch.setattr(write, "synced_temp", flaky)
     with pytest.raises(OSError, match="No space left"):
         store.write_context(
             [{"path": p, "mode": "append", "content": "y\n"} for p in names],

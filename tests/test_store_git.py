@@ -135,7 +135,7 @@ def test_a_stale_index_lock_is_cleared_with_a_log_line(
 
 KILL_AT = """
 import os, signal, sys
-from crustacean.store import files
+from crustacean.store import write as files
 point = {point!r}
 def hook(path):
     if point == "first" or path == point:
@@ -158,7 +158,7 @@ def killed_cli(root: Path, point: str, *args: str) -> None:
 def test_a_kill_between_the_commit_and_the_index_is_repaired_by_the_next_write(
     ws: Workspace,
 ) -> None:
-    from crustacean.store.files import INDEX_SYNC
+    from crustacean.store.write import INDEX_SYNC
 
     killed_cli(ws.root, INDEX_SYNC, "remember", "tea", "Alice drinks green tea.")
     assert "green tea" in git(ws.root, "show", "HEAD:memory/lessons/tea.md")  # committed

@@ -18,9 +18,9 @@ from store_helpers import copy_workspace, git, make_template
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.errors import VersionError, WriteError
-from crustacean.init import init_workspace
-from crustacean.store import Store
+from crustacean.ops.init import init_workspace
 from crustacean.store import history as hist
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 DAY = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -13,8 +13,9 @@ import pytest
 from store_helpers import copy_workspace, git, make_template
 
 from crustacean.config import load_config
-from crustacean.store import Store, sha256_hex
+from crustacean.store.changes import sha256_hex
 from crustacean.store.versions import TRAILER_CALL, TRAILER_RUN
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 DAY = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -352,7 +353,7 @@ def test_read_context_file_hashes_the_exact_bytes(store: Store) -> None:
 
 
 def test_a_workspace_without_git_still_writes(tmp_path: Path) -> None:
-    from crustacean.init import init_workspace
+    from crustacean.ops.init import init_workspace
 
     root = tmp_path / "plain"
     init_workspace(root)

@@ -13,8 +13,9 @@ from store_helpers import copy_workspace, git, make_template
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.errors import PolicyError, ProposalError, StaleWriteError
-from crustacean.store import Store, proposals
+from crustacean.store import proposals, review
 from crustacean.store.policy import ACTORS, MODEL_ACTORS, Verdict, decide
+from crustacean.store.write import Store
 from crustacean.workspace import FOUNDATION_FILES, Workspace
 
 A, K, D = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
@@ -256,7 +257,7 @@ def test_ask_first_call_becomes_a_proposal_and_changes_nothing(ws: Workspace) ->
     pid = propose(ws)
     assert pid == 1
     assert propose(ws) == 2  # ids grow
-    prop = proposals.get(Store(ws), pid)
+    prop = proposals.get(ws, pid)
     assert prop.status == "pending" and prop.actor == "curate" and prop.run_id == "run-7"
     assert prop.paths == ["SOUL.md", "memory/notes/crabs.md"]  # the whole call, not just SOUL.md
     assert prop.reads["SOUL.md"] == Store(ws).read_context_file("SOUL.md").sha256
@@ -267,24 +268,24 @@ def test_ask_first_call_becomes_a_proposal_and_changes_nothing(ws: Workspace) ->
 def test_proposals_survive_a_round_trip_of_odd_text(ws: Workspace) -> None:
     text = '- ünïcode ✓ and "quotes"\r\n\ttab\n'
     pid = propose(ws, [{"path": "USER.md", "mode": "append", "content": text}])
-    proposals.approve(Store(ws), pid)
+    review.approve(Store(ws), pid)
     assert (ws.root / "USER.md").read_bytes().endswith(text.encode())
 
 
 def test_symlink_to_a_foundation_file_is_still_ask_first(ws: Workspace) -> None:
     os.symlink("../../SOUL.md", ws.root / "memory/notes/soul.md")
     pid = propose(ws, [{"path": "memory/notes/soul.md", "mode": "append", "content": "x\n"}])
-    assert proposals.get(Store(ws), pid).paths == ["SOUL.md"]
+    assert proposals.get(ws, pid).paths == ["SOUL.md"]
 
 
 def test_review_setting_queues_ordinary_writes(ws: Workspace) -> None:
-    review = Workspace(ws.root, load_config(ws.root, overrides=["memory.write=review"]))
-    pid = propose(review, [NOTE_ADD])
-    assert "memory.write is review" in proposals.get(Store(review), pid).reason
-    result = proposals.approve(Store(review), pid)  # approval applies it despite review
+    reviewing = Workspace(ws.root, load_config(ws.root, overrides=["memory.write=review"]))
+    pid = propose(reviewing, [NOTE_ADD])
+    assert "memory.write is review" in proposals.get(reviewing, pid).reason
+    result = review.approve(Store(reviewing), pid)  # approval applies it despite review
     assert result.version and (ws.root / "memory/notes/crabs.md").read_bytes() == b"# Crabs\n"
     # the user is never queued
-    direct = Store(review).write_context(
+    direct = Store(reviewing).write_context(
         [{"path": "memory/notes/u.md", "mode": "create", "content": "u\n"}],
         actor="user",
         message="by hand",
@@ -299,7 +300,7 @@ def test_off_setting_refuses_model_writes_without_a_proposal(ws: Workspace) -> N
         with pytest.raises(PolicyError, match=r"memory\.write is off"):
             Store(off).write_context([change], actor="curate", message="x")
     assert snapshot(ws.root) == before
-    assert proposals.list_proposals(Store(off)) == []
+    assert proposals.list_proposals(off) == []
 
 
 def test_denied_change_in_an_ask_first_call_refuses_the_call(ws: Workspace) -> None:
@@ -342,7 +343,7 @@ def test_review_lists_shows_and_approves_through_the_cli(ws: Workspace) -> None:
     assert f"(proposal {pid}, approved)" in git(root, "log", "-1", "--format=%s")
     assert "Crustacean-Run: run-7" in git(root, "log", "-1", "--format=%b")
     assert (root / "SOUL.md").read_bytes() == soul_before + b"- Be kind to crabs.\n"
-    assert proposals.get(Store(ws), pid).status == "approved"
+    assert proposals.get(ws, pid).status == "approved"
     assert "No pending proposals." in run_cli(*w, "review").stdout
 
     again = run_cli(*w, "review", "approve", str(pid), code=2)
@@ -362,9 +363,9 @@ def test_approving_a_stale_proposal_is_refused_and_it_stays_pending(ws: Workspac
     assert f"Error: proposal {pid} is stale" in result.stderr
     assert f"reject it with `crustacean review reject {pid}`" in result.stderr
     assert snapshot(root) == before  # the human's edit is not clobbered, no version made
-    assert proposals.get(Store(ws), pid).status == "pending"
+    assert proposals.get(ws, pid).status == "pending"
     with pytest.raises(StaleWriteError):
-        proposals.approve(Store(ws), pid)
+        review.approve(Store(ws), pid)
 
 
 def test_edit_on_disk_without_commit_also_makes_it_stale(ws: Workspace) -> None:
@@ -373,7 +374,7 @@ def test_edit_on_disk_without_commit_also_makes_it_stale(ws: Workspace) -> None:
         fh.write(b"typed, not committed\n")
     before = snapshot(ws.root)
     with pytest.raises(StaleWriteError, match=f"proposal {pid} is stale"):
-        proposals.approve(Store(ws), pid)
+        review.approve(Store(ws), pid)
     assert snapshot(ws.root) == before
 
 
@@ -387,7 +388,7 @@ def test_reject_drops_a_proposal_with_its_reason(ws: Workspace) -> None:
     )
     after = snapshot(root)
     assert without_proposals(after) == without_proposals(before)  # no file, no version
-    prop = proposals.get(Store(ws), pid)
+    prop = proposals.get(ws, pid)
     assert prop.status == "rejected" and prop.note == "no"
     assert "No pending proposals." in run_cli(*w, "review").stdout
     shown = run_cli(*w, "review", "show", str(pid)).stdout
@@ -396,7 +397,7 @@ def test_reject_drops_a_proposal_with_its_reason(ws: Workspace) -> None:
         result = run_cli(*w, "review", verb, str(pid), code=2)
         assert f"Error: proposal {pid} is already rejected" in result.stderr
     with pytest.raises(ProposalError):
-        proposals.approve(Store(ws), pid)
+        review.approve(Store(ws), pid)
     assert without_proposals(snapshot(root)) == without_proposals(before)
 
 
@@ -430,7 +431,7 @@ def test_approval_is_stale_when_a_file_it_creates_by_append_appeared(ws: Workspa
     (ws.root / "memory/notes/new.md").write_text("- typed by the human meanwhile\n")
     before = snapshot(ws.root)
     with pytest.raises(StaleWriteError, match="did not exist when it was proposed"):
-        proposals.approve(store, pid)
+        review.approve(store, pid)
     assert snapshot(ws.root) == before
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from crustacean import tick_memo
 from crustacean.errors import WorkspaceNotFoundError
+from crustacean.ops import tick_memo
+from crustacean.ops.tick import STAGE_ORDER, due_stages, tick
 from crustacean.runs import RunRecorder
-from crustacean.schedule import STAGE_ORDER, due_stages, tick
 from crustacean.workspace import Workspace, find_workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

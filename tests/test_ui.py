@@ -20,9 +20,11 @@ from starlette.testclient import TestClient
 from ui_helpers import HOSTILE, SOUL_ADDED, open_ws, seed
 
 from conftest import snapshot
-from crustacean.init import init_workspace
-from crustacean.store import Change, Store, proposals
+from crustacean.ops.init import init_workspace
 from crustacean.store import history as hist
+from crustacean.store import proposals
+from crustacean.store.changes import Change
+from crustacean.store.write import Store
 from crustacean.ui import views
 from crustacean.ui.security import Guard
 from crustacean.ui.server import UiContext, build_app
@@ -35,7 +37,7 @@ BASE = f"http://127.0.0.1:{PORT}"
 @pytest.fixture(autouse=True)
 def no_crontab(monkeypatch: pytest.MonkeyPatch) -> None:
     """doctor reads the crontab; the tests never touch the real one."""
-    import crustacean.cron as cron
+    import crustacean.ops.cron as cron
 
     monkeypatch.setattr(cron, "read_crontab", lambda _f, **_: "")
 
@@ -107,7 +109,7 @@ def test_a_foreign_host_header_is_refused_even_with_the_cookie(seeded, host: str
     r = client.post(f"/proposals/{pid}/approve", data={"csrf": guard.csrf}, headers={"host": host})
     assert r.status_code == 421
     assert workspace_state(ws.root) == before
-    assert proposals.get(Store(ws), pid).status == "pending"
+    assert proposals.get(ws, pid).status == "pending"
 
 
 def test_localhost_is_the_same_server(seeded) -> None:
@@ -141,7 +143,7 @@ def test_changes_without_a_valid_csrf_token_change_nothing(seeded) -> None:
     no_cookie, _ = client_for(ws.root)
     assert no_cookie.post(f"/proposals/{pid}/approve", data={"csrf": guard.csrf}).status_code == 403
     assert workspace_state(ws.root) == before
-    assert all(p.status == "pending" for p in proposals.list_proposals(Store(ws), None))
+    assert all(p.status == "pending" for p in proposals.list_proposals(ws, None))
 
 
 def test_pages_carry_the_csrf_token_and_strict_headers(seeded) -> None:
@@ -245,7 +247,7 @@ def test_approve_applies_the_proposal_as_a_version(seeded) -> None:
     assert SOUL_ADDED.strip() in (ws.root / "SOUL.md").read_text()
     top = hist.history(Store(ws), None, 1)[0]
     assert top.id == vid and top.actor == "calibrate" and top.files == ("SOUL.md",)
-    assert proposals.get(Store(ws), pid).status == "approved"
+    assert proposals.get(ws, pid).status == "approved"
     shown = client.get(r.headers["location"]).text
     assert "Approved: the proposal was applied" in shown and "Be brief, warm and exact." in shown
     assert f'href="/versions/{vid}"' in client.get("/proposals?status=approved").text
@@ -261,7 +263,7 @@ def test_reject_writes_nothing(seeded) -> None:
     r = client.post(f"/proposals/{pid}/reject", data={"csrf": guard.csrf, "reason": "not <now>"})
     assert r.status_code == 303 and r.headers["location"] == f"/proposals?done=rejected-{pid}"
     assert workspace_state(ws.root) == before
-    prop = proposals.get(Store(ws), pid)
+    prop = proposals.get(ws, pid)
     assert prop.status == "rejected" and prop.note == "not <now>"
     assert "not &lt;now&gt;" in client.get("/proposals?status=rejected").text
 
@@ -276,7 +278,7 @@ def test_a_stale_proposal_is_refused_and_stays_pending(seeded) -> None:
     assert r.status_code == 409 and f"proposal {pid} is stale" in r.text
     assert "Nothing was changed" in r.text
     assert workspace_state(ws.root) == before
-    assert proposals.get(Store(ws), pid).status == "pending"
+    assert proposals.get(ws, pid).status == "pending"
 
 
 def test_memory_write_off_refuses_approval(seeded) -> None:

@@ -15,8 +15,9 @@ import pytest
 from ui_helpers import ALICE, SOUL_ADDED, chrome, find_browser, seed, serve
 
 from conftest import snapshot
-from crustacean.store import Store, proposals
 from crustacean.store import history as hist
+from crustacean.store import proposals
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 FOUND = find_browser()
@@ -36,7 +37,7 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(autouse=True)
 def no_crontab(monkeypatch: pytest.MonkeyPatch) -> None:
-    import crustacean.cron as cron
+    import crustacean.ops.cron as cron
 
     monkeypatch.setattr(cron, "read_crontab", lambda _f, **_: "")
 
@@ -131,7 +132,7 @@ def test_approve_a_proposal_and_see_the_file_change(site) -> None:
     assert "Approved" in done.text
     click_and_wait(d, link(d, "SOUL.md"), "#rendered")
     assert SOUL_ADDED.split("\n")[1] in css(d, "#rendered")[0].text
-    assert proposals.get(Store(ws), pid).status == "approved"
+    assert proposals.get(ws, pid).status == "approved"
 
 
 def test_reject_a_proposal_and_see_nothing_change(site) -> None:
@@ -148,7 +149,7 @@ def test_reject_a_proposal_and_see_nothing_change(site) -> None:
     assert (ws.root / "USER.md").read_text() == user_md
     after = {k: v for k, v in snapshot(ws.root).items() if not k.startswith(".crustacean/")}
     assert after == before
-    assert proposals.get(Store(ws), pid).status == "rejected"
+    assert proposals.get(ws, pid).status == "rejected"
 
 
 def test_search_and_follow_a_hit(site) -> None:

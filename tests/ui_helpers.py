@@ -15,10 +15,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from crustacean.config import load_config
-from crustacean.runs import RunRecorder, Usage
-from crustacean.store import Change, Store
+from crustacean.runs import RunRecorder
+from crustacean.store.changes import Change
+from crustacean.store.write import Store
 from crustacean.ui.security import Guard
 from crustacean.ui.server import UiContext, build_app, listen
+from crustacean.usage import Usage
 from crustacean.workspace import Workspace
 
 HOSTILE = (

@@ -84,7 +84,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from crustacean.system_docs import shipped_version
+        from crustacean.ops.system_docs import shipped_version
 
         console.print(f"crustacean {__version__} (pipeline docs {shipped_version()})")
         raise typer.Exit()

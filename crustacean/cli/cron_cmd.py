@@ -14,12 +14,12 @@ from crustacean.workspace import Workspace
 
 
 class _LazyCron:
-    """`crustacean.cron` loaded on first use, so `crustacean --help` does not pay for it."""
+    """`crustacean.ops.cron` loaded on first use, so `crustacean --help` does not pay for it."""
 
     def __getattr__(self, name: str) -> object:
         import importlib
 
-        return getattr(importlib.import_module("crustacean.cron"), name)
+        return getattr(importlib.import_module("crustacean.ops.cron"), name)
 
 
 cron = _LazyCron()
@@ -172,13 +172,13 @@ def _print_openclaw(ws: Workspace, as_json: bool) -> None:
     say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
     for line in cron.openclaw_commands(ws):
         verbatim(line)
-    from crustacean.llm.client import KEY_ENV
+    from crustacean.config import KEY_ENV
 
     say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
 
 
 def _env_note(env_file: Path, created: bool) -> None:
-    from crustacean.llm.client import KEY_ENV
+    from crustacean.config import KEY_ENV
 
     if created:
         say(f"Created {env_file} (mode 0600): put {KEY_ENV}=... in it; scheduled runs read it.")

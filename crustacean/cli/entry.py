@@ -1,8 +1,8 @@
 """The console script: answer a no-op `tick` from memory, else run the typer app.
 
 Kept to stdlib imports: a tick that cron runs every 15 minutes with nothing due is answered
-here (crustacean/tick_memo.py) before typer, rich or the config schema load. Every other command,
-and any tick that cannot be answered so, goes to `crustacean.cli.app` unchanged.
+here (crustacean/ops/tick_memo.py) before typer, rich or the config schema load. Every other
+command, and any tick that cannot be answered so, goes to `crustacean.cli.app` unchanged.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def main() -> None:
     argv, env = sys.argv[1:], os.environ
     memo = None
     if "tick" in argv:  # other commands do not pay for the memo's imports
-        from crustacean import tick_memo
+        from crustacean.ops import tick_memo
 
         try:
             memo = tick_memo.probe(argv, env, Path.cwd(), sys.stdout.isatty())

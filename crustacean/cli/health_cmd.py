@@ -18,7 +18,7 @@ def health(
 
     Exit codes: 0 when every check is ok or warn, 1 when any check fails.
     """
-    from crustacean.health import check_workspace
+    from crustacean.stages.health import check_workspace
 
     result = check_workspace(state(ctx).open(), datetime.now(UTC))
     if as_json:

@@ -21,8 +21,8 @@ def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List versions, newest first: id, time, actor, message and files."""
-    from crustacean.store import Store
     from crustacean.store import history as hist
+    from crustacean.store.write import Store
 
     ws = state(ctx).open()
     store = Store(ws)
@@ -62,8 +62,8 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """Show one version: who made it, why, and the diff."""
-    from crustacean.store import Store
     from crustacean.store import history as hist
+    from crustacean.store.write import Store
 
     store = Store(state(ctx).open())
     text = hist.show(store, version)
@@ -82,8 +82,8 @@ def rollback(
     as_json: AsJson = False,
 ) -> None:
     """Restore files as they were at VERSION, recorded as a new version (history is kept)."""
-    from crustacean.store import Store
     from crustacean.store import history as hist
+    from crustacean.store.write import Store
 
     result = hist.rollback(Store(state(ctx).open()), version, list(paths or []))
     if as_json:

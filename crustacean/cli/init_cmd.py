@@ -64,7 +64,7 @@ def init(
     The one exception: memory/.system/ docs you never edited are replaced by the shipped ones;
     an edited one is kept and the new version becomes a proposal (crustacean review)."""
     from crustacean.errors import UsageError
-    from crustacean.init import init_sample, init_workspace, offered_sources, sources_named
+    from crustacean.ops.init import init_sample, init_workspace, offered_sources, sources_named
 
     if sample and (daily_dir or source):
         raise UsageError("--sample uses its own layout and sources; drop --daily-dir/--source.")

@@ -11,7 +11,7 @@ from crustacean.cli.common import CrustaceanGroup, console, print_json, say, sta
 from crustacean.cli.output import Col, fit_table
 from crustacean.tiers import TIERS
 
-FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")  # as crustacean.context, kept light
+FOR_FORMS = ("main", "dm:NAME", "group:NAME", "cron")  # as crustacean.recall.context, kept light
 
 
 def context(
@@ -42,7 +42,7 @@ def context(
     ] = None,
 ) -> None:
     """Print what an agent should load now: foundation, recent days and memories, within caps."""
-    from crustacean.context import ContextRequest, build_context
+    from crustacean.recall.context import ContextRequest, build_context
 
     if fmt not in ("markdown", "json", "claude-hook"):
         raise typer.BadParameter("use markdown, json or claude-hook.", param_hint="--format")
@@ -72,7 +72,7 @@ def remember(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Record a ruling in memory/lessons/NAME.md (the same NAME replaces the old one)."""
-    from crustacean.memory_ops import remember as remember_memory
+    from crustacean.recall.memory_ops import remember as remember_memory
 
     result = remember_memory(
         state(ctx).open(), name, text, source=source, tier=tier, now=datetime.now(UTC)
@@ -97,7 +97,7 @@ def tier_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List memories with their tier, why they are in it, and their recall counts."""
-    from crustacean.memory_ops import tier_rows
+    from crustacean.recall.memory_ops import tier_rows
 
     if only is not None and only not in TIERS:
         raise typer.BadParameter(f"use one of {', '.join(TIERS)}.", param_hint="--tier")
@@ -145,7 +145,7 @@ def tier_plan_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
 ) -> None:
     """Show what the tier lifecycle would change now, without changing anything."""
-    from crustacean.memory_ops import tier_plan
+    from crustacean.recall.memory_ops import tier_plan
 
     decisions = tier_plan(state(ctx).open(), datetime.now(UTC))
     if as_json:
@@ -165,7 +165,7 @@ def tier_set(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Pin a memory to a tier by hand (written to its frontmatter, as a new version)."""
-    from crustacean.memory_ops import set_tier
+    from crustacean.recall.memory_ops import set_tier
 
     result = set_tier(state(ctx).open(), path, tier, datetime.now(UTC))
     if as_json:

@@ -25,12 +25,12 @@ def review(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List pending proposals (the subcommands show, approve or reject one)."""
-    from crustacean.store import Store, proposals
+    from crustacean.store import proposals
 
     if ctx.invoked_subcommand is not None:
         return
     ws = state(ctx).open()
-    pending = proposals.list_proposals(Store(ws))
+    pending = proposals.list_proposals(ws)
     if as_json:
         print_json([p.to_json() | {"paths": p.paths} for p in pending])
         return
@@ -66,12 +66,13 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """Print a proposal and the diff it would apply to the files as they are now."""
-    from crustacean.store import Store, proposals
+    from crustacean.store import proposals, review
+    from crustacean.store.write import Store
 
     ws = state(ctx).open()
     store = Store(ws)
-    prop = proposals.get(store, pid)
-    text = proposals.diff(store, pid) if prop.status == "pending" else None
+    prop = proposals.get(store.ws, pid)
+    text = review.diff(store, pid) if prop.status == "pending" else None
     if as_json:
         print_json(prop.to_json() | {"paths": prop.paths, "diff": text})
         return
@@ -92,9 +93,10 @@ def approve(
     as_json: AsJson = False,
 ) -> None:
     """Apply a proposal as one new version (refused if its files changed since)."""
-    from crustacean.store import Store, proposals
+    from crustacean.store import review
+    from crustacean.store.write import Store
 
-    result = proposals.approve(Store(state(ctx).open()), pid)
+    result = review.approve(Store(state(ctx).open()), pid)
     if as_json:
         print_json({"id": pid, "status": "approved"} | result.to_json())
         return
@@ -112,9 +114,10 @@ def reject(
     as_json: AsJson = False,
 ) -> None:
     """Drop a proposal; nothing is written to the workspace."""
-    from crustacean.store import Store, proposals
+    from crustacean.store import review
+    from crustacean.store.write import Store
 
-    proposals.reject(Store(state(ctx).open()), pid, reason)
+    review.reject(Store(state(ctx).open()), pid, reason)
     if as_json:
         print_json({"id": pid, "status": "rejected", "reason": reason})
         return

@@ -11,7 +11,7 @@ from crustacean.cli.common import console, print_json, safe, say, state, warn
 from crustacean.cli.output import progress
 
 if TYPE_CHECKING:
-    from crustacean.search import Hit, IndexStats
+    from crustacean.recall.search import Hit, IndexStats
 
 
 def search(
@@ -57,7 +57,7 @@ def search(
     ] = False,
 ) -> None:
     """Search the workspace's markdown; print path#lines, score and snippet per hit."""
-    from crustacean.search import SearchIndex, check_request
+    from crustacean.recall.search import SearchIndex, check_request
     from crustacean.state import open_state
 
     query = " ".join(words)
@@ -87,7 +87,7 @@ def index(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Rebuild the search index from scratch."""
-    from crustacean.search import SearchIndex
+    from crustacean.recall.search import SearchIndex
 
     with SearchIndex(state(ctx).open()) as idx, progress("Indexing", enabled=not as_json) as bar:
         stats = idx.rebuild(bar)

@@ -11,7 +11,7 @@ from crustacean.cli.common import console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, zone_name
 
 if TYPE_CHECKING:
-    from crustacean.status import Status
+    from crustacean.ops.status import Status
 
 BARS = " ▁▂▃▄▅▆▇█"
 
@@ -21,7 +21,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Show each stage's last run and next slot, 30-day cost, and the workspace at a glance."""
-    from crustacean.status import workspace_status
+    from crustacean.ops.status import workspace_status
 
     ws = state(ctx).open()
     result = workspace_status(ws, datetime.now(UTC))
@@ -105,7 +105,7 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
 ) -> None:
     """Check what would stop a scheduled run, with a fix for each problem; exit 1 on a failure."""
-    from crustacean.status import doctor as run_doctor
+    from crustacean.ops.status import doctor as run_doctor
     from crustacean.workspace import find_workspace
 
     st = state(ctx)

@@ -40,7 +40,7 @@ def tick(
 ) -> None:
     """Run every stage that is due, then exit; put it in cron every 15 minutes."""
     from crustacean.errors import UsageError
-    from crustacean.schedule import tick as run_tick
+    from crustacean.ops.tick import tick as run_tick
 
     if dry_run and plan:
         raise UsageError(
@@ -49,7 +49,7 @@ def tick(
         )
     ws = state(ctx).open()
     if log:
-        from crustacean.cron import LOG_NAME, rotate_log
+        from crustacean.ops.cron import LOG_NAME, rotate_log
 
         rotate_log(ws.logs_dir / LOG_NAME)
     result = run_tick(ws, dry_run=dry_run, plan=plan)
@@ -74,7 +74,7 @@ def tick(
 def log_line(outcomes: Sequence[object], now: datetime, tz: tzinfo, *, verbose: bool) -> str:
     """The cron log's one line for a tick: its time, then each stage that was due; "" for a
     tick where nothing was due (unless `verbose`), so the log holds only work done."""
-    from crustacean.schedule import StageOutcome
+    from crustacean.ops.tick import StageOutcome
 
     due = [o for o in outcomes if isinstance(o, StageOutcome) and o.due.due]
     if not due and not verbose:
@@ -85,7 +85,7 @@ def log_line(outcomes: Sequence[object], now: datetime, tz: tzinfo, *, verbose: 
 
 def outcome_line(outcome: object, tz: tzinfo = UTC) -> str:
     """One line per stage: `collect: ran (ok) …`, `curate: not due (next slot …)`."""
-    from crustacean.schedule import StageOutcome, fmt
+    from crustacean.ops.tick import StageOutcome, fmt
 
     assert isinstance(outcome, StageOutcome)
     due, name = outcome.due, outcome.stage

@@ -9,20 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from crustacean.config import PriceConfig, Settings, user_config_dir
+from crustacean.config import KEY_ENV, TOKEN_ENV, URL_ENV, Settings, env_file_path, read_env_file
 from crustacean.errors import ConfigError, ModelError
-from crustacean.store.secrets import redact
+from crustacean.secrets import redact
 
-if TYPE_CHECKING:
-    from crustacean.runs import Usage
-
-KEY_ENV = "ANTHROPIC_API_KEY"
-TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
-URL_ENV = "ANTHROPIC_BASE_URL"
-ENV_FILE_NAME = "env"
 LOCAL_KEY = "local-server"  # a local server at a base URL often checks no key; the SDK needs one
 
 
@@ -32,36 +24,6 @@ class Credentials:
     base_url: str | None
     source: str  # where the key came from, for messages (never the key itself)
     bearer: bool = False  # ANTHROPIC_AUTH_TOKEN: sent as `Authorization: Bearer`, not x-api-key
-
-
-def default_env_file(env: Mapping[str, str] | None = None) -> Path:
-    """The env file cron runs read, since cron does not inherit the shell's environment."""
-    return user_config_dir(env) / ENV_FILE_NAME
-
-
-def env_file_path(settings: Settings, env: Mapping[str, str] | None = None) -> Path:
-    """The env file every run reads (`llm.env_file`, else the default): one answer for runs,
-    `cron install`, `doctor` and `paths`, so they never disagree about where the key is."""
-    configured = settings.llm.env_file
-    return Path(configured).expanduser() if configured else default_env_file(env)
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """`KEY=VALUE` lines; `export `, quotes and `#` comments are allowed."""
-    try:
-        lines = path.read_text("utf-8").splitlines()
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read the env file ({e}); fix or remove it.") from None
-    values = {}
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        values[key.strip()] = value.strip().strip("'\"")
-    return values
 
 
 def resolve_credentials(settings: Settings, env: Mapping[str, str] | None = None) -> Credentials:
@@ -82,28 +44,6 @@ def resolve_credentials(settings: Settings, env: Mapping[str, str] | None = None
         f"no API key: set {KEY_ENV}, or put {KEY_ENV}=... in {file} (cron runs read it), "
         f"or set {URL_ENV} for a local Anthropic-compatible server."
     )
-
-
-def usage_of(response_usage: Any) -> Usage:
-    """The four billed token kinds of one response (cache fields may be missing or None)."""
-    from crustacean.runs import Usage  # lazy: `paths` reads this module and never a run
-
-    return Usage(
-        getattr(response_usage, "input_tokens", 0) or 0,
-        getattr(response_usage, "output_tokens", 0) or 0,
-        getattr(response_usage, "cache_read_input_tokens", 0) or 0,
-        getattr(response_usage, "cache_creation_input_tokens", 0) or 0,
-    )
-
-
-def cost(usage: Usage, price: PriceConfig) -> float:
-    """Estimated USD from the configured price table (per million tokens)."""
-    return (
-        usage.input_tokens * price.input
-        + usage.output_tokens * price.output
-        + usage.cache_read_tokens * price.cache_read
-        + usage.cache_write_tokens * price.cache_write
-    ) / 1_000_000
 
 
 class ModelClient:

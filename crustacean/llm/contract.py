@@ -8,11 +8,11 @@ only these tools and modes, and the executor refuses the rest before the store s
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from crustacean.llm.stage_tools import RECORD_AUDIT, RECORD_DIGEST, RECORD_NOTES, RECORD_ROUTING
 from crustacean.llm.tools import TOOLS, ToolSpec, write_spec
 from crustacean.store import policy
 from crustacean.workspace import FOUNDATION_FILES
@@ -28,19 +28,13 @@ class Contract:
 
     stage: str
     doc: str
-    own: str  # "module:ATTR" of the stage's own ToolSpec
+    own_tool: ToolSpec  # the stage's own tool (llm/stage_tools.py)
     shared: tuple[str, ...]  # shared tools offered (names in TOOLS)
     forced: bool  # the own tool is forced: one call, no loop
     before: tuple[str, ...]  # what code does before the model runs
     after: tuple[str, ...]  # what code does with the model's answer, after it
     code_writes: tuple[str, ...] = ()  # path prefixes only code writes; the model is refused
     proposes: bool = False  # a foundation-file change becomes a proposal (else it is refused)
-
-    @property
-    def own_tool(self) -> ToolSpec:
-        module, attr = self.own.split(":")
-        spec: ToolSpec = getattr(importlib.import_module(module), attr)
-        return spec
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -74,14 +68,13 @@ def policy_modes(actor: str) -> tuple[str, ...]:
     return tuple(m for m in policy.MODES if any(m in modes for modes, _ in rules))
 
 
-_TOOL_MOD = "crustacean.stages"
 CONTRACTS: dict[str, Contract] = {
     c.stage: c
     for c in (
         Contract(
             "collect",
             "COLLECT.md",
-            f"{_TOOL_MOD}.collect:RECORD_NOTES",
+            RECORD_NOTES,
             (),
             True,
             before=(
@@ -102,7 +95,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "curate",
             "CURATE.md",
-            f"{_TOOL_MOD}.curate:RECORD_ROUTING",
+            RECORD_ROUTING,
             FILE_TOOLS,
             False,
             before=(
@@ -119,7 +112,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "compile",
             "COMPILE.md",
-            f"{_TOOL_MOD}.compile:RECORD_DIGEST",
+            RECORD_DIGEST,
             FILE_TOOLS,
             False,
             before=(
@@ -136,7 +129,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "calibrate",
             "CALIBRATE.md",
-            f"{_TOOL_MOD}.calibrate:RECORD_AUDIT",
+            RECORD_AUDIT,
             FILE_TOOLS,
             False,
             before=("runs the health check and hands you its report and the foundation files",),

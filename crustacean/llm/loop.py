@@ -11,9 +11,8 @@ from typing import Any, Protocol
 
 from crustacean.config import BudgetConfig, PriceConfig
 from crustacean.llm import contract
-from crustacean.llm.client import cost, usage_of
 from crustacean.llm.tools import TOOLS, ToolExecutor, ToolOutcome, ToolSpec
-from crustacean.runs import Usage
+from crustacean.usage import Usage, cost, usage_of
 
 EPHEMERAL = {"type": "ephemeral"}
 DEFAULT_TOOLS = (

@@ -13,12 +13,13 @@ from datetime import datetime
 from typing import Any
 
 from crustacean.config import BudgetConfig
-from crustacean.llm.client import ModelClient, cost, resolve_credentials
+from crustacean.llm.client import ModelClient, resolve_credentials
 from crustacean.llm.loop import LoopOutcome, StageRequest, build_params, run_loop, tool_specs
 from crustacean.llm.tools import ToolExecutor, ToolSpec
-from crustacean.runs import RunRecord, RunRecorder, Usage
-from crustacean.store.files import Store
+from crustacean.runs import RunRecord, RunRecorder
 from crustacean.store.overlay import OverlayStore
+from crustacean.store.write import Store
+from crustacean.usage import Usage, cost
 from crustacean.workspace import Workspace
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose and JSON
@@ -159,7 +160,7 @@ def run_stage(
 ) -> StageRun:
     """One model run: credentials first (no key: a config error before any lock or call)."""
     resolve_credentials(ws.settings, env)
-    with RunRecorder(ws, req.stage, dry_run=dry_run, now=now) as rec:
+    with RunRecorder(ws, req.stage, dry_run=dry_run, now=now, repair=Store(ws).repair) as rec:
         session = ModelSession(ws, rec, req.stage, dry_run=dry_run, env=env)
         outcome = session.run(req, handlers)
         record = rec.finish(outcome.status, summary=outcome.summary, error=outcome.error)
@@ -181,7 +182,7 @@ def _count(rec: RunRecorder, used: Usage, usd: float) -> None:
 
 def _searcher(ws: Workspace) -> Callable[[str, int | None, int | None], list[dict[str, Any]]]:
     def search(query: str, limit: int | None, budget: int | None) -> list[dict[str, Any]]:
-        from crustacean.search import SearchIndex
+        from crustacean.recall.search import SearchIndex
 
         with SearchIndex(ws) as index:
             return [h.to_json() for h in index.search(query, limit, budget_chars=budget)]

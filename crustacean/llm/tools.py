@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crustacean.errors import CrustaceanError
-from crustacean.store.files import Store, WriteResult
+from crustacean.store.write import Store, WriteResult
 
 MODES_ALL = ("create", "append", "edit", "overwrite", "delete", "move")
 CHANGE_SCHEMA: dict[str, Any] = {
@@ -224,7 +224,7 @@ class ToolExecutor:
             return ToolOutcome(f"Error: {e}", True)
 
     def _list_context_files(self, inp: dict[str, Any]) -> ToolOutcome:
-        from crustacean.reads import list_page
+        from crustacean.store.reads import list_page
 
         page = list_page(
             self.store, _opt_str(inp, "prefix"), inp.get("limit"), _opt_str(inp, "cursor")
@@ -232,7 +232,7 @@ class ToolExecutor:
         return ToolOutcome(json.dumps(page), False)
 
     def _read_context_file(self, inp: dict[str, Any]) -> ToolOutcome:
-        from crustacean.reads import read_range
+        from crustacean.store.reads import read_range
 
         got = read_range(self.store, _str(inp, "path"), inp.get("start_line"), inp.get("end_line"))
         return ToolOutcome(json.dumps(got), False)

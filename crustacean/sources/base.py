@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from crustacean.store.secrets import redact
+from crustacean.secrets import redact
 
 MAX_TEXT = 4000
 """Longest message text returned; longer texts end in TRUNCATED."""

@@ -15,39 +15,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from crustacean.health import Health, check_workspace
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
-from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
+from crustacean.llm.tools import ToolOutcome, write_call
 from crustacean.runs import RunRecord, RunRecorder
+from crustacean.stages.health import Health, check_workspace
 from crustacean.state import open_state
 from crustacean.store import proposals
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import Store
+from crustacean.store.write import Store
 from crustacean.workspace import FOUNDATION_FILES, Workspace, stage_doc
 
 STAGE = "calibrate"
 FOUNDATION_CHARS = 6_000
 AUDIT_KEYS = ("foundation", "pipeline", "lessons", "meta", "human_review")
-
-RECORD_AUDIT = ToolSpec(
-    "record_audit",
-    'Give the audit\'s review sections. foundation: one line per foundation file ("No changes" '
-    "or what you proposed); pipeline: one line per stage and the structure map; lessons: "
-    "validated/updated/archived counts and notes; meta: process changes you propose; "
-    "human_review: decisions only a person can make. Call once, before finish. Code writes the "
-    "audit file from these, its health check and the pending proposals.",
-    {
-        "type": "object",
-        "properties": {
-            "foundation": {"type": "object", "additionalProperties": {"type": "string"}},
-            "pipeline": {"type": "object", "additionalProperties": {"type": "string"}},
-            "lessons": {"type": "object", "additionalProperties": {"type": ["integer", "string"]}},
-            "meta": {"type": "array", "items": {"type": "string"}},
-            "human_review": {"type": "array", "items": {"type": "string"}},
-        },
-    },
-)
 
 
 @dataclass
@@ -217,14 +198,14 @@ def calibrate(
         request = build_request(ws, health, Store(ws).read_bytes)
         return CalibrateResult(None, health, None, [], [], plan=plan_stage(ws, request))
     review = Review()
-    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
+    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock, repair=Store(ws).repair) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
         outcome = session.run(
             build_request(ws, health, session.store.read_bytes),
             _handlers(session, rec.record.id, review),
         )
         new = list(rec.record.proposals)
-        pending = proposals.list_proposals(session.store) if not dry_run else []
+        pending = proposals.list_proposals(session.store.ws) if not dry_run else []
         path = f"archive/audits/{now.astimezone(ws.tz):%Y-%m}-calibrate.md"
         text = audit_text(ws, now, health, review, new, pending).encode()
         current = session.store.read_bytes(path)

@@ -18,12 +18,11 @@ from datetime import datetime
 from typing import Any
 
 from crustacean.errors import CrustaceanError
-from crustacean.llm.client import cost, usage_of
 from crustacean.llm.loop import build_params
 from crustacean.llm.runner import ModelSession
+from crustacean.llm.stage_tools import RECORD_NOTES
 from crustacean.sources import Message
-from crustacean.stages.collect import (
-    RECORD_NOTES,
+from crustacean.stages.collect_notes import (
     STAGE,
     Appended,
     Chunk,
@@ -37,6 +36,7 @@ from crustacean.stages.collect import (
     save_pending,
 )
 from crustacean.state import StateDB
+from crustacean.usage import cost, usage_of
 from crustacean.workspace import Workspace
 
 BATCH_DISCOUNT = 0.5  # the Batches API bills every token at half price

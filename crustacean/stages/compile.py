@@ -21,8 +21,9 @@ from typing import Any
 from crustacean.documents import DocumentSkipped, read_document, set_meta
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
-from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
-from crustacean.memories import load_memories
+from crustacean.llm.stage_tools import DIGEST_SECTIONS
+from crustacean.llm.tools import ToolOutcome, write_call
+from crustacean.recall.memories import load_memories
 from crustacean.runs import RunRecord, RunRecorder, last_runs
 from crustacean.stages import compile_skip
 from crustacean.stages.compile_plan import (
@@ -37,23 +38,12 @@ from crustacean.stages.compile_plan import (
 from crustacean.stages.curate import backfilled_days, uncurated
 from crustacean.state import open_state
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import Store
 from crustacean.store.overlay import OverlayStore
+from crustacean.store.write import Store
 from crustacean.tiers import Rules, next_change, plan_tiers
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Progress, Workspace, stage_doc
 
 STAGE = "compile"
-DIGEST_SECTIONS = ("lessons", "graduated", "contradictions", "patterns", "flagged")
-
-RECORD_DIGEST = ToolSpec(
-    "record_digest",
-    "Give the digest's judgement sections: one short line per item. Call once, before finish. "
-    "Code writes the digest file from these and from its own record of every operation.",
-    {
-        "type": "object",
-        "properties": {k: {"type": "array", "items": {"type": "string"}} for k in DIGEST_SECTIONS},
-    },
-)
 
 
 @dataclass
@@ -451,7 +441,7 @@ def compile_workspace(
     already = _compiled_today(ws, now)
     if plan:
         return _plan(ws, now, no_model, already, progress)
-    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec:
+    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock, repair=Store(ws).repair) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
         ops = _pass_unless_unchanged(ws, session.store, rec.record.id, now, dry_run, progress)
         status, error, model = "ok", None, "ran"

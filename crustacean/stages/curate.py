@@ -24,12 +24,12 @@ from typing import Any
 from crustacean.documents import parse_document
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
-from crustacean.llm.tools import ToolOutcome, ToolSpec, write_call
-from crustacean.memories import memory_paths
+from crustacean.llm.tools import ToolOutcome, write_call
+from crustacean.recall.memories import memory_paths
 from crustacean.runs import RunRecord, RunRecorder
 from crustacean.state import StateDB, open_state
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import Store
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"
@@ -42,32 +42,6 @@ _NAME_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’-]{2,}")
 _CHANNELS = frozenset({"telegram", "discord", "slack", "email", "whatsapp", "signal", "g"})
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
 _BLOCK = re.compile(r"^#{2,4}\s+(?P<head>.+)$")
-
-RECORD_ROUTING = ToolSpec(
-    "record_routing",
-    "Report what you did with entries, by id, after the write: the file you wrote each to in "
-    "this run, or skip with a reason. Code rejects a destination that does not exist or was "
-    "not written this run, and says which (that entry comes back next run). Entries recorded "
-    "are never shown to curate again.",
-    {
-        "type": "object",
-        "properties": {
-            "entries": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string"},
-                        "destination": {"type": "string", "description": 'A path, or "skip".'},
-                        "reason": {"type": "string"},
-                    },
-                    "required": ["id", "destination"],
-                },
-            }
-        },
-        "required": ["entries"],
-    },
-)
 
 
 @dataclass(frozen=True)
@@ -321,7 +295,10 @@ def curate(
         if entries:
             result.plan = plan_stage(ws, request_for(ws, store, entries))
         return result
-    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock) as rec, open_state(ws) as db:
+    with (
+        RunRecorder(ws, STAGE, dry_run=dry_run, now=clock, repair=Store(ws).repair) as rec,
+        open_state(ws) as db,
+    ):
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
         entries = pending_entries(ws, db, session.store, now, days)
         result = CurateResult(None, len(entries))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from crustacean.errors import VersionError
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import TRASH, Store, WriteResult
 from crustacean.store.paths import jail
 from crustacean.store.versions import Version
+from crustacean.store.write import TRASH, Store, WriteResult
 
 NOT_VERSIONED = (
     "versioning is off: this workspace is not a git repository (or git is missing). "

@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from crustacean.store.changes import unified_diff
-from crustacean.store.files import FileContent, FileInfo, Store, WriteResult, _hashes, new_id
 from crustacean.store.paths import jail
+from crustacean.store.write import FileContent, FileInfo, Store, WriteResult, _hashes, new_id
 
 
 class OverlayStore(Store):

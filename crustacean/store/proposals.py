@@ -1,23 +1,23 @@
-"""The ask-first review queue.
+"""The ask-first review queue: proposals stored, listed, read (approving is `review.py`).
 
 An ask-first call is stored whole under `.crustacean/proposals/`, with the sha256 of every file
-it would change as it was when proposed. Approving applies it through `write_context` with those
-hashes, so a file that changed meanwhile makes the approval stale instead of clobbering it.
+it would change as it was when proposed, so approving can tell a file that changed meanwhile.
+The queue needs only the workspace, so the write path can queue without a cycle.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from crustacean.errors import ProposalError, StaleWriteError
-from crustacean.store.changes import Change, sha256_hex, unified_diff
-
-if TYPE_CHECKING:
-    from crustacean.store.files import Plan, Store, WriteResult
+from crustacean.errors import ProposalError
+from crustacean.store.atomic import atomic_write
+from crustacean.store.changes import Change, sha256_hex
+from crustacean.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -67,102 +67,56 @@ class Proposal:
         )
 
 
-def _dir(store: Store) -> Path:
-    return store.ws.state_dir / "proposals"
+def _dir(ws: Workspace) -> Path:
+    return ws.state_dir / "proposals"
 
 
-def _file(store: Store, pid: int) -> Path:
-    return _dir(store) / f"{pid:06d}.json"
+def _file(ws: Workspace, pid: int) -> Path:
+    return _dir(ws) / f"{pid:06d}.json"
 
 
-def _save(store: Store, prop: Proposal) -> None:
-    from crustacean.store.files import atomic_write
-
-    _dir(store).mkdir(parents=True, exist_ok=True)
-    atomic_write(_file(store, prop.id), json.dumps(prop.to_json(), indent=1).encode())
+def save(ws: Workspace, prop: Proposal) -> None:
+    _dir(ws).mkdir(parents=True, exist_ok=True)
+    atomic_write(_file(ws, prop.id), json.dumps(prop.to_json(), indent=1).encode())
 
 
 def add(
-    store: Store, plan: Plan, *, actor: str, message: str, run_id: str | None, reason: str
+    ws: Workspace,
+    changes: Sequence[Change],
+    before: Mapping[str, bytes | None],
+    *,
+    actor: str,
+    message: str,
+    run_id: str | None,
+    reason: str,
+    now: datetime,
 ) -> int:
-    """Queue a planned call; called by `write_context` under its lock."""
-    folder = _dir(store)
+    """Queue a planned call (its changes and the files as they were); called by `write_context`
+    under its lock."""
+    folder = _dir(ws)
     folder.mkdir(parents=True, exist_ok=True)
     ids = [int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()]
     pid = max(ids, default=0) + 1
-    reads = {p: (None if b is None else sha256_hex(b)) for p, b in plan.before.items()}
-    created = datetime.now(UTC).isoformat(timespec="seconds")
-    _save(store, Proposal(pid, created, actor, message, reason, run_id, tuple(plan.changes), reads))
+    reads = {p: (None if b is None else sha256_hex(b)) for p, b in before.items()}
+    created = now.isoformat(timespec="seconds")
+    save(ws, Proposal(pid, created, actor, message, reason, run_id, tuple(changes), reads))
     return pid
 
 
-def list_proposals(store: Store, status: str | None = "pending") -> list[Proposal]:
-    folder = _dir(store)
+def list_proposals(ws: Workspace, status: str | None = "pending") -> list[Proposal]:
+    folder = _dir(ws)
     if not folder.is_dir():
         return []
     props = [Proposal.from_json(json.loads(p.read_bytes())) for p in sorted(folder.glob("*.json"))]
     return [p for p in props if status is None or p.status == status]
 
 
-def get(store: Store, pid: int) -> Proposal:
-    path = _file(store, pid)
+def get(ws: Workspace, pid: int) -> Proposal:
+    path = _file(ws, pid)
     if not path.is_file():
         raise ProposalError(f"no proposal {pid}; `crustacean review` lists the pending ones.")
     return Proposal.from_json(json.loads(path.read_bytes()))
 
 
-def _pending(store: Store, pid: int) -> Proposal:
-    prop = get(store, pid)
-    if prop.status != "pending":
-        raise ProposalError(f"proposal {pid} is already {prop.status}; nothing to do.")
-    return prop
-
-
-def diff(store: Store, pid: int) -> str:
-    """A unified diff of what approving would change, against the files as they are now."""
-    prop = get(store, pid)
-    plan = store.plan(list(prop.changes), actor="user", max_files=len(prop.changes))
-    return unified_diff((p, plan.before.get(p), plan.after[p]) for p in plan.touched)
-
-
-def approve(store: Store, pid: int) -> WriteResult:
-    """Apply a proposal as it was proposed; stale files refuse it and keep it pending."""
-    prop = _pending(store, pid)
-    appeared = [p for p, sha in prop.reads.items() if sha is None and store.read_bytes(p)]
-    if appeared:
-        raise StaleWriteError(
-            f"proposal {pid} is stale: {appeared[0]} did not exist when it was proposed and does "
-            f"now. It stays pending; reject it with `crustacean review reject {pid}`."
-        )
-    pinned = []
-    for ch in prop.changes:
-        sha = prop.reads.get(ch.path)
-        if ch.mode != "create" and ch.expected_sha256 is None and sha is not None:
-            ch = Change(**{**ch.__dict__, "expected_sha256": sha})
-        pinned.append(ch)
-    try:
-        result = store.write_context(
-            pinned,
-            actor=prop.actor,
-            message=f"{prop.message} (proposal {pid}, approved)",
-            run_id=prop.run_id,
-            approved=True,
-            max_files=len(pinned),
-        )
-    except StaleWriteError:
-        raise StaleWriteError(
-            f"proposal {pid} is stale: a file it changes was edited after it was proposed. "
-            f"It stays pending; reject it with `crustacean review reject {pid}`."
-        ) from None
-    _save(store, _replace(prop, status="approved", note=result.version or ""))
-    return result
-
-
-def reject(store: Store, pid: int, reason: str = "") -> Proposal:
-    prop = _replace(_pending(store, pid), status="rejected", note=reason)
-    _save(store, prop)
-    return prop
-
-
-def _replace(prop: Proposal, **kw: Any) -> Proposal:
+def replace(prop: Proposal, **kw: Any) -> Proposal:
     return Proposal(**{**prop.__dict__, **kw})

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from crustacean.errors import LimitError, SecretError
-from crustacean.store.secrets import find_secrets
+from crustacean.secrets import find_secrets
 
 # Files that hold credentials whatever their content looks like to the text scan.
 _CREDENTIAL_NAME = re.compile(

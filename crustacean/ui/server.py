@@ -37,7 +37,8 @@ from crustacean.ui.security import Guard, GuardMiddleware
 from crustacean.workspace import Workspace, open_workspace
 
 if TYPE_CHECKING:
-    from crustacean.store import Change, Store
+    from crustacean.store.changes import Change
+    from crustacean.store.write import Store
 
 VERSIONS_PER_PAGE = 50
 FILES_PER_PAGE = 200
@@ -136,9 +137,9 @@ def _status_of(e: CrustaceanError) -> int:
 def _html(
     ctx: UiContext, ws: Workspace | None, name: str, http_status: int = 200, **kw: Any
 ) -> Response:
-    from crustacean.store import Store, proposals
+    from crustacean.store import proposals
 
-    pending = len(proposals.list_proposals(Store(ws))) if ws is not None else 0
+    pending = len(proposals.list_proposals(ws)) if ws is not None else 0
     body = render.page(
         name,
         csrf=ctx.guard.csrf,
@@ -159,7 +160,7 @@ def _redirect(url: str) -> Response:
 
 
 def _store(ws: Workspace) -> Store:
-    from crustacean.store import Store
+    from crustacean.store.write import Store
 
     return Store(ws)
 
@@ -169,8 +170,8 @@ def _store(ws: Workspace) -> Store:
 
 def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean status` and `crustacean doctor` on one page."""
+    from crustacean.ops.status import STAGES, doctor, run_totals, workspace_status
     from crustacean.runs import list_runs
-    from crustacean.status import STAGES, doctor, run_totals, workspace_status
     from crustacean.store import proposals
 
     now = ctx.clock()
@@ -192,7 +193,7 @@ def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         chart=render.cost_chart(days, per_stage),
         findings=[f for f in report.findings if f.status != "ok"],
         ok_checks=sum(f.status == "ok" for f in report.findings),
-        proposals=proposals.list_proposals(_store(ws))[:5],
+        proposals=proposals.list_proposals(ws)[:5],
         write=write,
         write_locked="memory.write" in ws.config.locked,
         locked=sorted(ws.config.locked),
@@ -225,7 +226,7 @@ def files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """A file rendered and raw, its tier with the reason, its recalls and its history."""
     from crustacean.documents import DocumentSkipped, parse_document
-    from crustacean.memory_ops import memory_tier
+    from crustacean.recall.memory_ops import memory_tier
     from crustacean.store import history as hist
 
     path = request.query_params.get("path", "")
@@ -371,13 +372,13 @@ def rollback_do(ctx: UiContext, ws: Workspace, request: Request, form: FormData)
 
 def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean review` as approval cards, each with its diff against the files now."""
-    from crustacean.store import proposals
+    from crustacean.store import proposals, review
 
     store = _store(ws)
     status = request.query_params.get("status", "pending")
     if status not in ("pending", "approved", "rejected", "all"):
         status = "pending"
-    found = proposals.list_proposals(store, None if status == "all" else status)
+    found = proposals.list_proposals(store.ws, None if status == "all" else status)
     found.sort(key=lambda p: p.id, reverse=True)
     paged = views.page_of(
         found, views.page_number(request.query_params.get("page")), PROPOSALS_PER_PAGE
@@ -387,7 +388,7 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         diff, problem, cut = [], None, False
         if prop.status == "pending":
             try:
-                diff, cut = views.clip(views.parse_unified(proposals.diff(store, prop.id)), 400)
+                diff, cut = views.clip(views.parse_unified(review.diff(store, prop.id)), 400)
             except CrustaceanError as e:
                 problem = str(e)
         cards.append(
@@ -414,10 +415,10 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean review approve ID`."""
-    from crustacean.store import proposals
+    from crustacean.store import review
 
     pid = request.path_params["pid"]
-    result = proposals.approve(_store(ws), pid)
+    result = review.approve(_store(ws), pid)
     if result.version:
         return _redirect(f"/versions/{result.version}?done=approved")
     return _redirect(f"/proposals?done=approved-{pid}")
@@ -425,10 +426,10 @@ def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> 
 
 def reject(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean review reject ID --reason …`."""
-    from crustacean.store import proposals
+    from crustacean.store import review
 
     pid = request.path_params["pid"]
-    proposals.reject(_store(ws), pid, str(form.get("reason") or ""))
+    review.reject(_store(ws), pid, str(form.get("reason") or ""))
     return _redirect(f"/proposals?done=rejected-{pid}")
 
 
@@ -462,7 +463,7 @@ def run_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def search(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean search`: the same index and ranking, hits linked to the lines."""
-    from crustacean.search import SearchIndex
+    from crustacean.recall.search import SearchIndex
     from crustacean.state import open_state
 
     query = request.query_params.get("q", "")

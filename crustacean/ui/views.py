@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from crustacean.memories import is_memory_path
+from crustacean.recall.memories import is_memory_path
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import FileInfo
 from crustacean.store.versions import TRAILER_CALL, TRAILER_RUN, Version
+from crustacean.store.write import FileInfo
 from crustacean.tiers import default_tier
 from crustacean.workspace import FOUNDATION_FILES
 

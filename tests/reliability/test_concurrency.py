@@ -27,7 +27,7 @@ from mcp import Client, StdioServerParameters
 from crustacean.runs import list_runs
 from crustacean.stages.curate import entry_id
 from crustacean.state import open_state, to_db_time
-from crustacean.store import Store
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 EXE = str(Path(sys.executable).parent / "crustacean")

@@ -34,7 +34,7 @@ from fakeapi import FakeAnthropic, delay, tool_use
 
 from crustacean.documents import parse_document
 from crustacean.stages.curate import entry_id
-from crustacean.store import Store
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 LONG = os.environ.get("CRUSTACEAN_LONG") == "1"
@@ -449,7 +449,7 @@ def test_crash_curate_long(ws: Workspace, echo_api: EchoFake) -> None:
 
 KILL_IN_WRITE = """
 import os, signal, sys
-from crustacean.store import files
+from crustacean.store import write as files
 files._FAULT_HOOK = lambda path: os.kill(os.getpid(), signal.SIGKILL)
 from crustacean.cli.app import app
 sys.argv = {argv!r}
@@ -520,7 +520,7 @@ def test_a_kill_inside_atomic_write_leaves_no_temp_file(
 
 KILL_AT = """
 import os, signal, sys
-from crustacean.store import files
+from crustacean.store import write as files
 point = {point!r}
 def hook(path):
     if point == "first" or path == point:
@@ -562,7 +562,7 @@ def test_kills_at_the_index_sync_point_lose_nothing(
     """Each trial: collect is killed after its version is committed but before the user's index
     follows; the next run repairs the index, and the user's own `git add USER.md && git commit`
     keeps every collected line in HEAD."""
-    from crustacean.store.files import INDEX_SYNC
+    from crustacean.store.write import INDEX_SYNC
 
     transcript = setup_collect(ws, tmp_path)
     written: list[str] = []

@@ -30,12 +30,12 @@ from hypothesis import strategies as st
 from crustacean.config import SCHEMA, SECTIONS, load_config
 from crustacean.documents import BOM, KNOWN_KEYS, parse_document, set_meta
 from crustacean.errors import ConfigError, CrustaceanError
-from crustacean.init import init_workspace
+from crustacean.ops.init import init_workspace
 from crustacean.sources import base as source_base
 from crustacean.sources import read_new
-from crustacean.store import Store
 from crustacean.store.changes import FIELDS
 from crustacean.store.policy import MODES
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 ENV_EXAMPLES = "CRUSTACEAN_FUZZ_EXAMPLES"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from crustacean.errors import UsageError
-from crustacean.store.files import Store
+from crustacean.store.write import Store
 
 
 def list_page(

@@ -22,6 +22,7 @@ from urllib.parse import unquote
 
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
 from crustacean.runs import STAGES, RunRecord, error_line, list_runs
+from crustacean.secrets import find_secrets
 from crustacean.stages.compile_plan import (
     count_lines,
     parse_day,
@@ -29,8 +30,7 @@ from crustacean.stages.compile_plan import (
     split_lines,
     split_sections,
 )
-from crustacean.store.proposals import Proposal
-from crustacean.store.secrets import find_secrets
+from crustacean.store.proposals import Proposal, list_proposals
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace
 
 STATUSES = ("ok", "warn", "fail")
@@ -675,10 +675,7 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
 
 
 def _pending(ws: Workspace) -> list[Proposal]:
-    from crustacean.store.files import Store
-    from crustacean.store.proposals import list_proposals
-
-    return list_proposals(Store(ws))
+    return list_proposals(ws)
 
 
 def check_workspace(ws: Workspace, now: datetime) -> Health:

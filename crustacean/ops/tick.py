@@ -16,9 +16,9 @@ from typing import Any
 from croniter import croniter
 
 from crustacean.errors import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, ConfigError, LockedError
+from crustacean.ops.tick_memo import FOREVER, last_ok_rows, note_quiet
 from crustacean.runs import error_line
 from crustacean.state import from_db_time, open_state
-from crustacean.tick_memo import FOREVER, last_ok_rows, note_quiet
 from crustacean.workspace import Workspace
 
 STAGE_ORDER = ("collect", "curate", "compile", "calibrate")
@@ -37,7 +37,7 @@ class Due:
     """Whether one stage is due now, the slot it would cover, and why (one line).
 
     `holds_until`: a not-due answer stays exactly this (reason included) until then, which lets
-    a no-op tick be answered from memory (crustacean/tick_memo.py); None when it may not."""
+    a no-op tick be answered from memory (crustacean/ops/tick_memo.py); None when it may not."""
 
     stage: str
     slot: datetime | None

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from crustacean.store import proposals
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import Store
+from crustacean.store.write import Store
 from crustacean.workspace import PIPELINE_DOCS, SYSTEM_DIR, data_dir
 
 VERSIONS_FILE = "versions.json"
@@ -77,7 +78,7 @@ class DocsUpgrade:
 def upgrade_docs(store: Store) -> DocsUpgrade:
     """Bring `memory/.system/` to the shipped docs without overwriting a user's edit."""
     known = shipped_hashes()
-    pending = {p.message for p in proposals.list_proposals(store)}
+    pending = {p.message for p in proposals.list_proposals(store.ws)}
     report = DocsUpgrade()
     changes: list[Change] = []
     for name in PIPELINE_DOCS:
@@ -100,8 +101,10 @@ def upgrade_docs(store: Store) -> DocsUpgrade:
             change = Change(rel, "overwrite", content=new, expected_sha256=sha256_hex(old))
             plan = store.plan([change], actor="user", max_files=1)
             report.proposed[rel] = proposals.add(
-                store,
-                plan,
+                store.ws,
+                plan.changes,
+                plan.before,
+                now=datetime.now(UTC),
                 actor="user",
                 message=message,
                 run_id=None,

@@ -15,7 +15,6 @@ import os
 import re
 import secrets as pyrandom
 import stat
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,12 +33,13 @@ from crustacean.errors import (
     StaleWriteError,
     WriteError,
 )
+from crustacean.secrets import find_secrets
 from crustacean.store import gitread, policy, proposals
+from crustacean.store.atomic import atomic_write, fsync_dir, synced_temp, write_synced
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.parallel import all_at_once, start
 from crustacean.store.paths import jail
 from crustacean.store.scan import guard_snapshot
-from crustacean.store.secrets import find_secrets
 from crustacean.store.versions import (
     LOCK_OWNER,
     TRAILER_ACTOR,
@@ -456,7 +456,14 @@ class Store:
             plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
             if plan.ask and not approved:
                 pid = proposals.add(
-                    self, plan, actor=actor, message=message, run_id=run_id, reason=plan.ask[0]
+                    self.ws,
+                    plan.changes,
+                    plan.before,
+                    actor=actor,
+                    message=message,
+                    run_id=run_id,
+                    reason=plan.ask[0],
+                    now=datetime.now(UTC),
                 )
                 return WriteResult(files=tuple(_named(plan)), proposal=pid, call_id=call_id)
             if busy:
@@ -576,11 +583,11 @@ class Store:
         flags = os.O_CREAT | os.O_TRUNC | os.O_WRONLY
         fd = os.open(self._journal_path, flags, 0o600)
         entry = json.dumps(journal).encode()
-        jobs: list[Callable[[], object]] = [lambda: _write_synced(fd, entry)]
+        jobs: list[Callable[[], object]] = [lambda: write_synced(fd, entry)]
         jobs += [
-            lambda p=p: _synced_temp(self.root / p, plan.after[p] or b"", modes[p]) for p in early
+            lambda p=p: synced_temp(self.root / p, plan.after[p] or b"", modes[p]) for p in early
         ]
-        jobs.append(lambda: _fsync_dir(self._journal_path.parent))  # last: mostly done by then
+        jobs.append(lambda: fsync_dir(self._journal_path.parent))  # last: mostly done by then
         results = all_at_once(jobs, keep_going=True)
         temps = {p: r for p, r in zip(early, results[1:-1], strict=True) if isinstance(r, str)}
         failed = [r for r in results if isinstance(r, BaseException)]
@@ -601,7 +608,7 @@ class Store:
             self._journal_path.unlink(missing_ok=True)
             raise
         folders = {(self.root / p).parent for p in touched}
-        settle = start(lambda: all_at_once([lambda f=f: _fsync_dir(f) for f in folders]))
+        settle = start(lambda: all_at_once([lambda f=f: fsync_dir(f) for f in folders]))
         if not settle_later:
             settle()
         return settle
@@ -960,61 +967,9 @@ def _tier_of(full: Path, rel: str) -> str | None:
     return m.group(1).decode() if m else None
 
 
-def atomic_write(
-    path: Path, data: bytes, *, sync_dir: bool = True, mode: int | None = None
-) -> None:
-    """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new.
-    The temp file is private (0600) unless `mode` says what the file should have."""
-    tmp = _synced_temp(path, data, mode)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    if sync_dir:
-        _fsync_dir(path.parent)
-
-
-def _synced_temp(path: Path, data: bytes, mode: int | None) -> str:
-    """`data` in a new temp file next to `path`, on disk (fsync); its name."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".tmp")
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def _write_synced(fd: int, data: bytes) -> None:
-    """Write `data` to the open file `fd` and fsync it; closes `fd`."""
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def _drop(temps: Iterable[str]) -> None:
     for tmp in list(temps):
         Path(tmp).unlink(missing_ok=True)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class _TimedLock(FileLock):

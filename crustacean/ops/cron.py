@@ -19,9 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from crustacean.config import CONFIG_DIR_ENV, user_config_dir
+from crustacean.config import CONFIG_DIR_ENV, KEY_ENV, env_file_path, user_config_dir
 from crustacean.errors import ConfigError, CrustaceanError, UsageError
-from crustacean.llm.client import KEY_ENV, env_file_path
 from crustacean.workspace import Workspace
 
 STAGES = ("collect", "curate", "compile", "calibrate")

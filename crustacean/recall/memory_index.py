@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from time import time_ns
 
-from crustacean import memories
 from crustacean.documents import Document, DocumentSkipped, read_document
-from crustacean.memories import MemoryDoc, memory_paths, read_memory
+from crustacean.recall import memories
+from crustacean.recall.memories import MemoryDoc, memory_paths, read_memory
 from crustacean.state import open_state
 from crustacean.workspace import Workspace
 

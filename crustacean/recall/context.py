@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING
 
 from crustacean.documents import DocumentSkipped, read_document
 from crustacean.errors import UsageError
-from crustacean.memories import MemoryDoc
-from crustacean.memory_index import load_memories
+from crustacean.recall.memories import MemoryDoc
+from crustacean.recall.memory_index import load_memories
 from crustacean.workspace import WORKING_MEMORY, Workspace
 
 if TYPE_CHECKING:
-    from crustacean.search import Hit, Ranking
+    from crustacean.recall.search import Hit, Ranking
 
 RELEVANT = 0.5
 HIGHLY_RELEVANT = 0.8
@@ -366,7 +366,7 @@ def assemble(
     """Read the workspace and build the context; no side effects (the caller records recalls)
     but the search index's refresh."""
     if topic and topic.strip():
-        from crustacean.search import SearchIndex
+        from crustacean.recall.search import SearchIndex
 
         with SearchIndex(ws) as index:
             return _assemble(ws, audience, topic, caps, now, index.ranking(topic, now))
@@ -455,7 +455,7 @@ def _line(hit: Hit) -> int:
 
 def _found(ranking: Ranking, loaded: set[str], budget: int) -> list[Entry]:
     """The topic's best lines in daily logs and knowledge/ not loaded yet, within `budget`."""
-    from crustacean.search import log_day
+    from crustacean.recall.search import log_day
 
     if budget <= 0:
         return []

@@ -11,9 +11,9 @@ from pathlib import Path
 from crustacean.config import WORKSPACE_FILE, SourceConfig, load_config, render_workspace_toml
 from crustacean.errors import UsageError
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.files import Store
 from crustacean.store.scan import LeftOut, check_file, with_left_out_block
 from crustacean.store.versions import Git, git_available
+from crustacean.store.write import Store
 from crustacean.workspace import (
     FOUNDATION_FILES,
     LAYOUT_DIRS,
@@ -189,7 +189,7 @@ def init_workspace(
         )
         report.version = result.version
     if any(f"{SYSTEM_DIR}/{name}" in report.kept for name in PIPELINE_DOCS):
-        from crustacean.system_docs import upgrade_docs
+        from crustacean.ops.system_docs import upgrade_docs
 
         docs = upgrade_docs(store)  # an existing workspace gets the fixed instructions
         report.notes += docs.notes()

@@ -121,7 +121,7 @@ def memory_figures(ws: Workspace) -> dict[str, Any]:
 
 def cron_state(ws: Workspace) -> str:
     try:
-        from crustacean.cron import is_installed, read_crontab
+        from crustacean.ops.cron import is_installed, read_crontab
 
         installed = is_installed(ws, read_crontab(None, offer_file=False))
         return "installed" if installed else "not installed"
@@ -130,8 +130,9 @@ def cron_state(ws: Workspace) -> str:
 
 
 def workspace_status(ws: Workspace, now: datetime) -> Status:
-    from crustacean.memories import load_memories
-    from crustacean.store import Store, proposals
+    from crustacean.recall.memories import load_memories
+    from crustacean.store import proposals
+    from crustacean.store.write import Store
 
     runs = list_runs(ws, limit=10_000)
     real = [r for r in runs if not r.dry_run]
@@ -161,7 +162,7 @@ def workspace_status(ws: Workspace, now: datetime) -> Status:
         dict(sorted(areas.items())),
         memory_figures(ws),
         dict(Counter(m.tier for m in mems)),
-        len(proposals.list_proposals(Store(ws))),
+        len(proposals.list_proposals(ws)),
         cron_state(ws),
     )
 
@@ -220,14 +221,9 @@ def doctor(
 
 
 def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
+    from crustacean.config import KEY_ENV, TOKEN_ENV, URL_ENV, env_file_path
     from crustacean.errors import ConfigError
-    from crustacean.llm.client import (
-        KEY_ENV,
-        TOKEN_ENV,
-        URL_ENV,
-        env_file_path,
-        resolve_credentials,
-    )
+    from crustacean.llm.client import resolve_credentials
 
     file = env_file_path(ws.settings, env)
     shell_only = (KEY_ENV, TOKEN_ENV, URL_ENV)
@@ -311,7 +307,7 @@ def split_fix(message: str) -> tuple[str, str]:
 
 def _cron(ws: Workspace) -> list[Finding]:
     try:
-        from crustacean.cron import block_for, read_crontab
+        from crustacean.ops.cron import block_for, read_crontab
     except ImportError:
         return [Finding("cron entry", "warn", "cron support is not available")]
     try:

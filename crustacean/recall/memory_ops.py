@@ -11,10 +11,11 @@ from datetime import UTC, datetime
 
 from crustacean.documents import DocumentSkipped, new_document, read_document, set_meta
 from crustacean.errors import UsageError
-from crustacean.memories import MemoryDoc, is_memory_path, load_memories
+from crustacean.recall.memories import MemoryDoc, is_memory_path, load_memories
 from crustacean.state import open_state
-from crustacean.store import Change, Store, WriteResult, sha256_hex
+from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.paths import jail
+from crustacean.store.write import Store, WriteResult
 from crustacean.tiers import TIERS, Rules, TierDecision, Usage, next_tier, plan_tiers
 from crustacean.workspace import Workspace
 

@@ -55,7 +55,7 @@ import yaml
 
 from crustacean.documents import HANDLER, FrontmatterOverLimit
 from crustacean.errors import SearchQueryError
-from crustacean.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
+from crustacean.recall.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
 from crustacean.workspace import Progress, Workspace
 
@@ -603,7 +603,7 @@ class SearchIndex:
         self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
     ) -> list[tuple[int, float]]:
         """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py)."""
-        from crustacean import semantic
+        from crustacean.recall import semantic
 
         embedder = semantic.load()
         if embedder is None or not query.text.strip():
@@ -810,7 +810,7 @@ def _vector_matrix(db: StateDB, embedder: Any) -> tuple[Any, Any]:
 
 def _vectors_missing(conn: sqlite3.Connection) -> bool:
     """Files indexed before the semantic extra was installed, to embed now."""
-    from crustacean import semantic
+    from crustacean.recall import semantic
 
     if semantic.load() is None:
         return False
@@ -820,7 +820,7 @@ def _vectors_missing(conn: sqlite3.Connection) -> bool:
 
 def _embed_missing(conn: sqlite3.Connection) -> None:
     """Embed the lines of every file that has none yet (new, changed, or from before)."""
-    from crustacean import semantic
+    from crustacean.recall import semantic
 
     embedder = semantic.load()
     if embedder is None:

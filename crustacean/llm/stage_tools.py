@@ -1,0 +1,121 @@
+"""Each stage's own tool: the one call through which a model hands its judgement back.
+
+The schemas are the interface the model reads, so they live with the contract (llm/contract.py)
+that generates the stage docs' tool sections from them; each stage reads its answer off them.
+"""
+
+from __future__ import annotations
+
+from crustacean.llm.tools import ToolSpec
+
+CATEGORIES = (
+    "decision",
+    "plan",
+    "person",
+    "preference",
+    "fact",
+    "reminder",
+    "todo",
+    "idea",
+    "joke",
+    "project",
+)
+
+
+RECORD_NOTES = ToolSpec(
+    "record_notes",
+    "Record the notable items of the new conversation text. Call it once, with every item; "
+    "an empty list is a fine answer when nothing is worth keeping.",
+    {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "category": {"type": "string", "enum": list(CATEGORIES)},
+                        "text": {"type": "string", "description": "One or two plain sentences."},
+                        "refs": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "The references (m12) of the messages it comes from.",
+                        },
+                        "when": {
+                            "type": "string",
+                            "description": "The YYYY-MM-DD HH:MM it happened, only if that "
+                            "differs from its first cited message.",
+                        },
+                        "topic": {
+                            "type": "string",
+                            "description": "Two to six words naming the conversation.",
+                        },
+                    },
+                    "required": ["category", "text", "refs"],
+                },
+            }
+        },
+        "required": ["items"],
+    },
+)
+
+
+DIGEST_SECTIONS = ("lessons", "graduated", "contradictions", "patterns", "flagged")
+
+
+RECORD_DIGEST = ToolSpec(
+    "record_digest",
+    "Give the digest's judgement sections: one short line per item. Call once, before finish. "
+    "Code writes the digest file from these and from its own record of every operation.",
+    {
+        "type": "object",
+        "properties": {k: {"type": "array", "items": {"type": "string"}} for k in DIGEST_SECTIONS},
+    },
+)
+
+
+RECORD_ROUTING = ToolSpec(
+    "record_routing",
+    "Report what you did with entries, by id, after the write: the file you wrote each to in "
+    "this run, or skip with a reason. Code rejects a destination that does not exist or was "
+    "not written this run, and says which (that entry comes back next run). Entries recorded "
+    "are never shown to curate again.",
+    {
+        "type": "object",
+        "properties": {
+            "entries": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "destination": {"type": "string", "description": 'A path, or "skip".'},
+                        "reason": {"type": "string"},
+                    },
+                    "required": ["id", "destination"],
+                },
+            }
+        },
+        "required": ["entries"],
+    },
+)
+
+
+RECORD_AUDIT = ToolSpec(
+    "record_audit",
+    'Give the audit\'s review sections. foundation: one line per foundation file ("No changes" '
+    "or what you proposed); pipeline: one line per stage and the structure map; lessons: "
+    "validated/updated/archived counts and notes; meta: process changes you propose; "
+    "human_review: decisions only a person can make. Call once, before finish. Code writes the "
+    "audit file from these, its health check and the pending proposals.",
+    {
+        "type": "object",
+        "properties": {
+            "foundation": {"type": "object", "additionalProperties": {"type": "string"}},
+            "pipeline": {"type": "object", "additionalProperties": {"type": "string"}},
+            "lessons": {"type": "object", "additionalProperties": {"type": ["integer", "string"]}},
+            "meta": {"type": "array", "items": {"type": "string"}},
+            "human_review": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+)

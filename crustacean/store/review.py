@@ -1,0 +1,65 @@
+"""Approving and rejecting ask-first proposals (the queue itself is `proposals.py`).
+
+Approving applies a proposal through `write_context` with the hashes it was proposed against, so
+a file that changed meanwhile makes the approval stale instead of clobbering it.
+"""
+
+from __future__ import annotations
+
+from crustacean.errors import ProposalError, StaleWriteError
+from crustacean.store.changes import Change, unified_diff
+from crustacean.store.proposals import Proposal, get, replace, save
+from crustacean.store.write import Store, WriteResult
+
+
+def _pending(store: Store, pid: int) -> Proposal:
+    prop = get(store.ws, pid)
+    if prop.status != "pending":
+        raise ProposalError(f"proposal {pid} is already {prop.status}; nothing to do.")
+    return prop
+
+
+def diff(store: Store, pid: int) -> str:
+    """A unified diff of what approving would change, against the files as they are now."""
+    prop = get(store.ws, pid)
+    plan = store.plan(list(prop.changes), actor="user", max_files=len(prop.changes))
+    return unified_diff((p, plan.before.get(p), plan.after[p]) for p in plan.touched)
+
+
+def approve(store: Store, pid: int) -> WriteResult:
+    """Apply a proposal as it was proposed; stale files refuse it and keep it pending."""
+    prop = _pending(store, pid)
+    appeared = [p for p, sha in prop.reads.items() if sha is None and store.read_bytes(p)]
+    if appeared:
+        raise StaleWriteError(
+            f"proposal {pid} is stale: {appeared[0]} did not exist when it was proposed and does "
+            f"now. It stays pending; reject it with `crustacean review reject {pid}`."
+        )
+    pinned = []
+    for ch in prop.changes:
+        sha = prop.reads.get(ch.path)
+        if ch.mode != "create" and ch.expected_sha256 is None and sha is not None:
+            ch = Change(**{**ch.__dict__, "expected_sha256": sha})
+        pinned.append(ch)
+    try:
+        result = store.write_context(
+            pinned,
+            actor=prop.actor,
+            message=f"{prop.message} (proposal {pid}, approved)",
+            run_id=prop.run_id,
+            approved=True,
+            max_files=len(pinned),
+        )
+    except StaleWriteError:
+        raise StaleWriteError(
+            f"proposal {pid} is stale: a file it changes was edited after it was proposed. "
+            f"It stays pending; reject it with `crustacean review reject {pid}`."
+        ) from None
+    save(store.ws, replace(prop, status="approved", note=result.version or ""))
+    return result
+
+
+def reject(store: Store, pid: int, reason: str = "") -> Proposal:
+    prop = replace(_pending(store, pid), status="rejected", note=reason)
+    save(store.ws, prop)
+    return prop
