@@ -341,3 +341,24 @@ def test_disk_waits_run_together_and_report_every_failure() -> None:
     with pytest.raises(OSError, match="disk"):
         wait()
     wait()  # a second wait returns at once
+
+
+def test_an_index_copy_on_another_filesystem_goes_through_gits_lock(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the copy cannot be renamed over `.git/index` (EXDEV), its bytes are written into
+    git's lock file and that is renamed, as git does; nothing is left in the state folder."""
+    root = store.root
+    real = os.replace
+
+    def replace(src: object, dst: object) -> None:
+        if Path(str(src)).name.startswith("index-") and Path(str(dst)) == root / ".git/index":
+            raise OSError(18, "Invalid cross-device link")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", replace)
+    append(store, "- across\n")
+    assert git(root, "status", "--porcelain") == ""
+    assert_index_follows_head(root, NOTE)
+    assert not (root / ".git/index.lock").exists()
+    assert not [p for p in (root / ".crustacean").iterdir() if p.name.startswith("index-")]

@@ -79,21 +79,17 @@ def _packed_ref(git_dir: Path, ref: bytes) -> bytes | None:
     return None
 
 
-def tree_entries(
-    git_dir: Path, rev: str, paths: Sequence[str], *, is_tree: bool = False
-) -> dict[str, Entry] | None:
-    """`(mode, id)` of each path in commit (or tree) `rev`, paths absent there left out, as
+def tree_entries(git_dir: Path, rev: str, paths: Sequence[str]) -> dict[str, Entry] | None:
+    """`(mode, id)` of each path in commit `rev`, paths absent there left out, as
     `git ls-tree --full-tree rev -- paths` lists files; None when an object is not loose or
     an entry is not a plain file (git answers those)."""
     if not _HEX.match(rev.encode()):
         return None
     raw_len = len(rev) // 2
-    root = rev
-    if not is_tree:
-        commit = _loose(git_dir, rev, b"commit")
-        if commit is None or not commit.startswith(b"tree "):
-            return None
-        root = commit[5 : commit.find(b"\n")].decode()
+    commit = _loose(git_dir, rev, b"commit")
+    if commit is None or not commit.startswith(b"tree "):
+        return None
+    root = commit[5 : commit.find(b"\n")].decode()
     trees: dict[str, dict[bytes, Entry] | None] = {}  # folder -> its entries (None: no folder)
 
     def listing(folder: str) -> dict[bytes, Entry] | None:

@@ -29,7 +29,6 @@ TRAILER_RUN = "Crustacean-Run"
 TRAILER_CALL = "Crustacean-Call"
 INDEX_LOCK_WAIT = 10.0  # seconds a write waits for another git command to release index.lock
 LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacean holding it
-MIRROR = "index.mirror"  # in the state folder: the commit the user's index was left equal to
 # The git states a write must not step into: what is in the git folder, and what it means.
 IN_PROGRESS = (
     ("MERGE_HEAD", "a merge"),
@@ -188,16 +187,14 @@ class Git:
         """Blob id of each path at `rev` (paths absent there are left out)."""
         return {p: sha for p, (_, sha) in self.tree_entries(rev, list(paths)).items()}
 
-    def tree_entries(
-        self, rev: str, paths: list[str], *, is_tree: bool = False
-    ) -> dict[str, tuple[bytes, str]]:
-        """`(mode, id)` of each path in commit (or tree) `rev`, as `git ls-tree` lists them;
-        read from the object files when they are loose (what the store just wrote is)."""
+    def tree_entries(self, rev: str, paths: list[str]) -> dict[str, tuple[bytes, str]]:
+        """`(mode, id)` of each path in commit `rev`, as `git ls-tree` lists them; read from
+        the object files when they are loose (what the store just wrote is)."""
         if not paths:
             return {}
         git_dir = gitread.plain_git_dir(self.root)
         if git_dir is not None:
-            fast = gitread.tree_entries(git_dir, rev, paths, is_tree=is_tree)
+            fast = gitread.tree_entries(git_dir, rev, paths)
             if fast is not None:
                 return fast
         out = self.run("ls-tree", "-z", "--full-tree", rev, "--", *paths).stdout
@@ -392,9 +389,13 @@ class Git:
             raise RuntimeError("install_index needs index_locked() held")
         try:
             os.replace(copy, self.git_dir / "index")  # git wrote it, with git's own permissions
-        except BaseException:
-            copy.unlink(missing_ok=True)  # the journal is still there: recover() syncs the index
-            raise
+        except OSError:  # another filesystem than .git: its bytes go through git's lock file
+            try:
+                data = copy.read_bytes()
+            finally:
+                copy.unlink(missing_ok=True)
+            self._replace_index(data)
+            return
         copy.unlink(missing_ok=True)  # gone unless it was still a link to the index itself
         self._index_fd, fd = -1, self._index_fd
         os.close(fd)
