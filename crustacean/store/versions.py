@@ -431,9 +431,7 @@ class Git:
 
     def _replace_index(self, data: bytes) -> None:
         """Write the user's new index into git's lock and rename it over the index (git's own
-        protocol), which also releases the lock."""
-        if self._index_fd is None or self._index_fd < 0:
-            raise RuntimeError("the user's index is replaced only under index_locked()")
+        protocol), which also releases the lock. Callers hold index_locked()."""
         self._index_fd, fd = -1, self._index_fd  # closed here; the rename below releases it
         with os.fdopen(fd, "wb") as fh:  # no fsync, as git does for its index: HEAD rebuilds it
             fh.write(data)
