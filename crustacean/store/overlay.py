@@ -6,8 +6,6 @@ at the end `diff()` shows what would have changed, and nothing was written, vers
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from crustacean.store.changes import unified_diff
 from crustacean.store.paths import jail
 from crustacean.store.write import FileContent, FileInfo, Store, WriteResult, _hashes, new_id
@@ -40,7 +38,7 @@ class OverlayStore(Store):
 
     def list_context_files(self, prefix: str | None = None) -> list[FileInfo]:
         listed = {f.path: f for f in super().list_context_files(prefix)}
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        stamp = self.clock().isoformat(timespec="seconds")
         for path, data in self.overlay.items():
             if data is None:
                 listed.pop(path, None)
