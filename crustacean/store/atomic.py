@@ -43,14 +43,6 @@ def synced_temp(path: Path, data: bytes, mode: int | None) -> str:
     return tmp
 
 
-def write_synced(fd: int, data: bytes) -> None:
-    """Write `data` to the open file `fd` and fsync it; closes `fd`."""
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -36,7 +36,7 @@ from crustacean.errors import (
 )
 from crustacean.secrets import find_secrets
 from crustacean.store import gitread, policy, proposals
-from crustacean.store.atomic import atomic_write, fsync_dir, synced_temp, write_synced
+from crustacean.store.atomic import atomic_write, fsync_dir, synced_temp
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.parallel import all_at_once, start
 from crustacean.store.paths import jail
@@ -559,29 +559,32 @@ class Store:
             # after a crash was edited since, and is kept
             "after": {p: _sha_or_none(plan.after[p]) for p in touched},
         }
-        # The journal, its folder entry and every new file's bytes (a synced temp file next to
-        # it) go to disk at once: the disk commits concurrent fsyncs together. No file is
-        # renamed before all are done, so a torn journal means nothing was touched (recover()
-        # drops it). A file in a folder not there yet is written in order, as _put does.
+        # The journal's and every new file's bytes go to synced temp files at once (the disk
+        # commits concurrent fsyncs together); the journal is renamed into place and its
+        # folder synced before any file is renamed. A file in a folder not there yet is
+        # written in order, as _put does.
         early = [
             p for p in touched if plan.after[p] is not None and (self.root / p).parent.is_dir()
         ]
         modes = {p: self._mode_for(p) for p in early}
-        flags = os.O_CREAT | os.O_TRUNC | os.O_WRONLY
-        fd = os.open(self._journal_path, flags, 0o600)
         entry = json.dumps(journal).encode()
-        jobs: list[Callable[[], object]] = [lambda: write_synced(fd, entry)]
+        jobs: list[Callable[[], object]] = [lambda: synced_temp(self._journal_path, entry, None)]
         jobs += [
             lambda p=p: synced_temp(self.root / p, plan.after[p] or b"", modes[p]) for p in early
         ]
-        jobs.append(lambda: fsync_dir(self._journal_path.parent))  # last: mostly done by then
         results = all_at_once(jobs, keep_going=True)
-        temps = {p: r for p, r in zip(early, results[1:-1], strict=True) if isinstance(r, str)}
+        written = [r for r in results if isinstance(r, str)]
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
-            _drop(temps.values())
-            self._journal_path.unlink(missing_ok=True)
+            _drop(written)
             raise failed[0]
+        temps = dict(zip(early, results[1:], strict=True))
+        try:
+            os.replace(str(results[0]), self._journal_path)
+        except BaseException:
+            _drop(written)
+            raise
+        fsync_dir(self._journal_path.parent)
         try:
             for path in touched:
                 if path in temps:
