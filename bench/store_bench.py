@@ -11,8 +11,11 @@ interleaved so drift hits both alike:
 
 `write_context` does more than the baseline by design: it validates the whole call (path jail,
 policy, sha256, limits, secret scan), writes each file through a temp file with fsync and rename
-under a journal, and commits on a private index so the user's own index is never swept in. The
-ratio says what those guarantees cost. Git runs with no system or global config in both cases.
+under a journal (the fsyncs of one call run together), and commits with plumbing (four git
+commands: `update-index` and `write-tree` on a copy of the user's index that is proven to hold
+HEAD's tree, `commit-tree`, `update-ref`) so the user's staged work is never swept in, all under
+git's `index.lock`. The ratio says what those guarantees cost. Git runs with no system or global
+config in both cases.
 """
 
 from __future__ import annotations

@@ -16,6 +16,19 @@ def atomic_write(
 ) -> None:
     """Temp file in the same folder, fsync, rename: a reader sees the old bytes or the new.
     The temp file is private (0600) unless `mode` says what the file should have."""
+    tmp = synced_temp(path, data, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+def synced_temp(path: Path, data: bytes, mode: int | None) -> str:
+    """`data` in a new temp file next to `path`, on disk (fsync); its name. The write path
+    syncs a call's files at once this way, and renames them once its journal is in place."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".tmp")
     try:
         if mode is not None:
@@ -24,12 +37,10 @@ def atomic_write(
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    if sync_dir:
-        fsync_dir(path.parent)
+    return tmp
 
 
 def fsync_dir(folder: Path) -> None:

@@ -14,13 +14,14 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from crustacean.errors import LockedError, RepoBusyError, VersionError
+from crustacean.store import gitread
 
 EMAIL = "crustacean@localhost"
 TRAILER_ACTOR = "Crustacean-Actor"
@@ -169,6 +170,10 @@ class Git:
             )
 
     def head(self) -> str | None:
+        git_dir = gitread.plain_git_dir(self.root)
+        fast = gitread.read_head(git_dir) if git_dir is not None else None
+        if fast is not None:  # the update-ref of a commit still checks HEAD did not move
+            return fast
         proc = self.run("rev-parse", "--verify", "-q", "HEAD", check=False)
         return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
@@ -183,15 +188,26 @@ class Git:
 
     def blob_ids(self, rev: str, paths: Sequence[str]) -> dict[str, str]:
         """Blob id of each path at `rev` (paths absent there are left out)."""
+        return {p: sha for p, (_, sha) in self.tree_entries(rev, list(paths)).items()}
+
+    def tree_entries(self, rev: str, paths: list[str]) -> dict[str, tuple[bytes, str]]:
+        """`(mode, id)` of each path in commit `rev`, as `git ls-tree` lists them; read from
+        the object files when they are loose (what the store just wrote is)."""
         if not paths:
             return {}
+        git_dir = gitread.plain_git_dir(self.root)
+        if git_dir is not None:
+            fast = gitread.tree_entries(git_dir, rev, paths)
+            if fast is not None:
+                return fast
         out = self.run("ls-tree", "-z", "--full-tree", rev, "--", *paths).stdout
-        ids: dict[str, str] = {}
+        entries: dict[str, tuple[bytes, str]] = {}
         for entry in out.split(b"\0"):
             if entry:
                 meta, _, name = entry.partition(b"\t")
-                ids[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
-        return ids
+                mode, _, sha = meta.split()
+                entries[name.decode("utf-8", "surrogateescape")] = (mode, sha.decode())
+        return entries
 
     def file_at(self, rev: str, path: str) -> bytes | None:
         proc = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
@@ -215,50 +231,88 @@ class Git:
         trailers: dict[str, str],
         now: datetime | None = None,
         parent: str | type[LookUp] | None = LookUp,
+        reuse_index: Path | None = None,
+        expect: Mapping[str, str | None] | None = None,
+        before_ref: Callable[[], None] | None = None,
     ) -> str:
         """Commit the working-tree state of `paths` on top of HEAD; return the new commit id.
 
         `parent` is HEAD when the caller already knows it (saves a git call); the ref update
-        still checks HEAD did not move meanwhile.
+        still checks HEAD did not move meanwhile. `reuse_index` is a private copy of the
+        user's index and `expect` each path's new blob id (None: removed): the tree is built
+        on that copy when it proves to be the parent's tree with exactly `expect` applied, and
+        the copy then holds the version, ready to become the user's index (no `read-tree`, no
+        second `update-index`). Otherwise the copy is deleted, and the tree is built from the
+        parent's tree on a fresh private index as always. `before_ref` runs just before HEAD
+        moves (the caller's files become durable meanwhile).
         """
         paths = sorted(set(paths))
-        state = self.root / ".crustacean"
-        state.mkdir(exist_ok=True)
-        index = state / f"index-{uuid.uuid4().hex}"
-        stamp = f"{int((now or datetime.now()).timestamp())} +0000"
         env = {
-            "GIT_INDEX_FILE": str(index),
             "GIT_AUTHOR_NAME": f"crustacean {actor}",
             "GIT_AUTHOR_EMAIL": EMAIL,
             "GIT_COMMITTER_NAME": f"crustacean {actor}",
             "GIT_COMMITTER_EMAIL": EMAIL,
         }
         if now is not None:
+            stamp = f"{int(now.timestamp())} +0000"
             env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-        try:
-            head = self.head() if parent is LookUp else parent
-            self.run("read-tree", *([head] if head else ["--empty"]), env=env)
-            added = self.run(
-                "update-index",
-                "--add",
-                "--remove",
-                "-z",
-                "--stdin",
-                env=env,
-                input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
-            )
-            if b"Ignoring path" in added.stderr:  # git skips some names with exit code 0
-                detail = added.stderr.decode("utf-8", "replace").strip().splitlines()[0]
-                raise VersionError(f"git cannot version this change ({detail}); rename the file.")
-            tree = self.out("write-tree", env=env)
-            body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
-            parent = ["-p", head] if head else []
-            sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgsign
-            commit = self.out("commit-tree", tree, *parent, *sign, env=env, input=body.encode())
-            self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, head or "0" * 40)
-        finally:
-            index.unlink(missing_ok=True)
+        head = self.head() if parent is LookUp else parent
+        tree = None
+        if reuse_index is not None:
+            tree = self._reused_tree(reuse_index, paths, head, expect or {})
+        if tree is None:
+            index = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
+            index.parent.mkdir(exist_ok=True)
+            try:
+                on = {"GIT_INDEX_FILE": str(index)}
+                self.run("read-tree", *([head] if head else ["--empty"]), env=on)
+                tree = self._write_tree(index, paths)
+            finally:
+                index.unlink(missing_ok=True)
+        body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
+        parents = ["-p", head] if head else []
+        sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgsign
+        commit = self.out("commit-tree", tree, *parents, *sign, env=env, input=body.encode())
+        if before_ref is not None:
+            before_ref()
+        self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, head or "0" * 40)
         return commit
+
+    def _write_tree(self, index: Path, paths: list[str]) -> str:
+        """Stage the working-tree state of `paths` into `index` and write its tree."""
+        env = {"GIT_INDEX_FILE": str(index)}
+        added = self.run(
+            "update-index",
+            "--add",
+            "--remove",
+            "-z",
+            "--stdin",
+            env=env,
+            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
+        )
+        if b"Ignoring path" in added.stderr:  # git skips some names with exit code 0
+            detail = added.stderr.decode("utf-8", "replace").strip().splitlines()[0]
+            raise VersionError(f"git cannot version this change ({detail}); rename the file.")
+        return self.out("write-tree", env=env)
+
+    def _reused_tree(
+        self, index: Path, paths: list[str], head: str | None, expect: Mapping[str, str | None]
+    ) -> str | None:
+        """The tree written on the user's index copy, when it is exactly `head`'s tree with
+        `expect` applied: nothing the user staged, skipped or marked assume-unchanged changes
+        what the version holds. None (and the copy deleted) when that is not shown."""
+        git_dir = gitread.plain_git_dir(self.root)
+        tree = None
+        if head is not None and git_dir is not None and set(expect) == set(paths):
+            try:
+                tree = self._write_tree(index, paths)
+            except VersionError:
+                tree = None  # e.g. an unmerged entry elsewhere in their index: build from HEAD
+            if tree is not None and not gitread.tree_is(git_dir, head, tree, expect):
+                tree = None
+        if tree is None:
+            index.unlink(missing_ok=True)
+        return tree
 
     def signs_commits(self) -> bool:
         """`commit.gpgsign`, honoured as `git commit` would (plumbing ignores it on purpose)."""
@@ -311,6 +365,45 @@ class Git:
                 lock.unlink(missing_ok=True)
             owner.unlink(missing_ok=True)
 
+    def index_copy(self) -> Path | None:
+        """A private copy of the user's index for `commit_paths(reuse_index=...)`, or None
+        when they have none. Needs index_locked() held, so no git command replaces the index
+        meanwhile. A hard link where the filesystem allows: git never writes an index in place
+        (it writes a lock file and renames it), so the user's index is never changed through it."""
+        if self._index_fd is None or self._index_fd < 0:
+            raise RuntimeError("index_copy needs index_locked() held")
+        index = self.git_dir / "index"
+        tmp = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
+        try:
+            os.link(index, tmp)
+        except FileNotFoundError:
+            return None
+        except OSError:  # no hard links here: a byte copy
+            try:
+                shutil.copyfile(index, tmp)
+            except FileNotFoundError:
+                return None
+        return tmp
+
+    def install_index(self, copy: Path) -> None:
+        """Make `copy` (built by `commit_paths(reuse_index=copy)`) the user's index: renamed
+        over it while git's lock is held, then the lock is given back."""
+        if self._index_fd is None or self._index_fd < 0:
+            raise RuntimeError("install_index needs index_locked() held")
+        try:
+            os.replace(copy, self.git_dir / "index")  # git wrote it, with git's own permissions
+        except OSError:  # another filesystem than .git: its bytes go through git's lock file
+            try:
+                data = copy.read_bytes()
+            finally:
+                copy.unlink(missing_ok=True)
+            self._replace_index(data)
+            return
+        copy.unlink(missing_ok=True)  # gone unless it was still a link to the index itself
+        self._index_fd, fd = -1, self._index_fd
+        os.close(fd)
+        (self.git_dir / "index.lock").unlink(missing_ok=True)
+
     def sync_index(self, commit: str, paths: Iterable[str]) -> None:
         """Make the user's index hold `commit`'s version of `paths` (every other entry, their
         staged work included, stays as it was), then commit git's lock over the index."""
@@ -325,9 +418,9 @@ class Git:
                 shutil.copyfile(index, tmp)
             else:  # no index yet: start from the commit, not from empty (all would be "deleted")
                 self.run("read-tree", commit, env=env)
-            have = self._tree_entries(commit, paths)
+            have = self.tree_entries(commit, paths)
             info = b"".join(
-                (have.get(p) or b"0 " + b"0" * 40)
+                (b"%s %s" % (have[p][0], have[p][1].encode()) if p in have else b"0 " + b"0" * 40)
                 + b"\t"
                 + p.encode("utf-8", "surrogateescape")
                 + b"\0"
@@ -337,23 +430,15 @@ class Git:
             data = tmp.read_bytes()
         finally:
             tmp.unlink(missing_ok=True)
+        self._replace_index(data)
+
+    def _replace_index(self, data: bytes) -> None:
+        """Write the user's new index into git's lock and rename it over the index (git's own
+        protocol), which also releases the lock. Callers hold index_locked()."""
         self._index_fd, fd = -1, self._index_fd  # closed here; the rename below releases it
         with os.fdopen(fd, "wb") as fh:  # no fsync, as git does for its index: HEAD rebuilds it
             fh.write(data)
-        os.replace(self.git_dir / "index.lock", index)
-
-    def _tree_entries(self, commit: str, paths: list[str]) -> dict[str, bytes]:
-        """`mode sha` of each path in `commit`, as `--index-info` reads them."""
-        if not paths:
-            return {}
-        out = self.run("ls-tree", "-z", "--full-tree", commit, "--", *paths).stdout
-        entries: dict[str, bytes] = {}
-        for entry in out.split(b"\0"):
-            if entry:
-                meta, _, name = entry.partition(b"\t")
-                mode, _, sha = meta.split()
-                entries[name.decode("utf-8", "surrogateescape")] = mode + b" " + sha
-        return entries
+        os.replace(self.git_dir / "index.lock", self.git_dir / "index")
 
     def committed_call(self, call_id: str, base: str | None) -> bool:
         """Whether a version of call `call_id` landed after `base` (commits on top included)."""

@@ -35,9 +35,10 @@ from crustacean.errors import (
     WriteError,
 )
 from crustacean.secrets import find_secrets
-from crustacean.store import policy, proposals
-from crustacean.store.atomic import atomic_write, fsync_dir
+from crustacean.store import gitread, policy, proposals
+from crustacean.store.atomic import atomic_write, fsync_dir, synced_temp
 from crustacean.store.changes import Change, parse_changes, sha256_hex
+from crustacean.store.parallel import all_at_once, start
 from crustacean.store.paths import jail
 from crustacean.store.scan import guard_snapshot
 from crustacean.store.versions import (
@@ -483,13 +484,26 @@ class Store:
         base = self.git.head()
         snapshot = self._snapshot_dirty(plan, actor, base)
         head = snapshot or base
-        self._apply(plan, touched, call_id, head, base)
+        settle = self._apply(plan, touched, call_id, head, base, settle_later=True)
+        copy = None  # the user's index, when the version can be built on it (see commit_paths)
         try:
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
+            copy = self.git.index_copy() if snapshot is None and head is not None else None
             version = self.git.commit_paths(
-                touched, actor=actor, message=message, trailers=trailers, parent=head
+                touched,
+                actor=actor,
+                message=message,
+                trailers=trailers,
+                parent=head,
+                reuse_index=copy,
+                expect=_blob_ids(plan, touched, head) if copy else None,
+                before_ref=settle,  # the renames are on disk before HEAD names the version
             )
+            settle()
         except BaseException:
+            settle()
+            if copy is not None:
+                copy.unlink(missing_ok=True)
             self._restore(self._read_journal())
             if snapshot is not None:  # the user's snapshot did land: the index follows it
                 with contextlib.suppress(Exception):  # never hide why the commit failed
@@ -497,7 +511,10 @@ class Store:
             self._journal_path.unlink(missing_ok=True)
             raise
         _fault_point(INDEX_SYNC)
-        self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        if copy is not None and copy.exists():  # it holds the version: it becomes the index
+            self.git.install_index(copy)
+        else:
+            self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
         self._journal_path.unlink(missing_ok=True)
         return version, snapshot
 
@@ -510,8 +527,18 @@ class Store:
         return self.ws.state_dir / "journal.json"
 
     def _apply(
-        self, plan: Plan, touched: list[str], call_id: str, head: str | None, base: str | None
-    ) -> None:
+        self,
+        plan: Plan,
+        touched: list[str],
+        call_id: str,
+        head: str | None,
+        base: str | None,
+        *,
+        settle_later: bool = False,
+    ) -> Callable[[], None]:
+        """Journal, then the files. The folders' fsyncs that make the renames durable run in
+        the background with `settle_later` (the caller waits on the returned call before its
+        commit), else before returning."""
         originals = {
             p: plan.before.get(p) if p in plan.before else self.read_bytes(p) for p in touched
         }
@@ -526,17 +553,56 @@ class Store:
             # after a crash was edited since, and is kept
             "after": {p: _sha_or_none(plan.after[p]) for p in touched},
         }
-        atomic_write(self._journal_path, json.dumps(journal).encode())
+        # The journal's and every new file's bytes go to synced temp files at once (the disk
+        # commits concurrent fsyncs together); the journal is renamed into place and its
+        # folder synced before any file is renamed. A file in a folder not there yet is
+        # written in order, as _put does.
+        early = [
+            p for p in touched if plan.after[p] is not None and (self.root / p).parent.is_dir()
+        ]
+        modes = {p: self._mode_for(p) for p in early}
+        entry = json.dumps(journal).encode()
+        jobs: list[Callable[[], object]] = [lambda: synced_temp(self._journal_path, entry, None)]
+        jobs += [
+            lambda p=p: synced_temp(self.root / p, plan.after[p] or b"", modes[p]) for p in early
+        ]
+        results = all_at_once(jobs, keep_going=True)
+        written = [r for r in results if isinstance(r, str)]
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            _drop(written)
+            raise failed[0]
+        temps = dict(zip(early, results[1:], strict=True))
+        try:
+            os.replace(str(results[0]), self._journal_path)
+        except BaseException:
+            _drop(written)
+            raise
+        fsync_dir(self._journal_path.parent)
         try:
             for path in touched:
-                self._put(path, plan.after[path])
+                if path in temps:
+                    os.replace(temps.pop(path), self.root / path)
+                else:
+                    self._put(path, plan.after[path])
                 _fault_point(path)
-            for folder in {(self.root / p).parent for p in touched}:
-                fsync_dir(folder)  # once per folder: the renames are durable before the commit
         except BaseException:
+            _drop(temps.values())
             self._restore(originals)
             self._journal_path.unlink(missing_ok=True)
             raise
+        folders = {(self.root / p).parent for p in touched}
+        settle = start(lambda: all_at_once([lambda f=f: fsync_dir(f) for f in folders]))
+        if not settle_later:
+            settle()
+        return settle
+
+    def _mode_for(self, path: str) -> int:
+        """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
+        try:
+            return stat.S_IMODE((self.root / path).stat().st_mode)
+        except FileNotFoundError:
+            return 0o666 & ~_umask()
 
     def _put(self, path: str, data: bytes | None) -> None:
         full = self.root / path
@@ -544,11 +610,7 @@ class Store:
             full.unlink(missing_ok=True)  # the bytes live on at the move/trash target written first
         else:
             full.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                mode = stat.S_IMODE(full.stat().st_mode)  # keep the file's mode, exec bit too
-            except FileNotFoundError:
-                mode = 0o666 & ~_umask()  # a new file gets what any editor would give it
-            atomic_write(full, data, sync_dir=False, mode=mode)
+            atomic_write(full, data, sync_dir=False, mode=self._mode_for(path))
 
     def _restore(self, originals: dict[str, bytes | None]) -> None:
         for path, data in originals.items():
@@ -603,6 +665,7 @@ class Store:
             elif not committed and disk != original:
                 self._put(path, original)
                 undone = True
+        _drop(str(t) for t in _call_temps(self.root, originals))  # files it had not renamed yet
         if self.versioned:
             with self.git.index_locked():
                 head = self.git.head()
@@ -722,6 +785,24 @@ _TEMP_NAME = re.compile(
     r"^\..+\.[a-z0-9_]{8}\.tmp$"  # atomic_write's mkstemp names
     r"|^index-[0-9a-f]{32}(\.lock)?$"  # the private git index of a killed commit
 )
+
+
+def _call_temps(root: Path, paths: Iterable[str]) -> list[Path]:
+    """The synced temp files a killed call left next to its own files (see `_apply`)."""
+    by_folder: dict[Path, set[str]] = {}
+    for path in paths:
+        full = root / path
+        by_folder.setdefault(full.parent, set()).add(f".{full.name[:200]}.")
+    found = []
+    for folder, prefixes in by_folder.items():
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".tmp") and name[:-12] in prefixes and _TEMP_NAME.match(name):
+                found.append(folder / name)
+    return found
 
 
 def _stray_temp_files(root: Path) -> list[str]:
@@ -858,9 +939,16 @@ def _named(plan: Plan) -> list[str]:
 
 
 def _git_blob_id(data: bytes) -> str:
-    import hashlib
+    return gitread.blob_id(data, "0" * 40)
 
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+def _blob_ids(plan: Plan, touched: list[str], like: str | None) -> dict[str, str | None]:
+    """The blob id each touched file's new bytes get (None: gone), for `commit_paths`."""
+    ids = {}
+    for p in touched:
+        data = plan.after[p]
+        ids[p] = None if data is None else gitread.blob_id(data, like or "0" * 40)
+    return ids
 
 
 def _tier_of(full: Path, rel: str) -> str | None:
@@ -876,6 +964,11 @@ def _tier_of(full: Path, rel: str) -> str | None:
     end = head.find(b"\n---", 3)
     m = _TIER_RE.search(head[: end if end > 0 else len(head)])
     return m.group(1).decode() if m else None
+
+
+def _drop(temps: Iterable[str]) -> None:
+    for tmp in list(temps):
+        Path(tmp).unlink(missing_ok=True)
 
 
 class _TimedLock(FileLock):
