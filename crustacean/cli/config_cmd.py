@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, TypedDict
 
 import typer
 
@@ -60,7 +60,19 @@ def show(
     say("Layers (lowest first): " + "; ".join(files))
 
 
-def _row(loaded: LoadedConfig, key: str, repeats_default: bool) -> dict[str, object]:
+class _Row(TypedDict):
+    """One key of `config show` (its JSON object, and a line of its table)."""
+
+    key: str
+    value: Any
+    default: Any
+    layer: str
+    source: str
+    locked: bool
+    redundant: bool
+
+
+def _row(loaded: LoadedConfig, key: str, repeats_default: bool) -> _Row:
     value, default = loaded.values[key], SCHEMA[key].default
     if key == "sources":
         value, default = [s.__dict__ for s in value], []
@@ -77,10 +89,12 @@ def _row(loaded: LoadedConfig, key: str, repeats_default: bool) -> dict[str, obj
 
 
 def _shown(key: str, value: object) -> str:
-    return f"{len(value)} source(s)" if key == "sources" else toml_value(value)  # type: ignore[arg-type]
+    if key == "sources" and isinstance(value, list):
+        return f"{len(value)} source(s)"
+    return toml_value(value)
 
 
-def _say_redundant(rows: list[dict[str, object]], sources: dict[str, str]) -> None:
+def _say_redundant(rows: list[_Row], sources: dict[str, str]) -> None:
     if not rows:
         say("No config file repeats a default: every set key is a choice.")
         return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,17 +12,20 @@ from crustacean.cli.output import verbatim
 from crustacean.errors import UsageError
 from crustacean.workspace import Workspace
 
+if TYPE_CHECKING:  # the checker sees the module; at run time it loads on first use
+    from crustacean.ops import cron
+else:
 
-class _LazyCron:
-    """`crustacean.ops.cron` loaded on first use, so `crustacean --help` does not pay for it."""
+    class _LazyCron:
+        """`crustacean.ops.cron` loaded on first use, so `crustacean --help` does not pay for
+        it."""
 
-    def __getattr__(self, name: str) -> object:
-        import importlib
+        def __getattr__(self, name: str) -> object:
+            import importlib
 
-        return getattr(importlib.import_module("crustacean.ops.cron"), name)
+            return getattr(importlib.import_module("crustacean.ops.cron"), name)
 
-
-cron = _LazyCron()
+    cron = _LazyCron()
 
 cron_app = typer.Typer(
     cls=CrustaceanGroup,

@@ -443,7 +443,7 @@ def _best_lines(
     out = {}
     for mem in mems:
         if len(mem.doc.body) > LONG_CHARS and shares.get(mem.path, 0.0) >= RELEVANT:
-            hits = ranking.hits(lambda p, m=mem.path: p == m, WINDOW_CHARS)
+            hits = ranking.hits(mem.path.__eq__, WINDOW_CHARS)
             if hits:
                 out[mem.path] = "\n…\n".join(h.text for h in sorted(hits, key=_line))
     return out

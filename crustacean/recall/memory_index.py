@@ -39,6 +39,9 @@ class IndexedMemory(MemoryDoc):
     A file that cannot be read by then (changed in the milliseconds since the index was
     checked) reads as an empty body with the reason as its warning."""
 
+    _known: tuple[Path, str, str, datetime, int]  # root, path, tier, recorded, size
+    _doc: Document | None
+
     def __init__(
         self, root: Path, path: str, tier: str, recorded: datetime, size: int, mtime: datetime
     ) -> None:
@@ -46,16 +49,17 @@ class IndexedMemory(MemoryDoc):
         object.__setattr__(self, "_known", (root, path, tier, recorded, size))
         object.__setattr__(self, "_doc", None)
 
-    @property  # type: ignore[override]
+    @property
     def doc(self) -> Document:
-        if self._doc is None:
+        doc = self._doc
+        if doc is None:
             root, path = self._known[:2]
             try:
                 doc = read_document(root, path)
             except DocumentSkipped as e:
                 doc = Document(path, "", {}, "", None, e.reason)
             object.__setattr__(self, "_doc", doc)
-        return self._doc  # type: ignore[return-value]
+        return doc
 
     @property
     def path(self) -> str:

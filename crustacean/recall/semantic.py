@@ -25,7 +25,7 @@ DENSE_TOP = 300  # lines the dense side adds to the lexical candidates
 ENV = "CRUSTACEAN_SEMANTIC"
 _WEIGHTS = "weights/l2_supercat_256.safetensors"
 _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
-_cache: dict[str, Any] = {}
+_cache: dict[str, Embedder | None] = {}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ under git's own `index.lock`, so their next `git commit` keeps the write instead
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import shutil
@@ -56,8 +57,10 @@ class Version:
     run_id: str | None
 
 
-class LookUp:
-    """Sentinel: find HEAD yourself."""
+class LookUp(enum.Enum):
+    """Sentinel: find HEAD yourself (an enum member, so `is` narrows it away for the checker)."""
+
+    HEAD = "look up HEAD"
 
 
 class Git:
@@ -93,8 +96,8 @@ class Git:
             )
         return proc
 
-    def out(self, *args: str, **kw: object) -> str:
-        return self.run(*args, **kw).stdout.decode("utf-8", "replace").strip()  # type: ignore[arg-type]
+    def out(self, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
+        return self.run(*args, env=env, input=input).stdout.decode("utf-8", "replace").strip()
 
     # ------------------------------------------------------------ state
 
@@ -211,7 +214,7 @@ class Git:
         message: str,
         trailers: dict[str, str],
         now: datetime | None = None,
-        parent: str | type[LookUp] | None = LookUp,
+        parent: str | LookUp | None = LookUp.HEAD,
     ) -> str:
         """Commit the working-tree state of `paths` on top of HEAD; return the new commit id.
 
@@ -233,7 +236,7 @@ class Git:
         if now is not None:
             env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
         try:
-            head = self.head() if parent is LookUp else parent
+            head = self.head() if parent is LookUp.HEAD else parent
             self.run("read-tree", *([head] if head else ["--empty"]), env=env)
             added = self.run(
                 "update-index",
@@ -249,9 +252,9 @@ class Git:
                 raise VersionError(f"git cannot version this change ({detail}); rename the file.")
             tree = self.out("write-tree", env=env)
             body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
-            parent = ["-p", head] if head else []
+            on_top = ["-p", head] if head else []
             sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgsign
-            commit = self.out("commit-tree", tree, *parent, *sign, env=env, input=body.encode())
+            commit = self.out("commit-tree", tree, *on_top, *sign, env=env, input=body.encode())
             self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, head or "0" * 40)
         finally:
             index.unlink(missing_ok=True)

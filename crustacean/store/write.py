@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Self
 
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
@@ -48,6 +49,9 @@ from crustacean.store.versions import (
     clear_stale_index_lock,
 )
 from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
+
+if TYPE_CHECKING:
+    from filelock import AcquireReturnProxy
 
 SKIP_DIRS = {".git", STATE_DIR}
 LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
@@ -292,7 +296,7 @@ class Store:
 
     def _write_setting(self, actor: str) -> str:
         """memory.write for every model; mcp.write narrows it further for the MCP server."""
-        setting = self.ws.settings.memory.write
+        setting: str = self.ws.settings.memory.write
         if actor == "mcp" and setting != "off":
             mcp = self.ws.settings.mcp.write
             setting = {"off": "off", "ask": "review"}.get(mcp, setting)
@@ -888,9 +892,9 @@ class _TimedLock(FileLock):
     def __init__(self, path: Path) -> None:
         super().__init__(str(path), timeout=WRITE_LOCK_SECONDS)
 
-    def acquire(self, *args: object, **kwargs: object):  # type: ignore[override]
+    def acquire(self, *args: Any, **kwargs: Any) -> AcquireReturnProxy[Self]:
         try:
-            return super().acquire(*args, **kwargs)  # type: ignore[arg-type]
+            return super().acquire(*args, **kwargs)
         except LockTimeout:
             raise LockedError(
                 "another crustacean writer held the workspace for over a minute; try again."
