@@ -93,7 +93,7 @@ def workspace(folder: Path, messages: int, now: datetime) -> tuple[Path, list[di
     ws = Workspace(root, load_config(root))
     old = now - timedelta(days=40)  # past every stage's slot, monthly calibrate's too
     for stage in STAGE_ORDER:
-        with RunRecorder(ws, stage, now=lambda: old) as rec:
+        with RunRecorder(ws, stage, clock=lambda: old) as rec:
             rec.finish("ok", summary="bench: an old run, so the stage is due")
     return root, script(start, messages)
 

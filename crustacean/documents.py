@@ -1,5 +1,8 @@
 """Memory files: markdown with optional YAML frontmatter (seeds 000 and 002).
 
+The one frontmatter reader (`read_front`): memories, the search index and plain notes all split
+and parse a block here, so they agree on where a body starts and why a block is no metadata.
+
 A memory file is owned by its user, so reading never fails and writing never reformats: the
 frontmatter is split out by hand, parsed through python-frontmatter's YAML handler with a safe,
 bounded loader (`BoundedYAMLHandler`), and edited line by line. python-frontmatter's `dumps`
@@ -237,37 +240,60 @@ def _split(text: str) -> tuple[_Split | None, int | None]:
     return None, (opened[1] if opened else None)
 
 
+@dataclass(frozen=True)
+class Front:
+    """Where a text's frontmatter ends and what it holds; one reader for every caller.
+
+    `block` spans text[start:end] (None when there is none, or it cannot be used); the body is
+    text[end:]. `problem` says why a block was read as body: "line N: …; <as_body> only"."""
+
+    meta: dict[str, Any]
+    block: str | None
+    start: int
+    end: int
+    problem: str | None = None
+
+
+def read_front(text: str, *, as_body: str = "read as body") -> Front:
+    """Split and parse the frontmatter of `text`; malformed frontmatter is body, with a problem.
+
+    `as_body` is how the caller treats such a text, for the problem line ("indexed as body")."""
+    split, unclosed = _split(text)
+    skip = len(BOM) if text.startswith(BOM) else 0
+    if split is None:
+        problem = None
+        if unclosed is not None:
+            problem = f"line {unclosed}: frontmatter opened with --- is never closed"
+            problem += f"; {as_body} only"
+        return Front({}, None, skip, skip, problem)
+    meta, problem = _load_meta(text[split.ystart : split.yend], split.first_line, as_body)
+    if problem is not None:
+        return Front({}, None, skip, skip, problem)
+    return Front(meta, text[split.start : split.end], split.start, split.end)
+
+
 def parse_document(text: str, path: str) -> Document:
     """Split and parse a memory file; malformed frontmatter gives body only and a warning."""
-    split, unclosed = _split(text)
-    bom = BOM if text.startswith(BOM) else ""
-    if split is None:
-        warning = None
-        if unclosed is not None:
-            warning = f"{path} line {unclosed}: frontmatter opened with --- is never closed"
-            warning += "; read as body only"
-        return Document(path, text, {}, text[len(bom) :], None, warning)
-    meta, problem = _load_meta(text[split.ystart : split.yend], split.first_line)
-    if problem is not None:
-        return Document(path, text, {}, text[len(bom) :], None, f"{path} {problem}")
-    return Document(path, text, meta, text[split.end :], text[split.start : split.end], None)
+    front = read_front(text)
+    warning = f"{path} {front.problem}" if front.problem is not None else None
+    return Document(path, text, front.meta, text[front.end :], front.block, warning)
 
 
-def _load_meta(yaml_text: str, first_line: int) -> tuple[dict[str, Any], str | None]:
+def _load_meta(yaml_text: str, first_line: int, as_body: str) -> tuple[dict[str, Any], str | None]:
     """The mapping, or ({}, "line N: what is wrong; read as body only")."""
     try:
         node, data = HANDLER.compose_bounded(yaml_text)
     except FrontmatterOverLimit as e:
-        return {}, f"line {first_line}: frontmatter {e}, over the limit; not parsed, read as body"
+        return {}, f"line {first_line}: frontmatter {e}, over the limit; not parsed, {as_body}"
     except _YAML_FAILURES as e:
         line = first_line + _error_line(e, yaml_text)
-        return {}, f"line {line}: frontmatter is not valid YAML ({_problem(e)}); read as body only"
+        return {}, f"line {line}: frontmatter is not valid YAML ({_problem(e)}); {as_body} only"
     if data is None and node is None:
         return {}, None
     if not isinstance(data, dict):
         line = first_line + (node.start_mark.line if node is not None else 0)
         kind = "a list" if isinstance(data, list) else f"a single value ({_kind(data)})"
-        return {}, f"line {line}: frontmatter is {kind}, not a mapping of keys; read as body only"
+        return {}, f"line {line}: frontmatter is {kind}, not a mapping of keys; {as_body} only"
     return data, None
 
 

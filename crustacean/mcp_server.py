@@ -13,9 +13,10 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.errors import CrustaceanError
 from crustacean.llm.contract import actor_preamble, policy_modes
 from crustacean.llm.tools import TOOLS, write_spec
@@ -32,13 +33,16 @@ GET_CONTEXT = (
 )
 
 
-def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> Any:
-    """An `MCPServer` whose tools call the store as actor `mcp`."""
+def build_server(
+    ws: Workspace, clock: Clock = wall_clock, monotonic: Callable[[], float] = time.monotonic
+) -> Any:
+    """An `MCPServer` whose tools call the store as actor `mcp`; `clock` dates what they write
+    and recall, `monotonic` times the search index's refresh."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
     server = MCPServer("crustacean", instructions=actor_preamble(ACTOR), log_level="WARNING")
-    store = Store(ws)
+    store = Store(ws, clock)
     # A search refreshes the index (a stat of every file) only when this server wrote something
     # or REFRESH_SECONDS have passed: a conversation's searches then cost the query alone.
     fresh = {"at": -REFRESH_SECONDS, "dirty": True}
@@ -66,7 +70,7 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
         from crustacean.store.reads import read_range
 
         got = read_range(store, path, start_line, end_line)
-        _recall(ws, got["path"])
+        _recall(ws, got["path"], clock())
         return got
 
     def search_memory(
@@ -76,7 +80,7 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
 
         if limit is not None and not 1 <= limit <= 50:
             raise ToolError("Error: limit must be from 1 to 50.")
-        now = clock()
+        now = monotonic()
         refresh = bool(fresh["dirty"]) or now - fresh["at"] >= REFRESH_SECONDS
         with SearchIndex(ws) as index:
             found = index.search(query, limit, refresh=refresh, budget_chars=budget_chars)
@@ -94,7 +98,7 @@ def build_server(ws: Workspace, clock: Callable[[], float] = time.monotonic) -> 
     def get_context(audience: str = "main", topic: str | None = None) -> str:
         from crustacean.recall.context import ContextRequest, build_context
 
-        return build_context(ws, ContextRequest(audience, topic), datetime.now(UTC)).to_markdown()
+        return build_context(ws, ContextRequest(audience, topic), clock()).to_markdown()
 
     for fn, name in (
         (list_context_files, "list_context_files"),
@@ -122,13 +126,13 @@ def _reread(ws: Workspace) -> Workspace:
     return Workspace(ws.root, load_config(ws.root, overrides=flags))
 
 
-def _recall(ws: Workspace, path: str) -> None:
+def _recall(ws: Workspace, path: str, now: datetime) -> None:
     from crustacean.recall.memories import MEMORY_ROOTS
     from crustacean.state import open_state
 
     if path.startswith(tuple(f"{r}/" for r in MEMORY_ROOTS)):
         with open_state(ws) as db:
-            db.record_recalls([path], datetime.now(UTC), "mcp")
+            db.record_recalls([path], now, "mcp")
 
 
 def serve(ws: Workspace) -> None:

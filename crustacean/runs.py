@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
 from crustacean.secrets import redact
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
@@ -72,10 +73,6 @@ class RunNotFoundError(CrustaceanError):
     """A run id names no recorded run."""
 
     exit_code = EXIT_USAGE
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 # ---------------------------------------------------------------------------- records
@@ -215,14 +212,14 @@ class RunLock:
         stage: str,
         run_id: str,
         *,
-        now: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.stage = stage
         self.run_id = run_id
         self.path = ws.state_dir / LOCK_FILE
         self.info_path = ws.state_dir / LOCK_INFO_FILE
         self._state_dir = ws.state_dir
-        self._now = now or _utcnow
+        self.clock = clock or wall_clock
         self._lock: FileLock | None = None
 
     def __enter__(self) -> RunLock:
@@ -264,7 +261,7 @@ class RunLock:
             "pid": os.getpid(),
             "stage": self.stage,
             "run_id": self.run_id,
-            "since": self._now().astimezone(UTC).isoformat(),
+            "since": self.clock().astimezone(UTC).isoformat(),
         }
         self.info_path.write_text(json.dumps(info), "utf-8")
 
@@ -295,19 +292,19 @@ class RunRecorder:
         stage: str,
         *,
         dry_run: bool = False,
-        now: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
         model: str | None = None,
         repair: Callable[[], tuple[bool, list[str]]] | None = None,
     ) -> None:
         self.ws = ws
         self._repair_fn = repair
-        self._now = now or _utcnow
-        started = self._now()
+        self.clock = clock or wall_clock
+        started = self.clock()
         self.record = RunRecord(
             id=new_run_id(started), stage=stage, started=started, dry_run=dry_run, model=model
         )
         self.log_path = log_path(ws, self.record.id)
-        self._lock = RunLock(ws, stage, self.record.id, now=self._now)
+        self._lock = RunLock(ws, stage, self.record.id, clock=self.clock)
         self._db: StateDB | None = None
 
     def __enter__(self) -> RunRecorder:
@@ -315,7 +312,7 @@ class RunRecorder:
         try:
             self._repair()
             self._db = open_state(self.ws)
-            self.record.started = self._now()
+            self.record.started = self.clock()
             stale = self._insert()
             self._log_start(stale)
         except BaseException:
@@ -395,7 +392,7 @@ class RunRecorder:
     def log(self, message: str) -> None:
         """Append a timestamped, redacted line to the run's log file (opened per line: a kill
         loses nothing already logged)."""
-        stamp = f"{self._now().astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+        stamp = f"{self.clock().astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
         lines = redact(message).splitlines() or [""]
         text = "\n".join([f"{stamp} {lines[0]}", *(f"    {line}" for line in lines[1:])])
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -461,7 +458,7 @@ class RunRecorder:
                 f"unknown final run status {status!r}; expected one of {FINAL_STATUSES}"
             )
         rec = self.record
-        rec.status, rec.ended = status, self._now()
+        rec.status, rec.ended = status, self.clock()
         if summary is not None:
             rec.summary = redact(summary).strip()
         if error is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 
 from crustacean.errors import CrustaceanError
-from crustacean.tiers import Usage
+from crustacean.tiers import Recalls
 from crustacean.workspace import Workspace
 
 DB_NAME = "state.db"
@@ -368,17 +368,17 @@ class StateDB:
                 rows,
             )
 
-    def usage(self, path: str) -> Usage:
-        """The recall record of one path; never recalled gives `Usage()`."""
+    def recalls_of(self, path: str) -> Recalls:
+        """The recall record of one path; never recalled gives `Recalls()`."""
         row = self.conn.execute(
             "SELECT uses, last_recalled FROM recalls WHERE path = ?", (path,)
         ).fetchone()
-        return Usage(row[0], from_db_time(row[1])) if row else Usage()
+        return Recalls(row[0], from_db_time(row[1])) if row else Recalls()
 
-    def usages(self) -> dict[str, Usage]:
+    def recalls(self) -> dict[str, Recalls]:
         """Every recorded path's usage."""
         rows = self.conn.execute("SELECT path, uses, last_recalled FROM recalls ORDER BY path")
-        return {path: Usage(uses, from_db_time(last)) for path, uses, last in rows}
+        return {path: Recalls(uses, from_db_time(last)) for path, uses, last in rows}
 
 
 def open_state(ws: Workspace, *, any_thread: bool = False) -> StateDB:

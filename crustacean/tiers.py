@@ -13,7 +13,7 @@ usual criteria are met again, counted from then).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -32,7 +32,7 @@ STEPS: dict[str, tuple[str, str]] = {
 
 
 @dataclass(frozen=True)
-class Usage:
+class Recalls:
     """How often a memory was recalled, from the recall ledger."""
 
     uses: int = 0
@@ -103,11 +103,6 @@ class TierDecision:
         }
 
 
-def initial_tier(important: bool) -> str:
-    """New memories start hot when important, else warm (seed 002)."""
-    return "hot" if important else "warm"
-
-
 def default_tier(path: str) -> str:
     """The tier of a file whose frontmatter names none, by where it lives.
 
@@ -137,10 +132,10 @@ def utc(moment: datetime | date) -> datetime:
     return moment.astimezone(UTC)
 
 
-def clock(mem: Memory, usage: Usage) -> tuple[datetime, str]:
+def idle_since(mem: Memory, recalls: Recalls) -> tuple[datetime, str]:
     """When the days without recall start counting, and from what."""
-    if usage.last_recalled is not None:
-        start, what = utc(usage.last_recalled), "last_recalled"
+    if recalls.last_recalled is not None:
+        start, what = utc(recalls.last_recalled), "last_recalled"
     else:
         start, what = utc(mem.created), "created"
     if mem.manual and mem.tier_set is not None and utc(mem.tier_set) > start:
@@ -153,14 +148,14 @@ def days_between(start: datetime, now: datetime) -> int:
     return max(0, int((utc(now) - start).total_seconds() // DAY_SECONDS))
 
 
-def next_tier(mem: Memory, usage: Usage, now: datetime, rules: Rules) -> TierDecision:
+def next_tier(mem: Memory, recalls: Recalls, now: datetime, rules: Rules) -> TierDecision:
     """Apply the lifecycle once, following the chain as far as the figures allow."""
     if mem.tier not in TIERS:
         raise ValueError(f"{mem.path}: unknown tier {mem.tier!r}; expected one of {TIERS}")
-    start, what = clock(mem, usage)
+    start, what = idle_since(mem, recalls)
     days = days_between(start, now)
-    figures: dict[str, int | str] = {"days_unrecalled": days, "uses": usage.uses, "clock": what}
-    tier, fired = _descend(mem.tier, days, usage.uses, rules, figures)
+    figures: dict[str, int | str] = {"days_unrecalled": days, "uses": recalls.uses, "clock": what}
+    tier, fired = _descend(mem.tier, days, recalls.uses, rules, figures)
     return TierDecision(mem.path, mem.tier, tier, fired, figures)
 
 
@@ -194,26 +189,26 @@ def _descend(
 
 
 def plan_tiers(
-    memories: list[Memory], usages: dict[str, Usage], now: datetime, rules: Rules
+    memories: list[Memory], recalls: dict[str, Recalls], now: datetime, rules: Rules
 ) -> list[TierDecision]:
     """One decision per memory, in input order: lifecycle, then hot limit, then memory cap."""
-    clocks = {m.path: clock(m, usages.get(m.path, Usage()))[0] for m in memories}
-    uses = {m.path: usages.get(m.path, Usage()).uses for m in memories}
-    decisions = [next_tier(m, usages.get(m.path, Usage()), now, rules) for m in memories]
+    clocks = {m.path: idle_since(m, recalls.get(m.path, Recalls()))[0] for m in memories}
+    uses = {m.path: recalls.get(m.path, Recalls()).uses for m in memories}
+    decisions = [next_tier(m, recalls.get(m.path, Recalls()), now, rules) for m in memories]
     decisions = _apply_hot_limit(decisions, clocks, rules)
     return _apply_memory_cap(decisions, clocks, uses, rules)
 
 
 def next_change(
-    memories: list[Memory], usages: dict[str, Usage], now: datetime, rules: Rules
+    memories: list[Memory], recalls: dict[str, Recalls], now: datetime, rules: Rules
 ) -> datetime | None:
     """The first moment after `now` at which `plan_tiers` could decide otherwise on the same
-    memories and usages (None: never). Time enters only as whole days without recall compared
+    memories and recalls (None: never). Time enters only as whole days without recall compared
     with hot_days, warm_days and cold_days, and `days >= T` turns true at clock + T days."""
     now, soonest = utc(now), None
     thresholds = {rules.hot_days, rules.warm_days, rules.cold_days}
     for mem in memories:
-        start, _ = clock(mem, usages.get(mem.path, Usage()))
+        start, _ = idle_since(mem, recalls.get(mem.path, Recalls()))
         for days in thresholds:
             at = start + timedelta(days=days)
             if at > now and (soonest is None or at < soonest):
@@ -264,16 +259,6 @@ def _apply_memory_cap(
         else d
         for d in decisions
     ]
-
-
-def cap_excess(decisions: Iterable[TierDecision], rules: Rules) -> int:
-    """How many memories still keep the plan at or over the cap (0 = fine); report, not archive.
-
-    Non-zero only when there were too few cold memories to archive: warm and hot ones are never
-    archived for the cap.
-    """
-    count = sum(d.next != "archive" for d in decisions)
-    return max(0, count - rules.memory_cap + 1)
 
 
 # ---------------------------------------------------------------------------------------------

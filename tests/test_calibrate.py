@@ -25,10 +25,10 @@ def history(ws: Workspace) -> None:
     """A month of runs with gaps and a failure: collect on some days, curate failed once."""
     for day in range(1, 30, 3):
         at = datetime(2026, 11, day, 10, 0, tzinfo=UTC)
-        with RunRecorder(ws, "collect", now=lambda at=at: at) as rec:
+        with RunRecorder(ws, "collect", clock=lambda at=at: at) as rec:
             rec.finish("ok", summary="collected")
     at = datetime(2026, 11, 20, 3, 30, tzinfo=UTC)
-    with RunRecorder(ws, "curate", now=lambda: at) as rec:
+    with RunRecorder(ws, "curate", clock=lambda: at) as rec:
         rec.finish("failed", error="ModelError: the API was overloaded (529)")
 
 

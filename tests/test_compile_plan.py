@@ -9,26 +9,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crustacean.markdown import Section, count_lines, split_lines, split_sections
 from crustacean.stages.compile_plan import (
     NEVER_MOVE,
     Candidates,
     CapPlan,
     Move,
-    Section,
     Trash,
-    count_lines,
     find_candidates,
     is_never_move,
     mentions,
     owner_names,
-    parse_day,
     plan_daily_archive,
     plan_empty_and_duplicates,
     plan_hook_sweep,
     plan_memory_caps,
     slugify,
-    split_lines,
-    split_sections,
 )
 
 TODAY = date(2026, 3, 31)
@@ -46,33 +42,6 @@ def log(age: int, folder: str = "memory") -> str:
 def archived(age: int, suffix: str = "") -> str:
     d = day(age)
     return f"archive/daily/{d:%Y-%m}/{d.isoformat()}{suffix}.md"
-
-
-# ---------------------------------------------------------------------------------------------
-# parse_day
-# ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("2026-01-05.md", date(2026, 1, 5)),
-        ("memory/2026-01-05.md", date(2026, 1, 5)),
-        ("2026-01-05-standup.md", date(2026, 1, 5)),
-        ("2026-01-05-1430.md", date(2026, 1, 5)),
-        ("2024-02-29.md", date(2024, 2, 29)),
-        ("2026-02-29.md", None),
-        ("2026-13-40.md", None),
-        ("2026-00-10.md", None),
-        ("2026-01-05-.md", None),
-        ("2026-01-05.md.bak", None),
-        ("2026-1-5.md", None),
-        ("notes.md", None),
-        ("x2026-01-05.md", None),
-    ],
-)
-def test_parse_day(name: str, expected: date | None) -> None:
-    assert parse_day(name) == expected
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from crustacean.stages import compile as compile_stage
 from crustacean.stages import compile_skip
 from crustacean.stages.compile import compile_workspace
 from crustacean.state import open_state
-from crustacean.tiers import Memory, Rules, Usage, next_change, plan_tiers
+from crustacean.tiers import Memory, Recalls, Rules, next_change, plan_tiers
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -24,33 +24,33 @@ RULES = Rules(hot_days=7, hot_min_uses=5, warm_days=30, cold_days=90, hot_limit=
 
 
 @st.composite
-def memories(draw: Any) -> tuple[list[Memory], dict[str, Usage]]:
+def memories(draw: Any) -> tuple[list[Memory], dict[str, Recalls]]:
     n = draw(st.integers(1, 10))
-    mems, usages = [], {}
+    mems, recalls = [], {}
     for i in range(n):
         created = NOW - timedelta(hours=draw(st.integers(0, 24 * 200)))
         tier = draw(st.sampled_from(["hot", "warm", "cold"]))
         mems.append(Memory(f"m{i}.md", tier, False, created))
         if draw(st.booleans()):
             ago = timedelta(minutes=draw(st.integers(0, 60 * 24 * 120)))
-            usages[f"m{i}.md"] = Usage(draw(st.integers(0, 9)), NOW - ago)
-    return mems, usages
+            recalls[f"m{i}.md"] = Recalls(draw(st.integers(0, 9)), NOW - ago)
+    return mems, recalls
 
 
 @given(memories(), st.floats(0, 1))
 def test_tier_decisions_hold_until_next_change(
-    case: tuple[list[Memory], dict[str, Usage]], frac: float
+    case: tuple[list[Memory], dict[str, Recalls]], frac: float
 ) -> None:
     """Every moment in [now, next_change) gives the decisions of now; None: every moment."""
-    mems, usages = case
-    until = next_change(mems, usages, NOW, RULES)
+    mems, recalls = case
+    until = next_change(mems, recalls, NOW, RULES)
     span = (until - NOW) if until else timedelta(days=400)
     later = NOW + span * frac
     if until is not None and later >= until:
         later = until - timedelta(microseconds=1)
 
     def decided(at: datetime) -> list[tuple[str, str]]:
-        return [(d.path, d.next) for d in plan_tiers(mems, usages, at, RULES)]
+        return [(d.path, d.next) for d in plan_tiers(mems, recalls, at, RULES)]
 
     assert decided(later) == decided(NOW)
 
@@ -59,7 +59,7 @@ def test_next_change_is_the_first_threshold_reached() -> None:
     fresh = Memory("a.md", "hot", False, NOW - timedelta(days=6, hours=23))
     old = Memory("b.md", "warm", False, NOW - timedelta(days=29))
     assert next_change([fresh, old], {}, NOW, RULES) == NOW + timedelta(hours=1)
-    recalled = {"a.md": Usage(1, NOW)}  # the recall restarts a's clock: b's 30 days come first
+    recalled = {"a.md": Recalls(1, NOW)}  # the recall restarts a's clock: b's 30 days come first
     assert next_change([fresh, old], recalled, NOW, RULES) == NOW + timedelta(days=1)
     gone = Memory("c.md", "cold", False, NOW - timedelta(days=500))
     assert next_change([gone], {}, NOW, RULES) is None

@@ -200,7 +200,7 @@ def test_formats_and_recalls(ws: Workspace) -> None:
     data = json.loads(run_cli(*w, "context", "--format", "json", "--for", "cron").stdout)
     assert data["for"] == "cron" and {e["path"] for e in data["entries"]} >= {"SOUL.md"}
     with open_state(ws) as db:
-        assert db.usage("memory/notes/hot.md").uses == 2
+        assert db.recalls_of("memory/notes/hot.md").uses == 2
 
 
 @pytest.mark.parametrize("flag", ["--budget-chars", "--max-entries"])

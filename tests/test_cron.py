@@ -119,7 +119,6 @@ def test_default_line_runs_tick_with_absolute_paths(ws: Workspace, tab: Path) ->
     ]
     assert "PATH=/usr/local/bin:/usr/bin:/bin" in words
     assert "MAILTO" not in block and "\nSHELL=" not in block  # nothing leaks to other lines
-    assert cron.block_interpreters(block) == [Path(python)]
     assert "Installed 1 cron line(s)" in out and str(ws.root / ".crustacean/logs") in out
 
 
@@ -149,7 +148,6 @@ def test_per_stage_uses_each_enabled_stage_schedule(ws: Workspace, tab: Path) ->
     python = str(Path(sys.executable).absolute())
     for line, stage in zip(lines, ("collect", "curate", "calibrate"), strict=True):
         assert f"{python} -m crustacean -w {ws.root} {stage} >> {ws.root}/" in line
-    assert len(cron.block_interpreters(block)) == 3
 
 
 def test_per_stage_with_no_stage_enabled_is_a_usage_error(ws: Workspace, tab: Path) -> None:

@@ -249,7 +249,7 @@ def write(ws: Workspace, rel: str, text: str) -> Path:
 
 
 def record(ws: Workspace, stage: str, start: datetime, status: str = "ok", err: str = "") -> None:
-    with RunRecorder(ws, stage, now=lambda: start) as rec:
+    with RunRecorder(ws, stage, clock=lambda: start) as rec:
         rec.add_usage(Usage(100, 10, 0, 0), 0.01)
         rec.finish(status, error=err or None)
 

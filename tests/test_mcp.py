@@ -68,7 +68,7 @@ def test_every_tool(ws: Workspace) -> None:
     assert payload(found)[0]["path"] == "memory/notes/tea.md"
     assert "Alice likes green tea." in payload(ctx)
     with open_state(ws) as db:
-        assert db.usage("memory/notes/tea.md").uses >= 1  # read through MCP is a recall
+        assert db.recalls_of("memory/notes/tea.md").uses >= 1  # read through MCP is a recall
     (wrote,) = call(
         ws,
         (
@@ -315,7 +315,7 @@ def test_search_refreshes_after_its_own_write_and_on_a_timer(ws: Workspace) -> N
     note = {"path": "memory/notes/kiwi.md", "mode": "create", "content": "# Kiwi\nripe kiwis\n"}
 
     async def main() -> list[Any]:
-        async with Client(build_server(ws, clock=lambda: clock["now"])) as client:
+        async with Client(build_server(ws, monotonic=lambda: clock["now"])) as client:
 
             async def search(words: str) -> list[str]:
                 found = await client.call_tool("search_memory", {"query": words})

@@ -55,7 +55,7 @@ class Clock:
 def finished_run(
     ws: Workspace, stage: str, start: datetime, status: str = "ok", *, dry_run: bool = False
 ) -> str:
-    with RunRecorder(ws, stage, dry_run=dry_run, now=Clock(start)) as rec:
+    with RunRecorder(ws, stage, dry_run=dry_run, clock=Clock(start)) as rec:
         rec.finish(status)
     return rec.record.id
 
@@ -64,7 +64,7 @@ def finished_run(
 
 
 def test_a_second_run_lock_is_refused_at_once_naming_the_holder(ws: Workspace) -> None:
-    with RunLock(ws, "curate", "r1", now=lambda: T0), pytest.raises(LockedError) as caught:
+    with RunLock(ws, "curate", "r1", clock=lambda: T0), pytest.raises(LockedError) as caught:
         RunLock(ws, "collect", "r2").__enter__()
     assert caught.value.exit_code == EXIT_LOCKED == 75
     assert str(caught.value) == (
@@ -140,10 +140,10 @@ def test_a_run_killed_with_sigkill_frees_the_lock_and_is_marked_interrupted(
 
 
 def test_a_dead_running_row_is_marked_failed_by_the_next_run(ws: Workspace) -> None:
-    dead = RunRecorder(ws, "compile", now=Clock())
+    dead = RunRecorder(ws, "compile", clock=Clock())
     dead.__enter__()
     dead._release()  # what a kill leaves: the lock gone, the row still 'running'
-    with RunRecorder(ws, "compile", now=Clock(T0 + timedelta(hours=1))) as rec:
+    with RunRecorder(ws, "compile", clock=Clock(T0 + timedelta(hours=1))) as rec:
         assert get_run(ws, dead.record.id).error == INTERRUPTED
         assert list_runs(ws)[0].status == "running"  # ours is untouched
         rec.finish("ok")
@@ -155,7 +155,7 @@ def test_a_dead_running_row_is_marked_failed_by_the_next_run(ws: Workspace) -> N
 
 def test_the_recorder_writes_a_row_a_log_file_and_releases_the_lock(ws: Workspace) -> None:
     tick = Clock()
-    with RunRecorder(ws, "curate", now=tick, model="claude-sonnet-5-5") as rec:
+    with RunRecorder(ws, "curate", clock=tick, model="claude-sonnet-5-5") as rec:
         assert rec.record.id.startswith("20261130T033000-") and len(rec.record.id) == 22
         assert list_runs(ws)[0].status == "running"
         rec.turn()
@@ -320,7 +320,7 @@ def test_get_run_of_an_unknown_id_is_a_usage_error(ws: Workspace) -> None:
 
 
 def test_to_json_is_plain_data(ws: Workspace) -> None:
-    with RunRecorder(ws, "curate", now=Clock()) as rec:
+    with RunRecorder(ws, "curate", clock=Clock()) as rec:
         rec.tool_call("finish", {"summary": "done"}, False, "ok")
         rec.finish("ok")
     data = get_run(ws, rec.record.id).to_json()
@@ -365,7 +365,7 @@ def cli(ws: Workspace, *args: str, code: int = 0) -> Result:
 @pytest.fixture
 def one_run(ws: Workspace) -> str:
     tick = Clock()
-    with RunRecorder(ws, "curate", now=tick, model="claude-sonnet-5-5") as rec:
+    with RunRecorder(ws, "curate", clock=tick, model="claude-sonnet-5-5") as rec:
         rec.turn()
         rec.add_usage(Usage(1000, 20, 5, 7), 0.0123)
         rec.tool_call("read_context_file", {"path": "MEMORY.md"}, False, "42 lines")

@@ -266,7 +266,7 @@ def test_failed_and_dry_runs_do_not_count_as_ran(utc_ws: Workspace) -> None:
         ("failed", False, "2026-11-30 03:31"),
         ("ok", True, "2026-11-30 03:40"),
     ):
-        with RunRecorder(utc_ws, "curate", dry_run=dry, now=fixed(when)) as rec:
+        with RunRecorder(utc_ws, "curate", dry_run=dry, clock=fixed(when)) as rec:
             rec.finish(status)
     assert schedule.last_ok_runs(utc_ws) == {"curate": at("2026-11-29 03:31")}
     created = schedule.workspace_created(utc_ws)

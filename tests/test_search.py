@@ -108,8 +108,8 @@ def test_scaffold_files_and_daily_log_dates(rel: str, scaffold: bool, day: str |
     ("text", "line"),
     [
         ("---\nname: x\nno end\n", "line 1"),
-        ("---\nname: [unclosed\n---\nbody\n", "line 2"),
-        ("---\n- a list\n---\nbody\n", "line 1"),
+        ("---\nname: [unclosed\n---\nbody\n", "line 3"),  # where YAML found it out
+        ("---\n- a list\n---\nbody\n", "line 2"),  # where the list starts
     ],
 )
 def test_broken_frontmatter_is_body_with_a_warning_naming_the_line(text: str, line: str) -> None:
@@ -449,11 +449,11 @@ def test_cli_record_counts_a_recall_per_returned_file(ws: Workspace) -> None:
     write(ws, "memory/notes/a.md", "# Seal\n\nseal one\n\n## More\n\nseal two\n")
     run_cli("-w", str(ws.root), "search", "seal")
     with open_state(ws) as db:
-        assert db.usages() == {}
+        assert db.recalls() == {}
     run_cli("-w", str(ws.root), "search", "seal", "--record")
     with open_state(ws) as db:
-        usage = db.usage("memory/notes/a.md")
-    assert usage.uses == 1 and usage.last_recalled is not None
+        recalls = db.recalls_of("memory/notes/a.md")
+    assert recalls.uses == 1 and recalls.last_recalled is not None
 
 
 def test_cli_index_rebuilds_and_prints_stats(ws: Workspace) -> None:

@@ -31,6 +31,7 @@ from crustacean.sources import (
 )
 from crustacean.sources import base as sources_base
 from crustacean.sources.base import MAX_TEXT, TOOL_LINE_MAX, TRUNCATED
+from crustacean.sources.plain import strip_frontmatter
 
 FIX = Path(__file__).parent / "fixtures" / "transcripts"
 OC_MAIN = FIX / "openclaw" / "agents" / "main" / "sessions"
@@ -980,3 +981,17 @@ def test_default_sources_find_the_fixture_trees(home: Path) -> None:
 
 def _with(cursor: Cursor, **changes: Any) -> Cursor:
     return Cursor(**{**cursor.__dict__, **changes})
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("---\ntags: [a]\n---\n# Note\n", "# Note\n"),
+        ("\ufeff---\ntags: [a]\n---\r\nbody\n", "body\n"),
+        ("---\nJust a line of prose between rules.\n---\nrest\n", None),  # no mapping: text
+        ("---\nname: [unclosed\n---\nrest\n", None),
+        ("no block\n", "no block\n"),
+    ],
+)
+def test_a_note_loses_its_frontmatter_and_nothing_else(text: str, kept: str | None) -> None:
+    assert strip_frontmatter(text) == (text if kept is None else kept)

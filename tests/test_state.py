@@ -21,7 +21,7 @@ from crustacean.state import (
     split_statements,
     to_db_time,
 )
-from crustacean.tiers import Usage
+from crustacean.tiers import Recalls
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -48,7 +48,7 @@ def test_reopening_applies_nothing_twice_and_keeps_data(tmp_path: Path) -> None:
     for _ in range(2):
         with StateDB(tmp_path) as db:
             assert db.applied_migrations() == NAMES
-            assert db.usage("a.md").uses == 1
+            assert db.recalls_of("a.md").uses == 1
 
 
 def test_a_new_migration_is_applied_on_the_next_open(
@@ -124,28 +124,31 @@ def test_recalls_count_uses_and_keep_the_latest_time(tmp_path: Path) -> None:
         db.record_recalls(["a.md", "b.md"], NOW, "context")
         db.record_recalls(["a.md"], NOW + timedelta(days=2), "mcp")
         db.record_recalls(["a.md"], NOW - timedelta(days=5), "search")  # late, older clock
-        assert db.usage("a.md") == Usage(3, NOW + timedelta(days=2))
-        assert db.usage("b.md") == Usage(1, NOW)
-        assert db.usages() == {"a.md": Usage(3, NOW + timedelta(days=2)), "b.md": Usage(1, NOW)}
+        assert db.recalls_of("a.md") == Recalls(3, NOW + timedelta(days=2))
+        assert db.recalls_of("b.md") == Recalls(1, NOW)
+        assert db.recalls() == {
+            "a.md": Recalls(3, NOW + timedelta(days=2)),
+            "b.md": Recalls(1, NOW),
+        }
 
 
 def test_a_path_twice_in_one_call_is_one_recall(tmp_path: Path) -> None:
     with StateDB(tmp_path) as db:
         db.record_recalls(iter(["a.md", "a.md"]), NOW, "search")
-        assert db.usage("a.md").uses == 1
+        assert db.recalls_of("a.md").uses == 1
 
 
 def test_never_recalled_is_an_empty_usage(tmp_path: Path) -> None:
     with StateDB(tmp_path) as db:
-        assert db.usage("nope.md") == Usage(0, None)
-        assert db.usages() == {}
+        assert db.recalls_of("nope.md") == Recalls(0, None)
+        assert db.recalls() == {}
 
 
 def test_times_come_back_as_aware_utc(tmp_path: Path) -> None:
     plus_two = timezone(timedelta(hours=2))
     with StateDB(tmp_path) as db:
         db.record_recalls(["a.md"], datetime(2026, 1, 1, 14, 0, 0, 1, tzinfo=plus_two), "mcp")
-        last = db.usage("a.md").last_recalled
+        last = db.recalls_of("a.md").last_recalled
     assert last == datetime(2026, 1, 1, 12, 0, 0, 1, tzinfo=UTC)
     assert last is not None and last.tzinfo == UTC
 
@@ -169,7 +172,7 @@ def test_bad_recall_arguments_are_refused_and_record_nothing(
     with StateDB(tmp_path) as db:
         with pytest.raises(ValueError, match=message):
             db.record_recalls(paths, now, how)
-        assert db.usages() == {}
+        assert db.recalls() == {}
 
 
 def test_a_second_writer_waits_for_the_first_instead_of_failing(tmp_path: Path) -> None:
@@ -192,7 +195,7 @@ def test_a_second_writer_waits_for_the_first_instead_of_failing(tmp_path: Path) 
         assert not done
     worker.join(10)
     assert done == [None]
-    assert set(first.usages()) == {"a.md", "b.md"}
+    assert set(first.recalls()) == {"a.md", "b.md"}
     first.close()
 
 
@@ -201,8 +204,8 @@ def test_readers_see_committed_data_while_a_write_is_open(tmp_path: Path) -> Non
         writer.record_recalls(["a.md"], NOW, "context")
         with writer.transaction():
             writer.conn.execute("UPDATE recalls SET uses = 99")
-            assert reader.usage("a.md").uses == 1  # WAL: no "database is locked" for readers
-        assert reader.usage("a.md").uses == 99
+            assert reader.recalls_of("a.md").uses == 1  # WAL: no "database is locked" for readers
+        assert reader.recalls_of("a.md").uses == 99
 
 
 def test_the_connection_is_a_plain_sqlite3_connection(tmp_path: Path) -> None:

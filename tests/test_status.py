@@ -27,7 +27,7 @@ def history(ws: Workspace) -> None:
         (40, "compile", "ok", 1.0),
     ):
         at = NOW - timedelta(days=days_ago)
-        with RunRecorder(ws, stage, now=lambda at=at: at) as rec:
+        with RunRecorder(ws, stage, clock=lambda at=at: at) as rec:
             rec.add_usage(Usage(1000, 100, 0, 0), usd)
             rec.finish(status, error="ModelError: overloaded (529)" if status == "failed" else None)
 

@@ -514,7 +514,7 @@ def test_status_escapes_workspace_text_in_a_run_error(ws: Workspace) -> None:
 
     from crustacean.runs import RunRecorder
 
-    with RunRecorder(ws, "curate", now=lambda: datetime.now(UTC)) as rec:
+    with RunRecorder(ws, "curate", clock=lambda: datetime.now(UTC)) as rec:
         rec.finish("failed", error="WriteError: [red]x[/red] \x1b[2Kgone")
     out = run_cli("-w", str(ws.root), "status").stdout
     assert "\x1b" not in out and "[red]x[/red] \\x1b[2K" in out

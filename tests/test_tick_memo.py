@@ -91,7 +91,7 @@ def test_holds_until_is_the_next_slot_and_only_for_answers_that_hold() -> None:
 
 def ran_everything(ws: Workspace, when: datetime) -> None:
     for stage in STAGE_ORDER:
-        with RunRecorder(ws, stage, now=lambda: when) as rec:
+        with RunRecorder(ws, stage, clock=lambda: when) as rec:
             rec.finish("ok", summary="test: just ran")
 
 
@@ -176,7 +176,7 @@ def test_anything_the_answer_depends_on_sends_the_tick_the_ordinary_way(
     other = tick_memo.probe(["tick"], {**env, "CRUSTACEAN_LLM__MAX_RETRIES": "0"}, ws.root, False)
     assert other is not None and other.replay(inside) is None  # another environment
     assert tick_memo.probe(["tick"], env, ws.root, True) is None  # a terminal: rich may colour
-    with RunRecorder(ws, "collect", now=lambda: datetime.now(UTC)) as rec:
+    with RunRecorder(ws, "collect", clock=lambda: datetime.now(UTC)) as rec:
         rec.finish("ok")
     assert probe.replay(inside) is None  # a new run record
     assert crustacean("tick", cwd=ws.root, env=env).returncode == 0  # answers anew

@@ -70,7 +70,7 @@ def seed(ws: Workspace, now: datetime | None = None) -> dict[str, object]:
         (6, "compile", 0.41),
     ):
         at = now - timedelta(days=days_ago, hours=1)
-        with RunRecorder(ws, stage, now=lambda at=at: at, model=f"claude-{stage}") as rec:
+        with RunRecorder(ws, stage, clock=lambda at=at: at, model=f"claude-{stage}") as rec:
             rec.turn()
             rec.add_usage(Usage(12_000, 800, 3_000, 0), cost)
             rec.tool_call("read_context_file", {"path": "MEMORY.md"}, False, "read MEMORY.md")

@@ -110,8 +110,8 @@ def tier_list(
                     "path": r.path,
                     "tier": r.tier,
                     "how": r.how,
-                    "uses": r.usage.uses,
-                    "last_recalled": r.usage.last_recalled,
+                    "uses": r.recalls.uses,
+                    "last_recalled": r.recalls.last_recalled,
                 }
                 for r in rows
             ]
@@ -129,8 +129,8 @@ def tier_list(
             r.path,
             r.tier,
             r.how,
-            str(r.usage.uses),
-            r.usage.last_recalled.strftime("%Y-%m-%d") if r.usage.last_recalled else "never",
+            str(r.recalls.uses),
+            r.recalls.last_recalled.strftime("%Y-%m-%d") if r.recalls.last_recalled else "never",
         ]
         for r in rows
     ]

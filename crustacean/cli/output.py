@@ -114,10 +114,6 @@ def set_quiet(quiet: bool) -> None:
         console.quiet = quiet
 
 
-def on_terminal() -> bool:
-    return console.is_terminal
-
-
 def width() -> int | None:
     """The terminal's width, or None when stdout is a pipe or a file (nothing is wrapped)."""
     return console.width if console.is_terminal else None

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from crustacean.clock import Clock
 from crustacean.config import BudgetConfig
 from crustacean.llm.client import ModelClient, resolve_credentials
 from crustacean.llm.loop import LoopOutcome, StageRequest, build_params, run_loop, tool_specs
@@ -104,7 +104,8 @@ class ModelSession:
         env: Mapping[str, str] | None,
     ) -> None:
         self.ws, self.rec, self.stage, self.env = ws, rec, stage, env
-        self.store: Store = OverlayStore(ws) if dry_run else Store(ws)
+        # The run's clock (the stage's) dates what the store writes: trash folders, proposals.
+        self.store: Store = OverlayStore(ws, rec.clock) if dry_run else Store(ws, rec.clock)
         self.model, self.tier, self.tier_key = model_for(ws, stage)
         rec.record.model = self.model
         self._client: ModelClient | None = None
@@ -155,12 +156,12 @@ def run_stage(
     *,
     dry_run: bool = False,
     env: Mapping[str, str] | None = None,
-    now: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
     handlers: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
 ) -> StageRun:
     """One model run: credentials first (no key: a config error before any lock or call)."""
     resolve_credentials(ws.settings, env)
-    with RunRecorder(ws, req.stage, dry_run=dry_run, now=now, repair=Store(ws).repair) as rec:
+    with RunRecorder(ws, req.stage, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec:
         session = ModelSession(ws, rec, req.stage, dry_run=dry_run, env=env)
         outcome = session.run(req, handlers)
         record = rec.finish(outcome.status, summary=outcome.summary, error=outcome.error)

@@ -122,17 +122,6 @@ def block_commands(block: str) -> list[str]:
     return out
 
 
-def block_interpreters(block: str) -> list[Path]:
-    """The interpreter each schedule line of a block runs (the word before `-m crustacean`)."""
-    found = []
-    for command in block_commands(block):
-        words = shlex.split(command.replace("\\%", "%"))
-        for i, word in enumerate(words[:-2]):
-            if words[i + 1 : i + 3] == ["-m", "crustacean"]:
-                found.append(Path(word))
-    return found
-
-
 def replace_block(ws: Workspace | Path, text: str, body: list[str] | None) -> str:
     """`text` with this workspace's block set to `body` lines (None removes it)."""
     lines = text.splitlines(keepends=True)

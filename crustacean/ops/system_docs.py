@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from crustacean.store import proposals
 from crustacean.store.changes import Change, sha256_hex
@@ -104,7 +103,7 @@ def upgrade_docs(store: Store) -> DocsUpgrade:
                 store.ws,
                 plan.changes,
                 plan.before,
-                now=datetime.now(UTC),
+                now=store.clock(),
                 actor="user",
                 message=message,
                 run_id=None,

@@ -8,13 +8,14 @@ latest one. `due_stages` is pure (time passed in); `tick` reads the run records 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from croniter import croniter
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.errors import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, ConfigError, LockedError
 from crustacean.ops.tick_memo import FOREVER, last_ok_rows, note_quiet
 from crustacean.runs import error_line
@@ -270,7 +271,7 @@ def run_stage(
     ws: Workspace,
     stage: str,
     env: Mapping[str, str] | None,
-    clock: Callable[[], datetime],
+    clock: Clock,
 ) -> tuple[str | None, str | None]:
     """Run one stage; (status, error line). A stage's own error fails only that stage;
     LockedError propagates (the run was refused before any record was written)."""
@@ -287,7 +288,7 @@ def run_stage(
     return record.status, record.error
 
 
-def preview_stage(ws: Workspace, stage: str, clock: Callable[[], datetime]) -> Preview:
+def preview_stage(ws: Workspace, stage: str, clock: Clock) -> Preview:
     """Ask the stage itself for its plan (no call, nothing written, no run recorded)."""
     module, name = _RUNNERS[stage]
     result = getattr(importlib.import_module(module), name)(ws, plan=True, clock=clock)
@@ -303,13 +304,13 @@ def tick(
     dry_run: bool = False,
     plan: bool = False,
     env: Mapping[str, str] | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
 ) -> TickResult:
     """Run every due stage once, in pipeline order; `dry_run` only says what would run.
 
     `plan` shows what every enabled stage would do and cost if it ran now, due or not: each is
     planned on the workspace as it is, so curate does not see what collect would add."""
-    clock = clock or (lambda: datetime.now(UTC))
+    clock = clock or wall_clock
     result = TickResult(dry_run=dry_run, plan=plan)
     now = clock()
     dues = plan_tick(ws, now)

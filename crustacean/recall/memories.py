@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from crustacean.documents import Document, DocumentSkipped, read_document
 from crustacean.tiers import Memory, default_tier
-from crustacean.workspace import MEMORY_SUBDIRS, Workspace
+from crustacean.workspace import MEMORY_HOMES, MEMORY_SUBDIRS, Workspace, walk
 
 MEMORY_ROOTS = (*(f"memory/{d}" for d in MEMORY_SUBDIRS), "knowledge")
 INDEX_NAMES = {"README.md", "INDEX.md"}
@@ -53,16 +52,12 @@ class MemoryDoc:
 
 def memory_paths(root: Path) -> list[str]:
     """Every markdown memory file (memory homes and knowledge/), index files excluded."""
-    found = []
-    for top in MEMORY_ROOTS:
-        base = root / top
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            rel_dir = Path(dirpath).relative_to(root).as_posix()
-            found += [
-                f"{rel_dir}/{n}" for n in filenames if n.endswith(".md") and n not in INDEX_NAMES
-            ]
-    return sorted(found)
+    return sorted(
+        rel
+        for top in MEMORY_ROOTS
+        for rel, entry in walk(root, MEMORY_HOMES, top)
+        if entry.name.endswith(".md") and entry.name not in INDEX_NAMES and not entry.is_dir()
+    )
 
 
 def read_memory(ws: Workspace, rel: str) -> tuple[MemoryDoc | None, str | None]:

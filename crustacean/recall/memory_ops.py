@@ -16,7 +16,7 @@ from crustacean.state import open_state
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.paths import jail
 from crustacean.store.write import Store, WriteResult
-from crustacean.tiers import TIERS, Rules, TierDecision, Usage, next_tier, plan_tiers
+from crustacean.tiers import TIERS, Recalls, Rules, TierDecision, next_tier, plan_tiers
 from crustacean.workspace import Workspace
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
@@ -43,7 +43,7 @@ def remember(
         meta |= {"tier": tier, "tier_set": ws.today(now)}
     path = f"memory/lessons/{name}.md"
     content = new_document(meta, text).encode()
-    store = Store(ws)
+    store = Store(ws, lambda: now)  # the caller's time dates what the store writes
     current = store.read_bytes(path)
     if current is None:
         change = Change(path, "create", content=content)
@@ -56,7 +56,7 @@ def set_tier(ws: Workspace, path: str, tier: str, now: datetime) -> WriteResult:
     """The manual override: `tier` and `tier_set` in the file's frontmatter."""
     if tier not in TIERS:
         raise UsageError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}.")
-    store = Store(ws)
+    store = Store(ws, lambda: now)  # the caller's time dates what the store writes
     rel = jail(ws.root, path)
     if not (ws.root / rel).is_file():
         raise UsageError(f"{rel} does not exist; `crustacean tier list` shows the memories.")
@@ -74,14 +74,16 @@ class TierRow:
     path: str
     tier: str
     how: str  # manual (since DATE) | frontmatter | default
-    usage: Usage
+    recalls: Recalls
 
 
 def tier_rows(ws: Workspace) -> tuple[list[TierRow], list[tuple[str, str]]]:
     mems, problems = load_memories(ws)
     with open_state(ws) as db:
-        usages = db.usages()
-    return [TierRow(m.path, m.tier, _how(m), usages.get(m.path, Usage())) for m in mems], problems
+        recalls = db.recalls()
+    return [
+        TierRow(m.path, m.tier, _how(m), recalls.get(m.path, Recalls())) for m in mems
+    ], problems
 
 
 def memory_tier(ws: Workspace, path: str, now: datetime) -> tuple[TierRow, TierDecision] | None:
@@ -96,10 +98,10 @@ def memory_tier(ws: Workspace, path: str, now: datetime) -> tuple[TierRow, TierD
         return None
     mem = MemoryDoc(doc, datetime.fromtimestamp((ws.root / rel).stat().st_mtime, UTC))
     with open_state(ws) as db:
-        usage = db.usage(rel)
+        recalls = db.recalls_of(rel)
     rules = Rules.from_config(ws.settings.tiers)
-    decision = next_tier(mem.as_memory(), usage, now, rules)
-    return TierRow(rel, mem.tier, _how(mem), usage), decision
+    decision = next_tier(mem.as_memory(), recalls, now, rules)
+    return TierRow(rel, mem.tier, _how(mem), recalls), decision
 
 
 def _how(mem: MemoryDoc) -> str:
@@ -112,6 +114,6 @@ def tier_plan(ws: Workspace, now: datetime) -> list[TierDecision]:
     """What the lifecycle would change now (compile applies it)."""
     mems, _ = load_memories(ws)
     with open_state(ws) as db:
-        usages = db.usages()
+        recalls = db.recalls()
     rules = Rules.from_config(ws.settings.tiers)
-    return [d for d in plan_tiers([m.as_memory() for m in mems], usages, now, rules) if d.changed]
+    return [d for d in plan_tiers([m.as_memory() for m in mems], recalls, now, rules) if d.changed]

@@ -44,20 +44,19 @@ import sqlite3
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from itertools import combinations
 from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
-
-from crustacean.documents import HANDLER, FrontmatterOverLimit
+from crustacean import daily
+from crustacean.documents import Front, read_front
 from crustacean.errors import SearchQueryError
 from crustacean.recall.search_query import MAX_TERMS, Query, Term, fts_string, parse_query
 from crustacean.state import StateDB, open_state
-from crustacean.workspace import Progress, Workspace
+from crustacean.workspace import RECALLED, Progress, Workspace, walk
 
 __all__ = ["MAX_TERMS", "Hit", "IndexStats", "Line", "SearchIndex", "index_lines"]
 
@@ -75,7 +74,6 @@ CANDIDATES = 10  # best-scored lines considered for windows, per window asked fo
 TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
 SNIPPET_CHARS = 200
 ARCHIVE = "archive/"
-TRASH = "archive/trash"
 TITLE_SEP = " › "
 # Each file's lines get contiguous rowids in one of three partitions, so leaving the scaffold
 # or the archive out of results is a rowid range FTS5 applies as it reads.
@@ -88,7 +86,6 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_DAY = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})\.md$")
 _TIME = re.compile(r"\[(\d{1,2}:\d{2})\]")
 # Private marks (not [ ]) so that brackets in the text do not pass for a match.
 _OPEN, _CLOSE = "\x01", "\x02"
@@ -148,26 +145,12 @@ class Line:
     body: str
 
 
-def split_frontmatter(lines: list[str]) -> tuple[dict[str, object], int, str | None]:
-    """(metadata, index of the first body line, warning); broken frontmatter is body."""
-    if not lines or lines[0].rstrip() != "---":
-        return {}, 0, None
-    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
-    if end is None:
-        return {}, 0, "line 1: frontmatter has no closing '---'; indexed as body"
-    try:
-        meta = HANDLER.load("\n".join(lines[1:end]))
-    except FrontmatterOverLimit as e:
-        return {}, 0, f"line 2: frontmatter {e}, over the limit; not parsed, indexed as body"
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
-        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        return {}, 0, f"line {line}: frontmatter is not valid YAML; indexed as body"
-    if meta is None:
-        return {}, end + 1, None
-    if not isinstance(meta, dict):
-        return {}, 0, "line 1: frontmatter is not a list of key: value lines; indexed as body"
-    return meta, end + 1, None
+def _body_start(text: str, front: Front) -> int:
+    """Index of the first line after the frontmatter block (0 when there is none)."""
+    if front.block is None:
+        return 0
+    end = front.end  # past the closing fence's newline, or the end of a text without one
+    return text.count("\n", 0, end) + (text[end - 1] != "\n")
 
 
 def _heading_paths(lines: list[str], start: int) -> list[tuple[str, ...]]:
@@ -202,7 +185,8 @@ def _title(parts: Iterable[str]) -> str:
 def index_lines(text: str, stem: str) -> tuple[list[Line], str | None]:
     """A document's indexed lines and a frontmatter warning, if any (pure)."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
-    meta, body_start, warning = split_frontmatter(lines)
+    front = read_front(text, as_body="indexed as body")
+    meta, body_start, warning = front.meta, _body_start(text, front), front.problem
     name = str(meta["name"]).strip() if meta.get("name") is not None else ""
     paths = _heading_paths(lines, body_start)
     first_h1 = next((p[0] for p in paths if len(p) == 1), "")
@@ -229,13 +213,8 @@ def is_scaffold(rel: str) -> bool:
 
 def log_day(rel: str) -> str | None:
     """The date of a daily log (`…/YYYY-MM-DD.md`), or None."""
-    m = _DAY.search(rel)
-    if not m:
-        return None
-    try:
-        return date.fromisoformat(m.group(1)).isoformat()
-    except ValueError:
-        return None
+    day = daily.log_day(rel)
+    return day.isoformat() if day else None
 
 
 def partition(rel: str) -> int:
@@ -372,23 +351,12 @@ class _Doc:
 
 def scan_markdown(root: Path) -> tuple[dict[str, os.stat_result], list[tuple[str, str]]]:
     """Every indexable markdown file with its stat, and the folders that could not be read."""
-    found: dict[str, os.stat_result] = {}
     problems: list[tuple[str, str]] = []
-    stack = [("", str(root))]
-    while stack:
-        rel_dir, full = stack.pop()
-        try:
-            entries = list(os.scandir(full))
-        except OSError as e:
-            problems.append((rel_dir or ".", f"folder cannot be read: {e.strerror}"))
-            continue
-        for entry in entries:  # follow_symlinks=False: a symlink is neither a dir nor a file
-            name = entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if name[0] != "." and rel_dir + name != TRASH:
-                    stack.append((rel_dir + name + "/", entry.path))
-            elif name.lower().endswith(".md") and entry.is_file(follow_symlinks=False):
-                found[rel_dir + name] = entry.stat(follow_symlinks=False)
+    found = {  # follow_symlinks=False: a symlink is not a file
+        rel: entry.stat(follow_symlinks=False)
+        for rel, entry in walk(root, RECALLED, problems=problems)
+        if entry.name.lower().endswith(".md") and entry.is_file(follow_symlinks=False)
+    }
     return found, problems
 
 

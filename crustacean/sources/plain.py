@@ -11,17 +11,16 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from crustacean.documents import read_front
 from crustacean.sources import base
 from crustacean.sources.base import Cursor, Message, ReadResult, finish_text, head_hash
 
 PREFIX_BYTES = 256 * 1024
 CHUNK = 1024 * 1024
-_FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 
 
 def source_label(path: Path) -> str:
@@ -30,8 +29,9 @@ def source_label(path: Path) -> str:
 
 
 def strip_frontmatter(text: str) -> str:
-    """Drop a leading YAML block: it is metadata, not something the user said."""
-    return _FRONTMATTER.sub("", text, count=1)
+    """Drop a leading frontmatter block: it is metadata, not something the user said. A block
+    that is no YAML mapping (two `---` rules around a line of prose) is kept: it is text."""
+    return text[read_front(text).end :]
 
 
 def read_plain(path: Path, cursor: Cursor | None, *, since: datetime | None) -> ReadResult:

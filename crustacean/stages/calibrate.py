@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome, write_call
@@ -190,20 +191,20 @@ def calibrate(
     dry_run: bool = False,
     plan: bool = False,
     env: Mapping[str, str] | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
 ) -> CalibrateResult:
     """Run calibrate once: health by code, review by the model, audit by code.
 
     `plan` runs the health check and measures the review's first request; nothing is sent,
     written or recorded."""
-    clock = clock or (lambda: datetime.now(UTC))
+    clock = clock or wall_clock
     now = clock()
     health = check_workspace(ws, now)
     if plan:
         request = build_request(ws, health, Store(ws).read_bytes)
         return CalibrateResult(None, health, None, [], [], plan=plan_stage(ws, request))
     review = Review()
-    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock, repair=Store(ws).repair) as rec:
+    with RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
         outcome = session.run(
             build_request(ws, health, session.store.read_bytes),

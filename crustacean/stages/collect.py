@@ -25,9 +25,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from typing import Any
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.errors import CrustaceanError, UsageError
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
 from crustacean.llm.tools import ToolOutcome
@@ -135,13 +136,13 @@ def collect(
     plan: bool = False,
     batch: bool = False,
     env: Mapping[str, str] | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
     progress: ProgressFn | None = None,
 ) -> CollectResult:
     """Run collect once. `plan` makes no call and moves nothing; `dry_run` writes nothing;
     `batch` submits the chunks as one Message Batch that a later run appends."""
 
-    clock = clock or (lambda: datetime.now(UTC))
+    clock = clock or wall_clock
     now = clock()
     if batch and dry_run:
         raise UsageError(
@@ -152,7 +153,7 @@ def collect(
         with open_state(ws) as db:
             return _plan(ws, gather(ws, db, now, since, source), batch)
     with (
-        RunRecorder(ws, STAGE, dry_run=dry_run, now=clock, repair=Store(ws).repair) as rec,
+        RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec,
         open_state(ws) as db,
     ):
         recovered = [] if dry_run else recover_batches(ws, db, now)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
+from crustacean import daily
 from crustacean.config import SourceConfig
 from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, min_cacheable_tokens
@@ -33,7 +34,6 @@ CHUNK_CHARS = 60_000
 KNOWN_DAYS_CHARS = 12_000
 WHEN_SLACK = timedelta(minutes=1)  # the transcript shows times to the minute
 ID_RETENTION = timedelta(days=400)  # ids of collected messages: a --since backfill skips them
-_HOOK_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}(-.+)?\.md$")
 _REF = re.compile(r"^\[?\s*m(\d+)\s*\]?$", re.IGNORECASE)
 _LEAD = re.compile(
     r"^(?:\s*(?:[-*+•]|\d+[.)])\s+|\s*\[(?:" + "|".join(CATEGORIES) + r")\]\s*)+", re.IGNORECASE
@@ -134,7 +134,7 @@ def _is_workspace_log(ws: Workspace, path: Path) -> bool:
         rel = path.resolve().relative_to(ws.root.resolve())
     except ValueError:
         return False
-    return rel.parts[:1] == ("memory",) and bool(_HOOK_FILE.match(rel.name))
+    return rel.parts[:1] == ("memory",) and daily.is_dated_name(rel.name)
 
 
 def cursors_after(files: Iterable[FileRead], done: set[str]) -> list[Cursor]:
@@ -262,7 +262,11 @@ def recover_batches(ws: Workspace, db: StateDB, now: datetime) -> list[str]:
 def _appended(ws: Workspace, marker: str) -> bool:
     needle = marker.encode()
     folder = ws.root / ws.daily_dir
-    return any(needle in p.read_bytes() for p in folder.glob("????-??-??.md") if p.is_file())
+    return any(
+        needle in p.read_bytes()
+        for p in folder.glob("*.md")
+        if daily.is_log_name(p.name) and p.is_file()
+    )
 
 
 def direct_marker(run_id: str) -> str:
@@ -503,7 +507,7 @@ def append_changes(
         grouped[item.when.astimezone(ws.tz).date().isoformat()][item.session].append(item)
     out = Appended([], 0, 0, {})
     for day in sorted(grouped):
-        path = f"{ws.daily_dir}/{day}.md"
+        path = daily.log_path(ws.daily_dir, day)
         current = read(path)
         have = {normalize(line) for line in (current or b"").decode("utf-8", "replace").split("\n")}
         text = []

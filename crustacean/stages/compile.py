@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.documents import DocumentSkipped, read_document, set_meta
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
@@ -179,10 +180,10 @@ def _trash_step(store: Store, run_id: str, ops: Ops, paths: list[str]) -> None:
 def _tier_step(ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops) -> None:
     mems, _ = load_memories(ws)
     with open_state(ws) as db:
-        usages = db.usages()
+        recalls = db.recalls()
     memories, rules = [m.as_memory() for m in mems], Rules.from_config(ws.settings.tiers)
-    decisions = [d for d in plan_tiers(memories, usages, now, rules) if d.changed]
-    ops.tiers_hold_until = next_change(memories, usages, now, rules)
+    decisions = [d for d in plan_tiers(memories, recalls, now, rules) if d.changed]
+    ops.tiers_hold_until = next_change(memories, recalls, now, rules)
     changes = []
     for d in decisions:
         try:
@@ -428,7 +429,7 @@ def compile_workspace(
     no_model: bool = False,
     plan: bool = False,
     env: Mapping[str, str] | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
     progress: Progress | None = None,
 ) -> CompileResult:
     """Run compile once: deterministic pass, model pass, digest.
@@ -436,12 +437,12 @@ def compile_workspace(
     `plan` runs the deterministic pass in memory (nothing written, no run recorded) and measures
     the model pass's first request without sending it. `progress` hears of the deterministic
     pass's steps."""
-    clock = clock or (lambda: datetime.now(UTC))
+    clock = clock or wall_clock
     now = clock()
     already = _compiled_today(ws, now)
     if plan:
         return _plan(ws, now, no_model, already, progress)
-    with RunRecorder(ws, STAGE, dry_run=dry_run, now=clock, repair=Store(ws).repair) as rec:
+    with RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec:
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
         ops = _pass_unless_unchanged(ws, session.store, rec.record.id, now, dry_run, progress)
         status, error, model = "ok", None, "ran"
@@ -503,7 +504,7 @@ def _pass_unless_unchanged(
 def _plan(
     ws: Workspace, now: datetime, no_model: bool, already: bool, progress: Progress | None
 ) -> CompileResult:
-    store = OverlayStore(ws)
+    store = OverlayStore(ws, lambda: now)
     ops = deterministic_pass(ws, store, "plan", now, progress)
     if no_model or already:
         why = "--no-model" if no_model else "a full compile already ran today"

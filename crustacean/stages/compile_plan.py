@@ -18,12 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from crustacean.daily import ARCHIVE_DAILY, DAILY_FOLDERS, dated_day, hook_day, log_day
+from crustacean.markdown import Section, count_lines, split_lines, split_sections
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY
 
-DATE_LOG = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
-HOOK_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-(?P<slug>[^/]+)\.md$")
-DAILY_FOLDERS = ("memory", "memory/daily")
-ARCHIVE_DAILY = "archive/daily"
 TOPICS_DIR = "knowledge/topics"
 SLUG_MAX = 60
 LIST_CAP = 30
@@ -34,15 +32,6 @@ MIN_AGE_DAYS = 2
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def parse_day(name: str) -> date | None:
-    """The date of a daily log or hook file name (a path's last part); None unless a real date."""
-    base = name.rpartition("/")[2]
-    match = DATE_LOG.match(base) or HOOK_FILE.match(base)
-    if match is None:
-        return None
-    return _valid_date(match.group(1), match.group(2), match.group(3))
 
 
 def _valid_date(year: str, month: str, day: str) -> date | None:
@@ -97,7 +86,7 @@ def _daily_logs(paths: Iterable[str], daily_dir: str) -> list[tuple[date, int, s
     found = []
     for path in paths:
         folder, name = _folder_and_name(path)
-        if folder in folders and DATE_LOG.match(name) and (day := parse_day(name)):
+        if folder in folders and (day := log_day(name)):
             found.append((day, folders.index(folder), path))
     return sorted(found)
 
@@ -147,7 +136,7 @@ def plan_hook_sweep(paths: list[str], today: date, existing: set[str]) -> list[M
     found = []
     for path in paths:
         folder, name = _folder_and_name(path)
-        if folder == "memory" and HOOK_FILE.match(name) and (day := parse_day(name)):
+        if folder == "memory" and (day := hook_day(name)):
             found.append((day, path))
     moves = []
     for day, path in sorted(found):
@@ -183,7 +172,7 @@ def _dated_raw(path: str) -> bool:
     """A daily log or hook file: the archive planners own them (they know today; today's empty
     log is about to be appended to and must not vanish)."""
     folder, name = _folder_and_name(path)
-    return folder in DAILY_FOLDERS and parse_day(name) is not None
+    return folder in DAILY_FOLDERS and dated_day(name) is not None
 
 
 def _trashable(path: str, protected: set[str]) -> bool:
@@ -242,16 +231,6 @@ def _duplicates(paths: list[str], protected: set[str]) -> list[Trash]:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Section:
-    """A `##` or `###` section: 0-based line indexes [start, end), heading line included."""
-
-    heading: str
-    level: int
-    start: int
-    end: int
-
-
 NEVER_MOVE = (
     "Memory Structure Map",
     "Hot / Time-Sensitive",
@@ -261,60 +240,7 @@ NEVER_MOVE = (
     "Active Cron Jobs",
     "Identity & Setup",
 )
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _RULE = re.compile(r"\*\*(?:firm )?rule:\*\*", re.IGNORECASE)
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split on `\\n` only (so `\\r\\n` stays whole and the count matches
-    the store's cap check); `"".join(split_lines(t)) == t`."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    return [*lines, parts[-1]] if parts[-1] else lines
-
-
-def count_lines(text: str) -> int:
-    """Lines as the store counts them for the MEMORY.md cap."""
-    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-
-
-def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(line, level, text) of every ATX heading outside fenced code."""
-    found = []
-    fence = ""
-    for i, raw in enumerate(lines):
-        line = raw.rstrip("\r\n")
-        if mark := _FENCE.match(line):
-            token = mark.group(1)
-            if not fence:
-                fence = token
-            elif (
-                token[0] == fence[0]
-                and len(token) >= len(fence)
-                and not line.strip().strip(token[0])
-            ):
-                fence = ""
-            continue
-        if not fence and (head := _HEADING.match(line)):
-            text = _CLOSING.sub("", head.group(2) or "").strip()
-            found.append((i, len(head.group(1)), text))
-    return found
-
-
-def split_sections(text: str) -> list[Section]:
-    """The `##` and `###` sections in document order. A section runs to the next heading of its
-    level or higher (`#` ends both); headings inside fenced code do not count."""
-    lines = split_lines(text)
-    heads = _headings(lines)
-    sections = []
-    for n, (start, level, heading) in enumerate(heads):
-        if level not in (2, 3):
-            continue
-        end = next((i for i, lvl, _ in heads[n + 1 :] if lvl <= level), len(lines))
-        sections.append(Section(heading, level, start, end))
-    return sections
 
 
 def _norm(text: str) -> str:

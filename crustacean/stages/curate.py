@@ -18,9 +18,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from crustacean import daily
+from crustacean.clock import Clock, wall_clock
 from crustacean.documents import parse_document
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
@@ -98,8 +100,12 @@ def backfilled_days(ws: Workspace, db: StateDB) -> list[str]:
         "AND started >= ?",
         (row[0] if row and row[0] else "",),
     )
-    log = re.compile(rf"^{re.escape(ws.daily_dir)}/(\d{{4}}-\d{{2}}-\d{{2}})\.md$")
-    days = {m.group(1) for (files,) in rows for f in json.loads(files) if (m := log.match(f))}
+    days = {
+        name[:10]
+        for (files,) in rows
+        for folder, _, name in (f.rpartition("/") for f in json.loads(files))
+        if folder == ws.daily_dir and daily.is_log_name(name)
+    }
     return sorted(days)
 
 
@@ -115,7 +121,7 @@ def pending_entries(
     done = {r[0] for r in db.conn.execute("SELECT id FROM curated_entries")}
     out: list[Entry] = []
     for day in days_to_curate(ws, now, days, backfilled_days(ws, db)):
-        data = store.read_bytes(f"{ws.daily_dir}/{day}.md")
+        data = store.read_bytes(daily.log_path(ws.daily_dir, day))
         if data:
             out += [
                 e for e in parse_entries(day, data.decode("utf-8", "replace")) if e.id not in done
@@ -282,10 +288,10 @@ def curate(
     dry_run: bool = False,
     plan: bool = False,
     env: Mapping[str, str] | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock | None = None,
 ) -> CurateResult:
     """Run curate once; `plan` makes no call, `dry_run` writes and marks nothing."""
-    clock = clock or (lambda: datetime.now(UTC))
+    clock = clock or wall_clock
     now, days = clock(), days or ws.settings.curate.days
     if plan:
         store = Store(ws)
@@ -296,7 +302,7 @@ def curate(
             result.plan = plan_stage(ws, request_for(ws, store, entries))
         return result
     with (
-        RunRecorder(ws, STAGE, dry_run=dry_run, now=clock, repair=Store(ws).repair) as rec,
+        RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec,
         open_state(ws) as db,
     ):
         session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)

@@ -12,26 +12,21 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import unquote
 
+from crustacean.daily import dated_day, log_day
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
+from crustacean.markdown import count_lines, link_targets, split_lines, split_sections
 from crustacean.runs import STAGES, RunRecord, error_line, list_runs
 from crustacean.secrets import find_secrets
-from crustacean.stages.compile_plan import (
-    count_lines,
-    parse_day,
-    plan_empty_and_duplicates,
-    split_lines,
-    split_sections,
-)
+from crustacean.stages.compile_plan import plan_empty_and_duplicates
 from crustacean.store.proposals import Proposal, list_proposals
-from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Workspace
+from crustacean.workspace import CHECKED, FOUNDATION_FILES, WORKING_MEMORY, Workspace, walk
 
 STATUSES = ("ok", "warn", "fail")
 WINDOW = timedelta(days=30)
@@ -43,7 +38,6 @@ OLD_LESSON_DAYS = 183
 OLD_PROPOSAL_DAYS = 14
 NOISE_SHORT = 20
 DETAIL_LIMIT = 20
-SKIP_DIRS = frozenset({".git", ".crustacean", "node_modules", ".venv", "__pycache__"})
 INDEX_NAMES = frozenset({"readme.md", "index.md", "_index.md"})
 
 
@@ -408,29 +402,6 @@ def structure_map(
 # ---------------------------------------------------------------------------- links
 
 
-_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")
-_POINTER = re.compile(r"→[^`\n]*`([^`\n]+)`")
-_SCHEME = re.compile(r"^[A-Za-z][\w+.-]*:")
-_CODE_FENCE = re.compile(r"^\s*(```|~~~)")
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
-
-
-def link_targets(text: str, pointers: bool = False) -> Iterator[tuple[int, str]]:
-    """(line, target) of every local link outside code; with `pointers`, `→ … \\`path\\`` too."""
-    fenced = False
-    for n, line in enumerate(text.splitlines(), 1):
-        if _CODE_FENCE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
-        for target in _LINK.findall(_INLINE_CODE.sub("", line)):
-            if not _SCHEME.match(target) and not target.startswith("#"):
-                yield n, unquote(target.split("#", 1)[0].split("?", 1)[0])
-        if pointers:
-            yield from ((n, t.strip()) for t in _POINTER.findall(line) if "/" in t)
-
-
 def broken_links(
     files: Mapping[str, str], exists: Callable[[str], bool], pointers: frozenset[str]
 ) -> list[str]:
@@ -564,12 +535,7 @@ def security(texts: Mapping[str, str]) -> Check:
 
 def walk_files(root: Path) -> list[str]:
     """Every file under root as a posix path, skipping git, crustacean state and tool caches."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        rel = Path(dirpath).relative_to(root).as_posix()
-        found += [n if rel == "." else f"{rel}/{n}" for n in filenames]
-    return sorted(found)
+    return sorted(rel for rel, entry in walk(root, CHECKED) if not entry.is_dir())
 
 
 def _read_text(root: Path, rel: str) -> str | None:
@@ -633,7 +599,7 @@ def _top_level(root: Path, daily_dir: str) -> list[str]:
                 continue
             if entry.is_dir():
                 out.append(rel + "/")
-            elif not (_is_index(rel) or parse_day(entry.name) is not None):
+            elif not (_is_index(rel) or dated_day(entry.name) is not None):
                 out.append(rel)
     return out
 
@@ -644,7 +610,7 @@ def _daily_texts(files: _Files, daily_dir: str) -> dict[date, str]:
     for path in files.under(f"{daily_dir}/", "archive/daily/"):
         name = PurePosixPath(path).name
         inside = path.count("/") == daily_dir.count("/") + 1 or path.startswith("archive/")
-        if inside and re.fullmatch(r"\d{4}-\d{2}-\d{2}\.md", name) and (day := parse_day(name)):
+        if inside and (day := log_day(name)):
             logs[day] = files.texts.get(path, "")
     return logs
 

@@ -7,7 +7,8 @@ from crustacean.errors import VersionError
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.paths import jail
 from crustacean.store.versions import Version
-from crustacean.store.write import TRASH, Store, WriteResult
+from crustacean.store.write import Store, WriteResult
+from crustacean.workspace import TRASH_DIR
 
 NOT_VERSIONED = (
     "versioning is off: this workspace is not a git repository (or git is missing). "
@@ -46,7 +47,7 @@ def rollback_changes(store: Store, version: str, paths: list[str]) -> tuple[str,
         rels = [
             p
             for p in store.git.changed_between(target, head or target)
-            if not p.startswith(TRASH + "/")
+            if not p.startswith(TRASH_DIR + "/")
         ]
     changes = []
     for rel in rels:

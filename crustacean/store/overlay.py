@@ -6,7 +6,6 @@ at the end `diff()` shows what would have changed, and nothing was written, vers
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from crustacean.store.changes import unified_diff
@@ -41,7 +40,7 @@ class OverlayStore(Store):
 
     def list_context_files(self, prefix: str | None = None) -> list[FileInfo]:
         listed = {f.path: f for f in super().list_context_files(prefix)}
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        stamp = self.clock().isoformat(timespec="seconds")
         for path, data in self.overlay.items():
             if data is None:
                 listed.pop(path, None)

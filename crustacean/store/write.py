@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Self
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.errors import (
     LimitError,
     LockedError,
@@ -48,14 +49,12 @@ from crustacean.store.versions import (
     Git,
     clear_stale_index_lock,
 )
-from crustacean.workspace import STATE_DIR, WORKING_MEMORY, Workspace
+from crustacean.workspace import NOT_GIT, TRASH_DIR, WORKING_MEMORY, WRITABLE, Workspace, walk
 
 if TYPE_CHECKING:
     from filelock import AcquireReturnProxy
 
-SKIP_DIRS = {".git", STATE_DIR}
 LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
-TRASH = "archive/trash"
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
 SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
@@ -130,10 +129,10 @@ def new_id() -> str:
 class Store:
     """Reads and writes one workspace."""
 
-    def __init__(self, ws: Workspace, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, ws: Workspace, clock: Clock | None = None) -> None:
         self.ws = ws
         self.root = ws.root
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or wall_clock
         self.git = Git(self.root)
         self._versioned: bool | None = None
         # (run id, path) -> (lines when the run first changed it, lines the run lost so far)
@@ -168,21 +167,9 @@ class Store:
         return sorted(out, key=lambda f: f.path)
 
     def _walk(self) -> Iterable[tuple[str, Path]]:
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
-            rel_dir = "" if rel_dir == "." else rel_dir + "/"
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not (rel_dir == "" and d in SKIP_DIRS)
-                and f"{rel_dir}{d}" != TRASH
-                and not os.path.islink(os.path.join(dirpath, d))
-            )
-            for name in filenames:
-                full = Path(dirpath) / name
-                if full.is_symlink() or not full.is_file():
-                    continue
-                yield f"{rel_dir}{name}", full
+        for rel, entry in walk(self.root, WRITABLE):
+            if entry.is_file(follow_symlinks=False):
+                yield rel, Path(entry.path)
 
     def read_bytes(self, path: str) -> bytes | None:
         try:
@@ -376,7 +363,7 @@ class Store:
 
     def _trash_path(self, plan: Plan, path: str) -> str:
         day = self.ws.today(self.clock()).isoformat()
-        base = f"{TRASH}/{day}/{path}"
+        base = f"{TRASH_DIR}/{day}/{path}"
         candidate, n = base, 1
         while self._current(plan, candidate) is not None:
             n += 1
@@ -466,7 +453,7 @@ class Store:
                     message=message,
                     run_id=run_id,
                     reason=plan.ask[0],
-                    now=datetime.now(UTC),
+                    now=self.clock(),
                 )
                 return WriteResult(files=tuple(_named(plan)), proposal=pid, call_id=call_id)
             if busy:
@@ -735,12 +722,11 @@ _TEMP_NAME = re.compile(
 
 
 def _stray_temp_files(root: Path) -> list[str]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not (dirpath == str(root) and d == ".git")]
-        rel = Path(dirpath).relative_to(root)
-        found += [(rel / n).as_posix() for n in filenames if _TEMP_NAME.match(n)]
-    return found
+    return [
+        rel
+        for rel, entry in walk(root, NOT_GIT)
+        if _TEMP_NAME.match(entry.name) and not entry.is_dir()
+    ]
 
 
 def _head_locked(git_dir: Path) -> bool:
@@ -908,10 +894,3 @@ def _fault_point(path: str) -> None:
     """Tests set `_FAULT_HOOK` to fail between two files of one call."""
     if _FAULT_HOOK is not None:
         _FAULT_HOOK(path)
-
-
-def write_context(
-    ws: Workspace, changes: object, *, actor: str, message: str, run_id: str | None = None
-) -> WriteResult:
-    """The single entry point every writer uses (stages, CLI commands, MCP)."""
-    return Store(ws).write_context(changes, actor=actor, message=message, run_id=run_id)

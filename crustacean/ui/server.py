@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from crustacean.clock import Clock, wall_clock
 from crustacean.errors import (
     CrustaceanError,
     LockedError,
@@ -55,7 +55,7 @@ class UiContext:
     overrides: list[str]
     guard: Guard
     env: dict[str, str] | None = None
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    clock: Clock = wall_clock
 
     def open(self) -> Workspace:
         return open_workspace(self.root, self.overrides, self.env)
