@@ -27,11 +27,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the tests
 
 from fakeapi import FakeAnthropic, text, tool_use
+from stagekit import run_stage
 
 from bench.common import count, data_size, isolate, p95, row
 from crustacean.config import load_config
 from crustacean.llm.loop import StageRequest, build_params
-from crustacean.llm.runner import run_stage
 from crustacean.ops.init import init_workspace
 from crustacean.workspace import Workspace
 

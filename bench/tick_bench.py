@@ -42,9 +42,9 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the 
 from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import count, data_size, isolate, p95, row
+from crustacean.config import STAGES as STAGE_ORDER
 from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
-from crustacean.ops.tick import STAGE_ORDER
 from crustacean.runs import RunRecorder, list_runs
 from crustacean.stages.curate import entry_id
 from crustacean.workspace import Workspace

@@ -83,6 +83,11 @@ class StagesConfig:
     calibrate: StageConfig = _stage("large", "0 5 1 * *", "calibrate: monthly, on the 1st")
 
 
+STAGES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(StagesConfig))
+"""The pipeline's stages in run order: the one list (the registry in stages/, tick, status,
+health, cron, run records and the write policy's actors read it from here)."""
+
+
 @dataclass(frozen=True)
 class MemoryConfig:
     write: Literal["direct", "review", "off"] = _opt(

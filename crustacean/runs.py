@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from crustacean.clock import Clock, wall_clock
+from crustacean.config import STAGES
 from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
 from crustacean.secrets import redact
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
@@ -34,7 +35,6 @@ from crustacean.workspace import Workspace
 if TYPE_CHECKING:
     from filelock import FileLock
 
-STAGES = ("collect", "curate", "compile", "calibrate")
 FINAL_STATUSES = ("ok", "partial", "failed", "skipped")
 STATUSES = ("running", *FINAL_STATUSES)
 LOCK_FILE = "run.lock"
@@ -517,7 +517,7 @@ def _from_row(values: tuple[Any, ...]) -> RunRecord:
 
 
 def stage_names(ws: Workspace) -> list[str]:
-    """The four stages, then any other stage name that has runs (tests, future stages)."""
+    """The pipeline's stages (config.STAGES), then any other stage name that has runs (tests)."""
     with open_state(ws) as db:
         present = [r[0] for r in db.conn.execute("SELECT DISTINCT stage FROM run_records")]
     return [*STAGES, *sorted(set(present) - set(STAGES))]

@@ -69,7 +69,7 @@ def demo(root: Path) -> dict[str, str]:
             plan.append(("compile", 0.38))
         for hour, (stage, cost) in enumerate(plan):
             at = now - timedelta(days=day, hours=hour)
-            with RunRecorder(ws, stage, now=lambda at=at: at, model="claude-demo") as rec:
+            with RunRecorder(ws, stage, clock=lambda at=at: at, model="claude-demo") as rec:
                 rec.add_usage(Usage(9_000, 600, 2_000, 0), cost)
                 rec.finish("ok")
     info = seed(ws, now)

@@ -54,26 +54,6 @@ def daily_runs(stage: str, days: range, skip: frozenset[int] = frozenset()) -> l
     return [run(stage, at(d)) for d in days if d not in skip]
 
 
-# ---------------------------------------------------------------------------- expected_slots
-
-
-@pytest.mark.parametrize(
-    ("schedule", "start", "end", "expected"),
-    [
-        ("30 3 * * *", at(27), at(30), [at(27), at(28), at(29)]),  # start inclusive, end not
-        ("30 3 * * *", at(27, 4), at(29, 3, 31), [at(28), at(29)]),
-        ("0 4 * * 0", at(1, 0), NOW, [at(d, 4, 0) for d in (1, 8, 15, 22, 29)]),
-        ("0 5 1 * *", at(15), at(1, 6, month=12), [datetime(2026, 12, 1, 5, tzinfo=UTC)]),
-        ("0 */2 * * *", at(30, 0, 0), at(30, 6, 0), [at(30, hh, 0) for hh in (0, 2, 4)]),
-        ("30 3 * * *", at(30, 4), at(30, 5), []),
-    ],
-)
-def test_expected_slots(schedule: str, start: datetime, end: datetime, expected: list) -> None:
-    got = h.expected_slots(schedule, start, end)
-    assert got == expected
-    assert all(s.tzinfo is not None and s.utcoffset() == timedelta(0) for s in got)
-
-
 # ---------------------------------------------------------------------------- cadence
 
 

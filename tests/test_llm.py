@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 from fakeapi import delay, drop, error, find_key_leaks, message, text, tool_use
+from stagekit import run_stage
 
 from conftest import snapshot
 from crustacean.config import load_config
 from crustacean.errors import ConfigError, LockedError, ModelError
 from crustacean.llm.client import resolve_credentials
 from crustacean.llm.loop import StageRequest, build_params
-from crustacean.llm.runner import plan_stage, run_stage
+from crustacean.llm.runner import plan_stage
 from crustacean.runs import RunLock, get_run, list_runs
 from crustacean.workspace import Workspace
 
@@ -408,7 +409,7 @@ def test_kill_9_mid_run_then_the_next_run_starts_cleanly(ws: Workspace, fake_api
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from crustacean.config import load_config
         from crustacean.workspace import Workspace
-        from crustacean.llm.runner import run_stage
+        from stagekit import run_stage
         from test_llm import request
         env = {env!r}
         root = Path({str(ws.root)!r})

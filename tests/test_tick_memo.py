@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from crustacean.config import STAGES as STAGE_ORDER
 from crustacean.errors import WorkspaceNotFoundError
 from crustacean.ops import tick_memo
-from crustacean.ops.tick import STAGE_ORDER, due_stages, tick
+from crustacean.ops.tick import tick
 from crustacean.runs import RunRecorder
+from crustacean.schedule import FOREVER, due_stages
 from crustacean.workspace import Workspace, find_workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -83,7 +85,7 @@ def test_holds_until_is_the_next_slot_and_only_for_answers_that_hold() -> None:
         datetime(2026, 12, 1, 3, 30, tzinfo=UTC),
         None,
         None,
-        tick_memo.FOREVER,
+        FOREVER,
     ]
     fresh = due_stages(NOW, schedules, enabled, {}, UTC, created=NOW - timedelta(minutes=5))
     assert fresh[0].holds_until == datetime(2026, 12, 1, 3, 30, tzinfo=UTC) and not fresh[0].due

@@ -1,4 +1,4 @@
-"""The stage commands: `crustacean collect` and `curate` (compile and calibrate join them)."""
+"""The stage commands: `crustacean collect`, `curate`, `compile` and `calibrate`, one renderer."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from crustacean.cli.common import err_console, print_json, say, state, warn
 from crustacean.cli.output import MODE, print_diff, progress
 
 if TYPE_CHECKING:
+    from crustacean.llm.runner import RunPlan
+    from crustacean.runs import RunRecord
     from crustacean.stages.collect import Progress
+    from crustacean.stages.skeleton import StageResult
 
 # The options every stage command shares, declared once.
 DryRun = Annotated[
@@ -75,72 +78,27 @@ def collect(
         batch=batch,
         progress=_progress() if not as_json else None,
     )
+    show(result, as_json)
+
+
+def show(result: StageResult, as_json: bool) -> None:
+    """The one rendering of every stage's result: its JSON, or its lines, plan, diff and run
+    line; a failed run exits 1."""
     if as_json:
         print_json(result.to_json())
     else:
-        _render(result)
-    if result.record is not None and result.record.status == "failed":
-        raise typer.Exit(1)
-
-
-def _render(result: object) -> None:
-    from crustacean.stages.collect import CollectResult
-
-    assert isinstance(result, CollectResult)
-    for path in result.missing_sources:
-        warn(f"Warning: source {path} has no transcripts (missing or empty).")
-    say(
-        f"Scanned {result.files_scanned} transcript file(s): "
-        f"{result.new_messages} new message(s)"
-        + (f", {result.bad_lines} unreadable line(s) skipped" if result.bad_lines else "")
-        + "."
-    )
-    if result.record is None:  # a plan
+        for line in result.warnings():
+            warn(line)
+        for line in result.head():
+            say(line)
         if result.plan is not None:
             _render_plan(result.plan)
-        if result.left_for_next_run:
-            say(
-                f"The run budget (budget.*) covers part of it; {result.left_for_next_run} "
-                "message(s) would wait for the next run."
-            )
-        if result.waiting_in_batch:
-            say(f"{result.waiting_in_batch} message(s) wait for a batch's results.")
-        return
-    for path, n in sorted(result.items_by_day.items()):
-        say(f"  {path}: {n} item(s) appended")
-    for line in _collect_lines(result):
-        say("  " + line)
-    if result.record is not None:
-        _render_run(result.record, result.diff)
-
-
-def _collect_lines(result: object) -> list[str]:
-    """What happened to every item and message that did not simply land."""
-    from crustacean.stages.collect import CollectResult
-
-    assert isinstance(result, CollectResult)
-    lines = []
-    if result.duplicates:
-        lines.append(f"{result.duplicates} item(s) merged as duplicates")
-    for reason, n in sorted(result.rejected.items()):
-        lines.append(f"{n} item(s) rejected: {reason}")
-    if result.unbound:
-        lines.append(f"{result.unbound} item(s) cited no message; given to their chunk's session")
-    if result.copies:
-        lines.append(f"{result.copies} repeated message(s) in checkpoint/reset copies, sent once")
-    batch = result.batch or {}
-    if batch.get("fetched"):
-        lines.append(f"appended the results of batch {batch['fetched']}")
-    if batch.get("submitted"):
-        lines.append(
-            f"submitted batch {batch['submitted']}: {batch['requests']} request(s); "
-            "a later collect or tick appends the results"
-        )
-    if result.waiting_in_batch:
-        lines.append(f"{result.waiting_in_batch} message(s) wait for a batch's results")
-    if result.left_for_next_run and result.record is not None:
-        lines.append(f"{result.left_for_next_run} message(s) left for the next run")
-    return lines
+        for line in result.tail():
+            say(line)
+        if result.record is not None:
+            _render_run(result.record, result.diff)
+    if result.failed:
+        raise typer.Exit(1)
 
 
 def _progress() -> Callable[[Progress], None] | None:
@@ -148,7 +106,7 @@ def _progress() -> Callable[[Progress], None] | None:
     if not err_console.is_terminal or MODE.quiet:
         return None
 
-    def show(p: Progress) -> None:
+    def display(p: Progress) -> None:
         end = "\n" if p.chunks_sent == p.chunks_total else "\r"
         err_console.print(
             f"collect: chunk {p.chunks_sent}/{p.chunks_total}, {p.items} item(s), "
@@ -157,7 +115,7 @@ def _progress() -> Callable[[Progress], None] | None:
             end=end,
         )
 
-    return show
+    return display
 
 
 def curate(
@@ -173,29 +131,10 @@ def curate(
     """Route the last days' daily entries into contacts, lessons, knowledge… (stage 2 of 4C)."""
     from crustacean.stages.curate import curate as run_curate
 
-    result = run_curate(state(ctx).open(), days=days, dry_run=dry_run, plan=plan)
-    if as_json:
-        print_json(result.to_json())
-    else:
-        say(f"{result.entries} uncurated daily entr{'y' if result.entries == 1 else 'ies'}.")
-        if result.plan is not None:
-            _render_plan(result.plan)
-        for dest, n in sorted(result.routed.items()):
-            say(f"  routed {n} to {dest}")
-        for why, n in sorted(result.skipped.items()):
-            say(f"  skipped {n}: {why}")
-        for line in result.indexed:
-            say(f"  indexed {line}")
-        if result.record is not None:
-            _render_run(result.record, result.diff)
-    if result.record is not None and result.record.status == "failed":
-        raise typer.Exit(1)
+    show(run_curate(state(ctx).open(), days=days, dry_run=dry_run, plan=plan), as_json)
 
 
-def _render_plan(p: object) -> None:
-    from crustacean.llm.runner import Plan
-
-    assert isinstance(p, Plan)
+def _render_plan(p: RunPlan) -> None:
     scope = "the first turn" if p.requests == 1 else f"all {p.requests} requests"
     say(
         f"Plan: {p.model}, system {p.system_chars:,} chars, tools "
@@ -205,10 +144,7 @@ def _render_plan(p: object) -> None:
     say("Input excerpt:\n" + p.excerpt)
 
 
-def _render_run(rec: object, diff: str | None) -> None:
-    from crustacean.runs import RunRecord
-
-    assert isinstance(rec, RunRecord)
+def _render_run(rec: RunRecord, diff: str | None) -> None:
     if diff:
         print_diff(diff)
     version = ", ".join(v[:12] for v in rec.versions) or "none"
@@ -238,33 +174,7 @@ def compile_(
         result = compile_workspace(
             ws, dry_run=dry_run, no_model=no_model, plan=plan, progress=report
         )
-    if as_json:
-        print_json(result.to_json())
-    else:
-        ops = result.ops
-        if result.record is None:
-            nothing = "" if ops.changed_anything else " nothing to archive, sweep, trash or move"
-            say(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
-        for label, items in (
-            ("archived", ops.archived),
-            ("not archived", ops.held),
-            ("swept", ops.swept),
-            ("trashed", ops.trashed),
-            ("tier", ops.tiers),
-            ("moved section", ops.promoted),
-            ("model", ops.model_changes),
-        ):
-            for item in items:
-                say(f"  {label}: {item}")
-        say(
-            f"Model pass: {result.model}." + (f" Digest: {result.digest}." if result.digest else "")
-        )
-        if result.plan is not None:
-            _render_plan(result.plan)
-        if result.record is not None:
-            _render_run(result.record, result.diff)
-    if result.record is not None and result.record.status == "failed":
-        raise typer.Exit(1)
+    show(result, as_json)
 
 
 def calibrate(
@@ -276,19 +186,4 @@ def calibrate(
     """Monthly audit: health by code, foundation and lessons review, proposals (stage 4)."""
     from crustacean.stages.calibrate import calibrate as run_calibrate
 
-    result = run_calibrate(state(ctx).open(), dry_run=dry_run, plan=plan)
-    if as_json:
-        print_json(result.to_json())
-    else:
-        audit = f" Audit: {result.audit}." if result.audit else ""
-        say(f"Health: {result.health.status}.{audit}")
-        for pid in result.proposals:
-            say(f"  proposal {pid}: see `crustacean review show {pid}`")
-        for path in result.archived_lessons:
-            say(f"  archived lesson {path}")
-        if result.plan is not None:
-            _render_plan(result.plan)
-        if result.record is not None:
-            _render_run(result.record, result.diff)
-    if result.record is not None and result.record.status == "failed":
-        raise typer.Exit(1)
+    show(run_calibrate(state(ctx).open(), dry_run=dry_run, plan=plan), as_json)

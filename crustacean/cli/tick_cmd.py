@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -40,6 +39,7 @@ def tick(
 ) -> None:
     """Run every stage that is due, then exit; put it in cron every 15 minutes."""
     from crustacean.errors import UsageError
+    from crustacean.ops.tick import log_line
     from crustacean.ops.tick import tick as run_tick
 
     if dry_run and plan:
@@ -60,59 +60,7 @@ def tick(
         if line:
             verbatim(line)
     else:
-        for outcome in result.outcomes:
-            say(outcome_line(outcome, ws.tz))
-        if plan:
-            say(
-                f"Estimated: ~${result.est_cost:.4f} for the first requests (a stage that uses "
-                "tools takes a few turns). Nothing was run or written."
-            )
+        for line in result.lines(ws.tz):
+            say(line)
     if result.exit_code:
         raise typer.Exit(result.exit_code)
-
-
-def log_line(outcomes: Sequence[object], now: datetime, tz: tzinfo, *, verbose: bool) -> str:
-    """The cron log's one line for a tick: its time, then each stage that was due; "" for a
-    tick where nothing was due (unless `verbose`), so the log holds only work done."""
-    from crustacean.ops.tick import StageOutcome
-
-    due = [o for o in outcomes if isinstance(o, StageOutcome) and o.due.due]
-    if not due and not verbose:
-        return ""
-    parts = [outcome_line(o, tz) for o in due] or ["nothing due"]
-    return f"{now.astimezone(tz):%Y-%m-%d %H:%M:%S %Z} " + "; ".join(parts)
-
-
-def outcome_line(outcome: object, tz: tzinfo = UTC) -> str:
-    """One line per stage: `collect: ran (ok) …`, `curate: not due (next slot …)`."""
-    from crustacean.ops.tick import StageOutcome, fmt
-
-    assert isinstance(outcome, StageOutcome)
-    due, name = outcome.due, outcome.stage
-    if outcome.preview is not None:
-        when = "Due now" if due.due else "N" + _not_due(due.reason)[1:]
-        p = outcome.preview
-        cost = (
-            f"; {p.model}, ~{p.est_input_tokens:,} input tokens, ~${p.est_cost:.4f}"
-            if p.model
-            else ""
-        )
-        return f"{name}: {p.summary}{cost}. {when}."
-    if not due.due:
-        return f"{name}: {_not_due(due.reason)}"
-    slot = fmt(due.slot, tz) if due.slot else "?"
-    what = f"catching up slot {slot}" if due.catching_up else f"slot {slot}"
-    if outcome.status is None and outcome.error is None:
-        return f"{name}: due, {what} (dry run: not run) — {due.reason.removeprefix('due: ')}"
-    if outcome.status is None:
-        return f"{name}: not run ({outcome.error})"
-    error = f": {outcome.error}" if outcome.error else ""
-    return f"{name}: ran ({outcome.status}), {what}{error}"
-
-
-def _not_due(reason: str) -> str:
-    """`not due: next slot X` → `not due (next slot X)`; `disabled` stays as it is."""
-    head, sep, rest = reason.partition(": ")
-    if head == "not due" and sep:
-        return f"not due ({rest})"
-    return f"not due ({reason})" if reason != "disabled" else "disabled"

@@ -1,7 +1,8 @@
-"""Run a stage's model step: plan, dry run or real run, under the lock and with a run record.
+"""A stage's model step: its measured plan (`--plan`) and its model session (client, tools, loop).
 
-Stages build a `StageRequest` from their deterministic pre-pass and call `run_stage`; everything
-mechanical (credentials, lock, client, tools, loop, record, dry-run overlay) lives here.
+Stages build a `StageRequest` from their deterministic pre-pass; the skeleton that runs them
+(lock, record, clock, finish) is `crustacean/stages/skeleton.py`. What is mechanical about the
+model side (credentials, client, tools, loop, the dry run's overlay) lives here.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crustacean.clock import Clock
 from crustacean.config import BudgetConfig
 from crustacean.llm.client import ModelClient, resolve_credentials
 from crustacean.llm.loop import LoopOutcome, StageRequest, build_params, run_loop, tool_specs
 from crustacean.llm.tools import ToolExecutor, ToolSpec
-from crustacean.runs import RunRecord, RunRecorder
+from crustacean.runs import RunRecorder
 from crustacean.store.overlay import OverlayStore
 from crustacean.store.write import Store
 from crustacean.usage import Usage, cost
@@ -26,7 +26,7 @@ CHARS_PER_TOKEN = 4  # a conservative estimate for English prose and JSON
 
 
 @dataclass(frozen=True)
-class Plan:
+class RunPlan:
     """What a run would send, without sending it (`--plan`)."""
 
     stage: str
@@ -45,29 +45,13 @@ class Plan:
         return dict(self.__dict__, tools=list(self.tools))
 
 
-def run_fields(record: Any, plan: Plan | None, diff: str | None) -> dict[str, Any]:
-    """The JSON every stage result shares: a run (or "plan" when none ran), its plan and diff."""
-    return {
-        "status": record.status if record else "plan",
-        "run": record.to_json(tool_calls=False) if record else None,
-        "plan": plan.to_json() if plan else None,
-        "diff": diff,
-    }
-
-
-@dataclass(frozen=True)
-class StageRun:
-    record: RunRecord
-    diff: str | None = None  # --dry-run: what would have changed
-
-
 def model_for(ws: Workspace, stage: str) -> tuple[str, str, str]:
     """(model id, tier, the config key to fix it) for a stage."""
     tier = getattr(ws.settings.stages, stage).tier if hasattr(ws.settings.stages, stage) else "mid"
     return getattr(ws.settings.models, tier), tier, f"models.{tier}"
 
 
-def plan_stage(ws: Workspace, req: StageRequest) -> Plan:
+def plan_stage(ws: Workspace, req: StageRequest) -> RunPlan:
     """The request of the first turn, measured; no key and no network needed."""
     model, tier, _ = model_for(ws, req.stage)
     params = build_params(req, model, [{"role": "user", "content": req.prompt}])
@@ -78,7 +62,7 @@ def plan_stage(ws: Workspace, req: StageRequest) -> Plan:
     price = getattr(ws.settings.prices, tier)
     first = cost(Usage(input_tokens=tokens, output_tokens=req.max_tokens // 8), price)
     excerpt = req.prompt if len(req.prompt) <= 600 else req.prompt[:600] + " …"
-    return Plan(
+    return RunPlan(
         req.stage,
         model,
         system_chars,
@@ -150,24 +134,6 @@ class ModelSession:
         return self.store.diff() if isinstance(self.store, OverlayStore) else None
 
 
-def run_stage(
-    ws: Workspace,
-    req: StageRequest,
-    *,
-    dry_run: bool = False,
-    env: Mapping[str, str] | None = None,
-    clock: Clock | None = None,
-    handlers: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
-) -> StageRun:
-    """One model run: credentials first (no key: a config error before any lock or call)."""
-    resolve_credentials(ws.settings, env)
-    with RunRecorder(ws, req.stage, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec:
-        session = ModelSession(ws, rec, req.stage, dry_run=dry_run, env=env)
-        outcome = session.run(req, handlers)
-        record = rec.finish(outcome.status, summary=outcome.summary, error=outcome.error)
-    return StageRun(record, session.diff())
-
-
 def _guard(stage: str) -> Callable[[object], None] | None:
     from crustacean.llm.contract import CONTRACTS, check_changes
 
@@ -193,10 +159,8 @@ def _searcher(ws: Workspace) -> Callable[[str, int | None, int | None], list[dic
 
 __all__ = [
     "ModelSession",
-    "Plan",
+    "RunPlan",
     "StageRequest",
-    "StageRun",
     "ToolSpec",
     "plan_stage",
-    "run_stage",
 ]

@@ -19,11 +19,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from crustacean.config import CONFIG_DIR_ENV, KEY_ENV, env_file_path, user_config_dir
+from crustacean.config import CONFIG_DIR_ENV, KEY_ENV, STAGES, env_file_path, user_config_dir
 from crustacean.errors import ConfigError, CrustaceanError, UsageError
 from crustacean.workspace import Workspace
 
-STAGES = ("collect", "curate", "compile", "calibrate")
 CRON_PATH = "/usr/local/bin:/usr/bin:/bin"
 LOG_NAME = "cron.log"
 LOG_MAX_BYTES = 1_000_000  # cron.log beyond this moves to cron.log.1 (one old file is kept)

@@ -10,16 +10,16 @@ import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
-from crustacean.config import load_config
+from crustacean.config import STAGES, load_config
 from crustacean.errors import CrustaceanError
 from crustacean.runs import RunRecord, list_runs
+from crustacean.schedule import next_slot
 from crustacean.workspace import WORKING_MEMORY, Workspace
 
-STAGES = ("collect", "curate", "compile", "calibrate")
 BOOTSTRAP_CHARS = 20_000
 WARN_AT = 0.85
 
@@ -68,11 +68,11 @@ class Status:
         }
 
 
-def next_slot(schedule: str, now: datetime, tz: Any) -> datetime | None:
-    from croniter import croniter
-
+def upcoming(schedule: str, now: datetime, tz: tzinfo) -> datetime | None:
+    """The stage's next slot after `now`, or None when its schedule is unreadable (status
+    reports what it can; `doctor` and `tick` name the bad schedule)."""
     try:
-        return croniter(schedule, now.astimezone(tz)).get_next(datetime).astimezone(UTC)
+        return next_slot(schedule, now, tz)
     except (ValueError, KeyError):
         return None
 
@@ -146,7 +146,7 @@ def workspace_status(ws: Workspace, now: datetime) -> Status:
                 cfg.enabled,
                 cfg.schedule,
                 last,
-                next_slot(cfg.schedule, now, ws.tz) if cfg.enabled else None,
+                upcoming(cfg.schedule, now, ws.tz) if cfg.enabled else None,
             )
         )
     totals, daily = run_totals(runs, now)

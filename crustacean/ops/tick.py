@@ -1,178 +1,26 @@
-"""When stages are due, and `tick`: run every due stage once, then exit.
+"""`tick`: run every due stage once, in pipeline order, then exit.
 
-A stage is due when its latest cron slot (in the workspace's zone) is later than the start of
-its last successful run. A machine that slept through several slots catches up once, at the
-latest one. `due_stages` is pure (time passed in); `tick` reads the run records and runs stages.
+When a stage is due is pure cron arithmetic (`crustacean/schedule.py`); this reads the run
+records it needs, runs the due stages through the registry (`crustacean/stages/registry.py`)
+and says what each did.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from croniter import croniter
-
 from crustacean.clock import Clock, wall_clock
+from crustacean.config import STAGES
 from crustacean.errors import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, ConfigError, LockedError
-from crustacean.ops.tick_memo import FOREVER, last_ok_rows, note_quiet
+from crustacean.ops.tick_memo import last_ok_rows, note_quiet
 from crustacean.runs import error_line
+from crustacean.schedule import Due, due_stages, fmt
+from crustacean.stages import registry
 from crustacean.state import from_db_time, open_state
 from crustacean.workspace import Workspace
-
-STAGE_ORDER = ("collect", "curate", "compile", "calibrate")
-LATE_AFTER = timedelta(minutes=30)  # a slot run later than this after its time was "missed"
-COUNT_CAP = 100  # missed slots are counted up to here (a sleeping laptop, every 2 hours)
-_RUNNERS = {
-    "collect": ("crustacean.stages.collect", "collect"),
-    "curate": ("crustacean.stages.curate", "curate"),
-    "compile": ("crustacean.stages.compile", "compile_workspace"),
-    "calibrate": ("crustacean.stages.calibrate", "calibrate"),
-}
-
-
-@dataclass(frozen=True)
-class Due:
-    """Whether one stage is due now, the slot it would cover, and why (one line).
-
-    `holds_until`: a not-due answer stays exactly this (reason included) until then, which lets
-    a no-op tick be answered from memory (crustacean/ops/tick_memo.py); None when it may not."""
-
-    stage: str
-    slot: datetime | None
-    due: bool
-    reason: str
-    catching_up: bool = False
-    holds_until: datetime | None = field(default=None, compare=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "stage": self.stage,
-            "due": self.due,
-            "slot": self.slot.isoformat() if self.slot else None,
-            "catching_up": self.catching_up,
-            "reason": self.reason,
-        }
-
-
-# ---------------------------------------------------------------------------- pure logic
-
-
-def check_schedule(stage: str, expr: str) -> None:
-    """A 5-field cron expression croniter accepts, else ValueError (6 fields read as seconds)."""
-    fields = len(expr.split())
-    if fields != 5:
-        raise ValueError(
-            f"stages.{stage}.schedule {expr!r} has {fields} field(s); use 5 (minute hour day "
-            "month weekday). croniter would read a 6th field as seconds."
-        )
-    if not croniter.is_valid(expr):
-        raise ValueError(f"stages.{stage}.schedule {expr!r} is not a valid cron expression.")
-
-
-def _utc(moment: datetime) -> datetime:
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError("scheduling needs timezone-aware datetimes")
-    return moment.astimezone(UTC).replace(fold=0)
-
-
-def latest_slot(expr: str, now: datetime, tz: tzinfo) -> datetime:
-    """The latest slot at or before `now`, read in zone `tz`, as aware UTC."""
-    base = _utc(now).replace(second=0, microsecond=0) + timedelta(minutes=1)
-    return _utc(croniter(expr, base.astimezone(tz)).get_prev(datetime))
-
-
-def next_slot(expr: str, after: datetime, tz: tzinfo) -> datetime:
-    """The first slot strictly after `after`, as aware UTC."""
-    return _utc(croniter(expr, _utc(after).astimezone(tz)).get_next(datetime))
-
-
-def slots_between(expr: str, after: datetime, until: datetime, tz: tzinfo) -> int:
-    """How many slots fall in (after, until], counted up to COUNT_CAP."""
-    it = croniter(expr, _utc(after).astimezone(tz))
-    count = 0
-    while count < COUNT_CAP and _utc(it.get_next(datetime)) <= until:
-        count += 1
-    return count
-
-
-def fmt(moment: datetime, tz: tzinfo = UTC) -> str:
-    """`2026-11-29 05:00 CET`: in the workspace's zone, as every view shows times."""
-    return f"{_utc(moment).astimezone(tz):%Y-%m-%d %H:%M %Z}"
-
-
-def _count(n: int) -> str:
-    return f"{n}+" if n >= COUNT_CAP else str(n)
-
-
-def _due_reason(slot: datetime, now: datetime, missed: int, since: str, tz: tzinfo) -> str:
-    """`due: slot … [missed] [(N slots missed, caught up once)] (since…)`."""
-    late = " missed" if now - slot > LATE_AFTER else ""
-    extra = f"; {_count(missed)} slots missed, caught up once" if missed > 1 else ""
-    return f"due: slot {fmt(slot, tz)}{late}{extra} ({since})"
-
-
-def stage_due(
-    stage: str,
-    expr: str,
-    now: datetime,
-    last_ok: datetime | None,
-    tz: tzinfo,
-    created: datetime | None = None,
-) -> Due:
-    """Due for one enabled stage (see `due_stages`)."""
-    now = _utc(now)
-    latest = latest_slot(expr, now, tz)
-    if last_ok is not None:
-        last_ok = _utc(last_ok)
-        if last_ok > now:
-            return Due(
-                stage,
-                None,
-                False,
-                f"not due: the clock ({fmt(now, tz)}) is behind the last ok run "
-                f"({fmt(last_ok, tz)}); it jumped backwards, waiting for it to pass that run",
-            )
-        if latest <= last_ok:
-            upcoming = next_slot(expr, now, tz)
-            return Due(
-                stage, None, False, f"not due: next slot {fmt(upcoming, tz)}", False, upcoming
-            )
-        missed = slots_between(expr, last_ok, now, tz)
-        since = f"last ok run {_utc(last_ok).astimezone(tz):%Y-%m-%d %H:%M}"
-        return Due(stage, latest, True, _due_reason(latest, now, missed, since, tz), missed > 1)
-    if created is None:
-        return Due(stage, latest, True, f"due: never ran; latest slot {fmt(latest, tz)}")
-    first = next_slot(expr, created, tz)
-    if first > now:
-        return Due(stage, None, False, f"never ran: first slot {fmt(first, tz)}", False, first)
-    missed = slots_between(expr, created, now, tz)
-    since = f"never ran; workspace started {_utc(created).astimezone(tz):%Y-%m-%d %H:%M}"
-    return Due(stage, latest, True, _due_reason(latest, now, missed, since, tz), missed > 1)
-
-
-def due_stages(
-    now: datetime,
-    schedules: Mapping[str, str],
-    enabled: Mapping[str, bool],
-    last_ok: Mapping[str, datetime | None],
-    tz: tzinfo,
-    created: datetime | None = None,
-) -> list[Due]:
-    """Due for each stage in STAGE_ORDER; every schedule is validated, even a disabled one's."""
-    for stage in STAGE_ORDER:
-        check_schedule(stage, schedules[stage])
-    return [
-        stage_due(stage, schedules[stage], now, last_ok.get(stage), tz, created)
-        if enabled.get(stage, True)
-        else Due(stage, None, False, "disabled", False, FOREVER)
-        for stage in STAGE_ORDER
-    ]
-
-
-# ---------------------------------------------------------------------------- tick
 
 
 @dataclass(frozen=True)
@@ -225,6 +73,16 @@ class TickResult:
         failed = any(o.status == "failed" for o in self.outcomes)
         return EXIT_FAILED if failed else EXIT_OK
 
+    def lines(self, tz: tzinfo = UTC) -> list[str]:
+        """What `tick` prints: one line per stage, then a plan's estimate."""
+        lines = [outcome_line(o, tz) for o in self.outcomes]
+        if self.plan:
+            lines.append(
+                f"Estimated: ~${self.est_cost:.4f} for the first requests (a stage that uses "
+                "tools takes a few turns). Nothing was run or written."
+            )
+        return lines
+
     def to_json(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
@@ -257,8 +115,8 @@ def plan_tick(ws: Workspace, now: datetime) -> list[Due]:
     try:
         return due_stages(
             now,
-            {s: getattr(stages, s).schedule for s in STAGE_ORDER},
-            {s: getattr(stages, s).enabled for s in STAGE_ORDER},
+            {s: getattr(stages, s).schedule for s in STAGES},
+            {s: getattr(stages, s).enabled for s in STAGES},
             last_ok_runs(ws),
             ws.tz,
             workspace_created(ws),
@@ -267,7 +125,7 @@ def plan_tick(ws: Workspace, now: datetime) -> list[Due]:
         raise ConfigError(f"{e} Fix it in crustacean.toml.") from None
 
 
-def run_stage(
+def run_due(
     ws: Workspace,
     stage: str,
     env: Mapping[str, str] | None,
@@ -275,10 +133,8 @@ def run_stage(
 ) -> tuple[str | None, str | None]:
     """Run one stage; (status, error line). A stage's own error fails only that stage;
     LockedError propagates (the run was refused before any record was written)."""
-    module, name = _RUNNERS[stage]
-    fn = getattr(importlib.import_module(module), name)
     try:
-        record = fn(ws, env=env, clock=clock).record
+        record = registry.stage(stage).run(ws, env=env, clock=clock).record
     except LockedError:
         raise
     except Exception as e:  # a failing stage must not block the others
@@ -290,8 +146,7 @@ def run_stage(
 
 def preview_stage(ws: Workspace, stage: str, clock: Clock) -> Preview:
     """Ask the stage itself for its plan (no call, nothing written, no run recorded)."""
-    module, name = _RUNNERS[stage]
-    result = getattr(importlib.import_module(module), name)(ws, plan=True, clock=clock)
+    result = registry.stage(stage).run(ws, plan=True, clock=clock)
     summary, plan = result.plan_line(), result.plan
     if plan is None:
         return Preview(f"{summary}: no model call")
@@ -331,9 +186,54 @@ def tick(
             )
             continue
         try:
-            status, error = run_stage(ws, due.stage, env, clock)
+            status, error = run_due(ws, due.stage, env, clock)
         except LockedError as e:
             result.locked = True
             status, error = None, error_line(e)
         result.outcomes.append(StageOutcome(due.stage, due, status, error))
     return result
+
+
+# ---------------------------------------------------------------------------- lines
+
+
+def log_line(outcomes: Sequence[StageOutcome], now: datetime, tz: tzinfo, *, verbose: bool) -> str:
+    """The cron log's one line for a tick: its time, then each stage that was due; "" for a
+    tick where nothing was due (unless `verbose`), so the log holds only work done."""
+    due = [o for o in outcomes if o.due.due]
+    if not due and not verbose:
+        return ""
+    parts = [outcome_line(o, tz) for o in due] or ["nothing due"]
+    return f"{now.astimezone(tz):%Y-%m-%d %H:%M:%S %Z} " + "; ".join(parts)
+
+
+def outcome_line(outcome: StageOutcome, tz: tzinfo = UTC) -> str:
+    """One line per stage: `collect: ran (ok) …`, `curate: not due (next slot …)`."""
+    due, name = outcome.due, outcome.stage
+    if outcome.preview is not None:
+        when = "Due now" if due.due else "N" + _not_due(due.reason)[1:]
+        p = outcome.preview
+        cost = (
+            f"; {p.model}, ~{p.est_input_tokens:,} input tokens, ~${p.est_cost:.4f}"
+            if p.model
+            else ""
+        )
+        return f"{name}: {p.summary}{cost}. {when}."
+    if not due.due:
+        return f"{name}: {_not_due(due.reason)}"
+    slot = fmt(due.slot, tz) if due.slot else "?"
+    what = f"catching up slot {slot}" if due.catching_up else f"slot {slot}"
+    if outcome.status is None and outcome.error is None:
+        return f"{name}: due, {what} (dry run: not run) — {due.reason.removeprefix('due: ')}"
+    if outcome.status is None:
+        return f"{name}: not run ({outcome.error})"
+    error = f": {outcome.error}" if outcome.error else ""
+    return f"{name}: ran ({outcome.status}), {what}{error}"
+
+
+def _not_due(reason: str) -> str:
+    """`not due: next slot X` → `not due (next slot X)`; `disabled` stays as it is."""
+    head, sep, rest = reason.partition(": ")
+    if head == "not due" and sep:
+        return f"not due ({rest})"
+    return f"not due ({reason})" if reason != "disabled" else "disabled"

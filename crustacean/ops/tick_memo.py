@@ -21,14 +21,13 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from crustacean import __version__
 
 FORMAT = "tick-memo-1"  # bump when what the key covers changes
-RAN_STATUSES = ("ok", "skipped", "partial")  # a run that counts as ran (schedule.py uses these)
-FOREVER = datetime.max.replace(tzinfo=UTC)  # a disabled stage's answer never expires by itself
+RAN_STATUSES = ("ok", "skipped", "partial")  # a run that counts as ran (ops/tick.py uses these)
 TICK_FLAGS = ("--json", "--dry-run")
 ZONE_FILES = ("/etc/localtime", "/etc/timezone")  # the system zone, when workspace.timezone is ""
 WORKSPACE_ENV = "CRUSTACEAN_WORKSPACE"  # as crustacean.workspace (not imported: it is heavy)
@@ -39,11 +38,11 @@ _LAST_OK_SQL = (
     f"({', '.join('?' for _ in RAN_STATUSES)}) GROUP BY stage ORDER BY stage"
 )
 
-_quiet: tuple[datetime, datetime] | None = None  # set by schedule.tick in this process
+_quiet: tuple[datetime, datetime] | None = None  # set by ops.tick.tick in this process
 
 
 def note_quiet(since: datetime, until: datetime) -> None:
-    """schedule.tick found nothing due at `since`, and its answer holds until `until`."""
+    """ops.tick.tick found nothing due at `since`, and its answer holds until `until`."""
     global _quiet
     _quiet = (since, until)
 
@@ -57,7 +56,7 @@ def take_quiet() -> tuple[datetime, datetime] | None:
 
 def last_ok_rows(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     """(stage, start of its latest real run that counts as ran), the run records' part of a
-    tick's decision; schedule.last_ok_runs reads the same rows."""
+    tick's decision; ops.tick.last_ok_runs reads the same rows."""
     return [tuple(r) for r in conn.execute(_LAST_OK_SQL, RAN_STATUSES)]
 
 
@@ -171,7 +170,7 @@ class Probe:
         return Snapshot(tuple(files), digest(files), state)
 
     def store(self, before: Snapshot | None, output: str, env: Mapping[str, str]) -> bool:
-        """Keep `output` as the answer, if the tick found nothing due (schedule.tick said so)
+        """Keep `output` as the answer, if the tick found nothing due (ops.tick.tick said so)
         and nothing it read changed while it ran. A cache: failing to write is not an error."""
         quiet = take_quiet()
         if quiet is None or before is None or self.snapshot(env) != before:

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from crustacean.clock import Clock, wall_clock
+from crustacean.clock import Clock
 from crustacean.llm.loop import StageRequest
-from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
+from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
-from crustacean.runs import RunRecord, RunRecorder
 from crustacean.stages.health import Health, check_workspace
+from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import open_state
 from crustacean.store import proposals
 from crustacean.store.changes import Change, sha256_hex
@@ -161,28 +161,76 @@ def _object(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-@dataclass
-class CalibrateResult:
-    record: RunRecord | None  # None for a plan
+@dataclass(kw_only=True)
+class CalibrateResult(StageResult):
     health: Health
-    audit: str | None
-    proposals: list[int]
-    archived_lessons: list[str]
-    diff: str | None = None
-    plan: Plan | None = None
+    audit: str | None = None
+    proposals: list[int] = field(default_factory=list)
+    archived_lessons: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, Any]:
         return {
-            **run_fields(self.record, self.plan, self.diff),
             "health": self.health.to_json(),
             "audit": self.audit,
             "proposals": self.proposals,
             "archived_lessons": self.archived_lessons,
         }
 
+    def head(self) -> list[str]:
+        audit = f" Audit: {self.audit}." if self.audit else ""
+        return [
+            f"Health: {self.health.status}.{audit}",
+            *(f"  proposal {pid}: see `crustacean review show {pid}`" for pid in self.proposals),
+            *(f"  archived lesson {path}" for path in self.archived_lessons),
+        ]
+
     def plan_line(self) -> str:
-        """What `tick --plan` says this stage would do."""
         return f"health {self.health.status}; the model reviews foundation and lessons"
+
+
+@dataclass(frozen=True)
+class Calibrate(Stage[Health, CalibrateResult]):
+    """Calibrate has no options; its health check runs before the lock, so the run it starts
+    is not among the runs the check reads."""
+
+    name: ClassVar[str] = STAGE
+
+    def prepare(self, ws: Workspace, now: datetime, *, dry_run: bool) -> Health:
+        return check_workspace(ws, now)
+
+    def plan(self, ws: Workspace, now: datetime, before: Health) -> CalibrateResult:
+        request = build_request(ws, before, Store(ws).read_bytes)
+        return CalibrateResult(health=before, plan=plan_stage(ws, request))
+
+    def execute(self, run: Run, before: Health) -> Finish[CalibrateResult]:
+        ws, session, now, health = run.ws, run.session, run.now, before
+        review = Review()
+        outcome = session.run(
+            build_request(ws, health, session.store.read_bytes),
+            _handlers(session, run.id, review),
+        )
+        new = list(run.rec.record.proposals)
+        pending = proposals.list_proposals(session.store.ws) if not run.dry_run else []
+        path = f"archive/audits/{now.astimezone(ws.tz):%Y-%m}-calibrate.md"
+        text = audit_text(ws, now, health, review, new, pending).encode()
+        current = session.store.read_bytes(path)
+        change = (
+            Change(path, "create", content=text)
+            if current is None
+            else Change(path, "append", content=b"\n" + text, expected_sha256=sha256_hex(current))
+        )
+        written = session.store.write_context(
+            [change], actor=STAGE, message=f"calibrate: audit {path}", run_id=run.id
+        )
+        run.rec.wrote(list(written.files), written.version, None)
+        summary = (
+            f"health {health.status}; {len(new)} proposal(s); "
+            f"{len(review.archived_lessons)} lesson(s) archived"
+        )
+        result = CalibrateResult(
+            health=health, audit=path, proposals=new, archived_lessons=review.archived_lessons
+        )
+        return Finish(result, outcome.status, summary, outcome.error)
 
 
 def calibrate(
@@ -197,38 +245,4 @@ def calibrate(
 
     `plan` runs the health check and measures the review's first request; nothing is sent,
     written or recorded."""
-    clock = clock or wall_clock
-    now = clock()
-    health = check_workspace(ws, now)
-    if plan:
-        request = build_request(ws, health, Store(ws).read_bytes)
-        return CalibrateResult(None, health, None, [], [], plan=plan_stage(ws, request))
-    review = Review()
-    with RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec:
-        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        outcome = session.run(
-            build_request(ws, health, session.store.read_bytes),
-            _handlers(session, rec.record.id, review),
-        )
-        new = list(rec.record.proposals)
-        pending = proposals.list_proposals(session.store.ws) if not dry_run else []
-        path = f"archive/audits/{now.astimezone(ws.tz):%Y-%m}-calibrate.md"
-        text = audit_text(ws, now, health, review, new, pending).encode()
-        current = session.store.read_bytes(path)
-        change = (
-            Change(path, "create", content=text)
-            if current is None
-            else Change(path, "append", content=b"\n" + text, expected_sha256=sha256_hex(current))
-        )
-        written = session.store.write_context(
-            [change], actor=STAGE, message=f"calibrate: audit {path}", run_id=rec.record.id
-        )
-        rec.wrote(list(written.files), written.version, None)
-        record = rec.finish(
-            outcome.status,
-            summary=f"health {health.status}; "
-            f"{len(new)} proposal(s); {len(review.archived_lessons)} lesson(s) "
-            "archived",
-            error=outcome.error,
-        )
-    return CalibrateResult(record, health, path, new, review.archived_lessons, session.diff())
+    return Calibrate().run(ws, dry_run=dry_run, plan=plan, env=env, clock=clock)

@@ -26,11 +26,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
-from typing import Any
+from typing import Any, ClassVar
 
-from crustacean.clock import Clock, wall_clock
+from crustacean.clock import Clock
 from crustacean.errors import CrustaceanError, UsageError
-from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
+from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome
 from crustacean.runs import RunRecord, RunRecorder
 from crustacean.stages import collect_batch
@@ -55,7 +55,8 @@ from crustacean.stages.collect_notes import (
     recover_batches,
     save_pending,
 )
-from crustacean.state import open_state
+from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
+from crustacean.state import StateDB, open_state
 from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
@@ -75,9 +76,8 @@ class Progress:
 ProgressFn = Callable[[Progress], None]
 
 
-@dataclass
-class CollectResult:
-    record: RunRecord | None
+@dataclass(kw_only=True)
+class CollectResult(StageResult):
     files_scanned: int
     new_messages: int
     items_by_day: dict[str, int] = field(default_factory=dict)
@@ -93,13 +93,10 @@ class CollectResult:
     batch: dict[str, Any] | None = None
     bad_lines: int = 0
     missing_sources: list[str] = field(default_factory=list)
-    diff: str | None = None
-    plan: Plan | None = None
     recovered: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, Any]:
         return {
-            **run_fields(self.record, self.plan, self.diff),
             "files_scanned": self.files_scanned,
             "new_messages": self.new_messages,
             "copies_skipped": self.copies,
@@ -118,13 +115,162 @@ class CollectResult:
             "recovered": self.recovered,
         }
 
+    def warnings(self) -> list[str]:
+        return [
+            f"Warning: source {path} has no transcripts (missing or empty)."
+            for path in self.missing_sources
+        ]
+
+    def head(self) -> list[str]:
+        bad = f", {self.bad_lines} unreadable line(s) skipped" if self.bad_lines else ""
+        scanned = (
+            f"Scanned {self.files_scanned} transcript file(s): {self.new_messages} new "
+            f"message(s){bad}."
+        )
+        if self.record is None:  # a plan: its lines follow the plan
+            return [scanned]
+        days = [f"  {path}: {n} item(s) appended" for path, n in sorted(self.items_by_day.items())]
+        return [scanned, *days, *("  " + line for line in self.fates())]
+
+    def tail(self) -> list[str]:
+        if self.record is not None:
+            return []
+        lines = []
+        if self.left_for_next_run:
+            lines.append(
+                f"The run budget (budget.*) covers part of it; {self.left_for_next_run} "
+                "message(s) would wait for the next run."
+            )
+        if self.waiting_in_batch:
+            lines.append(f"{self.waiting_in_batch} message(s) wait for a batch's results.")
+        return lines
+
+    def fates(self) -> list[str]:
+        """What happened to every item and message that did not simply land."""
+        lines = []
+        if self.duplicates:
+            lines.append(f"{self.duplicates} item(s) merged as duplicates")
+        for reason, n in sorted(self.rejected.items()):
+            lines.append(f"{n} item(s) rejected: {reason}")
+        if self.unbound:
+            lines.append(f"{self.unbound} item(s) cited no message; given to their chunk's session")
+        if self.copies:
+            lines.append(f"{self.copies} repeated message(s) in checkpoint/reset copies, sent once")
+        batch = self.batch or {}
+        if batch.get("fetched"):
+            lines.append(f"appended the results of batch {batch['fetched']}")
+        if batch.get("submitted"):
+            lines.append(
+                f"submitted batch {batch['submitted']}: {batch['requests']} request(s); "
+                "a later collect or tick appends the results"
+            )
+        if self.waiting_in_batch:
+            lines.append(f"{self.waiting_in_batch} message(s) wait for a batch's results")
+        if self.left_for_next_run and self.record is not None:
+            lines.append(f"{self.left_for_next_run} message(s) left for the next run")
+        return lines
+
     def plan_line(self) -> str:
-        """What `tick --plan` says this stage would do."""
         files = f"{self.files_scanned} transcript file(s)"
         if not self.new_messages:
             return f"nothing new in {files}"
         requests = f", {self.chunks} requests" if self.chunks > 1 else ""
         return f"{self.new_messages} new message(s) in {files}{requests}"
+
+
+def _intake_result(intake: Intake, recovered: list[str] | None = None) -> CollectResult:
+    return CollectResult(
+        files_scanned=len(intake.files),
+        new_messages=len(intake.messages),
+        copies=intake.copies,
+        waiting_in_batch=intake.waiting,
+        bad_lines=intake.bad_lines,
+        missing_sources=intake.missing_sources,
+        recovered=recovered or [],
+    )
+
+
+@dataclass(frozen=True)
+class Collect(Stage[None, CollectResult]):
+    """Collect's options: a backfill `since`, one `source`, a Message Batch, a progress display."""
+
+    name: ClassVar[str] = STAGE
+    since: datetime | None = None
+    source: str | None = None
+    batch: bool = False
+    progress: ProgressFn | None = None
+
+    def prepare(self, ws: Workspace, now: datetime, *, dry_run: bool) -> None:
+        if self.batch and dry_run:
+            raise UsageError(
+                "--batch cannot be combined with --dry-run: a batch answers later; use "
+                "--plan --batch to see what it would send and cost."
+            )
+
+    def plan(self, ws: Workspace, now: datetime, before: None) -> CollectResult:
+        with open_state(ws) as db:
+            return _plan(ws, gather(ws, db, now, self.since, self.source), self.batch)
+
+    def execute(self, run: Run, before: None) -> Finish[CollectResult]:
+        with open_state(run.ws) as db:
+            return self._execute(run, db)
+
+    def _execute(self, run: Run, db: StateDB) -> Finish[CollectResult]:
+        ws, rec, session, now, dry_run = run.ws, run.rec, run.session, run.now, run.dry_run
+        recovered = [] if dry_run else recover_batches(ws, db, now)
+        fetched = None if dry_run else collect_batch.fetch_ready(ws, db, session, now)
+        intake = gather(ws, db, now, self.since, self.source)
+        result = _intake_result(intake, recovered)
+        if fetched is not None:
+            result.batch = fetched.to_json()
+            _count_append(result, fetched.append)
+            result.rejected = dict(fetched.rejected)
+        if intake.bad_lines:
+            rec.log(f"skipped {intake.bad_lines} unreadable transcript line(s)")
+        chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
+        result.chunks = len(chunks)
+        if not chunks:
+            if not dry_run:
+                finish_batch(db, run.id, cursors_after(intake.files, collected_ids(db)), [], now)
+            status = "ok" if fetched is not None and fetched.append.appended else "skipped"
+            return Finish(result, status, _summary(result), diff=False)
+        if self.batch and not dry_run:
+            sent = collect_batch.submit(ws, db, session, run.id, chunks, now)
+            result.batch = {**(result.batch or {}), **sent.to_json()}
+            result.chunks_sent = sent.chunks
+            result.waiting_in_batch += sent.messages
+            result.left_for_next_run = len(intake.messages) - sent.messages
+            finish_batch(db, run.id, cursors_after(intake.files, collected_ids(db)), [], now)
+            status = "partial" if result.left_for_next_run else "ok"
+            error = _BUDGET_LEFT if result.left_for_next_run else None
+            return Finish(result, status, _summary(result), error, diff=False)
+        asked = _ask(ws, session, rec, chunks, self.progress)
+        result.chunks_sent = asked.sent
+        result.unbound = asked.unbound
+        result.rejected = dict(Counter(result.rejected) + asked.rejected)
+        sent_ids = asked.sent_ids
+        result.left_for_next_run = len(intake.messages) - len(sent_ids)
+        if asked.status == "failed":
+            return Finish(result, "failed", _summary(result), asked.error)
+        marker = direct_marker(run.id)
+        appended = append_changes(ws, session.store.read_bytes, asked.items, marker)
+        _count_append(result, appended)
+        done = collected_ids(db) | set(sent_ids)
+        cursors = cursors_after(intake.files, done)
+        if not dry_run:
+            save_pending(db, run.id, marker, sent_ids, cursors, now)
+        if appended.changes:
+            written = session.store.write_context(
+                appended.changes,
+                actor=STAGE,
+                message=_message(result),
+                run_id=run.id,
+                max_files=len(appended.changes),
+            )
+            rec.wrote(list(written.files), written.version, written.proposal)
+        if not dry_run:
+            finish_batch(db, run.id, cursors, sent_ids, now)
+        return Finish(result, asked.status, _summary(result), asked.error)
 
 
 def collect(
@@ -141,93 +287,9 @@ def collect(
 ) -> CollectResult:
     """Run collect once. `plan` makes no call and moves nothing; `dry_run` writes nothing;
     `batch` submits the chunks as one Message Batch that a later run appends."""
-
-    clock = clock or wall_clock
-    now = clock()
-    if batch and dry_run:
-        raise UsageError(
-            "--batch cannot be combined with --dry-run: a batch answers later; use "
-            "--plan --batch to see what it would send and cost."
-        )
-    if plan:
-        with open_state(ws) as db:
-            return _plan(ws, gather(ws, db, now, since, source), batch)
-    with (
-        RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec,
-        open_state(ws) as db,
-    ):
-        recovered = [] if dry_run else recover_batches(ws, db, now)
-        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        fetched = None if dry_run else collect_batch.fetch_ready(ws, db, session, now)
-        intake = gather(ws, db, now, since, source)
-        result = CollectResult(
-            None,
-            len(intake.files),
-            len(intake.messages),
-            copies=intake.copies,
-            waiting_in_batch=intake.waiting,
-            bad_lines=intake.bad_lines,
-            missing_sources=intake.missing_sources,
-            recovered=recovered,
-        )
-        if fetched is not None:
-            result.batch = fetched.to_json()
-            _count_append(result, fetched.append)
-            result.rejected = dict(fetched.rejected)
-        if intake.bad_lines:
-            rec.log(f"skipped {intake.bad_lines} unreadable transcript line(s)")
-        chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
-        result.chunks = len(chunks)
-        if not chunks:
-            if not dry_run:
-                finish_batch(
-                    db, rec.record.id, cursors_after(intake.files, collected_ids(db)), [], now
-                )
-            status = "ok" if fetched is not None and fetched.append.appended else "skipped"
-            result.record = rec.finish(status, summary=_summary(result))
-            return result
-        if batch and not dry_run:
-            sent = collect_batch.submit(ws, db, session, rec.record.id, chunks, now)
-            result.batch = {**(result.batch or {}), **sent.to_json()}
-            result.chunks_sent = sent.chunks
-            result.waiting_in_batch += sent.messages
-            result.left_for_next_run = len(intake.messages) - sent.messages
-            finish_batch(db, rec.record.id, cursors_after(intake.files, collected_ids(db)), [], now)
-            status = "partial" if result.left_for_next_run else "ok"
-            error = _BUDGET_LEFT if result.left_for_next_run else None
-            result.record = rec.finish(status, summary=_summary(result), error=error)
-            return result
-        asked = _ask(ws, session, rec, chunks, progress)
-        result.chunks_sent = asked.sent
-        result.unbound = asked.unbound
-        result.rejected = dict(Counter(result.rejected) + asked.rejected)
-        sent_ids = asked.sent_ids
-        result.left_for_next_run = len(intake.messages) - len(sent_ids)
-        if asked.status == "failed":
-            result.record = rec.finish("failed", summary=_summary(result), error=asked.error)
-            result.diff = session.diff()
-            return result
-        marker = direct_marker(rec.record.id)
-        appended = append_changes(ws, session.store.read_bytes, asked.items, marker)
-        _count_append(result, appended)
-        done = collected_ids(db) | set(sent_ids)
-        cursors = cursors_after(intake.files, done)
-        if not dry_run:
-            save_pending(db, rec.record.id, marker, sent_ids, cursors, now)
-        if appended.changes:
-            written = session.store.write_context(
-                appended.changes,
-                actor=STAGE,
-                message=_message(result),
-                run_id=rec.record.id,
-                max_files=len(appended.changes),
-            )
-            rec.wrote(list(written.files), written.version, written.proposal)
-        if not dry_run:
-            finish_batch(db, rec.record.id, cursors, sent_ids, now)
-        result.record = rec.finish(asked.status, summary=_summary(result), error=asked.error)
-        result.diff = session.diff()
-    return result
+    return Collect(since, source, batch, progress).run(
+        ws, dry_run=dry_run, plan=plan, env=env, clock=clock
+    )
 
 
 def _count_append(result: CollectResult, appended: Appended) -> None:
@@ -338,15 +400,7 @@ def _input_used(record: RunRecord) -> int:
 
 def _plan(ws: Workspace, intake: Intake, batch: bool) -> CollectResult:
     """Price every chunk the run would send (half price for a batch)."""
-    result = CollectResult(
-        None,
-        len(intake.files),
-        len(intake.messages),
-        copies=intake.copies,
-        waiting_in_batch=intake.waiting,
-        bad_lines=intake.bad_lines,
-        missing_sources=intake.missing_sources,
-    )
+    result = _intake_result(intake)
     chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
     result.chunks = len(chunks)
     if not chunks:

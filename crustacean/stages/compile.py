@@ -16,16 +16,16 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
-from crustacean.clock import Clock, wall_clock
+from crustacean.clock import Clock
 from crustacean.documents import DocumentSkipped, read_document, set_meta
 from crustacean.llm.loop import StageRequest
-from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
+from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import DIGEST_SECTIONS
 from crustacean.llm.tools import ToolOutcome, write_call
 from crustacean.recall.memories import load_memories
-from crustacean.runs import RunRecord, RunRecorder, last_runs
+from crustacean.runs import last_runs
 from crustacean.stages import compile_skip
 from crustacean.stages.compile_plan import (
     Move,
@@ -37,6 +37,7 @@ from crustacean.stages.compile_plan import (
     plan_memory_caps,
 )
 from crustacean.stages.curate import backfilled_days, uncurated
+from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import open_state
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.overlay import OverlayStore
@@ -383,43 +384,87 @@ def write_digest(ws: Workspace, store: Store, ops: Ops, now: datetime, run_id: s
     return path
 
 
-@dataclass
-class CompileResult:
-    record: RunRecord | None  # None for a plan
+_RESULT_OPS = ("archived", "held", "swept", "trashed", "tiers", "promoted", "model_changes")
+
+
+@dataclass(kw_only=True)
+class CompileResult(StageResult):
     ops: Ops
     digest: str | None = None
     model: str = "ran"
-    diff: str | None = None
-    plan: Plan | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, Any]:
         return {
-            **run_fields(self.record, self.plan, self.diff),
             "model": self.model,
             "digest": self.digest,
-            **{
-                k: getattr(self.ops, k)
-                for k in (
-                    "archived",
-                    "held",
-                    "swept",
-                    "trashed",
-                    "tiers",
-                    "promoted",
-                    "model_changes",
-                    "versions",
-                )
-            },
+            **{k: getattr(self.ops, k) for k in (*_RESULT_OPS, "versions")},
         }
 
+    def head(self) -> list[str]:
+        ops, lines = self.ops, []
+        if self.record is None:
+            nothing = "" if ops.changed_anything else " nothing to archive, sweep, trash or move"
+            lines.append(f"Plan: the deterministic pass would do this (nothing written):{nothing}")
+        labels = ("archived", "not archived", "swept", "trashed", "tier", "moved section", "model")
+        for label, key in zip(labels, _RESULT_OPS, strict=True):
+            lines += [f"  {label}: {item}" for item in getattr(ops, key)]
+        digest = f" Digest: {self.digest}." if self.digest else ""
+        return [*lines, f"Model pass: {self.model}.{digest}"]
+
     def plan_line(self) -> str:
-        """What `tick --plan` says this stage would do."""
         ops = self.ops
         return (
             f"archive {len(ops.archived)} daily log(s), sweep {len(ops.swept)} hook file(s), "
             f"trash {len(ops.trashed)}, {len(ops.tiers)} tier change(s), "
             f"{len(ops.promoted)} MEMORY.md section(s) moved; model pass {self.model}"
         )
+
+
+@dataclass(frozen=True)
+class Compile(Stage[bool, CompileResult]):
+    """Compile's options: `no_model` (the deterministic pass only) and a progress display.
+    Before the lock it asks whether a full compile already ran today (then the model rests)."""
+
+    name: ClassVar[str] = STAGE
+    no_model: bool = False
+    progress: Progress | None = None
+
+    def prepare(self, ws: Workspace, now: datetime, *, dry_run: bool) -> bool:
+        return _compiled_today(ws, now)
+
+    def plan(self, ws: Workspace, now: datetime, before: bool) -> CompileResult:
+        return _plan(ws, now, self.no_model, before, self.progress)
+
+    def execute(self, run: Run, before: bool) -> Finish[CompileResult]:
+        ws, session, now, rec = run.ws, run.session, run.now, run.rec
+        ops = _pass_unless_unchanged(ws, session.store, run.id, now, run.dry_run, self.progress)
+        status, error, model = "ok", None, "ran"
+        if self.no_model:
+            model = "skipped (--no-model)"
+        elif before:
+            model = "skipped (a full compile already ran today)"
+        else:
+            outcome = session.run(
+                build_request(ws, ops, candidates_prompt(ws, session.store, now)),
+                _handlers(session, run.id, ops),
+            )
+            status, error = outcome.status, outcome.error
+        digest = None
+        if ops.changed_anything or model == "ran":
+            digest = write_digest(ws, session.store, ops, now, run.id)
+        for version in ops.versions:
+            rec.wrote([], version, None)
+        rec.wrote(ops.files, None, None)
+        summary = (
+            f"archived {len(ops.archived)}"
+            + (f" (held {len(ops.held)} with uncurated entries)" if ops.held else "")
+            + f", swept {len(ops.swept)}, trashed "
+            f"{len(ops.trashed)}, {len(ops.tiers)} tier change(s), {len(ops.promoted)} "
+            f"section(s) moved; model {model}"
+        )
+        worked = ops.changed_anything or model == "ran"
+        result = CompileResult(ops=ops, digest=digest, model=model)
+        return Finish(result, status if worked else "skipped", summary, error)
 
 
 def compile_workspace(
@@ -437,44 +482,7 @@ def compile_workspace(
     `plan` runs the deterministic pass in memory (nothing written, no run recorded) and measures
     the model pass's first request without sending it. `progress` hears of the deterministic
     pass's steps."""
-    clock = clock or wall_clock
-    now = clock()
-    already = _compiled_today(ws, now)
-    if plan:
-        return _plan(ws, now, no_model, already, progress)
-    with RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec:
-        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        ops = _pass_unless_unchanged(ws, session.store, rec.record.id, now, dry_run, progress)
-        status, error, model = "ok", None, "ran"
-        if no_model:
-            model = "skipped (--no-model)"
-        elif already:
-            model = "skipped (a full compile already ran today)"
-        else:
-            outcome = session.run(
-                build_request(ws, ops, candidates_prompt(ws, session.store, now)),
-                _handlers(session, rec.record.id, ops),
-            )
-            status, error = outcome.status, outcome.error
-        digest = None
-        if ops.changed_anything or model == "ran":
-            digest = write_digest(ws, session.store, ops, now, rec.record.id)
-        for version in ops.versions:
-            rec.wrote([], version, None)
-        rec.wrote(ops.files, None, None)
-        summary = (
-            f"archived {len(ops.archived)}"
-            + (f" (held {len(ops.held)} with uncurated entries)" if ops.held else "")
-            + f", swept {len(ops.swept)}, trashed "
-            f"{len(ops.trashed)}, {len(ops.tiers)} tier change(s), {len(ops.promoted)} "
-            f"section(s) moved; model {model}"
-        )
-        record = rec.finish(
-            status if ops.changed_anything or model == "ran" else "skipped",
-            summary=summary,
-            error=error,
-        )
-    return CompileResult(record, ops, digest, model, session.diff())
+    return Compile(no_model, progress).run(ws, dry_run=dry_run, plan=plan, env=env, clock=clock)
 
 
 def _pass_unless_unchanged(
@@ -508,9 +516,9 @@ def _plan(
     ops = deterministic_pass(ws, store, "plan", now, progress)
     if no_model or already:
         why = "--no-model" if no_model else "a full compile already ran today"
-        return CompileResult(None, ops, model=f"skipped ({why})")
+        return CompileResult(ops=ops, model=f"skipped ({why})")
     request = build_request(ws, ops, candidates_prompt(ws, store, now))
-    return CompileResult(None, ops, model="would run", plan=plan_stage(ws, request))
+    return CompileResult(ops=ops, model="would run", plan=plan_stage(ws, request))
 
 
 def _compiled_today(ws: Workspace, now: datetime) -> bool:

@@ -19,16 +19,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from crustacean import daily
-from crustacean.clock import Clock, wall_clock
+from crustacean.clock import Clock
 from crustacean.documents import parse_document
 from crustacean.llm.loop import StageRequest
-from crustacean.llm.runner import ModelSession, Plan, plan_stage, run_fields
+from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
 from crustacean.recall.memories import memory_paths
-from crustacean.runs import RunRecord, RunRecorder
+from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.write import Store
@@ -255,20 +255,16 @@ def dedup_appends(store: Store, raw: object) -> tuple[object, list[str]]:
     return kept, dropped
 
 
-@dataclass
-class CurateResult:
-    record: RunRecord | None
+@dataclass(kw_only=True)
+class CurateResult(StageResult):
     entries: int
     routed: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     unreported: int = 0
     indexed: list[str] = field(default_factory=list)
-    diff: str | None = None
-    plan: Plan | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, Any]:
         return {
-            **run_fields(self.record, self.plan, self.diff),
             "entries": self.entries,
             "routed": self.routed,
             "skipped": self.skipped,
@@ -276,9 +272,76 @@ class CurateResult:
             "indexed": self.indexed,
         }
 
+    def head(self) -> list[str]:
+        return [f"{self.entries} uncurated daily entr{'y' if self.entries == 1 else 'ies'}."]
+
+    def tail(self) -> list[str]:
+        return [
+            *(f"  routed {n} to {dest}" for dest, n in sorted(self.routed.items())),
+            *(f"  skipped {n}: {why}" for why, n in sorted(self.skipped.items())),
+            *(f"  indexed {line}" for line in self.indexed),
+        ]
+
     def plan_line(self) -> str:
-        """What `tick --plan` says this stage would do."""
         return f"{self.entries} uncurated daily entr{'y' if self.entries == 1 else 'ies'}"
+
+
+@dataclass(frozen=True)
+class Curate(Stage[int, CurateResult]):
+    """Curate's option: how many days back (`curate.days` when None)."""
+
+    name: ClassVar[str] = STAGE
+    days: int | None = None
+
+    def prepare(self, ws: Workspace, now: datetime, *, dry_run: bool) -> int:
+        return self.days or ws.settings.curate.days
+
+    def plan(self, ws: Workspace, now: datetime, before: int) -> CurateResult:
+        store = Store(ws)
+        with open_state(ws) as db:
+            entries = pending_entries(ws, db, store, now, before)
+        result = CurateResult(entries=len(entries))
+        if entries:
+            result.plan = plan_stage(ws, request_for(ws, store, entries))
+        return result
+
+    def execute(self, run: Run, before: int) -> Finish[CurateResult]:
+        with open_state(run.ws) as db:
+            return _execute(run, db, before)
+
+
+def _execute(run: Run, db: StateDB, days: int) -> Finish[CurateResult]:
+    ws, session, now, dry_run = run.ws, run.session, run.now, run.dry_run
+    entries = pending_entries(ws, db, session.store, now, days)
+    result = CurateResult(entries=len(entries))
+    if not entries:
+        return Finish(result, "skipped", "no uncurated daily entries", diff=False)
+    before = set(memory_paths(ws.root)) if not dry_run else set()
+    reported: dict[str, tuple[str, str]] = {}
+    landed: set[str] = set()
+    held: set[str] = set()  # reports code rejected: those entries stay for the next run
+    outcome = session.run(
+        request_for(ws, session.store, entries),
+        _handlers(session, run.id, reported, landed, {e.id for e in entries}, held),
+    )
+    known = {e.id for e in entries}
+    # Code checks the model's report: an entry counts as routed only if something really
+    # landed in its destination this run; otherwise it stays uncurated and comes back.
+    unlanded = {i for i, (dest, _) in reported.items() if dest != "skip" and dest not in landed}
+    unlanded |= held - set(reported)
+    reported = {i: v for i, v in reported.items() if i in known and i not in unlanded}
+    if outcome.status == "ok":
+        for e in entries:
+            if e.id not in unlanded:
+                reported.setdefault(e.id, ("skip", "not routed by the model"))
+    _tally(result, reported, len(entries))
+    if not dry_run:
+        mark_curated(db, reported, run.id, now)
+        created = sorted(set(memory_paths(ws.root)) - before)
+        result.indexed = _index(ws, session.store, created, run.id)
+        if result.indexed:
+            run.rec.wrote(["memory/README.md", "knowledge/README.md"], None, None)
+    return Finish(result, outcome.status, _summary(result), outcome.error)
 
 
 def curate(
@@ -291,54 +354,7 @@ def curate(
     clock: Clock | None = None,
 ) -> CurateResult:
     """Run curate once; `plan` makes no call, `dry_run` writes and marks nothing."""
-    clock = clock or wall_clock
-    now, days = clock(), days or ws.settings.curate.days
-    if plan:
-        store = Store(ws)
-        with open_state(ws) as db:
-            entries = pending_entries(ws, db, store, now, days)
-        result = CurateResult(None, len(entries))
-        if entries:
-            result.plan = plan_stage(ws, request_for(ws, store, entries))
-        return result
-    with (
-        RunRecorder(ws, STAGE, dry_run=dry_run, clock=clock, repair=Store(ws).repair) as rec,
-        open_state(ws) as db,
-    ):
-        session = ModelSession(ws, rec, STAGE, dry_run=dry_run, env=env)
-        entries = pending_entries(ws, db, session.store, now, days)
-        result = CurateResult(None, len(entries))
-        if not entries:
-            result.record = rec.finish("skipped", summary="no uncurated daily entries")
-            return result
-        before = set(memory_paths(ws.root)) if not dry_run else set()
-        reported: dict[str, tuple[str, str]] = {}
-        landed: set[str] = set()
-        held: set[str] = set()  # reports code rejected: those entries stay for the next run
-        outcome = session.run(
-            request_for(ws, session.store, entries),
-            _handlers(session, rec.record.id, reported, landed, {e.id for e in entries}, held),
-        )
-        known = {e.id for e in entries}
-        # Code checks the model's report: an entry counts as routed only if something really
-        # landed in its destination this run; otherwise it stays uncurated and comes back.
-        unlanded = {i for i, (dest, _) in reported.items() if dest != "skip" and dest not in landed}
-        unlanded |= held - set(reported)
-        reported = {i: v for i, v in reported.items() if i in known and i not in unlanded}
-        if outcome.status == "ok":
-            for e in entries:
-                if e.id not in unlanded:
-                    reported.setdefault(e.id, ("skip", "not routed by the model"))
-        _tally(result, reported, len(entries))
-        if not dry_run:
-            mark_curated(db, reported, rec.record.id, now)
-            created = sorted(set(memory_paths(ws.root)) - before)
-            result.indexed = _index(ws, session.store, created, rec.record.id)
-            if result.indexed:
-                rec.wrote(["memory/README.md", "knowledge/README.md"], None, None)
-        result.record = rec.finish(outcome.status, summary=_summary(result), error=outcome.error)
-        result.diff = session.diff()
-    return result
+    return Curate(days).run(ws, dry_run=dry_run, plan=plan, env=env, clock=clock)
 
 
 def _handlers(

@@ -19,10 +19,12 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from crustacean.config import STAGES
 from crustacean.daily import dated_day, log_day
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
 from crustacean.markdown import count_lines, link_targets, split_lines, split_sections
-from crustacean.runs import STAGES, RunRecord, error_line, list_runs
+from crustacean.runs import RunRecord, error_line, list_runs
+from crustacean.schedule import expected_slots, slot_at_or_after
 from crustacean.secrets import find_secrets
 from crustacean.stages.compile_plan import plan_empty_and_duplicates
 from crustacean.store.proposals import Proposal, list_proposals
@@ -110,27 +112,6 @@ def _stamp(moment: datetime) -> str:
 # ---------------------------------------------------------------------------- cadence
 
 
-def expected_slots(
-    schedule: str, start: datetime, end: datetime, tz: tzinfo = UTC
-) -> list[datetime]:
-    """Every time `schedule` fires in [start, end), as aware UTC datetimes (cron read in `tz`)."""
-    from croniter import croniter
-
-    it = croniter(schedule, start.astimezone(tz) - timedelta(microseconds=1))
-    slots = []
-    while (slot := it.get_next(datetime).astimezone(UTC)) < end:
-        slots.append(slot)
-    return slots
-
-
-def next_slot(schedule: str, after: datetime, tz: tzinfo = UTC) -> datetime:
-    """The first time `schedule` fires at or after `after`, in UTC."""
-    from croniter import croniter
-
-    moment = croniter(schedule, after.astimezone(tz) - timedelta(microseconds=1))
-    return moment.get_next(datetime).astimezone(UTC)
-
-
 @dataclass(frozen=True)
 class _StageCadence:
     expected: int
@@ -143,7 +124,7 @@ def _stage_cadence(
 ) -> _StageCadence:
     """Due slots of one stage and which had no run between them and the next slot."""
     slots = expected_slots(schedule, start, now, tz)
-    bounds = [*slots[1:], next_slot(schedule, now, tz)]
+    bounds = [*slots[1:], slot_at_or_after(schedule, now, tz)]
     missed, expected, tail = [], 0, 0
     for slot, nxt in zip(slots, bounds, strict=False):
         if now < min(nxt, slot + DUE_GRACE):

@@ -13,9 +13,10 @@ from functools import cache
 
 import pathspec
 
+from crustacean.config import STAGES
 from crustacean.workspace import FOUNDATION_FILES, MEMORY_SUBDIRS, SYSTEM_DIR
 
-MODEL_ACTORS = ("collect", "curate", "compile", "calibrate", "mcp")
+MODEL_ACTORS = (*STAGES, "mcp")
 ACTORS = (*MODEL_ACTORS, "user")
 MODES = ("create", "append", "edit", "overwrite", "delete", "move")
 WRITE = frozenset({"create", "append", "edit"})

@@ -170,7 +170,8 @@ def _store(ws: Workspace) -> Store:
 
 def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean status` and `crustacean doctor` on one page."""
-    from crustacean.ops.status import STAGES, doctor, run_totals, workspace_status
+    from crustacean.config import STAGES
+    from crustacean.ops.status import doctor, run_totals, workspace_status
     from crustacean.runs import list_runs
     from crustacean.store import proposals
 

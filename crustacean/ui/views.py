@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from crustacean.config import STAGES
 from crustacean.recall.memories import is_memory_path
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.versions import TRAILER_CALL, TRAILER_RUN, Version
@@ -20,7 +21,6 @@ from crustacean.tiers import default_tier
 from crustacean.workspace import FOUNDATION_FILES
 
 T = TypeVar("T")
-STAGE_ACTORS = ("collect", "curate", "compile", "calibrate")
 MAX_DIFF_LINES = 2000  # one page of diff; a bigger one is cut, with a link per file
 MAX_LISTED_FILES = 150
 MAX_TEXT_CHARS = 150_000  # of a rendered file, or of one page of its raw lines
@@ -71,7 +71,7 @@ def badge(actor: str, message: str) -> Badge:
         return Badge("snapshot", "user snapshot")
     if "(proposal " in message and message.endswith(", approved)"):
         return Badge("approved", f"approved · {actor}")
-    if actor in STAGE_ACTORS or actor == "mcp":
+    if actor in STAGES or actor == "mcp":
         return Badge("agent", f"agent write · {actor}")
     return Badge("user", actor or "user")
 
