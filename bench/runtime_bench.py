@@ -68,25 +68,39 @@ def loop_overhead(turns: int, rounds: int, root: Path) -> tuple[float, float, fl
     return s, b, s - b
 
 
+LEXICAL = {"CRUSTACEAN_SEMANTIC": "0"}  # the default install: no semantic extra
 STARTUP = {  # figure name: the fresh process it times (`crustacean` is the venv's script)
     "`python -c pass`": [sys.executable, "-c", "pass"],
     "`python -c 'import typer'`": [sys.executable, "-c", "import typer"],
     "CLI start-up (`crustacean paths`)": ["crustacean", "paths"],
     "CLI start-up (`crustacean search garden`)": ["crustacean", "search", "garden"],
+    "CLI start-up (`crustacean search garden`, CRUSTACEAN_SEMANTIC=0)": [
+        "crustacean",
+        "search",
+        "garden",
+    ],
     "CLI start-up (`crustacean context --for main`)": ["crustacean", "context", "--for", "main"],
+    "CLI start-up (the SessionStart hook: `context --format claude-hook`)": [
+        "crustacean",
+        "context",
+        "--format",
+        "claude-hook",
+    ],
 }
 
 
 def startup(rounds: int, cwd: Path) -> dict[str, list[float]]:
     """ms per fresh process for each of STARTUP, interleaved so drift hits all alike; one
-    warm-up round first (imports into the page cache, the search index built)."""
+    warm-up round first (imports into the page cache, the search index built). A figure
+    naming CRUSTACEAN_SEMANTIC=0 runs with the semantic extra switched off."""
     exe = str(Path(sys.executable).parent / "crustacean")
     cmds = {name: [exe if c == "crustacean" else c for c in cmd] for name, cmd in STARTUP.items()}
     times: dict[str, list[float]] = {name: [] for name in cmds}
     for r in range(rounds + 1):
         for name, cmd in cmds.items():
+            env = {**os.environ, **(LEXICAL if "SEMANTIC=0" in name else {})}
             start = time.perf_counter()
-            subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=os.environ.copy())
+            subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=env)
             if r:
                 times[name].append((time.perf_counter() - start) * 1000)
     return times

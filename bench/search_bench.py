@@ -225,14 +225,23 @@ def reindex_times(
     return times
 
 
-def cli_times(root: Path, queries: list[str]) -> list[float]:
-    """`crustacean search` end to end, one process per query, as a user runs it."""
+def cli_times(root: Path, queries: list[str], semantic: bool = False) -> list[float]:
+    """`crustacean search` end to end, one process per query, as a user runs it; `semantic`
+    switches the extra on (its vectors are made by the first, untimed, run)."""
     exe = [sys.executable, "-m", "crustacean", "-w", str(root), "search"]
-    subprocess.run([*exe, queries[0]], capture_output=True, check=True)
+    env = {**os.environ, "CRUSTACEAN_SEMANTIC": "1" if semantic else "0"}
+    subprocess.run([*exe, queries[0]], capture_output=True, check=True, env=env)
     return [
-        _time(lambda q=q: subprocess.run([*exe, q], capture_output=True, check=True))
+        _time(lambda q=q: subprocess.run([*exe, q], capture_output=True, check=True, env=env))
         for q in queries
     ]
+
+
+def semantic_installed() -> bool:
+    """Whether the semantic extra would load (checked in a child: this process has it off)."""
+    code = "from crustacean.recall import semantic; raise SystemExit(semantic.load() is None)"
+    env = {**os.environ, "CRUSTACEAN_SEMANTIC": "1"}
+    return subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
 
 
 def _count_rows(conn: sqlite3.Connection) -> int:
@@ -271,6 +280,7 @@ class Figures:
     check: list[float] = field(default_factory=list)
     mcp: list[float] = field(default_factory=list)
     cli: list[float] = field(default_factory=list)
+    cli_semantic: list[float] = field(default_factory=list)
     grep: list[float] = field(default_factory=list)
     reindex: list[float] = field(default_factory=list)
     mrr_ours: float = 0.0
@@ -298,6 +308,8 @@ def measure(root: Path, files: int, tmp: Path) -> Figures:
         fig.tool, fig.grep = grep_times(root, queries)
         fig.reindex = reindex_times(index, root, memory, rng, rounds=5)
         fig.mrr_ours = mrr_chunked(index, needles)
+    if semantic_installed():  # last: its vectors stay in the index of a reused --dir
+        fig.cli_semantic = cli_times(root, queries[:10], semantic=True)
     fig.mrr_base = mrr_whole_files(root, indexed, needles, tmp)
     return fig
 
@@ -348,6 +360,9 @@ def report(fig: Figures, memory_files: int) -> None:
     print(_latency_row(name, fig.mcp, grep, fig.tool))
     print(_row("freshness check alone (no change)", _ms(check), _ms(_p95(fig.check))))
     print(_latency_row("`crustacean search` end to end (one process)", fig.cli, grep, fig.tool))
+    if fig.cli_semantic:
+        name = "`crustacean search` end to end, semantic extra on (one process)"
+        print(_latency_row(name, fig.cli_semantic, grep, fig.tool))
     name = "re-index after 10 changed files"
     row(name, reindex * 1000, _p95(fig.reindex) * 1000, rebuild * 1000, "full rebuild")
     print(

@@ -211,7 +211,13 @@ class Workspace:
         return resolve_timezone(self.settings.workspace.timezone)
 
     def today(self, now: datetime) -> date:
-        """What 'today' is for daily logs: `now` seen in the workspace's zone."""
+        """What 'today' is for daily logs: `now` seen in the workspace's zone.
+
+        With no zone configured that is the system's local time, which the C library tells
+        without resolving the zone by name (tzlocal's imports and lookups were a fifth of the
+        start-up of a context hook or a search); `tz` is resolved by what needs the zone."""
+        if not self.settings.workspace.timezone and "tz" not in self.__dict__:
+            return now.astimezone().date()
         return now.astimezone(self.tz).date()
 
 

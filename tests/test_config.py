@@ -282,3 +282,37 @@ def test_paths_lists_every_location(ws) -> None:
         "packaged pipeline docs:",
     ):
         assert name in out
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Europe/Berlin", "Pacific/Chatham"])
+def test_today_in_the_system_zone_is_the_date_tzlocal_gives(
+    zone: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Workspace.today` with no zone configured reads the C library's local time (no tzlocal
+    import); around midnight and DST changes it must be the date of the zone tzlocal names."""
+    import time as time_mod
+    from datetime import UTC, datetime, timedelta
+
+    import tzlocal
+
+    from crustacean.workspace import Workspace
+
+    root = tmp_path / "ws"
+    init_workspace(root)
+    monkeypatch.setenv("TZ", zone)
+    time_mod.tzset()
+    tzlocal.reload_localzone()
+    try:
+        ws = Workspace(root, load_config(root))
+        named = Workspace(root, load_config(root)).tz  # tzlocal's zone
+        assert str(named) == zone
+        starts = [datetime(2026, m, d, tzinfo=UTC) for m, d in ((3, 8), (3, 29), (10, 25), (11, 1))]
+        for start in starts:
+            for quarter in range(0, 4 * 48):
+                now = start + timedelta(minutes=15 * quarter)
+                assert ws.today(now) == now.astimezone(named).date(), now
+        assert "tz" not in ws.__dict__  # the shortcut never resolved the zone
+    finally:
+        monkeypatch.undo()
+        time_mod.tzset()
+        tzlocal.reload_localzone()

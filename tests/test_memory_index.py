@@ -91,7 +91,7 @@ def test_context_output_is_the_same_as_from_a_full_read(
 ) -> None:
     indexed = assemble(many, parse_for(audience), None, CAPS, NOW).to_json()
 
-    def full(ws: Workspace, bodies: bool = True) -> Any:
+    def full(ws: Workspace, bodies: bool = True, topic: bool = False, **_: Any) -> Any:
         return memories.load_memories(ws)
 
     monkeypatch.setattr(context_mod, "load_memories", full)
@@ -146,3 +146,48 @@ def test_an_indexed_memory_knows_its_size_and_date_without_reading(many: Workspa
             same.mtime,
         )
         assert mem._doc is None and mem.doc == same.doc
+
+
+def test_a_topic_context_from_the_index_is_the_same_as_from_a_full_read(
+    many: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Warm and cold memories picked by the ranking, a long one cut to its best lines, an
+    archived one never: the same entries as when every memory is read and parsed."""
+    long_body = "\n".join(f"- filler line {i} about nothing much" for i in range(120))
+    put(many.root, "memory/notes/warm.md", "# Warm\nthe greenhouse heater broke again\n")
+    put(many.root, "knowledge/topics/cold.md", "# Cold\ngreenhouse heater wiring diagram\n")
+    put(
+        many.root,
+        "memory/notes/long.md",
+        f"# Long\n{long_body}\nthe greenhouse heater needs a new fuse\n{long_body}\n",
+    )
+    put(many.root, "memory/notes/old.md", "---\ntier: archive\n---\ngreenhouse heater 2019\n")
+    topic = "greenhouse heater"
+    indexed = assemble(many, parse_for("main"), topic, CAPS, NOW).to_json()
+    read: list[str] = []
+    real = memories.read_memory
+
+    def counting(ws: Workspace, rel: str) -> Any:
+        read.append(rel)
+        return real(ws, rel)
+
+    def full(ws: Workspace, bodies: bool = True, topic: bool = False, **_: Any) -> Any:
+        return memories.load_memories(ws)
+
+    monkeypatch.setattr(context_mod, "load_memories", full)
+    assert assemble(many, parse_for("main"), topic, CAPS, NOW).to_json() == indexed
+    paths = {e["path"]: e for e in indexed["entries"]}
+    assert {"memory/notes/warm.md", "knowledge/topics/cold.md"} <= set(paths)
+    assert "best lines" in paths["memory/notes/long.md"]["why"]
+    assert "memory/notes/old.md" not in paths
+    monkeypatch.undo()
+    old_ns = int((NOW.timestamp() - 86_400) * 1e9)
+    for top in ("memory", "knowledge"):
+        for path in (many.root / top).rglob("*.md"):
+            os.utime(path, ns=(old_ns, old_ns))  # settled: out of the racy window
+    indexed = assemble(many, parse_for("main"), topic, CAPS, NOW).to_json()
+    monkeypatch.setattr("crustacean.recall.memory_index.read_memory", counting)
+    assert assemble(many, parse_for("main"), topic, CAPS, NOW).to_json() == indexed
+    assert read == []  # nothing parsed again: the index knew every memory
+    monkeypatch.setattr(context_mod, "load_memories", full)
+    assert assemble(many, parse_for("main"), topic, CAPS, NOW).to_json() == indexed

@@ -5,6 +5,8 @@ The test extra installs it (so these run in CI); conftest switches it off for ev
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,3 +106,71 @@ def test_a_wordllama_without_bundled_weights_stays_lexical(
     semantic.forget()
     assert semantic.load() is None  # never a download
     semantic.forget()
+
+
+def test_the_lean_loader_embeds_as_wordllama_does(extra: None) -> None:
+    """semantic.py pools the bundled weights itself, to skip importing wordllama; the vectors
+    must be WordLlama's own, to the bit (stored vectors from before stay valid)."""
+    from wordllama.inference import WordLlamaInference
+
+    embedder = semantic.load()
+    assert embedder is not None
+    theirs = WordLlamaInference(embedder.embedding, embedder.tokenizer)
+    texts = [
+        "We adopted a puppy from the shelter.",
+        "- [09:14] Ana: the invoice for March is late?",
+        "短い日本語の行",
+        "x",
+        *(f"line {i} of a long batch, words words {i * 7}" for i in range(70)),
+    ]
+    np = embedder.np
+    assert np.array_equal(embedder.embed(texts), theirs.embed(texts, norm=True))
+    assert np.array_equal(embedder.query(texts[0]), theirs.embed([texts[0]], norm=True)[0])
+
+
+def test_wordllama_itself_is_not_imported_by_a_search(ws: Workspace, extra: None) -> None:
+    """Its package imports requests and config classes: most of a search's start-up."""
+    code = (
+        "import sys; from pathlib import Path; from crustacean.config import load_config; "
+        "from crustacean.recall.search import SearchIndex; "
+        "from crustacean.workspace import Workspace; "
+        f"root = Path({str(ws.root)!r}); index = SearchIndex(Workspace(root, load_config(root))); "
+        "assert index.search('dog'); print(sorted(m for m in sys.modules if m.startswith("
+        "('wordllama', 'requests'))))"
+    )
+    write(ws, "memory/notes/pets.md", "We adopted a puppy from the shelter.\n")
+    env = {**os.environ, semantic.ENV: "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def vector_files(ws: Workspace) -> list[str]:
+    return sorted(p.name for p in ws.state_dir.glob("search-vectors-*.npy"))
+
+
+def test_the_vector_matrix_is_kept_in_files_named_by_its_version(
+    ws: Workspace, extra: None
+) -> None:
+    from crustacean.recall import search as search_mod
+
+    write(ws, "memory/notes/pets.md", "We adopted a puppy from the shelter.\n")
+    with SearchIndex(ws) as index:
+        assert index.search("dog")[0].path == "memory/notes/pets.md"
+    first = vector_files(ws)
+    assert len(first) == 2  # rowids and the int8 matrix
+    search_mod._MATRICES.clear()  # as a new process: read from the files
+    with SearchIndex(ws) as index:
+        assert index.search("dog")[0].path == "memory/notes/pets.md"
+    assert vector_files(ws) == first
+    write(ws, "memory/notes/cats.md", "The kitten sleeps on the radiator.\n")
+    search_mod._MATRICES.clear()
+    with SearchIndex(ws) as index:
+        assert index.search("cat")[0].path == "memory/notes/cats.md"
+    assert len(vector_files(ws)) == 2 and vector_files(ws) != first  # the old ones removed
+    for name in vector_files(ws):
+        (ws.state_dir / name).write_bytes(b"not an array")
+    search_mod._MATRICES.clear()
+    with SearchIndex(ws) as index:  # unreadable files: rebuilt from state.db
+        assert index.search("cat")[0].path == "memory/notes/cats.md"
+        assert index.search("dog")[0].path == "memory/notes/pets.md"

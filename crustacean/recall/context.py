@@ -400,7 +400,8 @@ def _assemble(
             continue
         used += len(doc.text)
         entries.append(Entry(rel, "foundation", rel, doc.text, why))
-    mems, bad = load_memories(ws, bodies=bool(words(topic or "")))  # topic-less: the index
+    scanned = ranking.index.scanned if ranking is not None else None
+    mems, bad = load_memories(ws, bodies=False, topic=ranking is not None, scanned=scanned)
     problems += bad
     person = _person_file(mems, audience)
     if person is not None:
@@ -441,9 +442,9 @@ def _best_lines(
 ) -> dict[str, str]:
     """A long memory's best windows for the topic, to load instead of the whole file."""
     out = {}
-    for mem in mems:
-        if len(mem.doc.body) > LONG_CHARS and shares.get(mem.path, 0.0) >= RELEVANT:
-            hits = ranking.hits(mem.path.__eq__, WINDOW_CHARS)
+    for mem in mems:  # size first: an indexed memory's body is read only if it is needed
+        if shares.get(mem.path, 0.0) >= RELEVANT and mem.size > LONG_CHARS:
+            hits = ranking.file_hits(mem.path, WINDOW_CHARS)
             if hits:
                 out[mem.path] = "\n…\n".join(h.text for h in sorted(hits, key=_line))
     return out

@@ -18,6 +18,7 @@ first use), in the same order, and every problem of every memory file, in the sa
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from time import time_ns
@@ -39,15 +40,20 @@ class IndexedMemory(MemoryDoc):
     A file that cannot be read by then (changed in the milliseconds since the index was
     checked) reads as an empty body with the reason as its warning."""
 
-    _known: tuple[Path, str, str, datetime, int]  # root, path, tier, recorded, size
+    _known: tuple[Path, str, str, str, int, float]  # root, path, tier, recorded, size, mtime
     _doc: Document | None
 
     def __init__(
-        self, root: Path, path: str, tier: str, recorded: datetime, size: int, mtime: datetime
+        self, root: Path, path: str, tier: str, recorded: str, size: int, mtime: float
     ) -> None:
-        object.__setattr__(self, "mtime", mtime)
-        object.__setattr__(self, "_known", (root, path, tier, recorded, size))
+        """`recorded` as stored (ISO text), `mtime` as stat gives it: made datetimes on first
+        use, since a topic's context passes 10,000 memories and sorts only those it picks."""
+        object.__setattr__(self, "_known", (root, path, tier, recorded, size, mtime))
         object.__setattr__(self, "_doc", None)
+
+    @property
+    def mtime(self) -> datetime:
+        return datetime.fromtimestamp(self._known[5], UTC)
 
     @property
     def doc(self) -> Document:
@@ -71,22 +77,30 @@ class IndexedMemory(MemoryDoc):
 
     @property
     def recorded(self) -> datetime:
-        return self._known[3]
+        return datetime.fromisoformat(self._known[3])
 
     @property
     def size(self) -> int:
         return self._known[4]
 
 
-def _wanted(rel: str, tier: str) -> bool:
-    return tier == "hot" or rel.startswith(PERSON_FOLDERS)
+def _wanted(rel: str, tier: str, topic: bool) -> bool:
+    """Hot memories and person files; with a topic every memory a context may pick."""
+    return tier == "hot" or rel.startswith(PERSON_FOLDERS) or (topic and tier != "archive")
 
 
 def load_memories(
-    ws: Workspace, *, bodies: bool = True
+    ws: Workspace,
+    *,
+    bodies: bool = True,
+    topic: bool = False,
+    scanned: Mapping[str, os.stat_result] | None = None,
 ) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
     """`memories.load_memories`; with bodies=False only the memories a topic-less context can
-    use, and every problem (see the module docstring)."""
+    use (with `topic`, every memory but the archived: the search ranking judges relevance, so
+    no body is read to choose), and every problem (see the module docstring). `scanned`: the
+    search index's stat of the files it just checked, not taken again (a file it has not,
+    a symlink say, is stat'ed here)."""
     if bodies:
         return memories.load_memories(ws)
     now_ns = time_ns()
@@ -103,11 +117,14 @@ def load_memories(
         fresh: list[tuple[object, ...]] = []
         paths = memory_paths(ws.root)
         root = str(ws.root)  # not Path / rel: for 10,000 files pathlib costs more than stat
+        given = scanned or {}
         for rel in paths:
-            try:
-                st: os.stat_result | None = os.stat(f"{root}/{rel}")
-            except OSError:
-                st = None
+            st: os.stat_result | None = given.get(rel)
+            if st is None:
+                try:
+                    st = os.stat(f"{root}/{rel}")
+                except OSError:
+                    st = None
             kept = rows.get(rel)
             if (
                 st is not None
@@ -116,13 +133,11 @@ def load_memories(
                 and (kept[0], kept[1]) == (st.st_size, st.st_mtime_ns)
             ):
                 tier, recorded, size, problem, loaded = kept[3:]
-                if loaded and _wanted(rel, tier):
-                    mtime = datetime.fromtimestamp(st.st_mtime, UTC)
-                    when = datetime.fromisoformat(recorded)
-                    docs.append(IndexedMemory(ws.root, rel, tier, when, size, mtime))
+                if loaded and _wanted(rel, tier, topic):
+                    docs.append(IndexedMemory(ws.root, rel, tier, recorded, size, st.st_mtime))
             else:
                 mem, problem = read_memory(ws, rel)
-                if mem is not None and _wanted(rel, mem.tier):
+                if mem is not None and _wanted(rel, mem.tier, topic):
                     docs.append(mem)
                 if st is not None:
                     racy = int(st.st_mtime_ns >= now_ns - RACY_NS)

@@ -30,7 +30,10 @@ window text in rank order (a window that would overflow is skipped), so an agent
 best 2,000 characters", not "10 hits".
 
 The index lives in state.db and is rebuildable: `update()` re-reads only files whose size or
-mtime changed, and re-indexes them only if their sha256 changed too.
+mtime changed, and re-indexes them only if their sha256 changed too. The check stats every
+file (an edit in place changes no folder's mtime, so folder mtimes cannot vouch for the files
+in them) and hashes the scan into one number (`disk_mark`); when it equals the mark stored with
+the last update, nothing is compared row by row, read or written.
 """
 
 from __future__ import annotations
@@ -360,6 +363,17 @@ def scan_markdown(root: Path) -> tuple[dict[str, os.stat_result], list[tuple[str
     return found, problems
 
 
+def disk_mark(disk: dict[str, os.stat_result]) -> int:
+    """One signed 64-bit number for every file's path, size and mtime, in scan order.
+
+    Folder mtimes cannot stand in for it: a write in place (an editor saving over the file,
+    `>>`, a sync tool) changes the file's mtime and size, not its folder's. A different order
+    of the same files only costs the row-by-row comparison."""
+    text = "".join(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0" for rel, st in disk.items())
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def _read(root: Path, rel: str, st: os.stat_result, known_sha: str | None) -> _Doc:
     """Read one file whose stat changed; the same bytes give a stat-only refresh (lines=None)."""
     if st.st_size > MAX_FILE_BYTES:
@@ -428,6 +442,7 @@ class SearchIndex:
         self.root = ws.root
         self._owns_db = db is None
         self.db = db if db is not None else open_state(ws)
+        self.scanned: dict[str, os.stat_result] = {}  # the last update's stat of each file
 
     def close(self) -> None:
         """Close the state database if this index opened it."""
@@ -458,7 +473,13 @@ class SearchIndex:
         return self._sync(full=True, progress=progress)
 
     def _sync(self, *, full: bool, progress: Progress | None = None) -> IndexStats:
+        """A no-change update: one stat per file, compared as one mark (`disk_mark`) with the
+        mark of what the index last recorded; only a different mark reads the index's rows."""
         disk, problems = scan_markdown(self.root)
+        self.scanned = disk
+        mark = disk_mark(disk)
+        if not full and self._recorded(mark, len(disk)):
+            return self._stats(0, 0, len(disk), problems)
         seen = {} if full else self._seen()
         changed = [rel for rel, st in disk.items() if seen.get(rel) != (st.st_size, st.st_mtime_ns)]
         docs = []
@@ -467,10 +488,21 @@ class SearchIndex:
             if progress is not None:
                 progress(n, len(changed))
         gone = sorted(seen.keys() - disk.keys())
-        if full or docs or gone or _vectors_missing(self.db.conn):
-            self._write(docs, gone, full=full)
+        # an unreadable file is recorded with mtime -1 (tried again): the disk's mark is not ours
+        mark_now = None if any(d.mtime_ns == -1 for d in docs) else mark
+        self._write(docs, gone, full=full, mark=mark_now)
         indexed = sum(1 for d in docs if d.lines is not None and d.skipped is None)
         return self._stats(indexed, len(gone), len(disk), problems)
+
+    def _recorded(self, mark: int, files: int) -> bool:
+        """Whether the index recorded exactly these files' sizes and mtimes, with vectors for
+        every line when the semantic extra is on (the row count guards a table emptied since)."""
+        conn = self.db.conn
+        row = conn.execute("SELECT value FROM search_meta WHERE key = 'disk'").fetchone()
+        if row is None or row[0] != mark:
+            return False
+        count = conn.execute("SELECT count(*) FROM search_files").fetchone()[0]
+        return count == files and not _vectors_missing(conn)
 
     def _seen(self) -> dict[str, tuple[int, int]]:
         """(size, mtime_ns) of every known file: the cheap check before any hashing."""
@@ -481,7 +513,13 @@ class SearchIndex:
         row = self.db.conn.execute("SELECT sha256 FROM search_files WHERE path = ?", (path,))
         return (row.fetchone() or (None,))[0]
 
-    def _write(self, docs: list[_Doc], gone: list[str], *, full: bool) -> None:
+    def _write(self, docs: list[_Doc], gone: list[str], *, full: bool, mark: int | None) -> None:
+        """Store what changed and the disk's mark; nothing at all when nothing changed."""
+        conn = self.db.conn
+        row = conn.execute("SELECT value FROM search_meta WHERE key = 'disk'").fetchone()
+        stored = row[0] if row else None
+        if not (full or docs or gone or stored != mark or _vectors_missing(conn)):
+            return
         with self.db.transaction() as conn:
             if full:
                 for table in ("search_lines", "search_cjk", "search_vectors", "search_files"):
@@ -492,7 +530,17 @@ class SearchIndex:
             for doc in docs:
                 base = partition(doc.path)
                 free[base] = _store(conn, doc, free[base])
+            if full or gone or any(d.lines is not None for d in docs):
+                _vectors_changed(conn)  # lines went or came: a cached matrix is stale
             _embed_missing(conn)
+            if mark is None:
+                conn.execute("DELETE FROM search_meta WHERE key = 'disk'")
+            else:
+                conn.execute(
+                    "INSERT INTO search_meta (key, value) VALUES ('disk', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (mark,),
+                )
             if full:
                 conn.execute("INSERT INTO search_lines(search_lines) VALUES ('optimize')")
 
@@ -580,16 +628,17 @@ class SearchIndex:
         if not len(ids):
             return lexical
         np = embedder.np
-        cos = matrix @ embedder.query(query.text)
+        cos = embedder.cosines(matrix, embedder.query(query.text))
         cos[ids >= scope.top] = -1.0
         if scope.keep is not None:
-            cos[[not scope.keep(int(r)) for r in ids]] = -1.0
+            cos[[not scope.keep(r) for r in ids.tolist()]] = -1.0
         best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
         fused = {r: s / best for r, s in lexical}
-        where = {int(r): k for k, r in enumerate(ids)}
-        for r in fused:
-            k = where.get(r)
-            fused[r] += semantic.WEIGHT * float(cos[k]) if k is not None else 0.0
+        if fused:  # each lexical line's vector, found by bisection: ids are in rowid order
+            at = np.searchsorted(ids, list(fused)).tolist()
+            for r, k in zip(list(fused), at, strict=True):
+                if k < len(ids) and ids[k] == r:
+                    fused[r] += semantic.WEIGHT * float(cos[k])
         top = np.argpartition(-cos, min(semantic.DENSE_TOP, len(cos) - 1))[: semantic.DENSE_TOP]
         for k in top:
             r = int(ids[k])
@@ -759,40 +808,93 @@ class SearchIndex:
 
 
 _MATRICES: dict[str, tuple[int, Any, Any]] = {}  # state.db path: (version, rowids, vectors)
+VECTOR_FILES = "search-vectors"  # .crustacean/search-vectors-<version>.{ids,int8}.npy
 
 
 def _vector_matrix(db: StateDB, embedder: Any) -> tuple[Any, Any]:
-    """Every stored vector as one matrix, cached per process until the vectors change."""
+    """Every stored vector as one int8 matrix, with the rowids of its rows.
+
+    Cached per process until the vectors change, and between processes in two .npy files
+    beside state.db named by the vectors' version token, mapped rather than read: a shell
+    search would otherwise fetch every line's vector from SQLite (a fifth of a second on
+    200,000 lines). The files are rebuilt from state.db whenever missing or unreadable."""
     conn = db.conn
-    row = conn.execute("SELECT value FROM search_meta WHERE key = 'vectors'").fetchone()
-    version = row[0] if row else 0
-    key = str(db.path)
-    cached = _MATRICES.get(key)
-    if cached is None or cached[0] != version:
-        rows = conn.execute("SELECT rowid, vec FROM search_vectors ORDER BY rowid").fetchall()
-        ids = embedder.np.array([r for r, _ in rows], dtype=embedder.np.int64)
-        cached = (version, ids, embedder.matrix([v for _, v in rows]))
-        _MATRICES[key] = cached
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")  # one snapshot: the version and the rows it names
+    try:
+        row = conn.execute("SELECT value FROM search_meta WHERE key = 'vectors'").fetchone()
+        version = row[0] if row else 0
+        key = str(db.path)
+        cached = _MATRICES.get(key)
+        if cached is None or cached[0] != version:
+            ids, matrix = _vector_files(db.path.parent, version, conn, embedder)
+            cached = (version, ids, matrix)
+            _MATRICES[key] = cached
+    finally:
+        if own:
+            conn.execute("COMMIT")
     return cached[1], cached[2]
 
 
+def _vector_files(
+    folder: Path, version: int, conn: sqlite3.Connection, embedder: Any
+) -> tuple[Any, Any]:
+    """The matrix of `version` from its files, else from state.db (then written for next time)."""
+    np = embedder.np
+    stem = folder / f"{VECTOR_FILES}-{version & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+    ids_file, matrix_file = stem.with_suffix(".ids.npy"), stem.with_suffix(".int8.npy")
+    try:
+        ids = np.load(ids_file)  # 8 bytes a line: read whole, looked up one by one
+        matrix = np.load(matrix_file, mmap_mode="r")
+        if len(ids) == len(matrix) and matrix.dtype == np.int8 and ids.dtype == np.int64:
+            return ids, matrix
+    except (OSError, ValueError):
+        pass
+    rows = conn.execute("SELECT rowid, vec FROM search_vectors ORDER BY rowid").fetchall()
+    ids = np.array([r for r, _ in rows], dtype=np.int64)
+    matrix = embedder.matrix([v for _, v in rows])
+    try:
+        for pattern in (f"{VECTOR_FILES}-*.npy", f".{VECTOR_FILES}-*.tmp"):
+            for old in folder.glob(pattern):  # another version's, or a crashed write's
+                old.unlink(missing_ok=True)
+        for path, array in ((ids_file, ids), (matrix_file, matrix)):  # ids first: a matrix
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # file means both are whole
+            with open(tmp, "wb") as fh:
+                np.save(fh, array)
+            os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only state folder: the next search reads state.db again
+    return ids, matrix
+
+
 def _vectors_missing(conn: sqlite3.Connection) -> bool:
-    """Files indexed before the semantic extra was installed, to embed now."""
+    """Files indexed before the semantic extra was installed, to embed now. The model is
+    loaded (its imports are most of a search's start-up) only when there are some."""
     from crustacean.recall import semantic
 
-    if semantic.load() is None:
+    if not semantic.wanted():
         return False
     sql = "SELECT 1 FROM search_files WHERE lines > 0 AND vectors = 0 LIMIT 1"
-    return conn.execute(sql).fetchone() is not None
+    return conn.execute(sql).fetchone() is not None and semantic.load() is not None
+
+
+def _vectors_changed(conn: sqlite3.Connection) -> None:
+    """A new version token for the stored vectors (random: a fresh state.db never repeats one)."""
+    conn.execute(
+        "INSERT INTO search_meta (key, value) VALUES ('vectors', random()) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+    )
 
 
 def _embed_missing(conn: sqlite3.Connection) -> None:
     """Embed the lines of every file that has none yet (new, changed, or from before)."""
     from crustacean.recall import semantic
 
-    embedder = semantic.load()
-    if embedder is None:
+    if not _vectors_missing(conn):
         return
+    embedder = semantic.load()
+    assert embedder is not None  # _vectors_missing loaded it
     files = conn.execute(
         "SELECT path, first_rowid, lines FROM search_files WHERE lines > 0 AND vectors = 0"
     ).fetchall()
@@ -807,11 +909,7 @@ def _embed_missing(conn: sqlite3.Connection) -> None:
             [(r, v) for (r, _), v in zip(rows, vectors, strict=True)],
         )
         conn.execute("UPDATE search_files SET vectors = 1 WHERE path = ?", (path,))
-    if files:
-        conn.execute(
-            "INSERT INTO search_meta (key, value) VALUES ('vectors', 1) "
-            "ON CONFLICT(key) DO UPDATE SET value = value + 1"
-        )
+    _vectors_changed(conn)
 
 
 def _marks(query: Query) -> str:
@@ -828,6 +926,8 @@ class Ranking:
     shares: dict[int, float]  # rowid: share of the topic's words the line holds
     marks: str
     files: list[tuple[int, int, str]]  # (first rowid, lines, path), by first rowid
+    _paths: list[str | None] | None = None
+    _by_path: dict[str, list[tuple[int, float]]] | None = None
 
     def path_of(self, rowid: int) -> str | None:
         k = bisect_right(self.files, (rowid, TOP_ROWID, "")) - 1
@@ -836,19 +936,39 @@ class Ranking:
         first, count, path = self.files[k]
         return path if rowid < first + count else None
 
+    def paths(self) -> list[str | None]:
+        """The file of each ranked line (worked out once: a context asks often)."""
+        if self._paths is None:
+            self._paths = [self.path_of(rowid) for rowid, _ in self.lines]
+        return self._paths
+
+    def by_path(self) -> dict[str, list[tuple[int, float]]]:
+        """Each file's ranked lines, best first."""
+        if self._by_path is None:
+            self._by_path = {}
+            for line, path in zip(self.lines, self.paths(), strict=True):
+                if path is not None:
+                    self._by_path.setdefault(path, []).append(line)
+        return self._by_path
+
     def best_shares(self) -> dict[str, float]:
         """Each file's best line: the share of the topic's words it holds (0 to 1)."""
         out: dict[str, float] = {}
-        for rowid, _ in self.lines:
-            path = self.path_of(rowid)
-            if path is not None and self.shares.get(rowid, 0.0) > out.get(path, 0.0):
-                out[path] = self.shares[rowid]
+        for path, lines in self.by_path().items():
+            best = max(self.shares.get(rowid, 0.0) for rowid, _ in lines)
+            if best > 0.0:
+                out[path] = best
         return out
 
     def hits(self, keep: Callable[[str], bool], budget: int, limit: int = MAX_HITS) -> list[Hit]:
         """The best windows of the files `keep` accepts, filling `budget` characters."""
-        lines = [(r, s) for r, s in self.lines if (p := self.path_of(r)) and keep(p)]
+        kept = {p for p in self.by_path() if keep(p)}
+        lines = [ln for ln, p in zip(self.lines, self.paths(), strict=True) if p in kept]
         return self.index._windows(lines, limit, budget, self.marks)
+
+    def file_hits(self, path: str, budget: int, limit: int = MAX_HITS) -> list[Hit]:
+        """`hits` of one file."""
+        return self.index._windows(self.by_path().get(path, []), limit, budget, self.marks)
 
 
 def _next_rowid(conn: sqlite3.Connection, base: int) -> int:
