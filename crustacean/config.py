@@ -16,9 +16,12 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from crustacean.errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 ENV_PREFIX = "CRUSTACEAN_"
 ORG_ENV = "CRUSTACEAN_ORG_CONFIG"
@@ -26,6 +29,7 @@ CONFIG_DIR_ENV = "CRUSTACEAN_CONFIG_DIR"
 WORKSPACE_FILE = "crustacean.toml"
 
 Tier = Literal["small", "mid", "large"]
+SourceKind = Literal["auto", "openclaw", "claude_code", "plain"]
 
 
 def _opt(default: Any, doc: str, check: str | None = None) -> Any:
@@ -63,10 +67,10 @@ _DEFAULT_SCHEDULES: set[str] = set()  # the stages' own: valid, so a config that
 # does not import croniter to check them (tests/test_config.py checks croniter agrees)
 
 
-def _stage(tier: str, schedule: str, what: str) -> Any:
+def _stage(tier: Tier, schedule: str, what: str) -> Any:
     _DEFAULT_SCHEDULES.add(schedule)
     return field(
-        default_factory=lambda: StageConfig(tier=tier, schedule=schedule),  # type: ignore[arg-type]
+        default_factory=lambda: StageConfig(tier=tier, schedule=schedule),
         metadata={"doc": what},
     )
 
@@ -218,7 +222,7 @@ class CompileConfig:
 
 @dataclass(frozen=True)
 class SourceConfig:
-    kind: Literal["auto", "openclaw", "claude_code", "plain"] = _opt("auto", "transcript format")
+    kind: SourceKind = _opt("auto", "transcript format")
     path: str = _opt(
         "",
         "folder (or file) of transcripts; ~ is expanded, a relative path is inside the workspace",
@@ -586,7 +590,10 @@ def build_settings(values: Mapping[str, Any]) -> Settings:
     return _build(Settings, values, "")
 
 
-def _build(cls: type, values: Mapping[str, Any], prefix: str) -> Any:
+_D = TypeVar("_D", bound="DataclassInstance")
+
+
+def _build(cls: type[_D], values: Mapping[str, Any], prefix: str) -> _D:
     hints = _hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):

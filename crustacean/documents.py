@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from frontmatter.default_handlers import YAMLHandler
@@ -118,21 +118,24 @@ def as_date(value: Any) -> date | None:
 
 
 # libyaml's loader is about 7x faster, which matters when context reads 10,000 memories.
-_SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:  # one static base for the checker; CSafeLoader has SafeLoader's interface
+    _SafeBase = yaml.SafeLoader
+else:
+    _SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_SafeBase):  # type: ignore[misc,valid-type]
+class _Loader(_SafeBase):
     """The safe loader, except that an impossible date (2026-02-30) stays a string.
 
     Without this, one typo in `recorded` raises ValueError and costs the whole frontmatter.
     """
 
 
-def _lenient_timestamp(loader: yaml.SafeLoader, node: Node) -> Any:
+def _lenient_timestamp(loader: yaml.SafeLoader, node: ScalarNode) -> Any:
     try:
-        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
     except (ValueError, OverflowError):
-        return loader.construct_scalar(node)  # type: ignore[arg-type]
+        return loader.construct_scalar(node)
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
@@ -376,7 +379,8 @@ def _dump(value: str, style: str | None) -> str:
 
 def _reads_back(text: str, value: str) -> bool:
     try:
-        return yaml.load(text, Loader=_Loader) == value
+        loaded: object = yaml.load(text, Loader=_Loader)
+        return loaded == value
     except _YAML_FAILURES:
         return False
 
@@ -449,8 +453,9 @@ def _replace_present(
     """The text with every present key's value replaced, and the updates still to append."""
     edits: list[tuple[int, int, str]] = []
     missing = dict(updates)
-    pairs = root.value if isinstance(root, MappingNode) else []
-    for key_node, value_node in pairs:
+    if not isinstance(root, MappingNode):
+        return yaml_text, missing
+    for key_node, value_node in root.value:
         key = key_node.value if isinstance(key_node, ScalarNode) else None
         if key not in updates:
             continue
@@ -502,7 +507,7 @@ def _replacement(
         return start.index, end.index, yaml_scalar(value)
     line_start = yaml_text.rfind("\n", 0, key_node.start_mark.index) + 1
     stop = _entry_end(yaml_text, key_node.start_mark.line, end)
-    indent = re.match(r"[ \t]*", yaml_text[line_start:]).group()  # type: ignore[union-attr]
+    indent = _blanks(yaml_text[line_start:])
     old_end = yaml_text[line_start:stop]
     eol = "\r\n" if old_end.endswith("\r\n") else "\n" if old_end.endswith("\n") else ""
     return line_start, stop, f"{indent}{yaml_scalar(key_node.value)}: {yaml_scalar(value)}{eol}"
@@ -541,4 +546,9 @@ def _key_indent(yaml_text: str, root: Node | None) -> str:
     if not isinstance(root, MappingNode) or not root.value:
         return ""
     line_start = yaml_text.rfind("\n", 0, root.value[0][0].start_mark.index) + 1
-    return re.match(r"[ \t]*", yaml_text[line_start:]).group()  # type: ignore[union-attr]
+    return _blanks(yaml_text[line_start:])
+
+
+def _blanks(text: str) -> str:
+    """The spaces and tabs `text` starts with."""
+    return text[: len(text) - len(text.lstrip(" \t"))]

@@ -190,4 +190,5 @@ def tool_schemas(ws: Workspace) -> list[dict[str, Any]]:
             tools = (await client.list_tools()).tools
             return [{"name": t.name, "input_schema": t.input_schema} for t in tools]
 
-    return json.loads(json.dumps(anyio.run(main)))
+    plain: list[dict[str, Any]] = json.loads(json.dumps(anyio.run(main)))
+    return plain

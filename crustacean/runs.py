@@ -192,7 +192,9 @@ def clip_input(data: Any) -> dict[str, Any]:
     """Tool input as stored: redacted, long strings shrunk until the JSON is about 2 KB."""
     clean = _map_strings(data if isinstance(data, dict) else {"_input": data}, redact)
     for cap in (None, 1024, 256, 64):
-        clipped = clean if cap is None else _map_strings(clean, partial(_shorten, cap=cap))
+        clipped: dict[str, Any] = (  # a dict in gives a dict out
+            clean if cap is None else _map_strings(clean, partial(_shorten, cap=cap))
+        )
         if len(_dumps(clipped)) <= INPUT_JSON_LIMIT:
             return clipped
     return {"_truncated": _shorten(_dumps(clean), INPUT_JSON_LIMIT - 64)}

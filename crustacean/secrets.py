@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from types import ModuleType
 from typing import Any
 
 
@@ -151,7 +152,8 @@ def _plugin(name: str) -> Any:
         twilio,
     )
 
-    modules = (aws, azure_storage_key, basic_auth, discord, github_token, gitlab_token, jwt)
+    modules: tuple[ModuleType, ...] = (aws, azure_storage_key, basic_auth, discord, github_token)
+    modules += (gitlab_token, jwt)
     modules += (mailchimp, npm, openai, private_key, pypi_token, sendgrid, slack, square_oauth)
     modules += (stripe, telegram_token, twilio)
     for module in modules:
@@ -186,7 +188,15 @@ def _library(
     return find
 
 
-_GITLAB_PREFIXES = ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-")
+_GITLAB_PREFIXES: tuple[str, ...] = (
+    "glpat-",
+    "gldt-",
+    "glft-",
+    "glsoat-",
+    "glrt-",
+    "gr1348941",
+    "glcbt-",
+)
 _GITLAB_PREFIXES += ("glimt-", "glptt-", "glagent-", "gloas-")
 
 # Ordered most specific first: where two matches overlap, the earlier rule wins.

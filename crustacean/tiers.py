@@ -13,6 +13,7 @@ usual criteria are met again, counted from then).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -229,7 +230,7 @@ def _apply_hot_limit(
     return [_demoted(d, rules, extra) if d.path in demote else d for d in decisions]
 
 
-def _demoted(d: TierDecision, rules: Rules, extra: dict[str, int | str]) -> TierDecision:
+def _demoted(d: TierDecision, rules: Rules, extra: Mapping[str, int | str]) -> TierDecision:
     """Hot limit moves it to warm; the lifecycle then continues from warm as usual."""
     figures = {**d.figures, **extra}
     days, uses = int(figures["days_unrecalled"]), int(figures["uses"])

@@ -571,7 +571,7 @@ def test_a_failed_batch_request_is_released_and_sent_again(
     one = live(ws, env)
     cut = tool_use(("record_notes", {"items": []}), stop_reason="max_tokens")
     fake_api.enqueue(echo, error(500, message="overloaded"), cut)
-    assert run(one, env, batch=True).batch["requests"] == 3  # type: ignore[index]
+    assert run(one, env, batch=True).batch["requests"] == 3  # type: ignore[index]  # a batch run sets .batch
     fake_api.end_batches()
     fake_api.enqueue(echo, echo)
     result = run(one, env)  # appends chunk 1, then sends chunks 2 and 3 again directly
@@ -782,7 +782,7 @@ def test_a_batch_the_api_lost_is_released_and_sent_again(
     )
     one = live(ws, env)
     fake_api.enqueue(echo)
-    batch_id = run(one, env, batch=True).batch["submitted"]  # type: ignore[index]
+    batch_id = run(one, env, batch=True).batch["submitted"]  # type: ignore[index]  # a batch run sets .batch
     del fake_api.batches[batch_id]  # expired results, or deleted: the API answers 404
     fake_api.enqueue(echo)
     result = run(one, env)

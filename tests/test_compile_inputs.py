@@ -185,7 +185,7 @@ def compare(a: Workspace, b: Workspace, at: datetime) -> tuple[Ops, int]:
     assert did(cached) == did(full)
     # files the two compiles wrote have their own mtimes (a memory's clock without `recorded`)
     hold = (cached.tiers_hold_until, full.tiers_hold_until)
-    assert hold[0] == hold[1] or (None not in hold and abs(hold[0] - hold[1]) < MTIME_SLACK)  # type: ignore[operator]
+    assert hold[0] == hold[1] or (None not in hold and abs(hold[0] - hold[1]) < MTIME_SLACK)  # type: ignore[operator]  # both sides are datetimes here
     reads = inputs.reads
     inputs.stale()  # keep the cache as a run does, so the next comparison starts from it
     inputs.settle()

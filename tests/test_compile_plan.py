@@ -607,7 +607,7 @@ def test_caps_no_line_lost(text: str, max_lines: int, max_chars: int, existing: 
 def candidates(**kw: object) -> Candidates:
     args: dict[str, object] = {"memory_md": "", "files": {}, "daily_logs": {}}
     args.update(kw)
-    return find_candidates(today=TODAY, now=NOW, **args)  # type: ignore[arg-type]
+    return find_candidates(today=TODAY, now=NOW, **args)  # type: ignore[arg-type]  # kw names find_candidates' own
 
 
 @pytest.mark.parametrize(("n_lines", "listed"), [(10, False), (11, True), (30, True)])

@@ -132,7 +132,7 @@ def test_the_executor_refuses_what_the_contract_does_not_offer(
     from crustacean.llm.tools import ToolExecutor
     from crustacean.store.write import Store
 
-    store = Store(ws)  # type: ignore[arg-type]
+    store = Store(ws)  # type: ignore[arg-type]  # a stand-in workspace
     before = snapshot(store.root)
     executor = ToolExecutor(store, stage, "run", guard=lambda c: check_changes(stage, c))
     out = executor.call("write_context", {"changes": [change], "message": "x"})

@@ -315,7 +315,7 @@ def test_document_is_frozen() -> None:
     doc = parse_document("b", P)
     assert isinstance(doc, Document)
     with pytest.raises(AttributeError):
-        doc.body = "x"  # type: ignore[misc]
+        doc.body = "x"  # type: ignore[misc]  # the write under test
 
 
 # --- new_document ---------------------------------------------------------------------------

@@ -301,7 +301,7 @@ def test_empty_text() -> None:
 def test_finding_is_frozen() -> None:
     finding = SecretFinding("JWT", 1)
     with pytest.raises(AttributeError):
-        finding.line = 2  # type: ignore[misc]
+        finding.line = 2  # type: ignore[misc]  # the write under test
 
 
 @pytest.mark.parametrize(

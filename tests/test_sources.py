@@ -865,7 +865,7 @@ OC_FILES = sorted(
     ],
 )
 def test_discover(home: Path, kind: str, path: str, glob: str, expected: list[str]) -> None:
-    found = discover(SourceConfig(kind=kind, path=path, glob=glob), home)  # type: ignore[arg-type]
+    found = discover(SourceConfig(kind=kind, path=path, glob=glob), home)  # type: ignore[arg-type]  # parametrized kinds
     assert sorted(p.name for p, _ in found) == sorted(expected)
     assert {k for _, k in found} <= {kind}
     assert [p for p, _ in found] == sorted(p for p, _ in found)

@@ -55,9 +55,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = Git.run
 
-    def run(self: Git, *args: str, **kw: object):  # type: ignore[no-untyped-def]
+    def run(self: Git, *args: str, **kw: object):  # type: ignore[no-untyped-def]  # a spy with git's own signature
         seen.append(args[0])
-        return real(self, *args, **kw)  # type: ignore[arg-type]
+        return real(self, *args, **kw)  # type: ignore[arg-type]  # passes git's keyword arguments through
 
     monkeypatch.setattr(Git, "run", run)
     return seen
@@ -277,9 +277,9 @@ def test_the_files_folders_are_synced_before_head_moves(
         real_sync(folder)
         events.append(f"synced {folder.relative_to(store.root).as_posix()}")
 
-    def run(self: Git, *args: str, **kw: object):  # type: ignore[no-untyped-def]
+    def run(self: Git, *args: str, **kw: object):  # type: ignore[no-untyped-def]  # a spy with git's own signature
         events.append(args[0])
-        return real_run(self, *args, **kw)  # type: ignore[arg-type]
+        return real_run(self, *args, **kw)  # type: ignore[arg-type]  # passes git's keyword arguments through
 
     monkeypatch.setattr(write, "fsync_dir", sync)
     monkeypatch.setattr(Git, "run", run)
@@ -354,7 +354,7 @@ def test_an_index_copy_on_another_filesystem_goes_through_gits_lock(
     def replace(src: object, dst: object) -> None:
         if Path(str(src)).name.startswith("index-") and Path(str(dst)) == root / ".git/index":
             raise OSError(18, "Invalid cross-device link")
-        real(src, dst)  # type: ignore[arg-type]
+        real(src, dst)  # type: ignore[arg-type]  # os.replace's own argument types
 
     monkeypatch.setattr(os, "replace", replace)
     append(store, "- across\n")

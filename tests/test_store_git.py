@@ -218,7 +218,7 @@ def test_no_write_mid_merge_rebase_or_on_a_detached_head(ws: Workspace, how: str
     out = run_cli("-w", str(ws.root), "remember", "tea", "Green tea.", code=2)
     assert WHAT[how] in out.stderr and "nothing was written" in out.stderr
     result = mcp_append(ws, "MEMORY.md", "- acknowledged?\n")
-    assert result.is_error and WHAT[how] in result.content[0].text  # type: ignore[attr-defined]
+    assert result.is_error and WHAT[how] in result.content[0].text  # type: ignore[attr-defined]  # errors are text
     # the repository is left exactly as the user had it: files, conflict, index, refs
     assert snapshot(ws.root) == before
     assert (ws.root / ".git/index").read_bytes() == index
@@ -422,7 +422,7 @@ def test_dubious_ownership_fails_loudly_and_says_how_to_fix_it(
     assert "dubious ownership" in out.stderr and fix in out.stderr
     assert "nothing was written" in out.stderr and snapshot(ws.root) == before
     result = mcp_append(ws, "MEMORY.md", "- a line\n")
-    assert result.is_error and fix in result.content[0].text  # type: ignore[attr-defined]
+    assert result.is_error and fix in result.content[0].text  # type: ignore[attr-defined]  # errors are text
     assert fix in run_cli("-w", str(ws.root), "history", code=2).stderr
     subprocess.run(["git", "config", "--global", "--add", "safe.directory", str(ws.root)])
     run_cli("-w", str(ws.root), "remember", "tea", "Green tea.")
@@ -505,7 +505,7 @@ def test_a_running_mcp_server_reads_mcp_write_on_every_call(ws: Workspace) -> No
 
     first, second = anyio.run(main)
     assert payload(first)["version"]
-    assert second.is_error and "memory.write is off" in second.content[0].text  # type: ignore[attr-defined]
+    assert second.is_error and "memory.write is off" in second.content[0].text  # type: ignore[attr-defined]  # errors are text
     assert not (ws.root / "memory/notes/two.md").exists()
 
 

@@ -230,8 +230,8 @@ def test_the_tee_keeps_what_typer_and_rich_print_and_is_the_real_stream_otherwis
 
     with (tmp_path / "out.txt").open("w", encoding="utf-8") as real:
         tee = _Tee(real)
-        echo("via echo", file=tee)  # type: ignore[arg-type]
-        Console(file=tee, highlight=False).print("via rich", markup=False)  # type: ignore[arg-type]
+        echo("via echo", file=tee)  # type: ignore[arg-type]  # _Tee is a text stream
+        Console(file=tee, highlight=False).print("via rich", markup=False)  # type: ignore[arg-type]  # _Tee is a text stream
         assert (tee.encoding, tee.fileno(), tee.isatty()) == ("utf-8", real.fileno(), False)
         tee.flush()
     assert tee.copy.getvalue() == "via echo\nvia rich\n"

@@ -32,7 +32,7 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
         yield browser
     finally:
-        browser.quit()  # type: ignore[attr-defined]
+        browser.quit()  # type: ignore[attr-defined]  # selenium's driver
 
 
 @pytest.fixture(autouse=True)

@@ -62,7 +62,7 @@ def main() -> None:
         return
     before = memo.snapshot(env)
     out, err = _Tee(sys.stdout), _Tee(sys.stderr)
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    sys.stdout, sys.stderr = out, err
     code: Any = 0
     try:
         app(prog_name="crustacean")

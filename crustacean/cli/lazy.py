@@ -34,8 +34,10 @@ try:  # typer internals (0.29); without them typer's own coercion serves every p
     from typer._coercion import RuntimeParam, build_runtime_param
     from typer._param_types import coerce_cli_path, routes_to_path
     from typer.core import _TyperParameter
+
+    _INTERNALS = True
 except ImportError:  # pragma: no cover - another typer
-    RuntimeParam = None  # type: ignore[assignment,misc]
+    _INTERNALS = False
 
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")  # the spellings every int parser reads alike
 _LEAVES = (str, int, bool, Path)
@@ -68,14 +70,15 @@ def _leaf(annotation: Any, value: Any, info: Any, param: Any, ctx: Any) -> Any:
     raise _NotPlain
 
 
-if RuntimeParam is not None:
+if _INTERNALS:
 
     @dataclass(frozen=True)
     class _PlainParam(RuntimeParam):
         """typer's RuntimeParam contract (None, multi-value checks are its own `coerce`)."""
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            info, annotation = self.parameter_info, self.annotation
+            info = self.parameter_info
+            annotation: Any = self.annotation  # typer's alias admits a ParamSpec; never here
             try:
                 if get_origin(annotation) is list:
                     (item,) = get_args(annotation)
@@ -103,7 +106,7 @@ def _is_plain(param: Any) -> bool:
 def plain_params(command: Any, help_names: Sequence[str]) -> None:
     """Give `command`'s plain parameters, its help option and its loaded subcommands' the plain
     coercion. `help_names`: the help option names its context inherits (the root's settings)."""
-    if RuntimeParam is None:  # pragma: no cover - another typer
+    if not _INTERNALS:  # pragma: no cover - another typer
         return
     names = (command.context_settings or {}).get("help_option_names", help_names)
     if names:  # built now, as click would on the first parse (and cached on the command)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod
     from rich.table import Table
 
     from crustacean.workspace import Progress
@@ -53,7 +53,7 @@ def _adaptive() -> type[Console]:
             self._width, self._height = new_size
 
         @property
-        def soft_wrap(self) -> bool:  # type: ignore[override]  # a property over rich's attribute
+        def soft_wrap(self) -> bool:
             return self._soft_wrap or not self.is_terminal
 
         @soft_wrap.setter
@@ -66,12 +66,16 @@ def _adaptive() -> type[Console]:
 class _LazyConsole:
     """Stands for an adaptive Console until something prints; then it is made, once."""
 
+    _stderr: bool
+    _real: Console | None
+
     def __init__(self, stderr: bool) -> None:
         object.__setattr__(self, "_stderr", stderr)
         object.__setattr__(self, "_real", None)
 
     def _get(self) -> Console:
-        if self._real is None:
+        real = self._real
+        if real is None:
             plain = bool(os.environ.get("NO_COLOR"))  # no colour and no bold (rich keeps bold)
             real = _adaptive()(
                 stderr=self._stderr,
@@ -82,7 +86,7 @@ class _LazyConsole:
             if not self._stderr:
                 real.quiet = MODE.quiet
             object.__setattr__(self, "_real", real)
-        return self._real
+        return real
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._get(), name)
@@ -91,8 +95,9 @@ class _LazyConsole:
         setattr(self._get(), name, value)
 
 
-console = cast("Console", _LazyConsole(stderr=False))
-err_console = cast("Console", _LazyConsole(stderr=True))
+_out, _err = _LazyConsole(stderr=False), _LazyConsole(stderr=True)
+console = cast("Console", _out)
+err_console = cast("Console", _err)
 
 
 @dataclass
@@ -106,7 +111,7 @@ MODE = _Mode()
 def set_quiet(quiet: bool) -> None:
     """`--quiet`: the human-readable stdout and the stderr notes go silent; errors stay."""
     MODE.quiet = quiet
-    if console._real is not None:  # type: ignore[attr-defined]  # made before the option was read
+    if _out._real is not None:  # made before the option was read
         console.quiet = quiet
 
 
@@ -233,7 +238,7 @@ class Col:
     drop: int = 0
     shrink: int | None = None
     path: bool = False
-    justify: str = "left"
+    justify: JustifyMethod = "left"
 
 
 GAP = 2  # the space between two columns (box.SIMPLE_HEAD, no edge padding)
@@ -264,13 +269,13 @@ def plan_columns(
     # Paths shorten first, then low-value columns go; text wraps only when that is not enough
     # (and then only the columns that still do not fit go).
     for texts_too in (False, True):
-        trial, least = list(kept), functools.partial(floor, texts_too=texts_too)
-        while need(trial, least) > width:
+        trial, shrunk = list(kept), functools.partial(floor, texts_too=texts_too)
+        while need(trial, shrunk) > width:
             droppable = [i for i in trial if cols[i].drop > 0]
             if not droppable:
                 break
             trial.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
-        if need(trial, least) <= width or texts_too:
+        if need(trial, shrunk) <= width or texts_too:
             kept = trial
             break
     out: list[int | None] = [None] * len(cols)
@@ -333,7 +338,7 @@ def fit_table(
         wraps = c.shrink is not None and not c.path
         table.add_column(
             c.name,
-            justify=c.justify,  # type: ignore[arg-type]  # left/right/center, as rich takes
+            justify=c.justify,
             no_wrap=not wraps,
             overflow="fold" if wraps else "ignore",
             width=w if w is not None and w < natural[i] else None,
@@ -370,7 +375,7 @@ def progress(label: str, *, enabled: bool = True) -> Iterator[Progress | None]:
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=err_console._get(),  # type: ignore[attr-defined]  # rich needs the Console itself
+        console=_err._get(),  # rich needs the Console itself
         transient=True,
     )
     task = bar.add_task(label, total=None)

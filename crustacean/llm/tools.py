@@ -219,7 +219,8 @@ class ToolExecutor:
                 return self.handlers[name](raw)
             if not hasattr(self, f"_{name}"):
                 raise ToolInputError(f"{name} is not available in this run.")
-            return getattr(self, f"_{name}")(raw)
+            outcome: ToolOutcome = getattr(self, f"_{name}")(raw)
+            return outcome
         except CrustaceanError as e:
             return ToolOutcome(f"Error: {e}", True)
 

@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from crustacean.config import WORKSPACE_FILE, SourceConfig, load_config, render_workspace_toml
+from crustacean.config import (
+    WORKSPACE_FILE,
+    SourceConfig,
+    SourceKind,
+    load_config,
+    render_workspace_toml,
+)
 from crustacean.errors import UsageError
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.scan import LeftOut, check_file, with_left_out_block
@@ -39,7 +45,10 @@ OPENCLAW_STEPS = (  # only where OpenClaw is installed
     "OpenClaw: the built-in dreaming job also rewrites MEMORY.md; disable it or schedule it "
     "apart from curate and compile.",
 )
-SOURCE_PATHS = {"openclaw": "~/.openclaw/agents", "claude_code": "~/.claude/projects"}
+SOURCE_PATHS: dict[SourceKind, str] = {
+    "openclaw": "~/.openclaw/agents",
+    "claude_code": "~/.claude/projects",
+}
 # What an agent loads into every session: an adopted folder gets none of these templates, or
 # their placeholders would be loaded as if the user had written them.
 LOADED_TEMPLATES = (*FOUNDATION_FILES, "MEMORY.md")
@@ -268,8 +277,12 @@ def sources_named(kinds: list[str]) -> list[SourceConfig]:
             f"unknown --source {bad[0]!r}; use {' or '.join(SOURCE_PATHS)} "
             "(give it twice for both)."
         )
-    chosen = dict.fromkeys(kinds)
-    return [SourceConfig(kind=k, path=SOURCE_PATHS[k]) for k in chosen]  # type: ignore[arg-type]
+    return [
+        SourceConfig(kind=kind, path=path)
+        for named in dict.fromkeys(kinds)  # in the order given, once each
+        for kind, path in SOURCE_PATHS.items()
+        if kind == named
+    ]
 
 
 def _which_platform(found: list[SourceConfig]) -> str:

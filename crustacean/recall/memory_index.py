@@ -40,6 +40,9 @@ class IndexedMemory(MemoryDoc):
     A file that cannot be read by then (changed in the milliseconds since the index was
     checked) reads as an empty body with the reason as its warning."""
 
+    _known: tuple[Path, str, str, str, int, float]  # root, path, tier, recorded, size, mtime
+    _doc: Document | None
+
     def __init__(
         self, root: Path, path: str, tier: str, recorded: str, size: int, mtime: float
     ) -> None:
@@ -48,20 +51,21 @@ class IndexedMemory(MemoryDoc):
         object.__setattr__(self, "_known", (root, path, tier, recorded, size, mtime))
         object.__setattr__(self, "_doc", None)
 
-    @property  # type: ignore[override]
+    @property
     def mtime(self) -> datetime:
         return datetime.fromtimestamp(self._known[5], UTC)
 
-    @property  # type: ignore[override]
+    @property
     def doc(self) -> Document:
-        if self._doc is None:
+        doc = self._doc
+        if doc is None:
             root, path = self._known[:2]
             try:
                 doc = read_document(root, path)
             except DocumentSkipped as e:
                 doc = Document(path, "", {}, "", None, e.reason)
             object.__setattr__(self, "_doc", doc)
-        return self._doc  # type: ignore[return-value]
+        return doc
 
     @property
     def path(self) -> str:

@@ -33,7 +33,7 @@ BATCH = 64  # texts tokenized and pooled together
 MATRIX_ROWS = 16_384  # stored vectors turned to float32 at a time (16 MB), for the cosines
 _WEIGHTS = "weights/l2_supercat_256.safetensors"
 _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
-_cache: dict[str, Any] = {}
+_cache: dict[str, Embedder | None] = {}
 
 
 @dataclass(frozen=True)

@@ -63,12 +63,12 @@ def discover(
     """
     root = expand(source.path, home, base)
     if _WILDCARD.search(str(root)):  # `~/.openclaw/agents/*/sessions`: every folder it matches
-        found = {
+        hits = {
             hit
             for match in sorted(glob.glob(str(root)))
             for hit in discover(replace(source, path=match), home, base)
         }
-        return sorted(found)
+        return sorted(hits)
     if root.is_file():
         kind = detect_kind(root) if source.kind == "auto" else source.kind
         return [(root, kind)] if kind != "unknown" else []

@@ -118,9 +118,8 @@ def audit_text(
     pending: list[proposals.Proposal],
 ) -> str:
     audit = review.audit
-    found = audit.get("foundation") if isinstance(audit.get("foundation"), dict) else {}
-    pipeline = audit.get("pipeline") if isinstance(audit.get("pipeline"), dict) else {}
-    lessons = audit.get("lessons") if isinstance(audit.get("lessons"), dict) else {}
+    found, pipeline = _object(audit.get("foundation")), _object(audit.get("pipeline"))
+    lessons = _object(audit.get("lessons"))
     by_id = {p.id: p for p in pending}
     out = [f"# Monthly Calibrate — {now.astimezone(ws.tz):%B %Y}", "", "## Foundation Files"]
     for name in FOUNDATION_FILES:
@@ -140,7 +139,8 @@ def audit_text(
         f"- Archived: {archived}",
     ]
     out += [f"  - {p} → archive/lessons/" for p in review.archived_lessons]
-    meta = audit.get("meta") if isinstance(audit.get("meta"), list) else []
+    meta = audit.get("meta")
+    meta = meta if isinstance(meta, list) else []
     out += ["", "## Meta", f"- Process changes proposed: {'; '.join(map(str, meta)) or 'none'}"]
     out += ["", "## Human Review Needed"]
     human = [
@@ -154,6 +154,11 @@ def audit_text(
     out += human or ["- nothing"]
     out += ["", f"*Calibrated: {now.astimezone(ws.tz).isoformat(timespec='minutes')}*", ""]
     return "\n".join(out)
+
+
+def _object(value: object) -> dict[str, Any]:
+    """A section of the model's audit, or an empty one when it sent something else."""
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(kw_only=True)

@@ -162,7 +162,7 @@ class CachedInputs(ReadInputs):
             return self._memories
         if self.odd:  # symlinks or special files among the memories: read as load_memories does
             return super().memories()
-        out = []
+        out: list[Memory] = []
         entries = self.entries
         for p in paths:
             e = entries[p]
@@ -174,10 +174,10 @@ class CachedInputs(ReadInputs):
                 m = e.memory = doc.as_memory() if doc else False
                 self.reads += 1
                 self.read.add(p)
-            elif type(m) is tuple:
+            elif isinstance(m, tuple):
                 m = e.memory = _memory(p, m)
-            if m:
-                out.append(m)  # type: ignore[arg-type]
+            if isinstance(m, Memory):
+                out.append(m)
         self._memories = out
         return out
 
@@ -230,7 +230,7 @@ def _entry(row: tuple[object, ...]) -> Entry:
     """A saved row as an entry; its memory is made when first used."""
     size, mtime, ctime, ino, racy, sha, empty, memory, tier, manual, created, tier_set = row
     mem = (tier, manual, created, tier_set) if memory else (None if memory is None else False)
-    return Entry((size, mtime, ctime, ino), bool(racy), sha, bool(empty), mem)  # type: ignore[arg-type]
+    return Entry((size, mtime, ctime, ino), bool(racy), sha, bool(empty), mem)  # type: ignore[arg-type]  # a saved row's SQLite values carry no types
 
 
 def _load(ws: Workspace) -> dict[str, Entry]:

@@ -463,7 +463,7 @@ def plan_memory_caps(
     """
     caps = _Caps(max_lines, max_chars)
     before = (count_lines(text), len(text))
-    new_text, chosen = text, []
+    new_text, chosen = text, list[_Chosen]()
     if caps.over(*before):
         new_text, chosen = _plan(text, caps, today, existing, split=True)
         if caps.over(count_lines(new_text), len(new_text)):

@@ -374,7 +374,8 @@ def _handlers(
             if not isinstance(item, dict) or not isinstance(item.get("id"), str):
                 rejected.append({"entry": item, "why": "not an {id, destination} object"})
                 continue
-            reason = item.get("reason") if isinstance(item.get("reason"), str) else ""
+            reason = item.get("reason")
+            reason = reason if isinstance(reason, str) else ""
             dest = str(item.get("destination") or "skip").strip().removeprefix("./")
             why = routing_problem(item["id"], dest, known, landed, session.store.read_bytes)
             if why:

@@ -58,6 +58,7 @@ def read_head(git_dir: Path) -> str | None:
     if not head.startswith(b"ref: refs/heads/"):
         return None
     ref = head[5:].decode("utf-8", "surrogateescape")
+    value: bytes | None
     try:
         value = (git_dir / ref).read_bytes().strip()
     except FileNotFoundError:

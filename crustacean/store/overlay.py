@@ -6,6 +6,8 @@ at the end `diff()` shows what would have changed, and nothing was written, vers
 
 from __future__ import annotations
 
+from typing import Any
+
 from crustacean.store.changes import unified_diff
 from crustacean.store.paths import jail
 from crustacean.store.write import FileContent, FileInfo, Store, WriteResult, _hashes, new_id
@@ -17,8 +19,8 @@ class OverlayStore(Store):
     overlay: dict[str, bytes | None]
     proposed: list[str]
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Store's own, passed on as they are
+        super().__init__(*args, **kwargs)
         self.overlay = {}
         self.proposed = []
 

@@ -48,7 +48,7 @@ def all_at_once(
     """Run `jobs` on up to LANES threads (this one included) and wait for every one. The
     first error is raised once all have ended, or, with `keep_going`, a job's error is its
     result."""
-    results: list[T | BaseException] = [None] * len(jobs)  # type: ignore[list-item]
+    results: list[T | BaseException] = [None] * len(jobs)  # type: ignore[list-item]  # every slot is filled by its job before it is read
     order = iter(range(len(jobs)))
     take = _thread.allocate_lock()
 

@@ -80,7 +80,7 @@ class Decision:
 
 
 @cache
-def _spec(actor: str, mode: str, daily: str) -> pathspec.PathSpec:
+def _spec(actor: str, mode: str, daily: str) -> pathspec.PathSpec[pathspec.Pattern]:
     globs = [
         g.replace("{daily}", daily)
         for modes, gl in POLICY.get(actor, ())

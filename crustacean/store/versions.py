@@ -8,6 +8,7 @@ under git's own `index.lock`, so their next `git commit` keeps the write instead
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import shutil
@@ -60,8 +61,10 @@ class Version:
         return {**self.__dict__, "time": self.time.isoformat()}
 
 
-class LookUp:
-    """Sentinel: find HEAD yourself."""
+class LookUp(enum.Enum):
+    """Sentinel: find HEAD yourself (an enum member, so `is` narrows it away for the checker)."""
+
+    HEAD = "look up HEAD"
 
 
 class Git:
@@ -97,8 +100,8 @@ class Git:
             )
         return proc
 
-    def out(self, *args: str, **kw: object) -> str:
-        return self.run(*args, **kw).stdout.decode("utf-8", "replace").strip()  # type: ignore[arg-type]
+    def out(self, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
+        return self.run(*args, env=env, input=input).stdout.decode("utf-8", "replace").strip()
 
     # ------------------------------------------------------------ state
 
@@ -230,7 +233,7 @@ class Git:
         message: str,
         trailers: dict[str, str],
         now: datetime | None = None,
-        parent: str | type[LookUp] | None = LookUp,
+        parent: str | LookUp | None = LookUp.HEAD,
         reuse_index: Path | None = None,
         expect: Mapping[str, str | None] | None = None,
         before_ref: Callable[[], None] | None = None,
@@ -256,7 +259,7 @@ class Git:
         if now is not None:
             stamp = f"{int(now.timestamp())} +0000"
             env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-        head = self.head() if parent is LookUp else parent
+        head = self.head() if parent is LookUp.HEAD else parent
         tree = None
         if reuse_index is not None:
             tree = self._reused_tree(reuse_index, paths, head, expect or {})

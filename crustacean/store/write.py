@@ -19,7 +19,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Self
 
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
@@ -50,6 +52,9 @@ from crustacean.store.versions import (
     clear_stale_index_lock,
 )
 from crustacean.workspace import NOT_GIT, TRASH_DIR, WORKING_MEMORY, WRITABLE, Workspace, walk
+
+if TYPE_CHECKING:
+    from filelock import AcquireReturnProxy
 
 LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
 WRITE_LOCK_SECONDS = 60.0
@@ -274,7 +279,7 @@ class Store:
 
     def _write_setting(self, actor: str) -> str:
         """memory.write for every model; mcp.write narrows it further for the MCP server."""
-        setting = self.ws.settings.memory.write
+        setting: str = self.ws.settings.memory.write
         if actor == "mcp" and setting != "off":
             mcp = self.ws.settings.mcp.write
             setting = {"off": "off", "ask": "review"}.get(mcp, setting)
@@ -562,17 +567,15 @@ class Store:
         ]
         modes = {p: self._mode_for(p) for p in early}
         entry = json.dumps(journal).encode()
-        jobs: list[Callable[[], object]] = [lambda: synced_temp(self._journal_path, entry, None)]
-        jobs += [
-            lambda p=p: synced_temp(self.root / p, plan.after[p] or b"", modes[p]) for p in early
-        ]
+        jobs: list[Callable[[], object]] = [partial(synced_temp, self._journal_path, entry, None)]
+        jobs += [partial(synced_temp, self.root / p, plan.after[p] or b"", modes[p]) for p in early]
         results = all_at_once(jobs, keep_going=True)
         written = [r for r in results if isinstance(r, str)]
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
             _drop(written)
             raise failed[0]
-        temps = dict(zip(early, results[1:], strict=True))
+        temps = {p: str(r) for p, r in zip(early, results[1:], strict=True)}
         try:
             os.replace(str(results[0]), self._journal_path)
         except BaseException:
@@ -592,7 +595,7 @@ class Store:
             self._journal_path.unlink(missing_ok=True)
             raise
         folders = {(self.root / p).parent for p in touched}
-        settle = start(lambda: all_at_once([lambda f=f: fsync_dir(f) for f in folders]))
+        settle = start(partial(all_at_once, [partial(fsync_dir, f) for f in folders]))
         if not settle_later:
             settle()
         return settle
@@ -977,9 +980,9 @@ class _TimedLock(FileLock):
     def __init__(self, path: Path) -> None:
         super().__init__(str(path), timeout=WRITE_LOCK_SECONDS)
 
-    def acquire(self, *args: object, **kwargs: object):  # type: ignore[override]
+    def acquire(self, *args: Any, **kwargs: Any) -> AcquireReturnProxy[Self]:
         try:
-            return super().acquire(*args, **kwargs)  # type: ignore[arg-type]
+            return super().acquire(*args, **kwargs)
         except LockTimeout:
             raise LockedError(
                 "another crustacean writer held the workspace for over a minute; try again."

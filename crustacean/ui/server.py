@@ -369,7 +369,9 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     )
     cards = []
     for prop in paged.items:
-        diff, problem, cut = [], None, False
+        diff: list[views.DiffFile] = []
+        problem: str | None = None
+        cut = False
         if prop.status == "pending":
             try:
                 diff, cut = views.clip(views.parse_unified(review.diff(store, prop.id)), 400)
