@@ -67,6 +67,7 @@ def collect(
     as_json: AsJson = False,
 ) -> None:
     """Append what is new in the transcripts to the daily logs (stage 1 of 4C)."""
+    # lazy: one stage module, not all four (250-400 ms together), for one stage command
     from crustacean.stages.collect import collect as run_collect
 
     result = run_collect(
@@ -129,6 +130,7 @@ def curate(
     as_json: AsJson = False,
 ) -> None:
     """Route the last days' daily entries into contacts, lessons, knowledge… (stage 2 of 4C)."""
+    # lazy: one stage module, not all four (250-400 ms together), for one stage command
     from crustacean.stages.curate import curate as run_curate
 
     show(run_curate(state(ctx).open(), days=days, dry_run=dry_run, plan=plan), as_json)
@@ -167,6 +169,7 @@ def compile_(
     as_json: AsJson = False,
 ) -> None:
     """Archive, apply tiers, keep MEMORY.md under its caps, then judge and digest (stage 3)."""
+    # lazy: one stage module, not all four (250-400 ms together), for one stage command
     from crustacean.stages.compile import compile_workspace
 
     ws = state(ctx).open()
@@ -184,6 +187,7 @@ def calibrate(
     as_json: AsJson = False,
 ) -> None:
     """Monthly audit: health by code, foundation and lessons review, proposals (stage 4)."""
+    # lazy: one stage module, not all four (250-400 ms together), for one stage command
     from crustacean.stages.calibrate import calibrate as run_calibrate
 
     show(run_calibrate(state(ctx).open(), dry_run=dry_run, plan=plan), as_json)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
 
 from crustacean.cli.common import print_json, say, state
 from crustacean.cli.output import verbatim
+from crustacean.ops.tick import TickRequest, scheduled
 
 
 def tick(
@@ -38,29 +38,13 @@ def tick(
     ] = False,
 ) -> None:
     """Run every stage that is due, then exit; put it in cron every 15 minutes."""
-    from crustacean.errors import UsageError
-    from crustacean.ops.tick import log_line
-    from crustacean.ops.tick import tick as run_tick
-
-    if dry_run and plan:
-        raise UsageError(
-            "--dry-run and --plan can't be combined; pick one: --plan for costs, "
-            "--dry-run for what is due."
-        )
+    request = TickRequest(dry_run=dry_run, plan=plan, log=log)  # refuses --dry-run with --plan
     ws = state(ctx).open()
-    if log:
-        from crustacean.ops.cron import LOG_NAME, rotate_log
-
-        rotate_log(ws.logs_dir / LOG_NAME)
-    result = run_tick(ws, dry_run=dry_run, plan=plan)
+    result = scheduled(ws, request)
     if as_json:
         print_json(result.to_json())
-    elif log:
-        line = log_line(result.outcomes, datetime.now(UTC), ws.tz, verbose=verbose)
-        if line:
-            verbatim(line)
     else:
-        for line in result.lines(ws.tz):
-            say(line)
+        for line in result.shown(ws.tz, log=log, verbose=verbose):
+            (verbatim if log else say)(line)
     if result.exit_code:
         raise typer.Exit(result.exit_code)

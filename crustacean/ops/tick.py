@@ -14,7 +14,15 @@ from typing import Any
 
 from crustacean.clock import Clock, wall_clock
 from crustacean.config import STAGES
-from crustacean.errors import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, ConfigError, LockedError
+from crustacean.errors import (
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    EXIT_OK,
+    ConfigError,
+    LockedError,
+    UsageError,
+)
+from crustacean.ops.cron import LOG_NAME, rotate_log
 from crustacean.ops.tick_memo import last_ok_rows, note_quiet
 from crustacean.runs import error_line
 from crustacean.schedule import Due, due_stages, fmt
@@ -60,6 +68,7 @@ class TickResult:
     dry_run: bool = False
     locked: bool = False
     plan: bool = False
+    ended: datetime | None = None  # the clock when the last stage was done (the log line's time)
 
     @property
     def est_cost(self) -> float:
@@ -82,6 +91,14 @@ class TickResult:
                 "tools takes a few turns). Nothing was run or written."
             )
         return lines
+
+    def shown(self, tz: tzinfo, *, log: bool = False, verbose: bool = False) -> list[str]:
+        """What `tick` prints: its lines, or with `log` the cron log's one line (none for a
+        tick that ran nothing, unless `verbose`)."""
+        if not log:
+            return self.lines(tz)
+        line = log_line(self.outcomes, self.ended or wall_clock(), tz, verbose=verbose)
+        return [line] if line else []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -153,6 +170,29 @@ def preview_stage(ws: Workspace, stage: str, clock: Clock) -> Preview:
     return Preview(summary, plan.model, plan.est_input_tokens, plan.est_cost_first_turn)
 
 
+@dataclass(frozen=True)
+class TickRequest:
+    """What `crustacean tick` was asked, checked when made (before the workspace opens)."""
+
+    dry_run: bool = False
+    plan: bool = False
+    log: bool = False  # for the scheduler: rotate the cron log first
+
+    def __post_init__(self) -> None:
+        if self.dry_run and self.plan:
+            raise UsageError(
+                "--dry-run and --plan can't be combined; pick one: --plan for costs, "
+                "--dry-run for what is due."
+            )
+
+
+def scheduled(ws: Workspace, request: TickRequest, *, clock: Clock | None = None) -> TickResult:
+    """The tick the CLI runs: the cron log rotated by size first when it logs, then `tick`."""
+    if request.log:
+        rotate_log(ws.logs_dir / LOG_NAME)
+    return tick(ws, dry_run=request.dry_run, plan=request.plan, clock=clock)
+
+
 def tick(
     ws: Workspace,
     *,
@@ -191,6 +231,7 @@ def tick(
             result.locked = True
             status, error = None, error_line(e)
         result.outcomes.append(StageOutcome(due.stage, due, status, error))
+    result.ended = clock()
     return result
 
 
