@@ -43,3 +43,19 @@ def copy_workspace(template: Path, tmp_path: Path) -> Workspace:
 def git(root: Path, *args: str) -> str:
     proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
     return proc.stdout
+
+
+# A CLI run killed (SIGKILL) inside the store's write, at its fault point for one path ("first":
+# the first path it applies): the crash tests and the git tests start it with `python -c`.
+KILL_AT = """
+import os, signal, sys
+from crustacean.store import write as files
+point = {point!r}
+def hook(path):
+    if point == "first" or path == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+files._FAULT_HOOK = hook
+from crustacean.cli.app import app
+sys.argv = {argv!r}
+app()
+"""

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from store_helpers import KILL_AT
 from test_mcp import call, payload
 
 from conftest import run_cli, snapshot
@@ -131,20 +132,6 @@ def test_a_stale_index_lock_is_cleared_with_a_log_line(
     assert "removed a stale" in caplog.text and "index.lock" in caplog.text
     assert not (ws.root / ".git/index.lock").exists()
     assert git(ws.root, "diff", "--cached", "--name-only") == ""
-
-
-KILL_AT = """
-import os, signal, sys
-from crustacean.store import write as files
-point = {point!r}
-def hook(path):
-    if point == "first" or path == point:
-        os.kill(os.getpid(), signal.SIGKILL)
-files._FAULT_HOOK = hook
-from crustacean.cli.app import app
-sys.argv = {argv!r}
-app()
-"""
 
 
 def killed_cli(root: Path, point: str, *args: str) -> None:

@@ -17,6 +17,7 @@ from crustacean.config import (
     render_workspace_toml,
 )
 from crustacean.errors import UsageError
+from crustacean.ops.system_docs import upgrade_docs
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.scan import LeftOut, check_file, with_left_out_block
 from crustacean.store.versions import Git, git_available
@@ -211,8 +212,6 @@ def init_workspace(
         )
         report.version = result.version
     if any(f"{SYSTEM_DIR}/{name}" in report.kept for name in PIPELINE_DOCS):
-        from crustacean.ops.system_docs import upgrade_docs
-
         docs = upgrade_docs(store)  # an existing workspace gets the fixed instructions
         report.notes += docs.notes()
         report.version = docs.version or report.version

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeAnthropic, delay, tool_use
+from store_helpers import KILL_AT
 
 from crustacean.documents import parse_document
 from crustacean.stages.curate import entry_id
@@ -518,18 +519,6 @@ def test_a_kill_inside_atomic_write_leaves_no_temp_file(
 
 # ------------------------------------------------------------------ issue 19: the user's git
 
-KILL_AT = """
-import os, signal, sys
-from crustacean.store import write as files
-point = {point!r}
-def hook(path):
-    if point == "first" or path == point:
-        os.kill(os.getpid(), signal.SIGKILL)
-files._FAULT_HOOK = hook
-from crustacean.cli.app import app
-sys.argv = {argv!r}
-app()
-"""
 USER_ENV = {
     "GIT_AUTHOR_NAME": "Ada",
     "GIT_AUTHOR_EMAIL": "ada@example.org",
