@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from crustacean.errors import LockedError, RepoBusyError, VersionError
-from crustacean.store import gitread
+from crustacean.store import gitread, gitwrite
 
 EMAIL = "crustacean@localhost"
 TRAILER_ACTOR = "Crustacean-Actor"
@@ -40,6 +40,18 @@ IN_PROGRESS = (
     ("BISECT_LOG", "a bisect"),
 )
 log = logging.getLogger(__name__)
+
+
+def _no_fault(step: str) -> None:
+    """No fault injected: the default of `commit_paths(fault=...)`."""
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def git_available() -> bool:
@@ -74,7 +86,7 @@ class Git:
         self.root = root
         self._git_dir: Path | None = None
         self._index_fd: int | None = None  # set while this object holds index.lock
-        self._sign: bool | None = None
+        self._config: gitwrite.ConfigCache | None = None
 
     def run(
         self,
@@ -237,6 +249,7 @@ class Git:
         reuse_index: Path | None = None,
         expect: Mapping[str, str | None] | None = None,
         before_ref: Callable[[], None] | None = None,
+        fault: Callable[[str], None] | None = None,
     ) -> str:
         """Commit the working-tree state of `paths` on top of HEAD; return the new commit id.
 
@@ -247,7 +260,12 @@ class Git:
         the copy then holds the version, ready to become the user's index (no `read-tree`, no
         second `update-index`). Otherwise the copy is deleted, and the tree is built from the
         parent's tree on a fresh private index as always. `before_ref` runs just before HEAD
-        moves (the caller's files become durable meanwhile).
+        moves (the caller's files become durable meanwhile); `fault` is called at each step
+        of the commit and the ref update (the crash tests kill the process there).
+
+        In a plain repository the commit object and the ref update (HEAD.lock, the branch's
+        lock, the reflogs) are written here exactly as git writes them (gitwrite); anything
+        unusual, or a surprise under the locks, and git's `commit-tree`/`update-ref` do it.
         """
         paths = sorted(set(paths))
         env = {
@@ -273,13 +291,63 @@ class Git:
             finally:
                 index.unlink(missing_ok=True)
         body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
-        parents = ["-p", head] if head else []
-        sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgsign
-        commit = self.out("commit-tree", tree, *parents, *sign, env=env, input=body.encode())
+        step = fault or _no_fault
+        reflog = f"crustacean {actor}"
+        fast = self._fast_dir(head, env, body, now)
+        facts = self.facts()
+        ident = gitwrite.env_ident(
+            env, gitwrite.stamp(None if now is None else int(now.timestamp()))
+        )
+        if fast is not None and head is not None and not facts.sign:
+            text = gitwrite.commit_bytes(tree, [head], ident, body.encode())
+            commit = gitwrite.write_object(fast, b"commit", text, facts)
+        else:
+            parents = ["-p", head] if head else []
+            sign = ["-S"] if facts.sign else []  # commit-tree ignores commit.gpgsign
+            commit = self.out("commit-tree", tree, *parents, *sign, env=env, input=body.encode())
+        step(gitwrite.COMMIT_WRITTEN)
         if before_ref is not None:
             before_ref()
-        self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, head or "0" * 40)
+        if fast is not None and head is not None:
+            try:
+                gitwrite.update_head(fast, commit, head, ident, reflog, facts, step)
+                return commit
+            except gitwrite.Fallback as why:
+                log.debug("git moves HEAD itself: %s", why)
+            except OSError as err:
+                raise VersionError(
+                    f"the version could not be recorded ({err.strerror}: {err.filename}); "
+                    "nothing was changed. Run `git status` in the workspace to see why."
+                ) from err
+        ref_env = {k: v for k, v in env.items() if k.startswith("GIT_COMMITTER_")}
+        self.run("update-ref", "-m", reflog, "HEAD", commit, head or "0" * 40, env=ref_env)
         return commit
+
+    def facts(self) -> gitwrite.Facts:
+        """The effective git config's say on writing versions, re-read when it changes."""
+        if self._config is None:
+            self._config = gitwrite.ConfigCache(self.root, self.git_dir)
+        return self._config.facts(self.run)
+
+    def _fast_dir(
+        self, head: str | None, env: Mapping[str, str], body: str, now: datetime | None
+    ) -> Path | None:
+        """The git folder when this commit and its ref update can be written without git
+        (see gitwrite); None when anything about them is unusual."""
+        git_dir = gitread.plain_git_dir(self.root)
+        if git_dir is None or head is None or len(head) != 40:
+            return None
+        why = gitwrite.unusual(git_dir, self.facts())
+        if not why and not gitwrite.plain_ident(env["GIT_COMMITTER_NAME"], EMAIL):
+            why = "an actor name git would rewrite"
+        if not why and ("\0" in body or not _utf8(body)):
+            why = "a message that is not plain UTF-8"
+        if not why and now is not None and now.timestamp() < 0:
+            why = "a date before 1970"
+        if why:
+            log.debug("git writes this version itself: %s", why)
+            return None
+        return git_dir
 
     def _write_tree(self, index: Path, paths: list[str]) -> str:
         """Stage the working-tree state of `paths` into `index` and write its tree."""
@@ -319,10 +387,7 @@ class Git:
 
     def signs_commits(self) -> bool:
         """`commit.gpgsign`, honoured as `git commit` would (plumbing ignores it on purpose)."""
-        if self._sign is None:
-            proc = self.run("config", "--bool", "--get", "commit.gpgsign", check=False)
-            self._sign = proc.stdout.strip() == b"true"
-        return self._sign
+        return self.facts().sign
 
     # ------------------------------------------------------------ the user's index
 

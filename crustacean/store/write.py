@@ -503,6 +503,7 @@ class Store:
                 reuse_index=copy,
                 expect=_blob_ids(plan, touched, head) if copy else None,
                 before_ref=settle,  # the renames are on disk before HEAD names the version
+                fault=_fault_point,
             )
             settle()
         except BaseException:

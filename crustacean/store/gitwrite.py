@@ -1,0 +1,398 @@
+"""Writing a commit object and moving HEAD's branch without starting a git process.
+
+A version's `commit-tree` and `update-ref` cost more than the rest of the write; both outputs are
+fully specified (a commit object's bytes, git's ref lock protocol and reflog line), so they are
+done here, exactly as git does them, whenever the repository is a plain one: a loose ref, SHA-1
+objects, no signing, no commit encoding, no repository extensions, no reference-transaction hook,
+no shared permissions. Anything else, and any surprise on the way (a lock held, HEAD moved), makes
+the caller run git itself, so the result is always what git would have written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import subprocess
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+# A name git writes into an ident as given: no "crud" it would strip or drop (ident.c).
+_PLAIN_IDENT = re.compile(r"^[A-Za-z0-9_-]+(?: [A-Za-z0-9_-]+)*$")
+_PLAIN_EMAIL = re.compile(r"^[A-Za-z0-9_.+-]+@[A-Za-z0-9_.-]+$")
+# Environment variables that change where git reads or writes, or what a commit or reflog
+# line holds (GIT_TEST_* too): with any of them set, git writes the version itself.
+_ENV_DENIED = {
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_DATE",
+    "GIT_QUARANTINE_PATH",
+    "GIT_REF_PARANOIA",
+}
+# core.fsync components (git's cache.h / environment.c), as bits.
+_LOOSE, _PACK, _PACK_META, _GRAPH, _INDEX, _REF = (1 << i for i in range(6))
+_OBJECTS = _LOOSE | _PACK
+_DERIVED = _PACK_META | _GRAPH
+_FSYNC_DEFAULT = (_OBJECTS | _DERIVED) & ~_LOOSE
+_FSYNC_NAMES = (
+    ("loose-object", _LOOSE),
+    ("pack", _PACK),
+    ("pack-metadata", _PACK_META),
+    ("commit-graph", _GRAPH),
+    ("index", _INDEX),
+    ("objects", _OBJECTS),
+    ("reference", _REF),
+    ("derived-metadata", _DERIVED),
+    ("committed", _OBJECTS | _REF),
+    ("added", _OBJECTS | _REF | _INDEX),
+    ("all", _OBJECTS | _REF | _INDEX | _DERIVED),
+)
+_TRUE = ("true", "yes", "on", "1")
+# The fault points of a version, in order (`Git.commit_paths(fault=...)`; the crash tests kill
+# the process at each): the commit object written; the ref's lock written; the reflogs
+# appended; the ref renamed into place (HEAD.lock not yet removed).
+COMMIT_WRITTEN = ":commit-written"
+REF_LOCKED = ":ref-locked"
+REFLOG_WRITTEN = ":reflog-written"
+REF_MOVED = ":ref-moved"
+STEPS = (COMMIT_WRITTEN, REF_LOCKED, REFLOG_WRITTEN, REF_MOVED)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the repository's effective git config says about writing a version."""
+
+    plain: bool  # the commit and the ref may be written here
+    why: str  # why not, when not plain (for the log and the tests)
+    sign: bool  # commit.gpgsign: git's commit-tree -S makes the commit
+    fsync_objects: bool
+    fsync_refs: bool
+    compression: int
+    hooks: Path  # where a reference-transaction hook would be
+
+
+def fsync_components(value: str) -> int:
+    """`core.fsync` as git parses it: from the platform default, `-name` removes, `name` adds,
+    `none` (the whole rest of the value) clears; a name matches every component it begins."""
+    current, positive, negative = _FSYNC_DEFAULT, 0, 0
+    rest: str | None = value
+    while rest is not None:
+        rest = rest.lstrip(", \t\n\r")
+        comma = rest.find(",")
+        word = rest if comma < 0 else rest[:comma]
+        nxt = None if comma < 0 else rest[comma + 1 :]
+        if rest == "none":
+            current = 0
+            rest = nxt
+            continue
+        negated = word.startswith("-")
+        word = word[1:] if negated else word
+        if not word:
+            break
+        for name, bits in _FSYNC_NAMES:
+            if name.startswith(word):
+                if negated:
+                    negative |= bits
+                else:
+                    positive |= bits
+        rest = nxt
+    return (current & ~negative) | positive
+
+
+def parse_facts(root: Path, git_dir: Path, listing: bytes) -> Facts:
+    """Facts from `git config -l -z` output (the last value of a key wins, as in git)."""
+    values: dict[str, str] = {}
+    keys: list[str] = []
+    for item in listing.split(b"\0"):
+        if not item:
+            continue
+        key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
+        keys.append(key)
+        values[key] = value
+
+    def why_not() -> str:
+        for key in keys:
+            if key.startswith("extensions."):
+                return f"the repository uses {key}"
+            if key.startswith("hook."):
+                return f"hooks are configured ({key})"
+        if values.get("core.repositoryformatversion", "0") not in ("0", "1"):
+            return "an unknown repository format version"
+        for key in ("i18n.commitencoding", "core.sharedrepository", "core.worktree"):
+            if key in values:
+                return f"{key} is set"
+        if values.get("core.bare", "false").lower() in _TRUE:
+            return "a bare repository"
+        if values.get("core.logallrefupdates", "true").lower() not in (*_TRUE, "always"):
+            return "core.logAllRefUpdates is not true"
+        if values.get("core.fsyncmethod", "fsync") != "fsync":
+            return "core.fsyncMethod is not fsync"
+        return ""
+
+    comps = fsync_components(values["core.fsync"]) if "core.fsync" in values else _FSYNC_DEFAULT
+    if values.get("core.fsyncobjectfiles", "false").lower() in _TRUE:
+        comps |= _LOOSE
+    why = why_not()
+    try:
+        level = int(values.get("core.loosecompression", values.get("core.compression", "1")))
+    except ValueError:
+        why, level = why or "core.compression is not a number", 1
+    if not -1 <= level <= 9:
+        why, level = why or "core.compression is out of range", 1
+    hooks = Path(os.path.expanduser(values.get("core.hookspath", str(git_dir / "hooks"))))
+    return Facts(
+        plain=not why,
+        why=why,
+        sign=values.get("commit.gpgsign", "false").lower() in _TRUE,
+        fsync_objects=bool(comps & _LOOSE),
+        fsync_refs=bool(comps & _REF),
+        compression=level,
+        hooks=hooks if hooks.is_absolute() else root / hooks,
+    )
+
+
+def _stat_key(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+class ConfigCache:
+    """The effective config, read with one `git config` per change of any file it came from
+    (or could come from), of the environment, or of HEAD (an `includeIf.onbranch` reads it)."""
+
+    def __init__(self, root: Path, git_dir: Path) -> None:
+        self.root, self.git_dir = root, git_dir
+        self._key: object = None
+        self._facts: Facts | None = None
+        self._origins: list[Path] = []
+
+    def _candidates(self) -> list[Path]:
+        home = Path(os.environ.get("HOME", "/nonexistent"))
+        xdg = Path(os.environ.get("XDG_CONFIG_HOME", str(home / ".config")))
+        found = [
+            self.git_dir / "config",
+            self.git_dir / "config.worktree",
+            self.git_dir / "HEAD",
+            home / ".gitconfig",
+            xdg / "git" / "config",
+            Path(os.environ.get("GIT_CONFIG_SYSTEM", "/etc/gitconfig")),
+        ]
+        if "GIT_CONFIG_GLOBAL" in os.environ:
+            found.append(Path(os.environ["GIT_CONFIG_GLOBAL"]))
+        return found + self._origins
+
+    def _current_key(self) -> object:
+        env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_")))
+        files = tuple((str(p), _stat_key(p)) for p in self._candidates())
+        return env, files, os.environ.get("HOME"), os.environ.get("XDG_CONFIG_HOME")
+
+    def facts(self, run: Callable[..., subprocess.CompletedProcess[bytes]]) -> Facts:
+        key = self._current_key()
+        if self._facts is None or key != self._key:
+            proc = run("config", "-l", "-z", "--show-origin", check=False)
+            out = proc.stdout if proc.returncode == 0 else b""
+            listing, origins = _split_origins(out, self.root)
+            self._origins = origins
+            self._facts = parse_facts(self.root, self.git_dir, listing)
+            self._key = self._current_key()  # with the files the listing named
+        return self._facts
+
+
+def _split_origins(out: bytes, root: Path) -> tuple[bytes, list[Path]]:
+    """`--show-origin -z` prints `file:PATH\\0key\\nvalue\\0` pairs: the listing and the files
+    (a relative PATH is from the work tree's top, where git runs)."""
+    items = out.split(b"\0")
+    listing, origins = [], set()
+    for origin, entry in zip(items[0::2], items[1::2], strict=False):
+        if origin.startswith(b"file:"):
+            origins.add(root / os.fsdecode(origin[5:]))
+        listing.append(entry)
+    return b"\0".join(listing), sorted(origins)
+
+
+def unusual(git_dir: Path, facts: Facts) -> str:
+    """Why this repository's state (not its config) needs git itself; "" when it does not."""
+    if not facts.plain:
+        return facts.why
+    for var in os.environ:
+        if var in _ENV_DENIED or var.startswith("GIT_TEST_"):
+            return f"{var} is set"
+    for name, what in (
+        ("info/grafts", "grafts"),
+        ("reftable", "the reftable ref format"),
+        ("commondir", "a linked worktree"),
+    ):
+        if (git_dir / name).exists():
+            return what
+    if (facts.hooks / "reference-transaction").exists():
+        return "a reference-transaction hook"
+    return ""
+
+
+def plain_ident(name: str, email: str) -> bool:
+    """Whether git would write this name and email into an ident unchanged."""
+    return bool(_PLAIN_IDENT.match(name) and _PLAIN_EMAIL.match(email))
+
+
+def stamp(now: int | None) -> str:
+    """`<seconds> <±hhmm>` as git writes a date: the given time in UTC, or the clock in the
+    local zone (ident.c's datestamp; local_tzoffset rounds to minutes)."""
+    if now is not None:
+        return f"{now} +0000"
+    seconds = int(time.time())
+    offset = time.localtime(seconds).tm_gmtoff
+    minutes = abs(offset) // 60
+    return f"{seconds} {'-' if offset < 0 else '+'}{minutes // 60:02d}{minutes % 60:02d}"
+
+
+def commit_bytes(tree: str, parents: list[str], ident: str, message: bytes) -> bytes:
+    """A commit object's body as `git commit-tree` writes it (no encoding header, no signature)."""
+    lines = [f"tree {tree}\n", *(f"parent {p}\n" for p in parents)]
+    lines += [f"author {ident}\n", f"committer {ident}\n", "\n"]
+    return "".join(lines).encode() + message
+
+
+def write_object(git_dir: Path, kind: bytes, body: bytes, facts: Facts) -> str:
+    """Store a loose object as git does: a 0444 temp file in its fan-out folder, deflated,
+    fsynced when core.fsync says so, then linked to its name (an existing one is kept)."""
+    data = b"%s %d\0" % (kind, len(body)) + body
+    oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    folder = git_dir / "objects" / oid[:2]
+    final = folder / oid[2:]
+    if final.exists():
+        return oid
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f"tmp_obj_{uuid.uuid4().hex[:6]}"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o444)
+    try:
+        try:
+            os.write(fd, zlib.compress(data, facts.compression))
+            if facts.fsync_objects:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, final)
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links on this filesystem: git renames instead
+            os.rename(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return oid
+
+
+class Fallback(Exception):
+    """This ref update needs git itself (a lock held, HEAD moved, an odd ref); nothing changed."""
+
+
+def update_head(
+    git_dir: Path,
+    new: str,
+    old: str,
+    ident: str,
+    message: str,
+    facts: Facts,
+    fault: Callable[[str], None],
+) -> None:
+    """`git update-ref -m MESSAGE HEAD NEW OLD` for HEAD on a branch with a loose or packed ref,
+    in git's order: HEAD.lock and the branch's lock created exclusively, the branch checked to
+    be OLD under its lock, NEW written to the lock (fsynced when core.fsync hardens references),
+    the reflog lines appended to logs/HEAD then the branch's log, the lock renamed over the ref,
+    the locks removed. Raises Fallback, with nothing changed, when git must do it."""
+    try:
+        head = (git_dir / "HEAD").read_bytes()
+    except OSError as err:
+        raise Fallback("HEAD cannot be read") from err
+    ref = head[5:-1].decode("utf-8", "surrogateescape")
+    if not head.startswith(b"ref: refs/heads/") or not head.endswith(b"\n") or "\n" in ref:
+        raise Fallback("HEAD is not a plain branch")
+    if not (_HEX40.match(new) and _HEX40.match(old)):
+        raise Fallback("not a SHA-1 update")
+    held: list[Path] = []
+    try:
+        for lock in (git_dir / "HEAD.lock", git_dir / f"{ref}.lock"):
+            try:
+                os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o666))
+            except OSError as err:  # held by another git (or a D/F clash): git waits and says
+                raise Fallback(f"{lock.name} cannot be taken") from err
+            held.append(lock)
+        if (git_dir / "HEAD").read_bytes() != head:
+            raise Fallback("HEAD changed")
+        if _ref_value(git_dir, ref) != old:
+            raise Fallback("the branch moved")  # git's own error names both ids
+        ref_lock = held[1]
+        with open(ref_lock, "wb") as fh:
+            fh.write(f"{new}\n".encode())
+            fh.flush()
+            if facts.fsync_refs:
+                os.fsync(fh.fileno())
+        fault(REF_LOCKED)
+        line = f"{old} {new} {ident}\t{message}\n".encode()
+        for log_name in ("HEAD", ref):
+            _append_reflog(git_dir / "logs" / log_name, line, facts.fsync_refs)
+        fault(REFLOG_WRITTEN)
+        os.rename(ref_lock, git_dir / ref)
+        held.remove(ref_lock)
+        fault(REF_MOVED)
+    finally:
+        for lock in held:  # a lock left behind is cleared by the next write, as git's would be
+            with contextlib.suppress(OSError):
+                lock.unlink(missing_ok=True)
+
+
+def _ref_value(git_dir: Path, ref: str) -> str | None:
+    try:
+        value = (git_dir / ref).read_bytes()
+    except FileNotFoundError:
+        value = _packed(git_dir, ref.encode("utf-8", "surrogateescape")) + b"\n"
+    except OSError:
+        return None
+    text = value.decode("ascii", "replace")
+    return text[:-1] if text.endswith("\n") and _HEX40.match(text[:-1]) else None
+
+
+def _packed(git_dir: Path, ref: bytes) -> bytes:
+    try:
+        packed = (git_dir / "packed-refs").read_bytes()
+    except OSError:
+        return b""
+    for line in packed.splitlines():
+        oid, _, name = line.partition(b" ")
+        if name == ref:
+            return oid
+    return b""
+
+
+def _append_reflog(path: Path, line: bytes, fsync: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_APPEND | os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        os.write(fd, line)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def env_ident(env: Mapping[str, str], stamp_text: str) -> str:
+    """The ident git builds from GIT_COMMITTER_NAME/EMAIL and a date."""
+    return f"{env['GIT_COMMITTER_NAME']} <{env['GIT_COMMITTER_EMAIL']}> {stamp_text}"
