@@ -9,12 +9,17 @@ mode change, packed objects, no index) still gets the version git itself would m
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from crustacean.store import gitread
+from crustacean.errors import VersionError
+from crustacean.store import gitread, gitwrite
 from crustacean.store.versions import Git
 from crustacean.store.write import Store
 from crustacean.workspace import Workspace
@@ -63,6 +68,21 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def assert_sound(root: Path) -> None:
+    """What git itself says of the repository: no error, no warning, a readable reflog that
+    names HEAD first, and every ref and reflog line in its format."""
+    fsck = subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True, text=True)
+    said = (fsck.stdout + fsck.stderr).splitlines()
+    # a commit no ref names (a kill before HEAD moved leaves one, as a killed git does) is
+    # not a fault: gc prunes it
+    assert fsck.returncode == 0 and all(s.startswith("dangling commit ") for s in said), said
+    head = git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "reflog", "-n1", "--format=%H").strip() == head
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    assert git(root, "reflog", "show", "-n1", "--format=%H", branch).strip() == head
+    assert not (root / ".git/HEAD.lock").exists() and not (root / f".git/{branch}.lock").exists()
+
+
 def assert_index_follows_head(root: Path, path: str) -> None:
     assert (
         git(root, "ls-files", "-s", "--", path).split()[:2]
@@ -70,14 +90,16 @@ def assert_index_follows_head(root: Path, path: str) -> None:
     )
 
 
-def test_a_one_file_version_is_four_git_commands_and_the_index_is_heads(
+def test_a_one_file_version_is_two_git_commands_and_the_index_is_heads(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = store.root
     append(store, "- warm up\n")
     seen = recorded(monkeypatch)
     version = append(store, "- one line\n")
-    assert seen == ["update-index", "write-tree", "commit-tree", "update-ref"]
+    assert seen == ["update-index", "write-tree"]  # the commit and HEAD's move: gitwrite
+    assert_sound(root)
+    assert git(root, "reflog", "-n1", "--format=%H %gs") == f"{version} crustacean curate\n"
     assert version == git(root, "rev-parse", "HEAD").strip()
     assert git(root, "show", f"HEAD:{NOTE}") == "# fast\n- warm up\n- one line\n"
     assert git(root, "diff", "--name-only", "HEAD~1", "HEAD").split() == [NOTE]
@@ -158,7 +180,7 @@ def test_the_next_version_after_a_fallback_is_fast_again(
     append(store, "- one\n")
     seen = recorded(monkeypatch)
     append(store, "- two\n")
-    assert seen == ["update-index", "write-tree", "commit-tree", "update-ref"]
+    assert seen == ["update-index", "write-tree"]
     assert git(root, "status", "--porcelain") == ""
 
 
@@ -271,7 +293,7 @@ def test_the_files_folders_are_synced_before_head_moves(
     from crustacean.store import write
 
     events: list[str] = []
-    real_sync, real_run = write.fsync_dir, Git.run
+    real_sync, real_run, real_move = write.fsync_dir, Git.run, gitwrite.update_head
 
     def sync(folder: Path) -> None:
         real_sync(folder)
@@ -281,11 +303,16 @@ def test_the_files_folders_are_synced_before_head_moves(
         events.append(args[0])
         return real_run(self, *args, **kw)  # type: ignore[arg-type]  # passes git's keyword arguments through
 
+    def move(*args: object) -> None:
+        events.append("update_head")
+        real_move(*args)  # type: ignore[arg-type]  # update_head's own arguments
+
     monkeypatch.setattr(write, "fsync_dir", sync)
     monkeypatch.setattr(Git, "run", run)
+    monkeypatch.setattr(gitwrite, "update_head", move)
     append(store, "- durable\n")
     assert "synced .crustacean" in events[: events.index("update-index")]  # the journal's
-    assert events.index("synced memory/notes") < events.index("update-ref")
+    assert events.index("synced memory/notes") < events.index("update_head")
 
 
 def test_a_file_that_cannot_be_written_leaves_nothing_behind(
@@ -362,3 +389,327 @@ def test_an_index_copy_on_another_filesystem_goes_through_gits_lock(
     assert_index_follows_head(root, NOTE)
     assert not (root / ".git/index.lock").exists()
     assert not [p for p in (root / ".crustacean").iterdir() if p.name.startswith("index-")]
+
+
+# ------------------------------------------------------------------ the commit and HEAD in Python
+# (gitwrite): byte-identical to git's, git itself for anything unusual, sound after a kill.
+
+FIXED = datetime(2026, 5, 1, 10, 30, tzinfo=UTC)
+TRAILERS = {"Crustacean-Actor": "curate", "Crustacean-Call": "c1"}
+
+
+def plain_repo(tmp_path: Path, name: str = "repo") -> Path:
+    root = tmp_path / name
+    (root / "d").mkdir(parents=True)
+    git(root, "init", "-q")
+    (root / "d/a.md").write_text("a\n")
+    (root / "top.md").write_text("t\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    return root
+
+
+def version_of(root: Path, now: datetime | None, actor: str = "curate") -> str:
+    with (root / "d/a.md").open("a") as fh:
+        fh.write("- more\n")
+    return Git(root).commit_paths(
+        ["d/a.md"], actor=actor, message="fast: more", trailers=TRAILERS, now=now
+    )
+
+
+def last_line(path: Path) -> bytes:
+    return path.read_bytes().splitlines(keepends=True)[-1]
+
+
+def test_the_commit_and_reflog_lines_are_byte_identical_to_gits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours, theirs = plain_repo(tmp_path), tmp_path / "theirs"
+    shutil.copytree(ours, theirs, symlinks=True)
+    seen = recorded(monkeypatch)
+    mine = version_of(ours, FIXED)
+    assert "commit-tree" not in seen and "update-ref" not in seen
+    monkeypatch.setattr(gitwrite, "unusual", lambda *a: "forced, for the comparison")
+    seen.clear()
+    gits = version_of(theirs, FIXED)
+    assert "commit-tree" in seen and "update-ref" in seen
+    assert mine == gits
+    assert git(ours, "cat-file", "commit", mine) == git(theirs, "cat-file", "commit", gits)
+    branch = git(ours, "symbolic-ref", "HEAD").strip()
+    for log_file in ("logs/HEAD", f"logs/{branch}"):
+        assert last_line(ours / ".git" / log_file) == last_line(theirs / ".git" / log_file)
+    assert (ours / ".git" / branch).read_bytes() == (theirs / ".git" / branch).read_bytes()
+    for root in (ours, theirs):
+        assert_sound(root)
+    obj = f".git/objects/{mine[:2]}/{mine[2:]}"
+    assert (ours / obj).stat().st_mode & 0o777 == 0o444  # git's loose objects are read-only
+    assert not list((ours / ".git/objects").glob("*/tmp_obj_*"))
+
+
+@pytest.mark.parametrize("zone", ["UTC0", "IST-5:30", "EST+5", "NPT-5:45", "NST+3:30"])
+def test_the_clocks_date_and_zone_are_written_as_git_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zone: str
+) -> None:
+    root = plain_repo(tmp_path)
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        mine = version_of(root, None)
+        text = git(root, "cat-file", "commit", mine)
+        author = next(line for line in text.splitlines() if line.startswith("author "))
+        seconds, offset = author.split()[-2:]
+        tree, parent = git(root, "rev-parse", f"{mine}^{{tree}}", f"{mine}~1").split()
+        message = text.split("\n\n", 1)[1]
+        proc = subprocess.run(
+            ["git", "commit-tree", tree, "-p", parent],
+            cwd=root,
+            input=message,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "GIT_AUTHOR_NAME": "crustacean curate"}
+            | {"GIT_AUTHOR_EMAIL": "crustacean@localhost"}
+            | {"GIT_COMMITTER_NAME": "crustacean curate"}
+            | {"GIT_COMMITTER_EMAIL": "crustacean@localhost"},
+        )
+        gits = git(root, "cat-file", "commit", proc.stdout.strip())
+        their_author = next(line for line in gits.splitlines() if line.startswith("author "))
+        assert their_author.split()[-1] == offset  # the zone git computes from TZ
+        assert abs(int(their_author.split()[-2]) - int(seconds)) <= 5
+        dated = {"GIT_AUTHOR_DATE": f"{seconds} {offset}", "GIT_COMMITTER_DATE": ""}
+        dated["GIT_COMMITTER_DATE"] = dated["GIT_AUTHOR_DATE"]
+        again = subprocess.run(
+            ["git", "commit-tree", tree, "-p", parent],
+            cwd=root,
+            input=message,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **dated}
+            | {"GIT_AUTHOR_NAME": "crustacean curate", "GIT_AUTHOR_EMAIL": "crustacean@localhost"}
+            | {"GIT_COMMITTER_NAME": "crustacean curate"}
+            | {"GIT_COMMITTER_EMAIL": "crustacean@localhost"},
+        )
+        assert again.stdout.strip() == mine  # the same bytes, so the same id
+        line = last_line(root / ".git/logs/HEAD").decode()
+        assert line.endswith(f"<crustacean@localhost> {seconds} {offset}\tcrustacean curate\n")
+    finally:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("", gitwrite._FSYNC_DEFAULT),
+        ("none", 0),
+        ("reference", gitwrite._FSYNC_DEFAULT | gitwrite._REF),
+        ("loose-object,reference", gitwrite._FSYNC_DEFAULT | gitwrite._LOOSE | gitwrite._REF),
+        ("committed", gitwrite._FSYNC_DEFAULT | gitwrite._OBJECTS | gitwrite._REF),
+        ("-pack", gitwrite._FSYNC_DEFAULT & ~(gitwrite._PACK | gitwrite._PACK_META)),
+        ("ind", gitwrite._FSYNC_DEFAULT | gitwrite._INDEX),  # a prefix names every match
+        ("pack", gitwrite._FSYNC_DEFAULT | gitwrite._PACK | gitwrite._PACK_META),
+        ("none,reference", gitwrite._FSYNC_DEFAULT | gitwrite._REF),  # `none` only alone
+        # what is named wins over what is removed, whatever the order
+        (" all, -index", gitwrite._OBJECTS | gitwrite._REF | gitwrite._DERIVED | gitwrite._INDEX),
+        ("bogus", gitwrite._FSYNC_DEFAULT),
+    ],
+)
+def test_core_fsync_is_read_as_git_reads_it(value: str, expected: int) -> None:
+    assert gitwrite.fsync_components(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("setting", "synced"),
+    [(None, set()), ("reference", {"ref", "log"}), ("loose-object", {"object"})],
+)
+def test_refs_and_objects_are_fsynced_as_core_fsync_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None, synced: set[str]
+) -> None:
+    root = plain_repo(tmp_path)
+    if setting is not None:
+        git(root, "config", "core.fsync", setting)
+    seen: set[str] = set()
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if "/.git/logs/" in name:
+            seen.add("log")
+        elif name.endswith(".lock"):
+            seen.add("ref")
+        elif "/.git/objects/" in name:
+            seen.add("object")
+        real(fd)
+
+    monkeypatch.setattr(gitwrite.os, "fsync", spy)
+    version_of(root, FIXED)
+    assert seen == synced
+    assert_sound(root)
+
+
+def _sign(root: Path) -> None:
+    gpg = root.parent / "fake-gpg"
+    gpg.write_text(
+        "#!/bin/sh\ncat >/dev/null\necho '[GNUPG:] SIG_CREATED D 1 8 00 0 0' >&2\n"
+        "printf -- '-----BEGIN PGP SIGNATURE-----\\n\\nZmFrZQ==\\n-----END PGP SIGNATURE-----\\n'\n"
+    )
+    gpg.chmod(0o755)
+    git(root, "config", "gpg.program", str(gpg))
+    git(root, "config", "commit.gpgsign", "true")
+
+
+def _hook(root: Path) -> None:
+    hook = root / ".git/hooks/reference-transaction"
+    hook.write_text(f'#!/bin/sh\necho "$1" >> {root.parent / "hook.log"}\n')
+    hook.chmod(0o755)
+
+
+UNUSUAL = {
+    "signing": _sign,
+    "an extension": lambda r: (
+        git(r, "config", "core.repositoryformatversion", "1"),
+        git(r, "config", "extensions.worktreeConfig", "true"),
+    ),
+    "a commit encoding": lambda r: git(r, "config", "i18n.commitEncoding", "ISO-8859-1"),
+    "grafts": lambda r: (r / ".git/info").mkdir(exist_ok=True) or (r / ".git/info/grafts").touch(),
+    "replace refs": lambda r: (r / ".git/refs/replace").mkdir(),
+    "a reference-transaction hook": _hook,
+    "no reflogs": lambda r: git(r, "config", "core.logAllRefUpdates", "false"),
+    "batched fsync": lambda r: git(r, "config", "core.fsyncMethod", "batch"),
+    "a shared repository": lambda r: git(r, "config", "core.sharedRepository", "group"),
+    "a date in the environment": lambda r: os.environ.update(GIT_COMMITTER_DATE="1700000000 +0100"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNUSUAL))
+def test_anything_unusual_is_left_to_git(
+    store: Store, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    root = store.root
+    append(store, "- warm up\n")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "")  # restored after the test, then removed
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    UNUSUAL[case](root)
+    seen = recorded(monkeypatch)
+    version = append(store, "- now git writes it\n")
+    assert "commit-tree" in seen  # and the ref too, but for signing, which changes no ref
+    assert ("update-ref" in seen) == (case != "signing")
+    assert git(root, "show", f"HEAD:{NOTE}") == "# fast\n- warm up\n- now git writes it\n"
+    assert git(root, "rev-parse", "HEAD").strip() == version
+    text = git(root, "cat-file", "commit", "HEAD")
+    if case == "signing":
+        assert "gpgsig -----BEGIN PGP SIGNATURE-----" in text
+    if case == "a commit encoding":
+        assert "\nencoding ISO-8859-1\n" in text
+    if case == "a reference-transaction hook":
+        assert (root.parent / "hook.log").read_text().split()[-2:] == ["prepared", "committed"]
+    if case == "a date in the environment":
+        assert "1700000000 +0100" in text
+    if case not in ("grafts", "replace refs"):  # git warns of those itself
+        assert_sound(root)
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_odd_actor_names_are_left_to_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = plain_repo(tmp_path)
+    seen = recorded(monkeypatch)
+    version = version_of(root, FIXED, actor="odd.")  # git strips a trailing dot from a name
+    assert "commit-tree" in seen
+    assert "author crustacean odd <" in git(root, "cat-file", "commit", version)
+
+
+def test_a_config_change_is_seen_by_the_next_version(
+    store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    root = store.root
+    home = Path(os.environ["HOME"])
+    (home / ".gitconfig").write_text("[include]\n\tpath = extra.gitconfig\n")
+    (home / "extra.gitconfig").write_text("")
+    append(store, "- one\n")
+    seen = recorded(monkeypatch)
+    append(store, "- two\n")
+    assert seen == ["update-index", "write-tree"]  # the config is read once, then kept
+    (home / "extra.gitconfig").write_text("[i18n]\n\tcommitEncoding = ISO-8859-1\n")
+    seen.clear()
+    append(store, "- three\n")
+    assert "config" in seen and "commit-tree" in seen  # an included file changed
+    assert "\nencoding ISO-8859-1\n" in git(root, "cat-file", "commit", "HEAD")
+
+
+def test_packed_refs_are_moved_as_git_moves_them(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = store.root
+    append(store, "- one\n")
+    git(root, "pack-refs", "--all", "--prune")
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    assert not (root / ".git" / branch).exists()
+    seen = recorded(monkeypatch)
+    version = append(store, "- two\n")
+    assert seen == ["update-index", "write-tree"]
+    assert (root / ".git" / branch).read_text() == f"{version}\n"  # a loose ref over the packed
+    assert_sound(root)
+
+
+def _take_the_branch_lock(root: Path) -> None:
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    (root / ".git" / f"{branch}.lock").write_text("another git's\n")
+
+
+def _move_the_branch(root: Path) -> None:
+    git(root, "update-ref", "HEAD", "HEAD~1")
+
+
+@pytest.mark.parametrize("race", [_take_the_branch_lock, _move_the_branch])
+def test_a_lock_taken_or_head_moved_meanwhile_fails_the_write_cleanly(
+    store: Store, monkeypatch: pytest.MonkeyPatch, race: Callable[[Path], None]
+) -> None:
+    """Between the commit object and the ref update another git takes the branch's lock or
+    moves it: git's own update-ref then says why, the write fails, and nothing changed."""
+    from crustacean.store import write
+
+    root = store.root
+    append(store, "- one\n")
+    before = (root / NOTE).read_bytes()
+
+    def hook(point: str) -> None:
+        if point == gitwrite.COMMIT_WRITTEN:
+            race(root)
+            head.append(git(root, "rev-parse", "HEAD").strip())
+
+    head: list[str] = []
+    monkeypatch.setattr(write, "_FAULT_HOOK", hook)
+    with pytest.raises(VersionError, match="update-ref failed"):
+        append(store, "- two\n")
+    assert (root / NOTE).read_bytes() == before
+    assert git(root, "rev-parse", "HEAD").strip() == head[0]  # as the other git left it
+    assert not (root / ".crustacean/journal.json").exists()
+
+
+@pytest.mark.parametrize("point", gitwrite.STEPS)
+def test_a_kill_at_every_step_of_the_version_leaves_before_or_after(
+    ws: Workspace, point: str
+) -> None:
+    """SIGKILL at each step of the commit and the ref update (the crash suite's KILL_AT): the
+    next run leaves the workspace as before the killed write (HEAD never moved) or as after
+    (it did), git finds nothing wrong, and the next write is a version as usual."""
+    from test_store_git import killed_cli
+
+    from conftest import run_cli
+
+    root = ws.root
+    head = git(root, "rev-parse", "HEAD").strip()
+    killed_cli(root, point, "remember", "tea", "Alice drinks green tea.")
+    moved = git(root, "rev-parse", "HEAD").strip() != head
+    assert moved == (point == gitwrite.REF_MOVED)  # HEAD moves with the rename, and only then
+    run_cli("-w", str(root), "remember", "coffee", "Bob drinks coffee.")
+    tea = root / "memory/lessons/tea.md"
+    if moved:
+        assert "green tea" in tea.read_text()
+        assert "green tea" in git(root, "show", "HEAD:memory/lessons/tea.md")
+    else:
+        assert not tea.exists()
+        assert "memory/lessons/tea.md" not in git(root, "ls-tree", "-r", "--name-only", "HEAD")
+    assert "coffee" in git(root, "show", "HEAD:memory/lessons/coffee.md")
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "diff", "--cached", "--name-only") == ""
+    assert_sound(root)

@@ -217,15 +217,22 @@ class ConfigCache:
 
 
 def _split_origins(out: bytes, root: Path) -> tuple[bytes, list[Path]]:
-    """`--show-origin -z` prints `file:PATH\\0key\\nvalue\\0` pairs: the listing and the files
-    (a relative PATH is from the work tree's top, where git runs)."""
+    """`--show-origin -z` prints `file:PATH\\0key\\nvalue\\0` pairs: the listing, and every file
+    it came from or names as an include (a relative PATH is from the work tree's top, where
+    git runs; an include's relative path is from the file that names it)."""
     items = out.split(b"\0")
-    listing, origins = [], set()
+    listing, watched = [], set()
     for origin, entry in zip(items[0::2], items[1::2], strict=False):
-        if origin.startswith(b"file:"):
-            origins.add(root / os.fsdecode(origin[5:]))
         listing.append(entry)
-    return b"\0".join(listing), sorted(origins)
+        if not origin.startswith(b"file:"):
+            continue
+        source = root / os.fsdecode(origin[5:])
+        watched.add(source)
+        key, _, value = os.fsdecode(entry).partition("\n")
+        if key == "include.path" or (key.startswith("includeif.") and key.endswith(".path")):
+            target = Path(os.path.expanduser(value))
+            watched.add(target if target.is_absolute() else source.parent / target)
+    return b"\0".join(listing), sorted(watched)
 
 
 def unusual(git_dir: Path, facts: Facts) -> str:
