@@ -11,11 +11,13 @@ interleaved so drift hits both alike:
 
 `write_context` does more than the baseline by design: it validates the whole call (path jail,
 policy, sha256, limits, secret scan), writes each file through a temp file with fsync and rename
-under a journal (the fsyncs of one call run together), and commits with plumbing (four git
+under a journal (the fsyncs of one call run together), and commits with plumbing (two git
 commands: `update-index` and `write-tree` on a copy of the user's index that is proven to hold
-HEAD's tree, `commit-tree`, `update-ref`) so the user's staged work is never swept in, all under
-git's `index.lock`. The ratio says what those guarantees cost. Git runs with no system or global
-config in both cases.
+HEAD's tree; the commit object and the ref update with its reflogs are written in Python exactly
+as `commit-tree` and `update-ref` write them) so the user's staged work is never swept in, all
+under git's `index.lock`. The ratio says what those guarantees cost. Git runs with no system or
+global config in both cases. `--cpu` adds the CPU time per version (this process and its git
+children, from getrusage) for both sides.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -46,10 +49,26 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-def _ms(fn: Callable[[], object]) -> float:
+CPU: dict[str, list[tuple[float, float]]] = {}  # figure -> (this process, git children) ms
+
+
+def _cpu_now() -> tuple[float, float]:
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _ms(fn: Callable[[], object], cpu: list[tuple[float, float]] | None = None) -> float:
+    before = _cpu_now()
     start = time.perf_counter()
     fn()
-    return (time.perf_counter() - start) * 1000
+    wall = (time.perf_counter() - start) * 1000
+    if cpu is not None:
+        after = _cpu_now()
+        cpu.append(((after[0] - before[0]) * 1000, (after[1] - before[1]) * 1000))
+    return wall
 
 
 def _p95(samples: list[float]) -> float:
@@ -98,9 +117,10 @@ def run(reps: int, warmup: int = 3) -> list[tuple[str, list[float], list[float]]
                 ours()
                 base()
             a, b = [], []
+            cpu_a, cpu_b = CPU.setdefault(name, []), CPU.setdefault(f"{name} baseline", [])
             for _ in range(reps):  # interleaved: the same load and caches for both
-                a.append(_ms(ours))
-                b.append(_ms(base))
+                a.append(_ms(ours, cpu_a))
+                b.append(_ms(base, cpu_b))
             results.append((name, a, b))
         return results
     finally:
@@ -119,9 +139,25 @@ def table(results: list[tuple[str, list[float], list[float]]]) -> str:
     return "\n".join(rows)
 
 
+def cpu_table() -> str:
+    """CPU per version, medians: this process (Python; ~0 for the baseline, which only
+    starts git) and the git processes it ran."""
+    rows = [
+        "| CPU per version | this process ms | git ms | total ms |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, samples in CPU.items():
+        me = statistics.median(s[0] for s in samples)
+        kids = statistics.median(s[1] for s in samples)
+        total = statistics.median(s[0] + s[1] for s in samples)
+        rows.append(f"| {name} | {me:.1f} | {kids:.1f} | {total:.1f} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--reps", type=int, default=30, help="timed repetitions per figure")
+    parser.add_argument("--cpu", action="store_true", help="also print CPU time per version")
     args = parser.parse_args(argv)
     if args.reps < 2:
         parser.error("--reps must be at least 2")
@@ -141,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         "on an identical plain repository.\n"
     )
     print(table(results))
+    if args.cpu:
+        print("\n" + cpu_table())
     return 0
 
 

@@ -713,3 +713,23 @@ def test_a_kill_at_every_step_of_the_version_leaves_before_or_after(
     assert git(root, "status", "--porcelain") == ""
     assert git(root, "diff", "--cached", "--name-only") == ""
     assert_sound(root)
+
+
+def test_a_reflog_that_cannot_be_written_undoes_the_write(store: Store) -> None:
+    """An error under the locks (here logs/HEAD is a folder) fails the write with a clear
+    message: the file is as it was, HEAD did not move, no lock is left."""
+    root = store.root
+    append(store, "- one\n")
+    before, head = (root / NOTE).read_bytes(), git(root, "rev-parse", "HEAD")
+    log_file = root / ".git/logs/HEAD"
+    saved = log_file.read_bytes()
+    log_file.unlink()
+    log_file.mkdir()
+    with pytest.raises(VersionError, match=r"could not be recorded .*undone"):
+        append(store, "- two\n")
+    assert (root / NOTE).read_bytes() == before
+    log_file.rmdir()
+    log_file.write_bytes(saved)
+    assert git(root, "rev-parse", "HEAD") == head
+    assert_sound(root)
+    assert git(root, "status", "--porcelain") == ""

@@ -19,7 +19,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -208,10 +208,11 @@ class ConfigCache:
         key = self._current_key()
         if self._facts is None or key != self._key:
             proc = run("config", "-l", "-z", "--show-origin", check=False)
-            out = proc.stdout if proc.returncode == 0 else b""
-            listing, origins = _split_origins(out, self.root)
+            listing, origins = _split_origins(proc.stdout, self.root)
             self._origins = origins
             self._facts = parse_facts(self.root, self.git_dir, listing)
+            if proc.returncode != 0:  # a broken config file: git's own commands say so
+                self._facts = replace(self._facts, plain=False, why="git cannot read its config")
             self._key = self._current_key()  # with the files the listing named
         return self._facts
 
@@ -285,6 +286,8 @@ def write_object(git_dir: Path, kind: bytes, body: bytes, facts: Facts) -> str:
     folder = git_dir / "objects" / oid[:2]
     final = folder / oid[2:]
     if final.exists():
+        with contextlib.suppress(OSError):  # git freshens it, so no prune takes it meanwhile
+            os.utime(final)
         return oid
     folder.mkdir(exist_ok=True)
     tmp = folder / f"tmp_obj_{uuid.uuid4().hex[:6]}"

@@ -42,6 +42,13 @@ IN_PROGRESS = (
 log = logging.getLogger(__name__)
 
 
+def _unrecorded(err: OSError) -> VersionError:
+    return VersionError(
+        f"the version could not be recorded ({err.strerror or err}: {err.filename}), so the "
+        "write was undone. Run `git status` in the workspace to see why."
+    )
+
+
 def _no_fault(step: str) -> None:
     """No fault injected: the default of `commit_paths(fault=...)`."""
 
@@ -293,14 +300,17 @@ class Git:
         body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
         step = fault or _no_fault
         reflog = f"crustacean {actor}"
-        fast = self._fast_dir(head, env, body, now)
         facts = self.facts()
+        fast = self._fast_dir(facts, head, env, body, now)
         ident = gitwrite.env_ident(
             env, gitwrite.stamp(None if now is None else int(now.timestamp()))
         )
         if fast is not None and head is not None and not facts.sign:
             text = gitwrite.commit_bytes(tree, [head], ident, body.encode())
-            commit = gitwrite.write_object(fast, b"commit", text, facts)
+            try:
+                commit = gitwrite.write_object(fast, b"commit", text, facts)
+            except OSError as err:
+                raise _unrecorded(err) from err
         else:
             parents = ["-p", head] if head else []
             sign = ["-S"] if facts.sign else []  # commit-tree ignores commit.gpgsign
@@ -315,10 +325,7 @@ class Git:
             except gitwrite.Fallback as why:
                 log.debug("git moves HEAD itself: %s", why)
             except OSError as err:
-                raise VersionError(
-                    f"the version could not be recorded ({err.strerror}: {err.filename}); "
-                    "nothing was changed. Run `git status` in the workspace to see why."
-                ) from err
+                raise _unrecorded(err) from err
         ref_env = {k: v for k, v in env.items() if k.startswith("GIT_COMMITTER_")}
         self.run("update-ref", "-m", reflog, "HEAD", commit, head or "0" * 40, env=ref_env)
         return commit
@@ -330,14 +337,19 @@ class Git:
         return self._config.facts(self.run)
 
     def _fast_dir(
-        self, head: str | None, env: Mapping[str, str], body: str, now: datetime | None
+        self,
+        facts: gitwrite.Facts,
+        head: str | None,
+        env: Mapping[str, str],
+        body: str,
+        now: datetime | None,
     ) -> Path | None:
         """The git folder when this commit and its ref update can be written without git
         (see gitwrite); None when anything about them is unusual."""
         git_dir = gitread.plain_git_dir(self.root)
         if git_dir is None or head is None or len(head) != 40:
             return None
-        why = gitwrite.unusual(git_dir, self.facts())
+        why = gitwrite.unusual(git_dir, facts)
         if not why and not gitwrite.plain_ident(env["GIT_COMMITTER_NAME"], EMAIL):
             why = "an actor name git would rewrite"
         if not why and ("\0" in body or not _utf8(body)):
