@@ -446,6 +446,25 @@ def test_the_commit_and_reflog_lines_are_byte_identical_to_gits(
     assert not list((ours / ".git/objects").glob("*/tmp_obj_*"))
 
 
+def commit_tree(root: Path, tree: str, parent: str, message: str, env: dict[str, str]) -> str:
+    """git's own commit of the same tree, parent, message and identity."""
+    who = {"GIT_AUTHOR_NAME": "crustacean curate", "GIT_AUTHOR_EMAIL": "crustacean@localhost"}
+    who |= {
+        "GIT_COMMITTER_NAME": "crustacean curate",
+        "GIT_COMMITTER_EMAIL": who["GIT_AUTHOR_EMAIL"],
+    }
+    proc = subprocess.run(
+        ["git", "commit-tree", tree, "-p", parent],
+        cwd=root,
+        input=message,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **who, **env},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
 @pytest.mark.parametrize("zone", ["UTC0", "IST-5:30", "EST+5", "NPT-5:45", "NST+3:30"])
 def test_the_clocks_date_and_zone_are_written_as_git_writes_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zone: str
@@ -460,35 +479,13 @@ def test_the_clocks_date_and_zone_are_written_as_git_writes_them(
         seconds, offset = author.split()[-2:]
         tree, parent = git(root, "rev-parse", f"{mine}^{{tree}}", f"{mine}~1").split()
         message = text.split("\n\n", 1)[1]
-        proc = subprocess.run(
-            ["git", "commit-tree", tree, "-p", parent],
-            cwd=root,
-            input=message,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "GIT_AUTHOR_NAME": "crustacean curate"}
-            | {"GIT_AUTHOR_EMAIL": "crustacean@localhost"}
-            | {"GIT_COMMITTER_NAME": "crustacean curate"}
-            | {"GIT_COMMITTER_EMAIL": "crustacean@localhost"},
-        )
-        gits = git(root, "cat-file", "commit", proc.stdout.strip())
+        gits = git(root, "cat-file", "commit", commit_tree(root, tree, parent, message, {}))
         their_author = next(line for line in gits.splitlines() if line.startswith("author "))
         assert their_author.split()[-1] == offset  # the zone git computes from TZ
         assert abs(int(their_author.split()[-2]) - int(seconds)) <= 5
-        dated = {"GIT_AUTHOR_DATE": f"{seconds} {offset}", "GIT_COMMITTER_DATE": ""}
-        dated["GIT_COMMITTER_DATE"] = dated["GIT_AUTHOR_DATE"]
-        again = subprocess.run(
-            ["git", "commit-tree", tree, "-p", parent],
-            cwd=root,
-            input=message,
-            capture_output=True,
-            text=True,
-            env={**os.environ, **dated}
-            | {"GIT_AUTHOR_NAME": "crustacean curate", "GIT_AUTHOR_EMAIL": "crustacean@localhost"}
-            | {"GIT_COMMITTER_NAME": "crustacean curate"}
-            | {"GIT_COMMITTER_EMAIL": "crustacean@localhost"},
-        )
-        assert again.stdout.strip() == mine  # the same bytes, so the same id
+        date = f"{seconds} {offset}"
+        dated = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        assert commit_tree(root, tree, parent, message, dated) == mine  # same bytes, same id
         line = last_line(root / ".git/logs/HEAD").decode()
         assert line.endswith(f"<crustacean@localhost> {seconds} {offset}\tcrustacean curate\n")
     finally:

@@ -49,16 +49,12 @@ def _unrecorded(err: OSError) -> VersionError:
     )
 
 
+def _lone_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
 def _no_fault(step: str) -> None:
     """No fault injected: the default of `commit_paths(fault=...)`."""
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def git_available() -> bool:
@@ -352,7 +348,7 @@ class Git:
         why = gitwrite.unusual(git_dir, facts)
         if not why and not gitwrite.plain_ident(env["GIT_COMMITTER_NAME"], EMAIL):
             why = "an actor name git would rewrite"
-        if not why and ("\0" in body or not _utf8(body)):
+        if not why and ("\0" in body or _lone_surrogate(body)):
             why = "a message that is not plain UTF-8"
         if not why and now is not None and now.timestamp() < 0:
             why = "a date before 1970"
