@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crustacean.errors import VersionError
 from crustacean.store import gitread, gitwrite
@@ -97,7 +99,7 @@ def test_a_one_file_version_is_two_git_commands_and_the_index_is_heads(
     append(store, "- warm up\n")
     seen = recorded(monkeypatch)
     version = append(store, "- one line\n")
-    assert seen == ["update-index", "write-tree"]  # the commit and HEAD's move: gitwrite
+    assert seen == ["update-index"]  # the tree, the commit and HEAD's move: gitwrite
     assert_sound(root)
     assert git(root, "reflog", "-n1", "--format=%H %gs") == f"{version} crustacean curate\n"
     assert version == git(root, "rev-parse", "HEAD").strip()
@@ -180,7 +182,7 @@ def test_the_next_version_after_a_fallback_is_fast_again(
     append(store, "- one\n")
     seen = recorded(monkeypatch)
     append(store, "- two\n")
-    assert seen == ["update-index", "write-tree"]
+    assert seen == ["update-index"]
     assert git(root, "status", "--porcelain") == ""
 
 
@@ -624,7 +626,7 @@ def test_a_config_change_is_seen_by_the_next_version(
     append(store, "- one\n")
     seen = recorded(monkeypatch)
     append(store, "- two\n")
-    assert seen == ["update-index", "write-tree"]  # the config is read once, then kept
+    assert seen == ["update-index"]  # the config is read once, then kept
     (home / "extra.gitconfig").write_text("[i18n]\n\tcommitEncoding = ISO-8859-1\n")
     seen.clear()
     append(store, "- three\n")
@@ -642,7 +644,7 @@ def test_packed_refs_are_moved_as_git_moves_them(
     assert not (root / ".git" / branch).exists()
     seen = recorded(monkeypatch)
     version = append(store, "- two\n")
-    assert seen == ["update-index", "write-tree"]
+    assert seen == ["update-index"]
     assert (root / ".git" / branch).read_text() == f"{version}\n"  # a loose ref over the packed
     assert_sound(root)
 
@@ -730,3 +732,114 @@ def test_a_reflog_that_cannot_be_written_undoes_the_write(store: Store) -> None:
     assert git(root, "rev-parse", "HEAD") == head
     assert_sound(root)
     assert git(root, "status", "--porcelain") == ""
+
+
+# ------------------------------------------------------------------ the tree without write-tree
+
+NAMES = ["a.md", "a", "a-b.md", "b.md", "sub/c.md", "sub/deep/d.md", "sub.md", "sub-x/e.md"]
+
+
+@pytest.fixture(scope="module")
+def tree_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Names that sort differently as files and as folders ("sub" against "sub.md", "sub-x")."""
+    root = tmp_path_factory.mktemp("trees") / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    for name in ["a.md", "b.md", "sub/c.md", "sub/deep/d.md", "sub.md", "x.sh"]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name + "\n")
+    (root / "x.sh").chmod(0o755)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(
+        ["git", "commit", "-q", "-m", "one"], cwd=root, check=True, env=os.environ | USER_ENV
+    )
+    return root
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.dictionaries(
+        st.sampled_from(NAMES), st.one_of(st.none(), st.sampled_from(["x\n", "y\n"])), max_size=5
+    )
+)
+def test_trees_built_here_are_the_trees_git_writes(
+    tree_repo: Path, edit: dict[str, str | None]
+) -> None:
+    root, gd = tree_repo, tree_repo / ".git"
+    head = git(root, "rev-parse", "HEAD").strip()
+    facts = gitwrite.parse_facts(root, gd, b"")
+    changes: dict[str, tuple[bytes, str] | None] = {}
+    info = []
+    for path, text in edit.items():
+        if text is None:
+            changes[path] = None
+            info.append(f"0 {'0' * 40}\t{path}")
+        else:
+            proc = subprocess.run(
+                ["git", "hash-object", "-w", "--stdin"],
+                cwd=root,
+                input=text,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            changes[path] = (b"100644", proc.stdout.strip())
+            info.append(f"100644 {proc.stdout.strip()}\t{path}")
+    index = root.parent / "index-check"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    subprocess.run(["git", "read-tree", "HEAD"], cwd=root, env=env, check=True)
+    subprocess.run(
+        ["git", "update-index", "--index-info"],
+        cwd=root,
+        env=env,
+        input="".join(line + "\n" for line in info),
+        text=True,
+        check=True,
+    )
+    proc = subprocess.run(["git", "write-tree"], cwd=root, env=env, capture_output=True, text=True)
+    index.unlink()
+    assert gitwrite.tree_with(gd, head, changes, facts) == proc.stdout.strip()
+
+
+def test_the_calls_entries_are_read_back_from_the_index_as_git_lists_them(
+    tmp_path: Path,
+) -> None:
+    root = plain_repo(tmp_path)
+    (root / "d/new.md").write_text("new\n")
+    (root / "sk.md").write_text("skipped\n")
+    (root / "ita.md").write_text("later\n")
+    git(root, "add", "d/new.md", "sk.md")
+    git(root, "commit", "-q", "-m", "two")
+    git(root, "update-index", "--skip-worktree", "sk.md")  # an extended flag: a v3 index
+    git(root, "add", "-N", "ita.md")
+    data = (root / ".git/index").read_bytes()
+    assert data[4:8] == b"\0\0\0\3"
+    blob = {p: git(root, "rev-parse", f":{p}").strip() for p in ("d/a.md", "d/new.md", "top.md")}
+    assert gitwrite.staged(data, {"d/a.md": blob["d/a.md"]}) == {"d/a.md": b"100644"}
+    assert gitwrite.staged(data, blob) == {p: b"100644" for p in blob}
+    assert gitwrite.staged(data, {"gone.md": None, "d/a.md": blob["d/a.md"]}) == {
+        "gone.md": None,
+        "d/a.md": b"100644",
+    }
+    assert gitwrite.staged(data, {"d/a.md": blob["d/new.md"]}) is None  # another blob
+    assert gitwrite.staged(data, {"d/a.md": None}) is None  # there, but expected gone
+    assert gitwrite.staged(data, {"a.md": blob["d/a.md"]}) is None  # not there (a suffix)
+    sk = git(root, "rev-parse", ":sk.md").strip()
+    assert gitwrite.staged(data, {"sk.md": sk}) is None  # skip-worktree: git decides
+    assert gitwrite.staged(data, {"ita.md": gitread.blob_id(b"", sk)}) is None  # intent-to-add
+    git(root, "update-index", "--index-version", "4")
+    v4 = (root / ".git/index").read_bytes()
+    assert gitwrite.staged(v4, {"d/a.md": blob["d/a.md"]}) is None  # prefix-compressed names
+
+
+def test_a_tree_of_an_odd_shape_is_left_to_git(tmp_path: Path) -> None:
+    root = plain_repo(tmp_path)
+    gd, head = root / ".git", git(root, "rev-parse", "HEAD").strip()
+    facts = gitwrite.parse_facts(root, gd, b"")
+    blob = gitread.blob_id(b"x\n", head)
+    for odd in ("top.md/x.md", "d", "d/../e.md", "d//e.md"):  # through a file, over a folder
+        with pytest.raises(gitread.NotHere):
+            gitwrite.tree_with(gd, head, {odd: (b"100644", blob)}, facts)
+    git(root, "gc", "-q")
+    with pytest.raises(gitread.NotHere):  # packed: git's write-tree builds it
+        gitwrite.tree_with(gd, head, {"new.md": (b"100644", blob)}, facts)

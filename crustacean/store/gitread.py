@@ -215,3 +215,23 @@ def _tree(git_dir: Path, oid: str, raw_len: int) -> dict[bytes, Entry]:
     if body is None:
         raise _NotLoose
     return _parse_tree(body, raw_len)
+
+
+class NotHere(Exception):
+    """What git must answer: an object not loose (or missing), or a tree of an odd shape."""
+
+
+def listing(git_dir: Path, tree: str) -> dict[bytes, Entry]:
+    """A loose tree's entries, name -> (mode, id); raises NotHere when it is not loose."""
+    try:
+        return _tree(git_dir, tree, len(tree) // 2)
+    except (_NotLoose, ValueError) as err:
+        raise NotHere(tree) from err
+
+
+def root_tree(git_dir: Path, commit: str) -> str:
+    """The tree of a loose commit; raises NotHere when it is not loose."""
+    body = _loose(git_dir, commit, b"commit") if _HEX.match(commit.encode()) else None
+    if body is None or not body.startswith(b"tree "):
+        raise NotHere(commit)
+    return body[5 : body.find(b"\n")].decode()

@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from crustacean.store import gitread
+
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 # A name git writes into an ident as given: no "crud" it would strip or drop (ident.c).
 _PLAIN_IDENT = re.compile(r"^[A-Za-z0-9_-]+(?: [A-Za-z0-9_-]+)*$")
@@ -84,6 +86,7 @@ class Facts:
     fsync_refs: bool
     compression: int
     hooks: Path  # where a reference-transaction hook would be
+    plain_index: bool = False  # no split, sparse or sparse-checkout index: see `staged`
 
 
 def fsync_components(value: str) -> int:
@@ -163,6 +166,10 @@ def parse_facts(root: Path, git_dir: Path, listing: bytes) -> Facts:
         fsync_refs=bool(comps & _REF),
         compression=level,
         hooks=hooks if hooks.is_absolute() else root / hooks,
+        plain_index=not any(
+            values.get(key, "false").lower() in _TRUE
+            for key in ("core.splitindex", "index.sparse", "core.sparsecheckout")
+        ),
     )
 
 
@@ -406,3 +413,102 @@ def _append_reflog(path: Path, line: bytes, fsync: bool) -> None:
 def env_ident(env: Mapping[str, str], stamp_text: str) -> str:
     """The ident git builds from GIT_COMMITTER_NAME/EMAIL and a date."""
     return f"{env['GIT_COMMITTER_NAME']} <{env['GIT_COMMITTER_EMAIL']}> {stamp_text}"
+
+
+# ------------------------------------------------------------ the tree, without write-tree
+
+_REGULAR = (0o100644, 0o100755)
+
+
+def staged(index: bytes, paths: Mapping[str, str | None]) -> dict[str, bytes | None] | None:
+    """Read the call's entries back from the bytes of an index file `git update-index` just
+    wrote: the mode of each path, for a path that holds its expected blob at stage 0 with no
+    extended flags, or None for a path expected gone that has no entry. None when any path is
+    otherwise, or the index is not version 2 or 3 (then git's write-tree decides).
+
+    Entries are found by their NUL-terminated name: a hit counts as an entry when the 16-bit
+    flags before it give that name's length (62 bytes back, or 64 with the extended-flags bit
+    set), so every real entry is found, and a chance hit elsewhere (a hash, another extension)
+    can only make the answer None, never a wrong one: a kept entry must also hold its blob."""
+    if len(index) < 12 or index[:4] != b"DIRC" or index[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return None
+    modes: dict[str, bytes | None] = {}
+    for path, blob in paths.items():
+        name = path.encode("utf-8", "surrogateescape")
+        if not name or len(name) >= 0xFFF:
+            return None
+        found = []
+        at = index.find(name + b"\0", 12)
+        while at >= 0:
+            for back, extended in ((62, 0), (64, 0x4000)):
+                start = at - back
+                if start >= 12:
+                    flags = int.from_bytes(index[start + 60 : start + 62], "big")
+                    if flags & 0xFFF == len(name) and flags & 0x4000 == extended:
+                        found.append((start, flags))
+            at = index.find(name + b"\0", at + 1)
+        if blob is None:
+            if found:
+                return None
+            modes[path] = None
+            continue
+        if len(found) != 1:
+            return None
+        start, flags = found[0]
+        mode = int.from_bytes(index[start + 24 : start + 28], "big")
+        oid = index[start + 40 : start + 60].hex()
+        if flags & 0x7000 or mode not in _REGULAR or oid != blob:  # stage, extended flags
+            return None
+        modes[path] = b"%o" % mode
+    return modes
+
+
+def tree_with(
+    git_dir: Path, parent: str, changes: Mapping[str, tuple[bytes, str] | None], facts: Facts
+) -> str:
+    """Commit `parent`'s tree with `changes` applied (path -> (mode, blob), or None: gone),
+    written as loose tree objects the way `git write-tree` writes them: only the folders on
+    the changed paths are rebuilt, a folder left empty goes, entries sorted as git sorts them
+    (a folder's name as if it ended in "/"). Raises gitread.NotHere when git must build it (a
+    tree not loose, a path through a file, a file where a folder or a link is)."""
+    want = {tuple(p.encode("utf-8", "surrogateescape").split(b"/")): v for p, v in changes.items()}
+    return _folder(git_dir, gitread.root_tree(git_dir, parent), want, facts, top=True) or ""
+
+
+def _folder(
+    git_dir: Path,
+    oid: str | None,
+    want: dict[tuple[bytes, ...], tuple[bytes, str] | None],
+    facts: Facts,
+    top: bool = False,
+) -> str | None:
+    entries = dict(gitread.listing(git_dir, oid)) if oid is not None else {}
+    files = {k[0]: v for k, v in want.items() if len(k) == 1}
+    below: dict[bytes, dict[tuple[bytes, ...], tuple[bytes, str] | None]] = {}
+    for k, v in want.items():
+        if len(k) > 1:
+            below.setdefault(k[0], {})[k[1:]] = v
+    if files.keys() & below.keys() or any(not n or n in (b".", b"..") for n in [*files, *below]):
+        raise gitread.NotHere("an odd path")
+    for name, new in files.items():
+        old = entries.get(name)
+        if old is not None and old[0] not in (b"100644", b"100755"):
+            raise gitread.NotHere("a file replaces a folder, a link or a submodule")
+        if new is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = new
+    for name, sub in below.items():
+        old = entries.get(name)
+        if old is not None and old[0] != b"40000":
+            raise gitread.NotHere("a folder replaces a file")
+        tree = _folder(git_dir, None if old is None else old[1], sub, facts)
+        if tree is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = (b"40000", tree)
+    if not entries and not top:
+        return None
+    order = sorted(entries, key=lambda n: n + b"/" if entries[n][0] == b"40000" else n)
+    body = b"".join(entries[n][0] + b" " + n + b"\0" + bytes.fromhex(entries[n][1]) for n in order)
+    return write_object(git_dir, b"tree", body, facts)

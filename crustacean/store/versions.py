@@ -359,32 +359,40 @@ class Git:
 
     def _write_tree(self, index: Path, paths: list[str]) -> str:
         """Stage the working-tree state of `paths` into `index` and write its tree."""
-        env = {"GIT_INDEX_FILE": str(index)}
+        self._stage(index, paths)
+        return self.out("write-tree", env={"GIT_INDEX_FILE": str(index)})
+
+    def _stage(self, index: Path, paths: list[str]) -> None:
+        """`git update-index` of the working-tree state of `paths` into `index`."""
         added = self.run(
             "update-index",
             "--add",
             "--remove",
             "-z",
             "--stdin",
-            env=env,
+            env={"GIT_INDEX_FILE": str(index)},
             input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
         )
         if b"Ignoring path" in added.stderr:  # git skips some names with exit code 0
             detail = added.stderr.decode("utf-8", "replace").strip().splitlines()[0]
             raise VersionError(f"git cannot version this change ({detail}); rename the file.")
-        return self.out("write-tree", env=env)
 
     def _reused_tree(
         self, index: Path, paths: list[str], head: str | None, expect: Mapping[str, str | None]
     ) -> str | None:
-        """The tree written on the user's index copy, when it is exactly `head`'s tree with
-        `expect` applied: nothing the user staged, skipped or marked assume-unchanged changes
-        what the version holds. None (and the copy deleted) when that is not shown."""
+        """The version's tree, staged on the user's index copy, when the copy then holds
+        exactly `expect` for the call's paths: built here from `head`'s tree (gitwrite), or
+        else written by git from the copy when that proves to be `head`'s tree with `expect`
+        applied. Either way nothing the user staged, skipped or marked assume-unchanged
+        changes what the version holds. None (and the copy deleted) when that is not shown."""
         git_dir = gitread.plain_git_dir(self.root)
         tree = None
         if head is not None and git_dir is not None and set(expect) == set(paths):
             try:
-                tree = self._write_tree(index, paths)
+                self._stage(index, paths)
+                tree = self._tree_here(git_dir, index, head, expect)
+                if tree is None:
+                    tree = self.out("write-tree", env={"GIT_INDEX_FILE": str(index)})
             except VersionError:
                 tree = None  # e.g. an unmerged entry elsewhere in their index: build from HEAD
             if tree is not None and not gitread.tree_is(git_dir, head, tree, expect):
@@ -392,6 +400,27 @@ class Git:
         if tree is None:
             index.unlink(missing_ok=True)
         return tree
+
+    def _tree_here(
+        self, git_dir: Path, index: Path, head: str, expect: Mapping[str, str | None]
+    ) -> str | None:
+        """`head`'s tree with the call's entries as `update-index` staged them in `index`,
+        written here when they are exactly `expect`; None when git's write-tree must say."""
+        facts = self.facts()
+        if not facts.plain_index or len(head) != 40 or gitwrite.unusual(git_dir, facts):
+            return None
+        try:
+            modes = gitwrite.staged(index.read_bytes(), expect)
+            if modes is None:
+                return None
+            changes = {
+                p: None if blob is None or modes[p] is None else (modes[p] or b"", blob)
+                for p, blob in expect.items()
+            }
+            return gitwrite.tree_with(git_dir, head, changes, facts)
+        except (gitread.NotHere, OSError) as why:
+            log.debug("git writes the tree itself: %s", why)
+            return None
 
     def signs_commits(self) -> bool:
         """`commit.gpgsign`, honoured as `git commit` would (plumbing ignores it on purpose)."""
