@@ -11,13 +11,13 @@ interleaved so drift hits both alike:
 
 `write_context` does more than the baseline by design: it validates the whole call (path jail,
 policy, sha256, limits, secret scan), writes each file through a temp file with fsync and rename
-under a journal (the fsyncs of one call run together), and commits with plumbing (two git
-commands: `update-index` and `write-tree` on a copy of the user's index that is proven to hold
-HEAD's tree; the commit object and the ref update with its reflogs are written in Python exactly
-as `commit-tree` and `update-ref` write them) so the user's staged work is never swept in, all
-under git's `index.lock`. The ratio says what those guarantees cost. Git runs with no system or
-global config in both cases. `--cpu` adds the CPU time per version (this process and its git
-children, from getrusage) for both sides.
+under a journal (the fsyncs of one call run together), and commits with plumbing (one git
+command, `update-index` on a copy of the user's index, read back to prove it staged exactly the
+call's bytes; the tree, the commit object and the ref update with its reflogs are written in
+Python exactly as `write-tree`, `commit-tree` and `update-ref` write them) so the user's staged
+work is never swept in, all under git's `index.lock`. The ratio says what those guarantees cost.
+Git runs with no system or global config in both cases. `--cpu` adds the CPU time per version
+(this process and its git children, from getrusage) for both sides.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""A version in four git commands (issue 23), and the same version whatever the repository holds.
+"""A version in one git command (issue 23), and the same version whatever the repository holds.
 
-The store reads HEAD and a few tree entries from git's own files, and builds the version on a
-copy of the user's index when that copy proves to be HEAD's tree plus exactly this call. These
-tests show that every other repository state (staged work, assume-unchanged, skip-worktree, a
-mode change, packed objects, no index) still gets the version git itself would make.
+The store reads HEAD and a few tree entries from git's own files, stages the call on a copy of
+the user's index, and writes the tree, the commit and the ref itself (gitwrite) when the copy
+proves to hold exactly this call. These tests show that the bytes are git's (commit, trees,
+reflog lines), that every other repository state (staged work, assume-unchanged, skip-worktree,
+a mode change, packed objects, no index, signing, extensions, hooks...) still gets the version
+git itself would make, and that a kill at any step leaves the workspace as before or after.
 """
 
 from __future__ import annotations

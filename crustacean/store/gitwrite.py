@@ -1,11 +1,12 @@
-"""Writing a commit object and moving HEAD's branch without starting a git process.
+"""Writing a version's tree, its commit object and HEAD's move without starting a git process.
 
-A version's `commit-tree` and `update-ref` cost more than the rest of the write; both outputs are
-fully specified (a commit object's bytes, git's ref lock protocol and reflog line), so they are
-done here, exactly as git does them, whenever the repository is a plain one: a loose ref, SHA-1
-objects, no signing, no commit encoding, no repository extensions, no reference-transaction hook,
-no shared permissions. Anything else, and any surprise on the way (a lock held, HEAD moved), makes
-the caller run git itself, so the result is always what git would have written.
+A version's `write-tree`, `commit-tree` and `update-ref` cost more than the rest of the write;
+their outputs are fully specified (tree and commit objects' bytes, git's ref lock protocol and
+reflog line), so they are done here, exactly as git does them, whenever the repository is a
+plain one: a loose ref, SHA-1 objects, no signing, no commit encoding, no repository extensions,
+no reference-transaction hook, no shared permissions. Anything else, and any surprise on the way
+(a lock held, HEAD moved, an index entry not as expected), makes the caller run git itself, so
+the result is always what git would have written.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Versions in git, through the git CLI.
 
-Each applied `write_context` call becomes exactly one commit built with plumbing on a private
-index: HEAD's tree plus the files the call changed, nothing else. The user's staged or unstaged
-edits to other files are never swept in. The user's own index is updated for the call's files
-under git's own `index.lock`, so their next `git commit` keeps the write instead of undoing it.
+Each applied `write_context` call becomes exactly one commit: HEAD's tree plus the files the call
+changed, nothing else, built with plumbing on a copy of the user's index or a private one (in a
+plain repository the tree, commit and ref are written by gitwrite exactly as git writes them).
+The user's staged or unstaged edits to other files are never swept in. The user's own index is
+updated for the call's files under git's own `index.lock`, so their next `git commit` keeps the
+write instead of undoing it.
 """
 
 from __future__ import annotations
