@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import time
-import uuid
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -291,15 +290,19 @@ def write_object(git_dir: Path, kind: bytes, body: bytes, facts: Facts) -> str:
     fsynced when core.fsync says so, then linked to its name (an existing one is kept)."""
     data = b"%s %d\0" % (kind, len(body)) + body
     oid = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-    folder = git_dir / "objects" / oid[:2]
-    final = folder / oid[2:]
-    if final.exists():
+    folder = f"{git_dir}/objects/{oid[:2]}"
+    final = f"{folder}/{oid[2:]}"
+    if os.path.exists(final):
         with contextlib.suppress(OSError):  # git freshens it, so no prune takes it meanwhile
             os.utime(final)
         return oid
-    folder.mkdir(exist_ok=True)
-    tmp = folder / f"tmp_obj_{uuid.uuid4().hex[:6]}"
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o444)
+    tmp = f"{folder}/tmp_obj_{os.urandom(4).hex()}"
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, 0o444)
+    except FileNotFoundError:  # the fan-out folder is new
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(tmp, flags, 0o444)
     try:
         try:
             os.write(fd, zlib.compress(data, facts.compression))
@@ -314,7 +317,8 @@ def write_object(git_dir: Path, kind: bytes, body: bytes, facts: Facts) -> str:
         except OSError:  # no hard links on this filesystem: git renames instead
             os.rename(tmp, final)
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
     return oid
 
 
