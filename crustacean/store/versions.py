@@ -268,9 +268,10 @@ class Git:
         moves (the caller's files become durable meanwhile); `fault` is called at each step
         of the commit and the ref update (the crash tests kill the process there).
 
-        In a plain repository the commit object and the ref update (HEAD.lock, the branch's
-        lock, the reflogs) are written here exactly as git writes them (gitwrite); anything
-        unusual, or a surprise under the locks, and git's `commit-tree`/`update-ref` do it.
+        In a plain repository the tree (see `_reused_tree`), the commit object and the ref
+        update (HEAD.lock, the branch's lock, the reflogs) are written here exactly as git
+        writes them (gitwrite); anything unusual, or a surprise under the locks, and git's
+        `write-tree`/`commit-tree`/`update-ref` do it.
         """
         paths = sorted(set(paths))
         env = {
