@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import json
 import os
 import re
 import sys
@@ -248,6 +247,9 @@ def warn(text: str) -> None:
 
 def print_json(data: Any) -> None:
     """JSON asked for by name: printed even with `--quiet`, never wrapped, keys as given."""
+    # lazy: json, ~2 ms, only for --json (paths and context print lines)
+    import json
+
     text = json.dumps(data, default=str, ensure_ascii=False, indent=2)
     if console.is_terminal and not MODE.quiet:
         # lazy: rich.json, ~35 ms, only for JSON to a terminal
