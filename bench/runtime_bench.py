@@ -12,17 +12,16 @@ Run: `.venv/bin/python bench/runtime_bench.py [--turns N] [--rounds R]`.
   the issue's bar is 2x it. Wall time is the figure; CPU time (getrusage of the children) is
   printed beside it, as it swings less on a loaded machine.
 
-  Every process runs with Python's bytecode cache, as an installed package has it (pip compiles
-  a wheel's modules; an editable install writes them on first run): PYTHONDONTWRITEBYTECODE is
-  dropped and PYTHONPYCACHEPREFIX points into the run's temporary folder, so the warm-up round
-  writes the bytecode and the timed rounds read it, for the baselines and crustacean alike.
-  Without that, an environment with PYTHONDONTWRITEBYTECODE=1 recompiles crustacean's own
-  modules from source on every start (~20 ms of `context`, typer's never: pip compiled them).
+  crustacean's modules are compiled to bytecode first (`compileall`), as pip does when it
+  installs a wheel: an editable install under PYTHONDONTWRITEBYTECODE=1 would otherwise
+  recompile every crustacean module from source on every start (~20 ms of `context`), a cost no
+  installed copy pays and the typer baseline (compiled by pip) never does.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import resource
 import statistics
@@ -39,6 +38,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the 
 from fakeapi import FakeAnthropic, text, tool_use
 from stagekit import run_stage
 
+import crustacean
 from bench.common import count, data_size, isolate, p95, row
 from crustacean.config import load_config
 from crustacean.llm.loop import StageRequest, build_params
@@ -105,22 +105,18 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def startup(
-    rounds: int, cwd: Path, pycache: Path
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+def startup(rounds: int, cwd: Path) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """(wall ms, CPU ms) per fresh process for each of STARTUP, interleaved so drift hits all
-    alike; one warm-up round first (imports into the page cache, the bytecode written into
-    `pycache`, the search index built). A figure naming CRUSTACEAN_SEMANTIC=0 runs with the
-    semantic extra switched off."""
+    alike; one warm-up round first (imports into the page cache, the search index built). A
+    figure naming CRUSTACEAN_SEMANTIC=0 runs with the semantic extra switched off."""
+    compileall.compile_dir(Path(crustacean.__file__).parent, quiet=1)  # what pip install does
     exe = str(Path(sys.executable).parent / "crustacean")
     cmds = {name: [exe if c == "crustacean" else c for c in cmd] for name, cmd in STARTUP.items()}
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    base["PYTHONPYCACHEPREFIX"] = str(pycache)
     times: dict[str, list[float]] = {name: [] for name in cmds}
     cpu: dict[str, list[float]] = {name: [] for name in cmds}
     for r in range(rounds + 1):
         for name, cmd in cmds.items():
-            env = {**base, **(LEXICAL if "SEMANTIC=0" in name else {})}
+            env = {**os.environ, **(LEXICAL if "SEMANTIC=0" in name else {})}
             used, start = _children_cpu(), time.perf_counter()
             subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=env)
             if r:
@@ -139,13 +135,13 @@ def main() -> None:
         root = Path(tmp) / "ws"
         init_workspace(root)
         staged, bare, over = loop_overhead(args.turns, args.rounds, root)
-        starts, cpu = startup(max(args.rounds * 2, 10), root, Path(tmp) / "pycache")
+        starts, cpu = startup(max(args.rounds * 2, 10), root)
     medians = {name: statistics.median(t) for name, t in starts.items()}
     cpus = {name: statistics.median(t) for name, t in cpu.items()}
     py, typer_ms = medians["`python -c pass`"], medians["`python -c 'import typer'`"]
     data_size(
         f"a fresh workspace; {count(args.turns, 'turn')} x {count(args.rounds, 'round')}; "
-        "start-up with bytecode cached, as installed"
+        "start-up with crustacean compiled to bytecode, as installed"
     )
     row("run_stage, per turn", staged, None, bare, "bare SDK call, same fake server")
     row("agent loop overhead per turn", over, note="run_stage minus the bare SDK call")
