@@ -1,7 +1,5 @@
 """The root command and its global options."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,7 +7,6 @@ import typer
 
 from crustacean import __version__
 from crustacean.cli.common import CrustaceanGroup, console, state
-from crustacean.cli.help_cmd import help_
 from crustacean.cli.lazy import LazyCommands, loader, plain_params
 from crustacean.cli.output import set_quiet
 
@@ -43,6 +40,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("tier", "memory_cmd", "tier_app"),
     ("runs", "runs_cmd", "runs_app"),
 )
+HELP = ("help", "help_cmd", "help_")  # `crustacean help`: listed last, as typer lists its own
 
 # The first paragraph of each command's help: the root's listing (`--help`, a bare `crustacean`,
 # TAB completion) shows these without importing any command's module (tests/test_startup_diet.py
@@ -86,6 +84,7 @@ SUMMARIES: dict[str, str] = {
     "review": "Review proposals: changes a model asked to make to files that need approval.",
     "tier": "Memory tiers: list, plan the lifecycle, or set one by hand.",
     "runs": "List pipeline runs, or show one with the tool calls it made.",
+    "help": "Show the help of a command, like COMMAND --help (without one: the list of commands).",
 }
 
 
@@ -100,7 +99,7 @@ class RootGroup(CrustaceanGroup):
         self.lazy = LazyCommands(
             {
                 name: loader(app, name, f"crustacean.cli.{mod}", attr, names)
-                for name, mod, attr in COMMANDS
+                for name, mod, attr in (*COMMANDS, HELP)
             },
             SUMMARIES,
         )
@@ -198,9 +197,6 @@ def root(
     st.workspace = workspace
     st.overrides = list(set_ or [])
     set_quiet(quiet)
-
-
-app.command("help")(help_)
 
 
 def main() -> None:
