@@ -162,8 +162,9 @@ console = cast("Console", _out)
 err_console = cast("Console", _err)
 
 
-@dataclass
 class _Mode:
+    """What the global options set for every print (a plain class: no dataclass to build)."""
+
     quiet: bool = False
 
 
@@ -184,16 +185,16 @@ def width() -> int | None:
 
 # ---------------------------------------------------------------- lines
 
-_UNIT = re.compile(r"(\s*)(`[^`]*`\S*|\S+)")
+_UNIT = r"(\s*)(`[^`]*`\S*|\S+)"  # compiled on first use (re caches it), like the next
 # C0 (but tab and newline), DEL, C1 and the bidi overrides: each can rewrite what a terminal
 # shows (`\x1b[2K` erases a line, `\r` overwrites it, U+202E reverses it).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 
 
 def safe(text: str) -> str:
     """Workspace text as a terminal may show it: every control character visible as an escape.
     Every line, table cell and diff printed here goes through it (a pipe often ends in one)."""
-    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
+    return re.sub(_CONTROL, lambda m: repr(m[0])[1:-1], text)
 
 
 def wrap(text: str, width: int | None) -> list[str]:
@@ -213,7 +214,7 @@ def wrap(text: str, width: int | None) -> list[str]:
         if cell_len(line) <= width:
             out.append(line)
             continue
-        units = _UNIT.findall(line)
+        units = re.findall(_UNIT, line)
         hang = " " * (len(units[0][0]) + 2) if units else ""
         current = ""
         for space, unit in units:
