@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import NamedTuple
 
 MAX_TERMS = 32
 _STOP_TEXT = """
@@ -43,16 +43,14 @@ _WORD = re.compile(r"\S+")
 _POSSESSIVE = re.compile(r"['’]s\b", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class DateRange:
+class DateRange(NamedTuple):
     """Inclusive first and last day."""
 
     first: date
     last: date
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
     """One query word: FTS5 phrase strings that each count as a share of it (CJK pieces)."""
 
     text: str
@@ -60,8 +58,7 @@ class Term:
     cjk: bool = False
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
     terms: tuple[Term, ...]
     dates: DateRange | None = None
     when: bool = False  # a "when did …" question: the answer is a date
