@@ -51,8 +51,8 @@ from types import TracebackType
 
 from crustacean.documents import Front, read_front
 from crustacean.recall.search_query import MAX_TERMS, parse_query
+from crustacean.recall.search_read import _MATRICES as _MATRICES  # a test clears the cache
 from crustacean.recall.search_read import (
-    _CJK,
     ARCHIVE,
     ARCHIVE_ROWIDS,
     MAX_BUDGET_CHARS,
@@ -72,7 +72,6 @@ from crustacean.recall.search_read import (
     recorded,
     scan_markdown,
 )
-from crustacean.recall.search_read import _MATRICES as _MATRICES  # a test clears the cache
 from crustacean.state import StateDB, open_state
 from crustacean.workspace import Progress, Workspace
 
@@ -100,6 +99,7 @@ TOPIC_LINES = 3000  # lines a context topic ranks, to choose memories and fill t
 TITLE_SEP = " › "
 SCAFFOLD_NAMES = ("agents.md", "claude.md")
 
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")

@@ -16,6 +16,7 @@ Pure functions of the query text and `today`, so the rules are table-tested:
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from datetime import date, timedelta
 from typing import NamedTuple
@@ -37,7 +38,7 @@ MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if 
 MONTHS.pop("may", None)  # "may" alone is a verb far more often than a month: see _MONTH_WORD
 _MONTH_NAMES = "|".join(sorted((*MONTHS, "may"), key=len, reverse=True))
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK = re.compile(f"[{_CJK_CHARS}]+")
+_CJK_FIRST = "\u3040"  # below this no character is CJK: most queries never compile _cjk()
 _TOKEN = re.compile(r"[^\W_]+")
 _WORD = re.compile(r"\S+")
 _POSSESSIVE = re.compile(r"['’]s\b", re.IGNORECASE)
@@ -227,16 +228,24 @@ def _cjk_term(run: str) -> Term:
     return Term(run, tuple(dict.fromkeys(run[i : i + 3] for i in range(len(run) - 2))), cjk=True)
 
 
+@functools.cache
+def _cjk() -> re.Pattern[str]:
+    """Runs of CJK text, compiled when first asked: re builds its character set code point by
+    code point (~40,000 of them), a tenth of a shell search's start-up."""
+    return re.compile(f"[{_CJK_CHARS}]+")
+
+
 def split_words(text: str) -> list[Term]:
     """The query's words as the index splits them; CJK runs apart. Order kept, duplicates not."""
     terms: dict[str, Term] = {}
     for word in _WORD.findall(_POSSESSIVE.sub("", text)):
-        for k, part in enumerate(_CJK.split(word)):
+        cjk = _cjk() if word and max(word) >= _CJK_FIRST else None
+        runs = cjk.findall(word) if cjk else []
+        for k, part in enumerate(cjk.split(word) if cjk else [word]):
             tokens = [t.lower() for t in _TOKEN.findall(part)]
             if tokens:
                 key = " ".join(tokens)
                 terms.setdefault(key, Term(key, (fts_string(key),)))
-            runs = _CJK.findall(word)
             if k < len(runs):
                 terms.setdefault(runs[k], _cjk_term(runs[k]))
     return list(terms.values())
