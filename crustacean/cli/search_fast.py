@@ -44,10 +44,9 @@ from crustacean.memo import STATE_DB, WORKSPACE_FILE, digest, locate
 from crustacean.recall.search_read import (
     Hit,
     IndexReader,
-    disk_mark,
     noted,
     recorded,
-    scan_markdown,
+    scan_mark,
 )
 
 FORMAT = "search-memo-1"  # bump when what the memo covers changes
@@ -237,8 +236,8 @@ class Probe(NamedTuple):
             memo = self._memo(conn)
             if memo is None:
                 return None
-            disk, problems = scan_markdown(self.root)
-            if problems or not recorded(conn, disk_mark(disk), len(disk)):
+            mark, files, problems = scan_mark(self.root)
+            if problems or not recorded(conn, mark, files):
                 return None  # a stale index: the app re-indexes (and names what it skipped)
             reader = IndexReader(conn, self.db, _today(memo))
             hits = reader.search(

@@ -218,16 +218,35 @@ def disk_mark(disk: dict[str, os.stat_result]) -> int:
 
     Folder mtimes cannot stand in for it: a write in place (an editor saving over the file,
     `>>`, a sync tool) changes the file's mtime and size, not its folder's. A different order
-    of the same files only costs the row-by-row comparison. The paths are hashed as one text
-    and the numbers as one array (formatting each file's line was most of the check's own
-    time)."""
-    paths = "\0".join(disk).encode("utf-8", "surrogateescape")
-    h = hashlib.blake2b(len(paths).to_bytes(8, "big"), digest_size=8)  # where the numbers start
-    h.update(paths)
+    of the same files only costs the row-by-row comparison."""
     numbers = array("q")
     for st in disk.values():
         numbers.append(st.st_size)
         numbers.append(st.st_mtime_ns)
+    return _mark(list(disk), numbers)
+
+
+def scan_mark(root: Path) -> tuple[int, int, list[tuple[str, str]]]:
+    """`disk_mark(scan_markdown(root))`, the number of files and the folders that could not be
+    read, keeping no stat: what a shell search checks before it answers."""
+    problems: list[tuple[str, str]] = []
+    paths: list[str] = []
+    numbers = array("q")
+    for rel, entry in walk(root, RECALLED, problems=problems):
+        if entry.name.lower().endswith(".md") and entry.is_file(follow_symlinks=False):
+            st = entry.stat(follow_symlinks=False)  # a symlink is not a file
+            paths.append(rel)
+            numbers.append(st.st_size)
+            numbers.append(st.st_mtime_ns)
+    return _mark(paths, numbers), len(paths), problems
+
+
+def _mark(paths: list[str], numbers: array[int]) -> int:
+    """The paths hashed as one text and the sizes and mtimes as one array (formatting a line
+    per file was most of the check's own time)."""
+    text = "\0".join(paths).encode("utf-8", "surrogateescape")
+    h = hashlib.blake2b(len(text).to_bytes(8, "big"), digest_size=8)  # where the numbers start
+    h.update(text)
     h.update(numbers.tobytes())
     return int.from_bytes(h.digest(), "big", signed=True)
 
