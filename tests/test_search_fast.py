@@ -399,7 +399,7 @@ class Stream(io.StringIO):
         self.tty, self._encoding = tty, encoding
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:
         return self._encoding
 
     def isatty(self) -> bool:
@@ -444,9 +444,11 @@ def test_a_memo_of_another_crustacean_is_not_read(
     monkeypatch.setenv("CRUSTACEAN_SEMANTIC", "0")
     argv = ["-w", str(place.root), "search", "figs"]
     env = _env(place.root, place.home)
-    assert search_fast.probe(argv, env, place.home).answer(Stream(), Stream())  # type: ignore[union-attr]
+    probe = search_fast.probe(argv, env, place.home)
+    assert probe is not None and probe.answer(Stream(), Stream())
     monkeypatch.setattr(search_fast, "__version__", "0.0.0-other")
-    assert not search_fast.probe(argv, env, place.home).answer(Stream(), Stream())  # type: ignore[union-attr]
+    other = search_fast.probe(argv, env, place.home)
+    assert other is not None and not other.answer(Stream(), Stream())
 
 
 def test_the_memo_keeps_a_bounded_number_of_rows(own: Place) -> None:

@@ -189,7 +189,8 @@ def _today(timezone: str) -> Callable[[datetime], date]:
     """Workspace.today for a zone name ("" is the system's zone)."""
     if not timezone:
         return lambda now: now.astimezone().date()
-    from zoneinfo import ZoneInfo  # only for a configured zone
+    # lazy: zoneinfo, ~3 ms, only for a configured zone
+    from zoneinfo import ZoneInfo
 
     zone = ZoneInfo(timezone)
     return lambda now: now.astimezone(zone).date()
