@@ -486,3 +486,28 @@ def test_a_copy_of_a_workspace_reads_no_memo_of_the_original(place: Place, tmp_p
     first = other.lean("-w", str(copy), "search", "figs")
     assert first.heavy  # its own root: the app answers first, and leaves its own memo
     assert other.same("-w", str(copy), "search", "figs", answered=True).out == first.out
+
+
+def test_a_closed_pipe_ends_both_paths_alike(place: Place) -> None:
+    """`crustacean search … | head` that stops reading: exit 1 and nothing on stderr."""
+    args = ["-w", str(place.root), "search", "garden", "--budget-chars", "50000"]
+    got = []
+    for script in (LEAN, APP):
+        pre = [str(place.mark)] if script is LEAN else []
+        read, write = os.pipe()
+        os.close(read)  # nobody reads: the first write fails
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", script, *pre, *args],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                env=_env(place.root, place.home),
+                cwd=place.home,
+                timeout=300,
+                check=False,
+            )
+        finally:
+            os.close(write)
+        got.append((done.returncode, done.stderr))
+    assert got[0] == got[1] == (1, got[1][1])
+    assert b"Traceback" not in got[0][1]

@@ -29,8 +29,10 @@ semantic extra, recall/semantic.py are imported.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -185,6 +187,15 @@ def _is_utf8(stream: TextIO) -> bool:
         return False
 
 
+def _pacify(*streams: TextIO) -> None:
+    """Point closed pipes at /dev/null, so the interpreter's last flush does not complain."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for stream in streams:
+        with contextlib.suppress(OSError, ValueError):  # no file behind it
+            os.dup2(null, stream.fileno())
+    os.close(null)
+
+
 def _today(timezone: str) -> Callable[[datetime], date]:
     """Workspace.today for a zone name ("" is the system's zone)."""
     if not timezone:
@@ -216,11 +227,15 @@ class Probe(NamedTuple):
             return False
         if printed is None:
             return False
-        if printed[1]:
-            err.write(printed[1])
-            err.flush()
-        out.write(printed[0])
-        out.flush()
+        try:
+            if printed[1]:
+                err.write(printed[1])
+                err.flush()
+            out.write(printed[0])
+            out.flush()
+        except BrokenPipeError:  # as click's main: exit 1, and nothing said at exit
+            _pacify(out, err)
+            raise SystemExit(1) from None
         return True
 
     def _printed(self, out: TextIO, err: TextIO) -> tuple[str, str] | None:
