@@ -252,6 +252,13 @@ def test_what_the_lean_path_is_unsure_of_goes_to_the_app(place: Place, args: lis
     place.same("-w", str(place.root), "search", *args, answered=False)
 
 
+def test_the_lean_path_loads_no_typer_rich_yaml_or_config(place: Place) -> None:
+    """sys.modules when the process ends, not a timer: what the lean answer never imports."""
+    got = place.lean("-w", str(place.root), "search", "garden", "--json")
+    assert got.code == 0 and json.loads(got.out)
+    assert got.heavy == ""  # none of HEAVY: typer, click, rich, yaml, crustacean.config, …
+
+
 def test_record_writes_so_the_app_answers_it(own: Place) -> None:
     def uses() -> list[tuple[str, int]]:
         conn = sqlite3.connect(own.root / ".crustacean" / "state.db")
