@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 WEIGHT = 1.0
 DENSE_TOP = 300  # lines the dense side adds to the lexical candidates
@@ -36,8 +35,7 @@ _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 _cache: dict[str, Embedder | None] = {}
 
 
-@dataclass(frozen=True)
-class Embedder:
+class Embedder(NamedTuple):  # not a dataclass: a shell search would pay for that import
     """The loaded model: `lines()` for the index, `query()` for a search.
 
     `embedding` holds one float16 row per token id, `tokenizer` is the bundled `tokenizers`
