@@ -647,7 +647,7 @@ class SearchIndex:
         if not len(ids):
             return lexical
         np = embedder.np
-        cos = embedder.cosines(matrix, embedder.query(query.text))
+        cos = embedder.cosines(matrix, embedder.query(query.text, self.db.path.parent))
         cos[ids >= scope.top] = -1.0
         if scope.keep is not None:
             cos[[not scope.keep(r) for r in ids.tolist()]] = -1.0
@@ -828,6 +828,7 @@ class SearchIndex:
 
 _MATRICES: dict[str, tuple[int, Any, Any]] = {}  # state.db path: (version, rowids, vectors)
 VECTOR_FILES = "search-vectors"  # .crustacean/search-vectors-<version>.{ids,int8}.npy
+EMBED_LINES = 8192  # lines embedded together when indexing
 
 
 def _vector_matrix(db: StateDB, embedder: Any) -> tuple[Any, Any]:
@@ -917,17 +918,27 @@ def _embed_missing(conn: sqlite3.Connection) -> None:
     files = conn.execute(
         "SELECT path, first_rowid, lines FROM search_files WHERE lines > 0 AND vectors = 0"
     ).fetchall()
-    for path, first, count in files:
-        rows = conn.execute(
-            "SELECT rowid, body FROM search_lines WHERE rowid BETWEEN ? AND ?",
-            (first, first + count - 1),
-        ).fetchall()
+    while files:  # EMBED_LINES lines at a time: the tokenizer and the pooling batch them
+        batch, size = [], 0
+        while files and (not batch or size + files[-1][2] <= EMBED_LINES):
+            batch.append(files.pop())
+            size += batch[-1][2]
+        rows = [
+            row
+            for _, first, count in batch
+            for row in conn.execute(
+                "SELECT rowid, body FROM search_lines WHERE rowid BETWEEN ? AND ?",
+                (first, first + count - 1),
+            )
+        ]
         vectors = embedder.lines([body for _, body in rows])
         conn.executemany(
             "INSERT OR REPLACE INTO search_vectors (rowid, vec) VALUES (?, ?)",
             [(r, v) for (r, _), v in zip(rows, vectors, strict=True)],
         )
-        conn.execute("UPDATE search_files SET vectors = 1 WHERE path = ?", (path,))
+        conn.executemany(
+            "UPDATE search_files SET vectors = 1 WHERE path = ?", [(p,) for p, _, _ in batch]
+        )
     _vectors_changed(conn)
 
 
