@@ -919,7 +919,8 @@ def _embed_missing(conn: sqlite3.Connection) -> None:
         "SELECT path, first_rowid, lines FROM search_files WHERE lines > 0 AND vectors = 0"
     ).fetchall()
     while files:  # EMBED_LINES lines at a time: the tokenizer and the pooling batch them
-        batch, size = [], 0
+        batch: list[tuple[str, int, int]] = []
+        size = 0
         while files and (not batch or size + files[-1][2] <= EMBED_LINES):
             batch.append(files.pop())
             size += batch[-1][2]

@@ -13,8 +13,8 @@ from the bundled .safetensors file (only the query's token rows are read), and t
 merges looked up in a compact table cached beside state.db (`bpe_table`), built once from the
 tokenizer's 1.8 MB JSON; then the cosines over every stored vector, mapped from .npy files beside
 state.db (search.py). The `tokenizers` library (its parse of that JSON cost as much as numpy's
-import), safetensors and the `wordllama` package itself (its import alone cost more than the rest)
-are imported only to embed the index's lines. numpy is told to keep one BLAS thread: the cosines
+import) is loaded only to embed the index's lines; safetensors and the `wordllama` package itself
+(its import alone cost more than the rest) never are. numpy is told to keep one BLAS thread: the cosines
 are one matrix-vector product of a few milliseconds, and OpenBLAS's idle threads spin-wait after
 it, costing a topic context about 100 ms of CPU on a 2-core machine for nothing.
 
@@ -68,7 +68,10 @@ class Embedder:
     def tokenizer(self) -> Any:
         """The `tokenizers` tokenizer, parsed on first use (~50 ms): for the index's lines."""
         if self._tokenizer is None:
-            from tokenizers import Tokenizer
+            try:  # found by `_build`, imported only here: a query does without it
+                from tokenizers import Tokenizer
+            except ImportError as e:  # a broken install: say which library
+                raise RuntimeError(f"the semantic extra's tokenizers cannot load: {e}") from e
 
             tokenizer = Tokenizer.from_file(str(self.tokenizer_file))
             tokenizer.no_padding()
@@ -316,10 +319,10 @@ def _pack(config: dict[str, Any], np: Any) -> Any:
     merges: dict[int, int] = {}
     for rank, merge in enumerate(model.get("merges") or []):
         left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
-        ids = vocab.get(left), vocab.get(right), vocab.get(left + right)
-        if None in ids:
+        a, b, new = vocab.get(left), vocab.get(right), vocab.get(left + right)
+        if a is None or b is None or new is None:
             return None  # the library refuses such a file too
-        merges[ids[0] * size + ids[1]] = rank << 32 | ids[2]  # a repeated pair: the last wins
+        merges[a * size + b] = rank << 32 | new  # a repeated pair: the last wins, as there
     chars = sorted(ord(tok) << 32 | i for tok, i in vocab.items() if len(tok) == 1)
     pairs = sorted(merges)
     head = [size, len(pairs), len(chars)]
