@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 from bench.common import count, data_size, isolate, row
 from bench.generate import generate_workspace
 from crustacean.config import load_config
-from crustacean.recall.context import ContextRequest, build_context
 from crustacean.recall import semantic
+from crustacean.recall.context import ContextRequest, build_context
 from crustacean.recall.memories import memory_paths
 from crustacean.workspace import Workspace
 

@@ -456,7 +456,8 @@ class _BestLines(Mapping[str, str]):
     def __getitem__(self, path: str) -> str:
         if path not in self._done:
             hits = self._ranking.file_hits(path, WINDOW_CHARS) if path in self._long else []
-            self._done[path] = "\n…\n".join(h.text for h in sorted(hits, key=_line)) if hits else None
+            ordered = sorted(hits, key=_line)
+            self._done[path] = "\n…\n".join(h.text for h in ordered) if hits else None
         found = self._done[path]
         if found is None:
             raise KeyError(path)
