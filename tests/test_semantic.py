@@ -165,7 +165,7 @@ def test_a_query_is_tokenized_from_the_cached_table_as_the_tokenizer_does(
     assert embedder is not None
     table = semantic.bpe_table(embedder.tokenizer_file, tmp_path, embedder.np)
     assert table is not None
-    theirs = embedder.token_ids(TRICKY)
+    theirs = embedder._whole(TRICKY)
     for text, ids in zip(TRICKY, theirs, strict=True):
         mine = table.encode(text)
         assert mine is None or mine == ids, text
@@ -173,6 +173,17 @@ def test_a_query_is_tokenized_from_the_cached_table_as_the_tokenizer_does(
     np = embedder.np
     for text in TRICKY[:-1]:
         assert np.array_equal(embedder.query(text, tmp_path), embedder.embed([text])[0])
+
+
+def test_many_texts_are_tokenized_word_by_word_as_the_tokenizer_does(extra: None) -> None:
+    """The index's lines go word by word (each distinct word once); the ids must be those of
+    the tokenizer given each whole line, spaces, marks and added tokens included."""
+    embedder = semantic.load()
+    assert embedder is not None
+    texts = [*TRICKY, "a ", "a  ", " a", "\u2581", "\u2581\u2581x", "x\u2581y", "<s>", " <s> a"]
+    texts += [f"{t} and {i} more words, words again" for i, t in enumerate(TRICKY * 4)]
+    assert len(texts) >= semantic.BY_WORDS_FROM
+    assert embedder.token_ids(texts) == embedder._whole(texts)
 
 
 def test_the_bpe_table_is_cached_once_and_rebuilt_when_unreadable(
@@ -185,11 +196,11 @@ def test_the_bpe_table_is_cached_once_and_rebuilt_when_unreadable(
     assert len(cached) == 1
     cached[0].write_bytes(b"not an array")
     table = semantic.bpe_table(embedder.tokenizer_file, tmp_path, embedder.np)
-    assert table is not None and table.encode("garden") == embedder.token_ids(["garden"])[0]
+    assert table is not None and table.encode("garden") == embedder._whole(["garden"])[0]
     assert sorted(tmp_path.glob(f"{semantic.BPE_FILES}-*.npy")) == cached
     missing = tmp_path / "no-such-folder"  # a state folder it cannot write to: built in memory
     table = semantic.bpe_table(embedder.tokenizer_file, missing, embedder.np)
-    assert table is not None and table.encode("garden") == embedder.token_ids(["garden"])[0]
+    assert table is not None and table.encode("garden") == embedder._whole(["garden"])[0]
     assert not missing.exists()
 
 

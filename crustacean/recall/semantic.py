@@ -25,12 +25,15 @@ about a hundred times per line to index.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import itertools
 import json
 import os
+import re
 import struct
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,10 @@ _WEIGHTS = "weights/l2_supercat_256.safetensors"
 _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 _TENSOR = "embedding.weight"
 _SPACE = "\u2581"  # SentencePiece's word mark: the normalizer puts it before and between words
+_WORDS = re.compile(f"(?<=[^{_SPACE}])(?={_SPACE})").split  # before a mark after a character
+_JOINED = re.compile(f"[^{_SPACE}]{_SPACE}")
+_FORMAT = 2  # of the cached table: a new one makes a new file name
+BY_WORDS_FROM = 64  # texts from which `token_ids` goes word by word
 _cache: dict[str, Embedder | None] = {}
 
 
@@ -80,7 +87,16 @@ class Embedder:
         return self._tokenizer
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
-        """Each text's token ids, all texts in one call (the library spreads them over cores)."""
+        """Each text's token ids. Many texts go word by word (`BpeTable.by_words`): the index's
+        lines repeat their words, and the tokenizer, given a whole line as one word, would
+        redo each of them on every line (three-quarters of embedding a workspace)."""
+        table = self._table(None) if len(texts) >= BY_WORDS_FROM else None
+        if table is not None and table.space_id >= 0:
+            return table.by_words(texts, self._whole)
+        return self._whole(texts)
+
+    def _whole(self, texts: list[str]) -> list[list[int]]:
+        """Each text's token ids from the tokenizer, in one call (spread over the cores)."""
         tok = self.tokenizer
         if tok.padding is not None:  # WordLlama's own class turns padding on (the tests)
             tok.no_padding()
@@ -160,11 +176,12 @@ class Embedder:
         table = self._table(cache_dir) if cache_dir is not None else None
         ids = table.encode(text) if table is not None else None
         if ids is None:
-            ids = self.token_ids([text])[0]
+            ids = self._whole([text])[0]
         return self.pool([ids])[0]
 
-    def _table(self, cache_dir: Path) -> BpeTable | None:
-        key = str(cache_dir)
+    def _table(self, cache_dir: Path | None) -> BpeTable | None:
+        """The BPE table, once per process and folder (None: built in memory, for the index)."""
+        key = str(cache_dir or "")
         if key not in self._bpe:
             self._bpe[key] = bpe_table(self.tokenizer_file, cache_dir, self.np)
         return self._bpe[key]
@@ -204,10 +221,44 @@ class BpeTable:
     token as code point << 32 | id; `byte_ids` the 256 byte tokens. `bpe_table` builds it only
     for a tokenizer of exactly that shape."""
 
-    def __init__(self, vocab: int, pairs: Any, merged: Any, chars: Any, byte_ids: list[int]):
-        self.vocab, self.pairs, self.merged, self.chars = vocab, pairs, merged, chars
+    def __init__(
+        self, vocab: int, space_id: int, pairs: Any, merged: Any, chars: Any, byte_ids: list[int]
+    ):
+        self.vocab, self.space_id = vocab, space_id
+        self.pairs, self.merged, self.chars = pairs, merged, chars
         self.byte_ids = byte_ids
         self.np = sys.modules["numpy"]
+
+    def by_words(
+        self, texts: list[str], whole: Callable[[list[str]], list[list[int]]]
+    ) -> list[list[int]]:
+        """The token ids of many texts, each distinct word tokenized once by `whole` (the
+        tokenizer). Exact when no token holds `_SPACE` after another character (`space_id`
+        is -1 otherwise): then no merge ever joins a symbol ending a word to the `_SPACE` that
+        starts the next, so the BPE of a normalized text is the BPE of its words, split before
+        each `_SPACE` that follows another character, one after the other. A word is given to
+        `whole` without its leading `_SPACE`, which the normalizer puts back; the word `_SPACE`
+        alone is the token `space_id`. A text holding an added token goes to `whole` as is."""
+        words: list[list[str] | None] = [
+            None
+            if not t or "<unk>" in t or "<s>" in t or "</s>" in t
+            else _WORDS(_SPACE + t.replace(" ", _SPACE))
+            for t in texts
+        ]
+        known: dict[str, list[int]] = {_SPACE: [self.space_id]}
+        new = sorted({w for ws in words if ws is not None for w in ws} - known.keys())
+        known.update(zip(new, whole([w[1:].replace(_SPACE, " ") for w in new]), strict=True))
+        rest = iter(whole([t for t, ws in zip(texts, words, strict=True) if ws is None]))
+        out: list[list[int]] = []
+        for ws in words:
+            if ws is None:
+                out.append(next(rest))
+            else:
+                ids: list[int] = []
+                for w in ws:
+                    ids += known[w]
+                out.append(ids)
+        return out
 
     def encode(self, text: str) -> list[int] | None:
         """The token ids of `text`, or None where the tokenizer must decide: an added token
@@ -257,15 +308,19 @@ class BpeTable:
 _NONE = 1 << 62  # no merge: larger than any rank << 32 | id
 
 
-def bpe_table(tokenizer_file: Path, cache_dir: Path, np: Any) -> BpeTable | None:
+def bpe_table(tokenizer_file: Path, cache_dir: Path | None, np: Any) -> BpeTable | None:
     """The tokenizer's `BpeTable`, from `cache_dir` (built there on first use, atomically, named
-    by the tokenizer file's path, size and mtime, so a reinstalled package gets a new one); None
-    for a tokenizer of another shape, which the `tokenizers` library then handles."""
+    by the tokenizer file's path, size and mtime, so a reinstalled package gets a new one; with
+    no folder, built in memory); None for a tokenizer of another shape, which the `tokenizers`
+    library then handles."""
+    if cache_dir is None:
+        flat = _pack(json.loads(tokenizer_file.read_bytes()), np)
+        return None if flat is None else _unpack(flat)
     st = tokenizer_file.stat()
-    tag = f"{tokenizer_file}\0{st.st_size}\0{st.st_mtime_ns}".encode("utf-8", "surrogateescape")
-    import hashlib
+    tag = f"{_FORMAT}\0{tokenizer_file}\0{st.st_size}\0{st.st_mtime_ns}"
 
-    name = f"{BPE_FILES}-{hashlib.blake2b(tag, digest_size=8).hexdigest()}.npy"
+    digest = hashlib.blake2b(tag.encode("utf-8", "surrogateescape"), digest_size=8)
+    name = f"{BPE_FILES}-{digest.hexdigest()}.npy"
     path = cache_dir / name
     try:
         flat = np.load(path, mmap_mode="r")
@@ -325,21 +380,23 @@ def _pack(config: dict[str, Any], np: Any) -> Any:
         merges[a * size + b] = rank << 32 | new  # a repeated pair: the last wins, as there
     chars = sorted(ord(tok) << 32 | i for tok, i in vocab.items() if len(tok) == 1)
     pairs = sorted(merges)
-    head = [size, len(pairs), len(chars)]
+    joined = any(_JOINED.search(tok) for tok in vocab)  # a token that spans two words
+    space_id = -1 if joined or _SPACE not in vocab else vocab[_SPACE]
+    head = [size, space_id, len(pairs), len(chars)]
     body = [*head, *pairs, *(merges[p] for p in pairs), *chars, *byte_ids]
     return np.array(body, dtype=np.int64)
 
 
 def _unpack(flat: Any) -> BpeTable | None:
-    """[vocab size, merges, chars, pairs…, merged…, chars…, 256 byte ids] back as a table."""
-    if len(flat) < 3:
+    """[vocab size, space id, merges, chars, pairs…, merged…, chars…, 256 byte ids] back."""
+    if len(flat) < 4:
         return None
-    size, n, c = (int(x) for x in flat[:3])
-    if len(flat) != 3 + 2 * n + c + 256:
+    size, space_id, n, c = (int(x) for x in flat[:4])
+    if len(flat) != 4 + 2 * n + c + 256:
         return None
-    pairs, merged = flat[3 : 3 + n], flat[3 + n : 3 + 2 * n]
-    chars, bytes_ = flat[3 + 2 * n : 3 + 2 * n + c], flat[3 + 2 * n + c :]
-    return BpeTable(size, pairs, merged, chars, [int(b) for b in bytes_])
+    pairs, merged = flat[4 : 4 + n], flat[4 + n : 4 + 2 * n]
+    chars, bytes_ = flat[4 + 2 * n : 4 + 2 * n + c], flat[4 + 2 * n + c :]
+    return BpeTable(size, space_id, pairs, merged, chars, [int(b) for b in bytes_])
 
 
 def wanted() -> bool:
