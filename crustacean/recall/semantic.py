@@ -47,10 +47,11 @@ _WEIGHTS = "weights/l2_supercat_256.safetensors"
 _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 _TENSOR = "embedding.weight"
 _SPACE = "\u2581"  # SentencePiece's word mark: the normalizer puts it before and between words
-_WORDS = re.compile(f"(?<=[^{_SPACE}])(?={_SPACE})").split  # before a mark after a character
+_WORDS = re.compile(f"[ {_SPACE}]+[^ {_SPACE}]*").findall  # of " " + text: its words
 _JOINED = re.compile(f"[^{_SPACE}]{_SPACE}")
 _FORMAT = 2  # of the cached table: a new one makes a new file name
 BY_WORDS_FROM = 64  # texts from which `token_ids` goes word by word
+KNOWN_WORDS = 200_000  # words whose ids are kept between calls (a few tens of MB at most)
 _cache: dict[str, Embedder | None] = {}
 
 
@@ -228,6 +229,7 @@ class BpeTable:
         self.pairs, self.merged, self.chars = pairs, merged, chars
         self.byte_ids = byte_ids
         self.np = sys.modules["numpy"]
+        self._known: dict[str, list[int]] = self._spaces()  # word: its ids
 
     def by_words(
         self, texts: list[str], whole: Callable[[list[str]], list[list[int]]]
@@ -235,30 +237,28 @@ class BpeTable:
         """The token ids of many texts, each distinct word tokenized once by `whole` (the
         tokenizer). Exact when no token holds `_SPACE` after another character (`space_id`
         is -1 otherwise): then no merge ever joins a symbol ending a word to the `_SPACE` that
-        starts the next, so the BPE of a normalized text is the BPE of its words, split before
-        each `_SPACE` that follows another character, one after the other. A word is given to
-        `whole` without its leading `_SPACE`, which the normalizer puts back; the word `_SPACE`
-        alone is the token `space_id`. A text holding an added token goes to `whole` as is."""
+        starts the next, so the BPE of a normalized text is the BPE of its words (a run of
+        spaces or marks and what follows up to the next), one after the other. A word goes to
+        `whole` without its first space, which the normalizer puts back as `_SPACE`; a lone
+        space is the token `space_id`. A text holding an added token goes to `whole` as is."""
         words: list[list[str] | None] = [
-            None
-            if not t or "<unk>" in t or "<s>" in t or "</s>" in t
-            else _WORDS(_SPACE + t.replace(" ", _SPACE))
+            None if not t or "<unk>" in t or "<s>" in t or "</s>" in t else _WORDS(" " + t)
             for t in texts
         ]
-        known: dict[str, list[int]] = {_SPACE: [self.space_id]}
-        new = sorted({w for ws in words if ws is not None for w in ws} - known.keys())
-        known.update(zip(new, whole([w[1:].replace(_SPACE, " ") for w in new]), strict=True))
+        known = self._known  # kept between calls: the index embeds EMBED_LINES at a time
+        new = {w for ws in words if ws is not None for w in ws} - known.keys()
+        if len(known) + len(new) > KNOWN_WORDS:
+            known.clear()
+            known.update(self._spaces())
+            new = {w for ws in words if ws is not None for w in ws} - known.keys()
+        fresh = sorted(new)
+        known.update(zip(fresh, whole([w[1:] for w in fresh]), strict=True))
         rest = iter(whole([t for t, ws in zip(texts, words, strict=True) if ws is None]))
-        out: list[list[int]] = []
-        for ws in words:
-            if ws is None:
-                out.append(next(rest))
-            else:
-                ids: list[int] = []
-                for w in ws:
-                    ids += known[w]
-                out.append(ids)
-        return out
+        get, chain = known.__getitem__, itertools.chain.from_iterable
+        return [next(rest) if ws is None else list(chain(map(get, ws))) for ws in words]
+
+    def _spaces(self) -> dict[str, list[int]]:
+        return {" ": [self.space_id], _SPACE: [self.space_id]}
 
     def encode(self, text: str) -> list[int] | None:
         """The token ids of `text`, or None where the tokenizer must decide: an added token
