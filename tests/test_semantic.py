@@ -181,7 +181,7 @@ def test_many_texts_are_tokenized_word_by_word_as_the_tokenizer_does(extra: None
     embedder = semantic.load()
     assert embedder is not None
     texts = [*TRICKY, "a ", "a  ", " a", "\u2581", "\u2581\u2581x", "x\u2581y", "<s>", " <s> a"]
-    texts += [f"{t} and {i} more words, words again" for i, t in enumerate(TRICKY * 4)]
+    texts += [f"{t} and {i} more words, words again" for i, t in enumerate(TRICKY * 300)]
     assert len(texts) >= semantic.BY_WORDS_FROM
     assert embedder.token_ids(texts) == embedder._whole(texts)
 
