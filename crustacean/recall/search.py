@@ -419,6 +419,9 @@ class SearchIndex(IndexReader):
         return Ranking(self, ranked, shares, _marks(query), files)
 
 
+EMBED_LINES = 8192  # lines embedded together when indexing
+
+
 def _vectors_changed(conn: sqlite3.Connection) -> None:
     """A new version token for the stored vectors (random: a fresh state.db never repeats one)."""
     conn.execute(
@@ -438,17 +441,28 @@ def _embed_missing(conn: sqlite3.Connection) -> None:
     files = conn.execute(
         "SELECT path, first_rowid, lines FROM search_files WHERE lines > 0 AND vectors = 0"
     ).fetchall()
-    for path, first, count in files:
-        rows = conn.execute(
-            "SELECT rowid, body FROM search_lines WHERE rowid BETWEEN ? AND ?",
-            (first, first + count - 1),
-        ).fetchall()
+    while files:  # EMBED_LINES lines at a time: the tokenizer and the pooling batch them
+        batch: list[tuple[str, int, int]] = []
+        size = 0
+        while files and (not batch or size + files[-1][2] <= EMBED_LINES):
+            batch.append(files.pop())
+            size += batch[-1][2]
+        rows = [
+            row
+            for _, first, count in batch
+            for row in conn.execute(
+                "SELECT rowid, body FROM search_lines WHERE rowid BETWEEN ? AND ?",
+                (first, first + count - 1),
+            )
+        ]
         vectors = embedder.lines([body for _, body in rows])
         conn.executemany(
             "INSERT OR REPLACE INTO search_vectors (rowid, vec) VALUES (?, ?)",
             [(r, v) for (r, _), v in zip(rows, vectors, strict=True)],
         )
-        conn.execute("UPDATE search_files SET vectors = 1 WHERE path = ?", (path,))
+        conn.executemany(
+            "UPDATE search_files SET vectors = 1 WHERE path = ?", [(p,) for p, _, _ in batch]
+        )
     _vectors_changed(conn)
 
 

@@ -391,7 +391,7 @@ class IndexReader:
         if not len(ids):
             return lexical
         np = embedder.np
-        cos = embedder.cosines(matrix, embedder.query(query.text))
+        cos = embedder.cosines(matrix, embedder.query(query.text, self.db_path.parent))
         cos[ids >= scope.top] = -1.0
         if scope.keep is not None:
             cos[[not scope.keep(r) for r in ids.tolist()]] = -1.0
