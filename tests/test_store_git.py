@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_helpers import KILL_AT
 from test_mcp import call, payload
 
@@ -505,3 +507,43 @@ def test_status_escapes_workspace_text_in_a_run_error(ws: Workspace) -> None:
         rec.finish("failed", error="WriteError: [red]x[/red] \x1b[2Kgone")
     out = run_cli("-w", str(ws.root), "status").stdout
     assert "\x1b" not in out and "[red]x[/red] \\x1b[2K" in out
+
+
+def _new_secret_wide(old: bytes, new: bytes) -> str | None:
+    """The reference: the kinds in the whole files, before against after (a kind found more
+    often after than before is new)."""
+    from collections import Counter
+
+    from crustacean.secrets import find_secrets
+
+    before = Counter(f.kind for f in find_secrets(old.decode()))
+    after = Counter(f.kind for f in find_secrets(new.decode()))
+    return next((k for k in after if after[k] > before[k]), None)
+
+
+_SECRET_LINES = [
+    "# ids\n",
+    f"mine: {KEY}\n",
+    f"id {KEY[:10]}",
+    f"{KEY[10:]} end\n",
+    "tier: cold\n",
+    "token = 0123456789abcdef0123456789abcdef\n",
+    "- plain line\n",
+    "\n",
+]
+
+
+@given(
+    before=st.lists(st.sampled_from(_SECRET_LINES), max_size=8),
+    after=st.lists(st.sampled_from(_SECRET_LINES), max_size=8),
+)
+@settings(max_examples=300, deadline=None)
+def test_only_the_changed_lines_are_scanned_and_the_verdict_is_the_whole_files(
+    before: list[str], after: list[str]
+) -> None:
+    """Without a PEM block nearby, _new_secret reads only the changed lines; it refuses exactly
+    when the whole files hold more credentials of a kind after the change than before."""
+    from crustacean.store.write import _new_secret
+
+    old, new = "".join(before).encode(), "".join(after).encode()
+    assert (_new_secret(old, new)[1] is None) == (_new_secret_wide(old, new) is None)
