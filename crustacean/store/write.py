@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
+RENAME_LANES_FROM = 32  # files in a call from which they are renamed on several threads
 SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
 
@@ -595,12 +596,12 @@ class Store:
             raise
         fsync_dir(self._journal_path.parent)
         try:
-            for path in touched:
-                if path in temps:
-                    os.replace(temps.pop(path), self.root / path)
-                else:
-                    self._put(path, plan.after[path])
-                _fault_point(path)
+            if len(touched) < RENAME_LANES_FROM:
+                for path in touched:
+                    self._place(path, plan.after[path], temps)
+            else:  # a rename waits on the file system's journal: many wait at once
+                jobs = [partial(self._place, p, plan.after[p], temps) for p in touched]
+                all_at_once(jobs, stop_early=True)
         except BaseException:
             _drop(temps.values())
             self._restore(originals)
@@ -611,6 +612,18 @@ class Store:
         if not settle_later:
             settle()
         return settle
+
+    def _place(self, path: str, data: bytes | None, temps: dict[str, str]) -> None:
+        """One file of a call into place: its synced temp file renamed over it, or written in
+        order by _put (a delete, a file whose folder was missing). Threads may run it at once
+        (each pops only its own temp, and a temp not yet renamed stays in `temps`)."""
+        tmp = temps.get(path)
+        if tmp is not None:
+            os.replace(tmp, self.root / path)
+            del temps[path]
+        else:
+            self._put(path, data)
+        _fault_point(path)
 
     def _mode_for(self, path: str) -> int:
         """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
