@@ -7,6 +7,7 @@ against real git in tmp_path, and shows both the message and that nothing was lo
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -547,3 +548,46 @@ def test_only_the_changed_lines_are_scanned_and_the_verdict_is_the_whole_files(
 
     old, new = "".join(before).encode(), "".join(after).encode()
     assert (_new_secret(old, new)[1] is None) == (_new_secret_wide(old, new) is None)
+
+
+def test_a_large_commit_packs_its_blobs_and_holds_what_git_add_would(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """From versions.PACK_FROM files a commit's plain blobs go into one pack; an executable, a
+    symlink, a file git converts (a `.gitattributes` line-ending rule), a deleted file go the
+    usual way, and the tree is the one `git add` of the same files gives."""
+    root = ws.root
+    (root / ".gitattributes").write_text("*.txt text eol=lf\n")
+    git(root, "add", ".gitattributes")
+    git(root, "commit", "-q", "-m", "attributes")
+    (root / "memory/notes/gone.md").write_text("soon gone\n")
+    git(root, "add", "memory/notes/gone.md")
+    git(root, "commit", "-q", "-m", "gone")
+    paths = []
+    for i in range(versions.PACK_FROM + 6):
+        rel = f"memory/notes/n{i:03}.md"
+        (root / rel).write_text(f"note {i}\n")
+        paths.append(rel)
+    (root / "memory/notes/tool.sh").write_text("#!/bin/sh\n")
+    os.chmod(root / "memory/notes/tool.sh", 0o755)
+    (root / "memory/notes/crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    os.symlink("n000.md", root / "memory/notes/link.md")
+    (root / "memory/notes/gone.md").unlink()
+    paths += [f"memory/notes/{n}" for n in ("tool.sh", "crlf.txt", "link.md", "gone.md")]
+    packs = set((root / ".git/objects/pack").glob("*.pack"))
+    commit = versions.Git(root).commit_paths(paths, actor="user", message="many", trailers={})
+    assert set((root / ".git/objects/pack").glob("*.pack")) - packs  # one new pack
+    ours = git(root, "rev-parse", f"{commit}^{{tree}}").strip()
+    twin = tmp_path / "twin"
+    subprocess.run(["git", "clone", "-q", str(root), str(twin)], check=True)
+    git(twin, "reset", "-q", "--hard", f"{commit}~1")
+    for rel in paths:
+        (twin / rel).unlink(missing_ok=True)
+        if os.path.lexists(root / rel):
+            if (root / rel).is_symlink():
+                os.symlink(os.readlink(root / rel), twin / rel)
+            else:
+                shutil.copy2(root / rel, twin / rel)
+    git(twin, "add", "-A", "--", *paths)
+    assert git(twin, "write-tree").strip() == ours
+    assert git(root, "cat-file", "-p", f"{commit}:memory/notes/crlf.txt") == "one\ntwo\n"
