@@ -41,6 +41,8 @@ def _opt(default: Any, doc: str, check: str | None = None) -> Any:
 
 @dataclass(frozen=True)
 class WorkspaceConfig:
+    """[workspace]: where the daily logs go and which zone says what today is."""
+
     timezone: str = _opt("", "IANA zone that decides what 'today' is; empty = system zone", "tz")
     daily_dir: Literal["root", "daily"] = _opt(
         "root", "daily logs in memory/ (root) or memory/daily/ (daily)"
@@ -49,6 +51,8 @@ class WorkspaceConfig:
 
 @dataclass(frozen=True)
 class ModelsConfig:
+    """[models]: the model id of each tier."""
+
     small: str = _opt("claude-haiku-5-5", "model id of the small tier (collect)")
     mid: str = _opt("claude-sonnet-5-5", "model id of the mid tier (curate)")
     large: str = _opt("claude-opus-5-5", "model id of the large tier (compile, calibrate)")
@@ -56,6 +60,8 @@ class ModelsConfig:
 
 @dataclass(frozen=True)
 class StageConfig:
+    """One stage's [stages.NAME]: whether it runs, on which tier, when."""
+
     enabled: bool = _opt(True, "whether tick and cron run this stage")
     tier: Tier = _opt("mid", "model tier this stage runs on")
     schedule: str = _opt(
@@ -77,6 +83,8 @@ def _stage(tier: Tier, schedule: str, what: str) -> Any:
 
 @dataclass(frozen=True)
 class StagesConfig:
+    """[stages]: the four stages of the pipeline, in run order."""
+
     collect: StageConfig = _stage("small", "0 */2 * * *", "collect: every 2 hours")
     curate: StageConfig = _stage("mid", "30 3 * * *", "curate: daily")
     compile: StageConfig = _stage("large", "0 4 * * 0", "compile: weekly, Sunday")
@@ -90,6 +98,8 @@ health, cron, run records and the write policy's actors read it from here)."""
 
 @dataclass(frozen=True)
 class MemoryConfig:
+    """[memory]: who may write, and the caps of context and MEMORY.md."""
+
     write: Literal["direct", "review", "off"] = _opt(
         "direct", "model writes: direct, review (every write is a proposal) or off (read-only)"
     )
@@ -101,6 +111,8 @@ class MemoryConfig:
 
 @dataclass(frozen=True)
 class TiersConfig:
+    """[tiers]: the thresholds of the tier lifecycle (seed 002)."""
+
     hot_days: int = _opt(7, "hot to warm after this many days without recall...", "pos")
     hot_min_uses: int = _opt(5, "...and fewer than this many total uses", "pos")
     warm_days: int = _opt(30, "warm to cold after this many days without recall", "pos")
@@ -111,11 +123,15 @@ class TiersConfig:
 
 @dataclass(frozen=True)
 class ArchiveConfig:
+    """[archive]: when daily logs move to archive/."""
+
     daily_after_days: int = _opt(30, "archive daily logs older than this many days", "pos")
 
 
 @dataclass(frozen=True)
 class StoreConfig:
+    """[store]: the write layer's limits."""
+
     max_file_bytes: int = _opt(262144, "largest file a write may leave behind (256 KB)", "pos")
     max_files_per_call: int = _opt(20, "most files one write_context call may change", "pos")
     max_snapshot_bytes: int = _opt(
@@ -128,12 +144,16 @@ class StoreConfig:
 
 @dataclass(frozen=True)
 class BudgetConfig:
+    """[budget]: where one model run stops as partial."""
+
     max_turns: int = _opt(40, "model turns per run before it stops as partial", "pos")
     max_input_tokens: int = _opt(400000, "input tokens per run before it stops as partial", "pos")
 
 
 @dataclass(frozen=True)
 class LlmConfig:
+    """[llm]: how the model API is reached."""
+
     base_url: str = _opt("", "Anthropic-compatible API URL; empty = ANTHROPIC_BASE_URL or default")
     max_retries: int = _opt(2, "retries on 408/409/429/5xx and connection errors", "nonneg")
     timeout_seconds: float = _opt(120.0, "timeout of one model request", "posf")
@@ -142,6 +162,8 @@ class LlmConfig:
 
 @dataclass(frozen=True)
 class PriceConfig:
+    """The estimated prices of one tier's model, USD per million tokens."""
+
     input: float = _opt(3.0, "USD per million input tokens", "nonnegf")
     output: float = _opt(15.0, "USD per million output tokens", "nonnegf")
     cache_read: float = _opt(0.3, "USD per million cache-read input tokens", "nonnegf")
@@ -160,6 +182,8 @@ PRICES_AS_OF = "2026-12-01"
 
 @dataclass(frozen=True)
 class PricesConfig:
+    """[prices]: each tier's estimated prices (costs shown are estimates from these)."""
+
     small: PriceConfig = _price(
         0.10,
         0.50,
@@ -178,6 +202,8 @@ class PricesConfig:
 
 @dataclass(frozen=True)
 class ContextConfig:
+    """[context]: the budgets of `context` and of the context tools."""
+
     foundation_chars: int = _opt(30000, "context: budget of foundation files + daily logs", "pos")
     hook_chars: int = _opt(
         9500,
@@ -197,11 +223,15 @@ class ContextConfig:
 
 @dataclass(frozen=True)
 class CurateConfig:
+    """[curate]: how many days curate reads."""
+
     days: int = _opt(3, "curate the daily entries of this many last days", "pos")
 
 
 @dataclass(frozen=True)
 class McpConfig:
+    """[mcp]: what the MCP server may write."""
+
     write: Literal["direct", "ask", "off"] = _opt(
         "direct", "MCP writes: direct (within policy), ask (every write a proposal) or off"
     )
@@ -209,6 +239,8 @@ class McpConfig:
 
 @dataclass(frozen=True)
 class CompileConfig:
+    """[compile]: the loss guard of the model stages' writes."""
+
     max_loss_fraction: float = _opt(
         0.10,
         "refuse a curate/compile/calibrate run's writes once they lose more than this share of "
@@ -222,6 +254,8 @@ class CompileConfig:
 
 @dataclass(frozen=True)
 class SourceConfig:
+    """One [[sources]] table: where collect finds transcripts."""
+
     kind: SourceKind = _opt("auto", "transcript format")
     path: str = _opt(
         "",
@@ -234,11 +268,15 @@ class SourceConfig:
 
 @dataclass(frozen=True)
 class GovernanceConfig:
+    """[governance]: what the org file locks."""
+
     locked: list[str] = _opt([], "keys lower layers may not override (read from the org file)")
 
 
 @dataclass(frozen=True)
 class Settings:
+    """Every config section: the effective values a run reads."""
+
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     stages: StagesConfig = field(default_factory=StagesConfig)
@@ -444,6 +482,8 @@ class Layer:
 
 @dataclass(frozen=True)
 class LoadedConfig:
+    """The merged layers: the settings, and where each value came from."""
+
     settings: Settings
     origins: dict[str, str]  # key -> layer name
     sources: dict[str, str]  # layer name -> file / description

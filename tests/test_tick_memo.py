@@ -155,7 +155,7 @@ def test_a_second_no_op_tick_prints_the_same_bytes_without_loading_typer(
     assert first.returncode == second.returncode == 0, first.stderr[-2000:]
     assert "not due (next slot" in first.stdout or '"due": false' in first.stdout
     assert second.stdout == first.stdout
-    assert {"typer", "rich"} <= imported(first.stderr)
+    assert "typer" in imported(first.stderr)  # the ordinary way (a pipe needs no rich)
     assert not {"typer", "rich", "pydantic", "croniter", "crustacean.config"} & imported(
         second.stderr
     )

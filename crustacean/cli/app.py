@@ -1,7 +1,5 @@
 """The root command and its global options."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,14 +7,13 @@ import typer
 
 from crustacean import __version__
 from crustacean.cli.common import CrustaceanGroup, console, state
-from crustacean.cli.help_cmd import help_
 from crustacean.cli.lazy import LazyCommands, loader, plain_params
 from crustacean.cli.output import set_quiet
 
 # Every command: (name, module in crustacean.cli, attribute), in `--help` order: commands, then
 # groups (a typer.Typer), as typer lists what `app.command` and `app.add_typer` registered. The
 # module is imported only when its command is looked up (crustacean/cli/lazy.py), so
-# `crustacean paths` does not pay for `mcp` or `review`. A new command goes here.
+# `crustacean paths` does not pay for `mcp` or `review`. A new command goes here and in SUMMARIES.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("init", "init_cmd", "init"),
     ("collect", "stages_cmd", "collect"),
@@ -43,6 +40,52 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("tier", "memory_cmd", "tier_app"),
     ("runs", "runs_cmd", "runs_app"),
 )
+HELP = ("help", "help_cmd", "help_")  # `crustacean help`: listed last, as typer lists its own
+
+# The first paragraph of each command's help: the root's listing (`--help`, a bare `crustacean`,
+# TAB completion) shows these without importing any command's module (tests/test_startup_diet.py
+# checks each against its command).
+SUMMARIES: dict[str, str] = {
+    "init": "Create a workspace, or adopt an existing one without changing any file it has.",
+    "collect": "Append what is new in the transcripts to the daily logs (stage 1 of 4C).",
+    "curate": (
+        "Route the last days' daily entries into contacts, lessons, knowledge… (stage 2 of 4C)."
+    ),
+    "compile": (
+        "Archive, apply tiers, keep MEMORY.md under its caps, then judge and digest (stage 3)."
+    ),
+    "calibrate": (
+        "Monthly audit: health by code, foundation and lessons review, proposals (stage 4)."
+    ),
+    "health": "Check the pipeline's cadence and cost and the workspace's shape, item by item.",
+    "status": (
+        "Show each stage's last run and next slot, 30-day cost, and the workspace at a glance."
+    ),
+    "doctor": (
+        "Check what would stop a scheduled run, with a fix for each problem; exit 1 on a failure."
+    ),
+    "tick": "Run every stage that is due, then exit; put it in cron every 15 minutes.",
+    "mcp": "Serve the memory tools to an MCP client over stdio (Claude Code, Claude Desktop, …).",
+    "paths": "Print every location crustacean uses: workspace, config files, state, logs.",
+    "history": "List versions, newest first: id, time, actor, message and files.",
+    "show": "Show one version: who made it, why, and the diff.",
+    "rollback": (
+        "Restore files as they were at VERSION, recorded as a new version (history is kept)."
+    ),
+    "context": (
+        "Print what an agent should load now: foundation, recent days and memories, within caps."
+    ),
+    "search": "Search the workspace's markdown; print path#lines, score and snippet per hit.",
+    "index": "Rebuild the search index from scratch.",
+    "remember": "Record a ruling in memory/lessons/NAME.md (the same NAME replaces the old one).",
+    "ui": "Serve a local page to see memory, versions and costs, roll back and approve proposals.",
+    "cron": "Schedule the pipeline: a crontab block (default), a systemd user timer, or OpenClaw.",
+    "config": "Inspect the layered configuration.",
+    "review": "Review proposals: changes a model asked to make to files that need approval.",
+    "tier": "Memory tiers: list, plan the lifecycle, or set one by hand.",
+    "runs": "List pipeline runs, or show one with the tool calls it made.",
+    "help": "Show the help of a command, like COMMAND --help (without one: the list of commands).",
+}
 
 
 class RootGroup(CrustaceanGroup):
@@ -53,15 +96,31 @@ class RootGroup(CrustaceanGroup):
         super().__init__(*args, **kwargs)
         names = self.context_settings["help_option_names"]
         registered = dict(self.commands)  # any `app.command(...)` still works, listed last
-        self.commands = LazyCommands(
+        self.lazy = LazyCommands(
             {
                 name: loader(app, name, f"crustacean.cli.{mod}", attr, names)
-                for name, mod, attr in COMMANDS
-            }
+                for name, mod, attr in (*COMMANDS, HELP)
+            },
+            SUMMARIES,
         )
+        self.commands = self.lazy
         self.commands.update(registered)
         for command in (self, *registered.values()):
             plain_params(command, names)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The names, in order, without building a command (typer's builds every one)."""
+        return list(self.commands)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The root's help lists every command by its summary, importing none of them."""
+        with self.lazy.listing():
+            super().format_help(ctx, formatter)
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        """TAB after `crustacean `: the names and summaries, importing no command module."""
+        with self.lazy.listing():
+            return super().shell_complete(ctx, incomplete)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """typer appends its completion options after `__init__`: they go plain here, before
@@ -138,9 +197,6 @@ def root(
     st.workspace = workspace
     st.overrides = list(set_ or [])
     set_quiet(quiet)
-
-
-app.command("help")(help_)
 
 
 def main() -> None:

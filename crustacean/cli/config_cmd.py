@@ -1,7 +1,5 @@
 """`crustacean config show` and `crustacean paths`."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`crustacean context`: what an agent should load now (the SessionStart hook runs it)."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Annotated
 

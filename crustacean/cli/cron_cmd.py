@@ -1,7 +1,5 @@
 """`crustacean cron install | show | remove`: schedule the pipeline (cron, systemd, OpenClaw)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """`crustacean health`: the pipeline and workspace health check by code."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Annotated
 

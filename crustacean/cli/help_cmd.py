@@ -1,7 +1,5 @@
 """`crustacean help [COMMAND...]`: the help of a command, like COMMAND --help."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

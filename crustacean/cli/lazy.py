@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -155,14 +156,31 @@ def loader(
 
 
 class LazyCommands(MutableMapping[str, Any]):
-    """A group's commands by name, in `--help` order, each built on first lookup."""
+    """A group's commands by name, in `--help` order, each built on first lookup.
 
-    def __init__(self, loaders: dict[str, Callable[[], Any]]) -> None:
+    Inside `listing()` (the root's help and completion), a command not built yet is looked up
+    as a stand-in that carries only its name and summary: all a listing reads of it."""
+
+    def __init__(
+        self, loaders: dict[str, Callable[[], Any]], summaries: dict[str, str] | None = None
+    ) -> None:
         self._loaders = dict(loaders)
         self._built: dict[str, Any] = {}
+        self._summaries = dict(summaries or {})
+        self._listing = 0
+
+    @contextmanager
+    def listing(self) -> Iterator[None]:
+        self._listing += 1
+        try:
+            yield
+        finally:
+            self._listing -= 1
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._built:  # an unknown name: the KeyError of a dict
+            if self._listing and name in self._summaries:
+                return typer.core.TyperCommand(name, help=self._summaries[name])
             self._built[name] = self._loaders[name]()
         return self._built[name]
 

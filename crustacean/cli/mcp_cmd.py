@@ -1,7 +1,5 @@
 """`crustacean mcp`: serve the memory tools over stdio."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

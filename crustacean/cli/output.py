@@ -9,15 +9,16 @@ every style off; the global `--quiet` keeps only errors and output asked for by 
 
 from __future__ import annotations
 
+import builtins
 import functools
-import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import typer
 
@@ -63,8 +64,33 @@ def _adaptive() -> type[Console]:
     return AdaptiveConsole
 
 
+# What makes rich's Console change a plain string on its way out: an emoji code (`:smile:`), the
+# control codes its Text strips (BEL, BS, VT, FF, CR) and a tab (expanded to spaces).
+_RICH_CHANGES = re.compile(r":\S*?:|[\a\b\t\v\f\r]")
+
+
+def _plain_stream(stderr: bool) -> TextIO | None:
+    """The stream itself when rich's Console would see no terminal there (so it writes a plain
+    string as it is), else None. Mirrors rich's `is_terminal`; anything it might read otherwise
+    (FORCE_COLOR, TTY_COMPATIBLE, TTY_INTERACTIVE, Jupyter, Windows) leaves it to rich."""
+    env = os.environ
+    if sys.platform == "win32" or "get_ipython" in vars(builtins):
+        return None
+    if "FORCE_COLOR" in env or "TTY_COMPATIBLE" in env or "TTY_INTERACTIVE" in env:
+        return None
+    stream = sys.stderr if stderr else sys.stdout
+    stream = getattr(stream, "rich_proxied_file", stream)
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return None if stream is None or isatty is None or isatty() else stream
+    except ValueError:  # a closed stream: rich says so too
+        return None
+
+
 class _LazyConsole:
-    """Stands for an adaptive Console until something prints; then it is made, once."""
+    """Stands for an adaptive Console until something prints what rich would change; then it is
+    made, once. Plain text to a pipe (`paths`, `say`, an error line) is written as rich would
+    write it, without importing rich (~15 ms of every such command's start-up)."""
 
     _stderr: bool
     _real: Console | None
@@ -72,6 +98,28 @@ class _LazyConsole:
     def __init__(self, stderr: bool) -> None:
         object.__setattr__(self, "_stderr", stderr)
         object.__setattr__(self, "_real", None)
+
+    @property
+    def is_terminal(self) -> bool:
+        if self._real is None and _plain_stream(self._stderr) is not None:
+            return False
+        return self._get().is_terminal
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """`Console.print`; a lone plain str to a pipe goes straight to the stream."""
+        stream = _plain_stream(self._stderr) if self._real is None else None
+        if stream is None or not _is_plain(objects, kwargs):
+            self._get().print(*objects, **kwargs)
+            return
+        if not self._stderr and MODE.quiet:  # the stdout console is made quiet
+            return
+        try:
+            stream.write(objects[0] + "\n")
+            stream.flush()
+        except BrokenPipeError:  # what rich's Console.on_broken_pipe does
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(1) from None
 
     def _get(self) -> Console:
         real = self._real
@@ -95,13 +143,28 @@ class _LazyConsole:
         setattr(self._get(), name, value)
 
 
+def _is_plain(objects: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """One str, printed without markup (or with none in it), highlighting or hard wrapping,
+    that rich would write unchanged."""
+    if len(objects) != 1 or type(objects[0]) is not str or _RICH_CHANGES.search(objects[0]):
+        return False
+    markup = kwargs.get("markup")
+    return (
+        set(kwargs) <= {"markup", "highlight", "soft_wrap"}
+        and (markup is False or (markup is None and "[" not in objects[0]))
+        and kwargs.get("highlight") in (None, False)
+        and kwargs.get("soft_wrap") in (None, True)
+    )
+
+
 _out, _err = _LazyConsole(stderr=False), _LazyConsole(stderr=True)
 console = cast("Console", _out)
 err_console = cast("Console", _err)
 
 
-@dataclass
 class _Mode:
+    """What the global options set for every print (a plain class: no dataclass to build)."""
+
     quiet: bool = False
 
 
@@ -122,16 +185,16 @@ def width() -> int | None:
 
 # ---------------------------------------------------------------- lines
 
-_UNIT = re.compile(r"(\s*)(`[^`]*`\S*|\S+)")
+_UNIT = r"(\s*)(`[^`]*`\S*|\S+)"  # compiled on first use (re caches it), like the next
 # C0 (but tab and newline), DEL, C1 and the bidi overrides: each can rewrite what a terminal
 # shows (`\x1b[2K` erases a line, `\r` overwrites it, U+202E reverses it).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 
 
 def safe(text: str) -> str:
     """Workspace text as a terminal may show it: every control character visible as an escape.
     Every line, table cell and diff printed here goes through it (a pipe often ends in one)."""
-    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
+    return re.sub(_CONTROL, lambda m: repr(m[0])[1:-1], text)
 
 
 def wrap(text: str, width: int | None) -> list[str]:
@@ -141,17 +204,17 @@ def wrap(text: str, width: int | None) -> list[str]:
     eye; a copy still gets it in one piece). Spacing inside a line is kept; continuation lines
     take the first line's indent plus two spaces. `width=None` (a pipe) keeps every line.
     """
-    # lazy: rich.cells loads rich, which `context` never does (tests/test_cli_lazy.py)
-    from rich.cells import cell_len
-
     if width is None:
         return text.split("\n")
+    # lazy: rich.cells loads rich, which `context` and a pipe never need (tests/test_cli_lazy.py)
+    from rich.cells import cell_len
+
     out: list[str] = []
     for line in text.split("\n"):
         if cell_len(line) <= width:
             out.append(line)
             continue
-        units = _UNIT.findall(line)
+        units = re.findall(_UNIT, line)
         hang = " " * (len(units[0][0]) + 2) if units else ""
         current = ""
         for space, unit in units:
@@ -185,6 +248,9 @@ def warn(text: str) -> None:
 
 def print_json(data: Any) -> None:
     """JSON asked for by name: printed even with `--quiet`, never wrapped, keys as given."""
+    # lazy: json, ~2 ms, only for --json (paths and context print lines)
+    import json
+
     text = json.dumps(data, default=str, ensure_ascii=False, indent=2)
     if console.is_terminal and not MODE.quiet:
         # lazy: rich.json, ~35 ms, only for JSON to a terminal

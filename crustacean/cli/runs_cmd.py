@@ -1,7 +1,5 @@
 """`crustacean runs` and `runs show`: what each pipeline run did and cost."""
 
-from __future__ import annotations
-
 import json
 from datetime import timedelta, tzinfo
 from typing import Annotated

@@ -1,7 +1,5 @@
 """`crustacean search` and `crustacean index`."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """`crustacean status` (the dashboard) and `crustacean doctor` (what would stop a run)."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime, tzinfo
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """`crustacean tick`: run every stage that is due, then exit (cron calls it every 15 minutes)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`crustacean ui`: the local web page, in the foreground."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 import sys
