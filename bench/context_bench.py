@@ -6,6 +6,10 @@ call, in-process, recall ledger included) for `--for main` without and with a to
 first call that builds the indexes, reported on a row of its own (once per workspace). The baseline,
 measured in the same run, is reading the raw bytes of every memory file once (what any loader has
 to do at least), so the ratio shows the cost of parsing, tiers and caps on top of I/O.
+
+With the semantic extra installed, one more row: a fresh process loading the model and embedding
+one query (what `crustacean search` adds for it), against a fresh process importing numpy (which
+the cosines cannot do without).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 from bench.common import count, data_size, isolate, row
 from bench.generate import generate_workspace
 from crustacean.config import load_config
+from crustacean.recall import semantic
 from crustacean.recall.context import ContextRequest, build_context
 from crustacean.recall.memories import memory_paths
 from crustacean.workspace import Workspace
@@ -94,6 +100,29 @@ def main() -> None:
             name = f"{label}, first call (builds the indexes; once per workspace)"
             row(name, first * 1000, None, b * 1000, "reading every memory file once")
             print(f"| {name} | {first * 1000:.0f} | | {b * 1000:.0f} | {first / b:.1f}x |")
+        if semantic.load() is not None:
+            _one_query(ws.state_dir, args.rounds)
+
+
+def _one_query(state_dir: Path, rounds: int) -> None:
+    """A fresh process that loads the model and embeds one query (the BPE table cached by the
+    calls above), against one that imports numpy; interleaved, so load swings hit both."""
+    query = (
+        "from pathlib import Path; from crustacean.recall import semantic; "
+        f"semantic.load().query('garden budget meeting', Path({str(state_dir)!r}))"
+    )
+    base, took = [], []
+    for _ in range(rounds):
+        for code, out in (("import numpy", base), (query, took)):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            out.append(time.perf_counter() - start)
+    m, b = statistics.median(took), statistics.median(base)
+    print("\n| figure | median ms | p95 ms | baseline (python -c 'import numpy') ms | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    name = "semantic extra: load and embed one query, fresh process"
+    row(name, m * 1000, _p95(took) * 1000, b * 1000, "python -c 'import numpy'")
+    print(f"| {name} | {m * 1000:.0f} | {_p95(took) * 1000:.0f} | {b * 1000:.0f} | {m / b:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -232,6 +232,21 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # What a shell search's answer depends on beyond the index (cli/search_fast.py): the
+        # config files' bytes and the time zone they gave, per arguments, cwd and environment.
+        "m012_search_memo",
+        """
+        CREATE TABLE search_memo (
+            key TEXT PRIMARY KEY,
+            root TEXT NOT NULL,
+            files TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            migrations INTEGER NOT NULL,
+            timezone TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from functools import cached_property
@@ -22,12 +22,24 @@ from crustacean.config import (
 )
 from crustacean.errors import ConfigError, WorkspaceNotFoundError
 
+# The one walker and its skip rules live in crustacean/tree.py (stdlib only); re-exported.
+from crustacean.tree import CHECKED as CHECKED
+from crustacean.tree import MEMORY_HOMES as MEMORY_HOMES
+from crustacean.tree import NOT_GIT as NOT_GIT
+from crustacean.tree import OWN_STATE as OWN_STATE
+from crustacean.tree import RECALLED as RECALLED
+from crustacean.tree import STATE_DIR as STATE_DIR
+from crustacean.tree import TOOL_CACHES as TOOL_CACHES
+from crustacean.tree import TRASH_DIR as TRASH_DIR
+from crustacean.tree import WRITABLE as WRITABLE
+from crustacean.tree import Skip as Skip
+from crustacean.tree import walk as walk
+
 WORKSPACE_ENV = "CRUSTACEAN_WORKSPACE"
 
 # How a core function reports long work: `progress(done, total)` after each item. The core never
 # draws anything; the CLI turns the calls into a bar on a terminal (cli/output.py `progress`).
 Progress = Callable[[int, int], None]
-STATE_DIR = ".crustacean"
 
 FOUNDATION_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md")
 WORKING_MEMORY = "MEMORY.md"
@@ -51,75 +63,6 @@ LAYOUT_DIRS: tuple[str, ...] = (
     "artifacts",
     *(f"artifacts/{d}" for d in ARTIFACT_SUBDIRS),
 )
-
-
-# ---------------------------------------------------------------------------------------------
-# Walking the workspace: one walker, and every caller's skip rule beside it
-
-
-TRASH_DIR = "archive/trash"
-OWN_STATE = frozenset({".git", STATE_DIR})  # git's and crustacean's own folders, at the top
-TOOL_CACHES = frozenset({"node_modules", ".venv", "__pycache__"})
-
-
-@dataclass(frozen=True)
-class Skip:
-    """Which folders a walk leaves out (a folder left out is not entered at all)."""
-
-    hidden: bool = False  # any folder whose name starts with "."
-    names: frozenset[str] = frozenset()  # folders of these names, at any depth
-    top: frozenset[str] = frozenset()  # folders of these names at the top of the walk
-    paths: frozenset[str] = frozenset()  # these workspace-relative folders
-
-    def leaves_out(self, rel_dir: str, name: str) -> bool:
-        return (
-            (self.hidden and name.startswith("."))
-            or name in self.names
-            or (not rel_dir and name in self.top)
-            or rel_dir + name in self.paths
-        )
-
-
-# What a writer may see: everything but git, crustacean's state and the trash (the store).
-WRITABLE = Skip(top=OWN_STATE, paths=frozenset({TRASH_DIR}))
-# What is indexed and recalled: no hidden folder (.git, .crustacean, .system) and no trash.
-RECALLED = Skip(hidden=True, paths=frozenset({TRASH_DIR}))
-# Memory homes: no hidden folder below them (search: RECALLED; the trash is not a home).
-MEMORY_HOMES = Skip(hidden=True)
-# What health checks: every file but git's, crustacean's and tool caches, at any depth.
-CHECKED = Skip(names=OWN_STATE | TOOL_CACHES)
-# Where a killed write may have left a temp file: everywhere but .git.
-NOT_GIT = Skip(top=frozenset({".git"}))
-
-
-def walk(
-    root: Path,
-    skip: Skip,
-    under: str = "",
-    problems: list[tuple[str, str]] | None = None,
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """(workspace-relative posix path, entry) of everything below `root/under` that is not a
-    folder walked into: files, symlinks (a symlinked folder is never entered) and the rest.
-
-    Callers pick from the entries (`entry.is_file(follow_symlinks=False)` for regular files
-    only). A folder that cannot be read is skipped, and named in `problems` when given."""
-    start = f"{under.strip('/')}/" if under.strip("/") else ""
-    stack = [(start, os.path.join(root, start) if start else str(root))]
-    while stack:
-        rel_dir, full = stack.pop()
-        try:
-            with os.scandir(full) as it:
-                entries = list(it)
-        except OSError as e:
-            if problems is not None:
-                problems.append((rel_dir or ".", f"folder cannot be read: {e.strerror}"))
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if not skip.leaves_out(rel_dir, entry.name):
-                    stack.append((f"{rel_dir}{entry.name}/", entry.path))
-            else:
-                yield rel_dir + entry.name, entry
 
 
 def data_dir(name: str) -> Path:

@@ -169,3 +169,16 @@ def test_an_unreadable_file_is_tried_again_on_every_check(
         assert skipped["memory/notes/locked.md"] == "unreadable: Permission denied"
     monkeypatch.setattr(Path, "read_bytes", real)
     assert paths(indexed, "safe") == ["memory/notes/locked.md"]
+
+
+def test_the_shell_searchs_mark_is_the_indexs_mark(indexed: Workspace) -> None:
+    """cli/search_fast.py checks with scan_mark, the index records disk_mark: one number."""
+    from crustacean.recall.search_read import scan_mark
+
+    put(indexed, "memory/notes/b.MD", "# B\n")
+    put(indexed, "memory/notes/skip.txt", "not markdown\n")
+    put(indexed, "archive/trash/2026-01-01/gone.md", "# Gone\n")
+    (indexed.root / "memory/notes/link.md").symlink_to(indexed.root / "memory/notes/work.md")
+    disk, problems = scan_markdown(indexed.root)
+    assert scan_mark(indexed.root) == (disk_mark(disk), len(disk), problems)
+    assert "memory/notes/b.MD" in disk and "memory/notes/link.md" not in disk

@@ -5,8 +5,17 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from crustacean.recall.search_query import DateRange, find_dates, parse_query, split_words
+from crustacean.recall.search_query import (
+    DateRange,
+    _date_rules,
+    find_dates,
+    may_name_a_date,
+    parse_query,
+    split_words,
+)
 
 TODAY = date(2026, 3, 28)  # a Saturday
 
@@ -100,3 +109,37 @@ def test_date_words_leave_the_query_and_when_questions_are_flagged() -> None:
     assert not parse_query("dinner", TODAY).when
     only = parse_query("in May", TODAY)
     assert only.terms == () and only.dates is not None
+
+
+_DATEISH = st.sampled_from(
+    [
+        "May",
+        "may",
+        "in",
+        "last",
+        "week",
+        "3",
+        "2024-05-01",
+        "ago",
+        "two",
+        "days",
+        "ſeptember",
+        "x_may",
+        "Dec.",
+        "todays",
+        "yesterday",
+        "garden",
+        "١٢",
+        "this",
+        "year",
+        "lately",
+        "of",
+    ]
+)
+
+
+@given(st.lists(st.one_of(_DATEISH, st.text(max_size=6)), max_size=6))
+def test_a_query_the_date_prefilter_skips_matches_no_date_rule(words: list[str]) -> None:
+    text = " ".join(words)
+    if not may_name_a_date(text):
+        assert not any(pattern.search(text) for pattern, _ in _date_rules())

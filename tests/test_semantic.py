@@ -111,11 +111,13 @@ def test_a_wordllama_without_bundled_weights_stays_lexical(
 def test_the_lean_loader_embeds_as_wordllama_does(extra: None) -> None:
     """semantic.py pools the bundled weights itself, to skip importing wordllama; the vectors
     must be WordLlama's own, to the bit (stored vectors from before stay valid)."""
+    from tokenizers import Tokenizer
     from wordllama.inference import WordLlamaInference
 
     embedder = semantic.load()
     assert embedder is not None
-    theirs = WordLlamaInference(embedder.embedding, embedder.tokenizer)
+    own = Tokenizer.from_file(str(embedder.tokenizer_file))  # WordLlama turns padding on
+    theirs = WordLlamaInference(embedder.np.asarray(embedder.embedding), own)
     texts = [
         "We adopted a puppy from the shelter.",
         "- [09:14] Ana: the invoice for March is late?",
@@ -123,9 +125,102 @@ def test_the_lean_loader_embeds_as_wordllama_does(extra: None) -> None:
         "x",
         *(f"line {i} of a long batch, words words {i * 7}" for i in range(70)),
     ]
+    texts += [  # lengths far apart: batched by length, each with its own padding
+        "word " * 300,
+        "a",
+        "  leading and trailing spaces  ",
+        "tab\tand\nnewline",
+        "emoji 🦀 and ñ, é, ü; ‖ unusual ‖ marks",
+        "\u2581already marked\u2581",
+    ]
     np = embedder.np
     assert np.array_equal(embedder.embed(texts), theirs.embed(texts, norm=True))
     assert np.array_equal(embedder.query(texts[0]), theirs.embed([texts[0]], norm=True)[0])
+
+
+TRICKY = [
+    "garden budget meeting",
+    "We adopted a puppy from the shelter.",
+    "  two  spaces   and three ",
+    "tab\tnewline\ncarriage\rreturn",
+    "短い日本語の行と中文和한국어",
+    "emoji 🦀🦞 and combining e\u0301 and zero\u200bwidth",
+    "\u2581marks\u2581\u2581inside",
+    "x",
+    " ",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "- [09:14] Ana: the invoice for March is late?",
+    "URL https://example.org/a_b-c?d=e&f=g#h 12,345.67",
+    "a<s>b and </s> and <unk>",  # added tokens: the tokenizer decides
+    "",
+]
+
+
+def test_a_query_is_tokenized_from_the_cached_table_as_the_tokenizer_does(
+    extra: None, tmp_path: Path
+) -> None:
+    """`query` tokenizes from a compact BPE table cached in the state folder, not by parsing
+    the tokenizer; its ids, and so its vector, must be the tokenizer's."""
+    embedder = semantic.load()
+    assert embedder is not None
+    table = semantic.bpe_table(embedder.tokenizer_file, tmp_path, embedder.np)
+    assert table is not None
+    theirs = embedder._whole(TRICKY)
+    for text, ids in zip(TRICKY, theirs, strict=True):
+        mine = table.encode(text)
+        assert mine is None or mine == ids, text
+    assert table.encode("a<s>b") is None and table.encode("") is None
+    np = embedder.np
+    for text in TRICKY[:-1]:
+        assert np.array_equal(embedder.query(text, tmp_path), embedder.embed([text])[0])
+
+
+def test_many_texts_are_tokenized_word_by_word_as_the_tokenizer_does(extra: None) -> None:
+    """The index's lines go word by word (each distinct word once); the ids must be those of
+    the tokenizer given each whole line, spaces, marks and added tokens included."""
+    embedder = semantic.load()
+    assert embedder is not None
+    texts = [*TRICKY, "a ", "a  ", " a", "\u2581", "\u2581\u2581x", "x\u2581y", "<s>", " <s> a"]
+    texts += [f"{t} and {i} more words, words again" for i, t in enumerate(TRICKY * 300)]
+    assert len(texts) >= semantic.BY_WORDS_FROM
+    assert embedder.token_ids(texts) == embedder._whole(texts)
+
+
+def test_the_bpe_table_is_cached_once_and_rebuilt_when_unreadable(
+    extra: None, tmp_path: Path
+) -> None:
+    embedder = semantic.load()
+    assert embedder is not None
+    semantic.bpe_table(embedder.tokenizer_file, tmp_path, embedder.np)
+    cached = sorted(tmp_path.glob(f"{semantic.BPE_FILES}-*.npy"))
+    assert len(cached) == 1
+    cached[0].write_bytes(b"not an array")
+    table = semantic.bpe_table(embedder.tokenizer_file, tmp_path, embedder.np)
+    assert table is not None and table.encode("garden") == embedder._whole(["garden"])[0]
+    assert sorted(tmp_path.glob(f"{semantic.BPE_FILES}-*.npy")) == cached
+    missing = tmp_path / "no-such-folder"  # a state folder it cannot write to: built in memory
+    table = semantic.bpe_table(embedder.tokenizer_file, missing, embedder.np)
+    assert table is not None and table.encode("garden") == embedder._whole(["garden"])[0]
+    assert not missing.exists()
+
+
+def test_one_query_loads_neither_the_tokenizer_nor_safetensors(ws: Workspace, extra: None) -> None:
+    """What `crustacean search` pays for the extra on one query: numpy and mapped files."""
+    write(ws, "memory/notes/pets.md", "We adopted a puppy from the shelter.\n")
+    with SearchIndex(ws) as index:
+        assert index.search("dog")  # indexes, embeds, caches the BPE table
+    code = (
+        "import sys; from pathlib import Path; from crustacean.config import load_config; "
+        "from crustacean.recall.search import SearchIndex; "
+        "from crustacean.workspace import Workspace; "
+        f"root = Path({str(ws.root)!r}); index = SearchIndex(Workspace(root, load_config(root))); "
+        "assert index.search('dog')[0].path == 'memory/notes/pets.md'; print(sorted(m for m in "
+        "sys.modules if m.startswith(('wordllama', 'tokenizers', 'safetensors'))))"
+    )
+    env = {**os.environ, semantic.ENV: "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_wordllama_itself_is_not_imported_by_a_search(ws: Workspace, extra: None) -> None:

@@ -1,8 +1,10 @@
-"""The console script: answer a no-op `tick` from memory, else run the typer app.
+"""The console script: answer a shell search or a no-op `tick` early, else run the typer app.
 
-Kept to stdlib imports: a tick that cron runs every 15 minutes with nothing due is answered
-here (crustacean/ops/tick_memo.py) before typer, rich or the config schema load. Every other
-command, and any tick that cannot be answered so, goes to `crustacean.cli.app` unchanged.
+Kept to stdlib imports: a `search` whose every input is understood is answered by
+crustacean/cli/search_fast.py, and a tick that cron runs every 15 minutes with nothing due from
+memory (crustacean/ops/tick_memo.py), before typer, rich or the config schema load. Every other
+command, and any search or tick that cannot be answered so, goes to `crustacean.cli.app`
+unchanged (and may leave what the next one needs).
 """
 
 from __future__ import annotations
@@ -37,16 +39,28 @@ class _Tee:
 
 
 def main() -> None:
-    """`crustacean …`: a memoized no-op tick, or the typer app."""
+    """`crustacean …`: a search answered before the app loads, a memoized no-op tick, or the
+    typer app."""
     argv, env = sys.argv[1:], os.environ
+    search = None
+    if "search" in argv:
+        # lazy: the lean search's imports, ~15 ms, are for `search` alone
+        from crustacean.cli import search_fast
+
+        try:
+            search = search_fast.probe(argv, env, Path.cwd())
+        except OSError:  # a vanished cwd, say: the ordinary path reports it
+            search = None
+        if search is not None and search.answer(sys.stdout, sys.stderr):
+            return
     memo = None
-    if "tick" in argv:
+    if search is None and "tick" in argv:
         # lazy: the memo's imports, ~40 ms, are for `tick` alone
         from crustacean.ops import tick_memo
 
         try:
             memo = tick_memo.probe(argv, env, Path.cwd(), sys.stdout.isatty())
-        except OSError:  # a vanished cwd, say: the ordinary path reports it
+        except OSError:
             memo = None
     if memo is not None:
         answer = memo.replay(datetime.now(UTC))
@@ -54,22 +68,34 @@ def main() -> None:
             sys.stdout.write(answer)
             sys.stdout.flush()
             return
-    # lazy: typer and the app, ~120 ms, are what a replayed no-op tick never loads
+    # lazy: typer and the app, ~120 ms, are what a replayed tick or a lean search never loads
     from crustacean.cli.app import app
 
+    if search is not None:
+        before = search.snapshot()
+        code = _run(app)
+        if code in (0, None):
+            search.remember(before)
+        raise SystemExit(code)
     if memo is None:
         app(prog_name="crustacean")
         return
-    before = memo.snapshot(env)
+    before_tick = memo.snapshot(env)
     out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     sys.stdout, sys.stderr = out, err
-    code: Any = 0
     try:
-        app(prog_name="crustacean")
-    except SystemExit as e:
-        code = e.code
+        code = _run(app)
     finally:
         sys.stdout, sys.stderr = out.inner, err.inner
     if code in (0, None) and not err.copy.getvalue():
-        memo.store(before, out.copy.getvalue(), env)
+        memo.store(before_tick, out.copy.getvalue(), env)
     raise SystemExit(code)
+
+
+def _run(app: Any) -> Any:
+    """The app's exit code (what its SystemExit carries)."""
+    try:
+        app(prog_name="crustacean")
+    except SystemExit as e:
+        return e.code
+    return 0

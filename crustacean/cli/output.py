@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import typer
 
+from crustacean.cli.plain import safe as safe  # the one escape (stdlib only)
+
 if TYPE_CHECKING:
     from rich.console import Console, JustifyMethod
     from rich.table import Table
@@ -185,16 +187,7 @@ def width() -> int | None:
 
 # ---------------------------------------------------------------- lines
 
-_UNIT = r"(\s*)(`[^`]*`\S*|\S+)"  # compiled on first use (re caches it), like the next
-# C0 (but tab and newline), DEL, C1 and the bidi overrides: each can rewrite what a terminal
-# shows (`\x1b[2K` erases a line, `\r` overwrites it, U+202E reverses it).
-_CONTROL = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-
-
-def safe(text: str) -> str:
-    """Workspace text as a terminal may show it: every control character visible as an escape.
-    Every line, table cell and diff printed here goes through it (a pipe often ends in one)."""
-    return re.sub(_CONTROL, lambda m: repr(m[0])[1:-1], text)
+_UNIT = r"(\s*)(`[^`]*`\S*|\S+)"  # compiled on first use (re caches it)
 
 
 def wrap(text: str, width: int | None) -> list[str]:

@@ -25,14 +25,12 @@ from datetime import datetime
 from pathlib import Path
 
 from crustacean import __version__
+from crustacean.memo import STATE_DB, WORKSPACE_FILE, digest, locate
 
 FORMAT = "tick-memo-1"  # bump when what the key covers changes
 RAN_STATUSES = ("ok", "skipped", "partial")  # a run that counts as ran (ops/tick.py uses these)
 TICK_FLAGS = ("--json", "--dry-run")
 ZONE_FILES = ("/etc/localtime", "/etc/timezone")  # the system zone, when workspace.timezone is ""
-WORKSPACE_ENV = "CRUSTACEAN_WORKSPACE"  # as crustacean.workspace (not imported: it is heavy)
-WORKSPACE_FILE = "crustacean.toml"
-STATE_DB = Path(".crustacean") / "state.db"
 _LAST_OK_SQL = (
     "SELECT stage, max(started) FROM run_records WHERE dry_run = 0 AND status IN "
     f"({', '.join('?' for _ in RAN_STATUSES)}) GROUP BY stage ORDER BY stage"
@@ -82,28 +80,6 @@ def split_argv(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
     if i == len(argv) or any(f not in TICK_FLAGS for f in flags) or len(set(flags)) < len(flags):
         return None
     return workspace, flags
-
-
-def locate(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path | None:
-    """The workspace `workspace.find_workspace` would pick, or None where it would fail."""
-    named = explicit if explicit is not None else env.get(WORKSPACE_ENV) or None
-    if named is not None:
-        path = Path(named).expanduser().resolve()
-        return path if (path / WORKSPACE_FILE).is_file() else None
-    start = cwd.resolve()
-    return next((f for f in (start, *start.parents) if (f / WORKSPACE_FILE).is_file()), None)
-
-
-def digest(paths: Sequence[str]) -> str:
-    """One hash of the bytes of each file (a missing one counts as missing)."""
-    h = hashlib.sha256()
-    for name in paths:
-        try:
-            data = Path(name).read_bytes()
-        except OSError:
-            data = b"\0missing"
-        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

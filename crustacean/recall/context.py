@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -321,11 +321,12 @@ def choose(
     picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
     kept, used = [], 0
     for i, (mem, why) in enumerate(picked):
-        best = (texts or {}).get(mem.path)
-        size = mem.size if best is None else len(best)
-        if i >= caps.max_entries:
+        if i >= caps.max_entries:  # before `texts`: a lazy mapping works out only what it must
             cut.append((mem.path, f"over memory.max_entries {caps.max_entries}"))
-        elif used + size > caps.budget_chars:
+            continue
+        best = texts.get(mem.path) if texts is not None else None  # no len(): lazy
+        size = mem.size if best is None else len(best)
+        if used + size > caps.budget_chars:
             cut.append((mem.path, f"over memory.budget_chars {caps.budget_chars}"))
         else:
             kept.append((mem, why))
@@ -416,12 +417,12 @@ def _assemble(
     shares = texts = None
     if ranking is not None:
         shares = ranking.best_shares()
-        texts = _best_lines(ranking, rest, shares)
+        texts = _BestLines(ranking, rest, shares)
     kept, cut = choose(rest, topic, caps, shares, texts)
     spent = 0
     for mem, why in kept:
         section = "lesson" if mem.path.startswith("memory/lessons/") else "memory"
-        text = (texts or {}).get(mem.path, mem.doc.body)
+        text = texts.get(mem.path, mem.doc.body) if texts is not None else mem.doc.body
         why += ", best lines for the topic" if text is not mem.doc.body else ""
         entries.append(Entry(mem.path, section, mem.doc.name, text, why, mem.tier))
         spent += len(text)
@@ -437,17 +438,36 @@ def _assemble(
     )
 
 
-def _best_lines(
-    ranking: Ranking, mems: list[MemoryDoc], shares: Mapping[str, float]
-) -> dict[str, str]:
-    """A long memory's best windows for the topic, to load instead of the whole file."""
-    out = {}
-    for mem in mems:  # size first: an indexed memory's body is read only if it is needed
-        if shares.get(mem.path, 0.0) >= RELEVANT and mem.size > LONG_CHARS:
-            hits = ranking.file_hits(mem.path, WINDOW_CHARS)
-            if hits:
-                out[mem.path] = "\n…\n".join(h.text for h in sorted(hits, key=_line))
-    return out
+class _BestLines(Mapping[str, str]):
+    """A long memory's best windows for the topic, to load instead of the whole file: worked
+    out on first lookup, since `choose` needs them only for the memories within max_entries
+    (each costs the search index a few queries) and a memory's body is never read for it."""
+
+    def __init__(self, ranking: Ranking, mems: list[MemoryDoc], shares: Mapping[str, float]):
+        by_path = {mem.path: mem for mem in mems}
+        self._long = {  # the relevant memories over LONG_CHARS: the only ones it may hold
+            path: by_path[path]
+            for path, share in shares.items()
+            if share >= RELEVANT and path in by_path and by_path[path].size > LONG_CHARS
+        }
+        self._ranking = ranking
+        self._done: dict[str, str | None] = {}
+
+    def __getitem__(self, path: str) -> str:
+        if path not in self._done:
+            hits = self._ranking.file_hits(path, WINDOW_CHARS) if path in self._long else []
+            ordered = sorted(hits, key=_line)
+            self._done[path] = "\n…\n".join(h.text for h in ordered) if hits else None
+        found = self._done[path]
+        if found is None:
+            raise KeyError(path)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return (path for path in self._long if path in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _line(hit: Hit) -> int:

@@ -16,9 +16,11 @@ Pure functions of the query text and `today`, so the rules are table-tested:
 from __future__ import annotations
 
 import calendar
+import functools
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import date, timedelta
+from typing import NamedTuple
 
 MAX_TERMS = 32
 _STOP_TEXT = """
@@ -37,22 +39,20 @@ MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if 
 MONTHS.pop("may", None)  # "may" alone is a verb far more often than a month: see _MONTH_WORD
 _MONTH_NAMES = "|".join(sorted((*MONTHS, "may"), key=len, reverse=True))
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK = re.compile(f"[{_CJK_CHARS}]+")
+_CJK_FIRST = "\u3040"  # below this no character is CJK: most queries never compile _cjk()
 _TOKEN = re.compile(r"[^\W_]+")
 _WORD = re.compile(r"\S+")
 _POSSESSIVE = re.compile(r"['’]s\b", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class DateRange:
+class DateRange(NamedTuple):
     """Inclusive first and last day."""
 
     first: date
     last: date
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
     """One query word: FTS5 phrase strings that each count as a share of it (CJK pieces)."""
 
     text: str
@@ -60,8 +60,7 @@ class Term:
     cjk: bool = False
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
     terms: tuple[Term, ...]
     dates: DateRange | None = None
     when: bool = False  # a "when did …" question: the answer is a date
@@ -93,23 +92,24 @@ def _safe_date(year: int, month: int, day: int) -> date | None:
         return None
 
 
-_ISO_DAY = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_ISO_MONTH = re.compile(r"\b(\d{4})-(\d{1,2})\b")
-_DAY_MONTH = re.compile(
-    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_NAMES})\.?(?:,?\s+(\d{{4}}))?\b"
-)
-_MONTH_DAY = re.compile(
-    rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?", re.IGNORECASE
-)
-_MONTH_YEAR = re.compile(rf"\b({_MONTH_NAMES})\.?\s+(\d{{4}})\b", re.IGNORECASE)
+# The date rules' patterns, compiled (`_date_rules`) only for a query that may name a date: the
+# month names' alternations are most of this module's import otherwise.
+_ISO_DAY = r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"
+_ISO_MONTH = r"\b(\d{4})-(\d{1,2})\b"
+_DAY_MONTH = rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_NAMES})\.?(?:,?\s+(\d{{4}}))?\b"
+_MONTH_DAY = rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?"
+_MONTH_YEAR = rf"\b({_MONTH_NAMES})\.?\s+(\d{{4}})\b"
 # "may" only counts as a month after a preposition, or with a day or year (handled above)
-_MONTH_WORD = re.compile(rf"\b(?:in|during|since|of|last|this)\s+({_MONTH_NAMES})\b", re.I)
-_YEAR = re.compile(r"\b(?:in|during|of)\s+((?:19|20)\d{2})\b", re.IGNORECASE)
-_AGO = re.compile(r"\b(\d{1,3}|a|an|one|two|three)\s+(day|week|month)s?\s+ago\b", re.I)
-_RELATIVE = re.compile(
+_MONTH_WORD = rf"\b(?:in|during|since|of|last|this)\s+({_MONTH_NAMES})\b"
+_YEAR = r"\b(?:in|during|of)\s+((?:19|20)\d{2})\b"
+_AGO = r"\b(\d{1,3}|a|an|one|two|three)\s+(day|week|month)s?\s+ago\b"
+_RELATIVE = (
     r"\b(today|yesterday|the day before yesterday|last week|this week|last month|this month|"
-    r"last year|this year|recently|lately)\b",
-    re.IGNORECASE,
+    r"last year|this year|recently|lately)\b"
+)
+# Every rule needs a digit or one of these words, so a query with neither names no date.
+DATE_WORDS = frozenset(
+    {*MONTHS, "may", "today", "yesterday", "week", "month", "year", "recently", "lately", "ago"}
 )
 _WHEN = re.compile(r"^\s*(?:when|what (?:day|date|time)|how long ago)\b", re.IGNORECASE)
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}
@@ -135,9 +135,19 @@ def _relative(word: str, today: date) -> DateRange:
     return ranges.get(w, DateRange(today - timedelta(days=30), today))  # recently, lately
 
 
+def may_name_a_date(text: str) -> bool:
+    """Whether any date rule could match: a digit, or one of DATE_WORDS (folded as IGNORECASE
+    folds them, so the long s is an s)."""
+    return any(c.isdigit() for c in text) or not DATE_WORDS.isdisjoint(
+        _TOKEN.findall(text.casefold())
+    )
+
+
 def find_dates(text: str, today: date) -> tuple[DateRange | None, str]:
     """The first date the query names (as a range of days) and the query without its words."""
-    for pattern, build in _DATE_RULES:
+    if not may_name_a_date(text):
+        return None, text
+    for pattern, build in _date_rules():
         m = pattern.search(text)
         if not m:
             continue
@@ -210,17 +220,24 @@ def _rel(m: re.Match[str], today: date) -> DateRange | None:
     return _relative(m[1], today)
 
 
-_DATE_RULES = (
-    (_ISO_DAY, _iso_day),
-    (_ISO_MONTH, _iso_month),
-    (re.compile(_DAY_MONTH.pattern, re.IGNORECASE), _day_month),
-    (_MONTH_DAY, _month_day),
-    (_MONTH_YEAR, _month_year),
-    (_AGO, _ago),
-    (_RELATIVE, _rel),
-    (_MONTH_WORD, _month_word),
-    (_YEAR, _year),
-)
+_Build = Callable[[re.Match[str], date], DateRange | None]
+
+
+@functools.cache
+def _date_rules() -> tuple[tuple[re.Pattern[str], _Build], ...]:
+    """The date rules in the order they are tried; the first that matches and builds wins."""
+    rules: list[tuple[str, int, _Build]] = [
+        (_ISO_DAY, 0, _iso_day),
+        (_ISO_MONTH, 0, _iso_month),
+        (_DAY_MONTH, re.IGNORECASE, _day_month),
+        (_MONTH_DAY, re.IGNORECASE, _month_day),
+        (_MONTH_YEAR, re.IGNORECASE, _month_year),
+        (_AGO, re.IGNORECASE, _ago),
+        (_RELATIVE, re.IGNORECASE, _rel),
+        (_MONTH_WORD, re.IGNORECASE, _month_word),
+        (_YEAR, re.IGNORECASE, _year),
+    ]
+    return tuple((re.compile(text, flags), build) for text, flags, build in rules)
 
 
 def _cjk_term(run: str) -> Term:
@@ -230,16 +247,24 @@ def _cjk_term(run: str) -> Term:
     return Term(run, tuple(dict.fromkeys(run[i : i + 3] for i in range(len(run) - 2))), cjk=True)
 
 
+@functools.cache
+def _cjk() -> re.Pattern[str]:
+    """Runs of CJK text, compiled when first asked: re builds its character set code point by
+    code point (~40,000 of them), a tenth of a shell search's start-up."""
+    return re.compile(f"[{_CJK_CHARS}]+")
+
+
 def split_words(text: str) -> list[Term]:
     """The query's words as the index splits them; CJK runs apart. Order kept, duplicates not."""
     terms: dict[str, Term] = {}
     for word in _WORD.findall(_POSSESSIVE.sub("", text)):
-        for k, part in enumerate(_CJK.split(word)):
+        cjk = _cjk() if word and max(word) >= _CJK_FIRST else None
+        runs = cjk.findall(word) if cjk else []
+        for k, part in enumerate(cjk.split(word) if cjk else [word]):
             tokens = [t.lower() for t in _TOKEN.findall(part)]
             if tokens:
                 key = " ".join(tokens)
                 terms.setdefault(key, Term(key, (fts_string(key),)))
-            runs = _CJK.findall(word)
             if k < len(runs):
                 terms.setdefault(runs[k], _cjk_term(runs[k]))
     return list(terms.values())

@@ -1,0 +1,630 @@
+"""Reading the search index: the freshness mark, ranking, windows and hits (search.py writes it).
+
+Stdlib only at import (the semantic extra is loaded by `semantic.load()` when a query asks),
+with tuples and plain classes rather than dataclasses, so the shell's lean search
+(cli/search_fast.py) answers a query without the config schema, yaml, typer or rich. Every
+rule of what is indexed, how lines rank and what a hit holds is in search.py's docstring;
+this module is its read half, and search.py re-exports what it names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+import os
+import re
+import sqlite3
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from datetime import UTC, date, datetime
+from itertools import combinations
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from crustacean import daily
+from crustacean.errors import SearchQueryError
+from crustacean.recall.search_query import Query, Term, fts_string, parse_query
+from crustacean.tree import RECALLED, walk
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TITLE_WEIGHT = 0.6
+CONTEXT_BEFORE = 0
+CONTEXT_AFTER = 0
+QUESTION_AFTER = 1  # a line that asks something comes with the next turn: its answer
+MAX_HITS = 50
+WINDOW_LINES = 8  # a window this long takes no more merges: the next hit starts its own
+MAX_BUDGET_CHARS = 50_000
+MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giving up
+CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
+TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
+SNIPPET_CHARS = 200
+ARCHIVE = "archive/"
+# Each file's lines get contiguous rowids in one of three partitions, so leaving the scaffold
+# or the archive out of results is a rowid range FTS5 applies as it reads.
+SCAFFOLD_ROWIDS = 1 << 39
+ARCHIVE_ROWIDS = 1 << 40
+TOP_ROWID = 1 << 62
+VECTOR_FILES = "search-vectors"  # .crustacean/search-vectors-<version>.{ids,int8}.npy
+
+_TIME = re.compile(r"\[(\d{1,2}:\d{2})\]")
+# Private marks (not [ ]) so that brackets in the text do not pass for a match.
+_OPEN, _CLOSE = "\x01", "\x02"
+
+
+# ---------------------------------------------------------------- results
+
+
+class Hit(NamedTuple):
+    """One window of lines. `score`: higher is better; lines are 1-based and inclusive.
+
+    `text` holds the window's lines (blank lines left out), `snippet` its best line on one line
+    with the matched words in [brackets], `when` the date and `[HH:MM]` heading of a daily log.
+    """
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    text: str = ""
+    when: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": self.score,
+            "snippet": self.snippet,
+            "text": self.text,
+            "when": self.when,
+        }
+
+
+def log_day(rel: str) -> str | None:
+    """The date of a daily log (`…/YYYY-MM-DD.md`), or None."""
+    day = daily.log_day(rel)
+    return day.isoformat() if day else None
+
+
+def check_request(query: str, limit: int | None, budget_chars: int | None) -> None:
+    """Refuse an empty query, a limit below 1 or a budget out of range, before any work."""
+    if not query.strip():
+        raise SearchQueryError("the search query is empty; give one or more words to find.")
+    if limit is not None and limit < 1:
+        raise SearchQueryError(f"limit must be at least 1, not {limit}.")
+    if budget_chars is not None and not 1 <= budget_chars <= MAX_BUDGET_CHARS:
+        raise SearchQueryError(
+            f"the budget must be from 1 to {MAX_BUDGET_CHARS:,} characters, not {budget_chars}."
+        )
+
+
+def _snippet(marked: str) -> str:
+    flat = " ".join(marked.split())
+    if len(flat) > SNIPPET_CHARS:
+        flat = flat[: SNIPPET_CHARS - 1].rstrip() + "…"
+    if flat.count(_OPEN) > flat.count(_CLOSE):
+        flat += _CLOSE
+    return flat.replace(_OPEN, "[").replace(_CLOSE, "]")
+
+
+# ---------------------------------------------------------------- ranking (pure)
+
+
+class Word(NamedTuple):
+    """The lines holding one query word (or the query's date), and its IDF."""
+
+    body: set[int]
+    title: set[int]  # lines whose heading or file name holds it
+    weight: float
+    shares: dict[int, float] | None = None  # CJK: the share of the word's pieces a line holds
+
+
+Ranked = tuple[int, float, float]  # rowid, score, share of the query's words the line holds
+
+
+class Scored:
+    """A query's words with their lines; `ranked()` orders the lines (pure)."""
+
+    def __init__(self, words: list[Word] | None = None) -> None:
+        self.words = words if words is not None else []
+
+    def ranked(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """The n best lines: all the words first, then most (by the words' IDF)."""
+        if not self.words:
+            return []
+        if len(self.words) <= TIER_WORDS and all(w.shares is None for w in self.words):
+            return self._tiers(keep, n)
+        return self._summed(keep, n)
+
+    def _tiers(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """Set algebra, word subsets biggest first: cheap however many lines hold a word."""
+        words, m = self.words, len(self.words)
+        held = [w.body | w.title for w in words]
+        if keep is not None:
+            held = [{r for r in lines if keep(r)} for lines in held]
+        combos = [c for k in range(m, 0, -1) for c in combinations(range(m), k)]
+        combos.sort(key=lambda c: (-len(c), -sum(words[i].weight for i in c)))
+        out: list[Ranked] = []
+        seen: set[int] = set()
+        for combo in combos:
+            order = sorted(combo, key=lambda i: len(held[i]))
+            lines = held[order[0]].intersection(*(held[i] for i in order[1:])) - seen
+            if not lines:
+                continue
+            share = len(combo) / m
+            base = sum(words[i].weight for i in combo) * share * share
+            in_body = lines.intersection(*(words[i].body for i in combo))
+            for group, score in ((in_body, base), (lines - in_body, base * TITLE_WEIGHT)):
+                out += [(r, score, share) for r in sorted(group)[: n - len(out)]]
+            if len(out) >= n:
+                break
+            seen |= lines
+        return out
+
+    def _summed(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
+        """IDF held times the squared share of the words held: for CJK pieces, or many words."""
+        score: dict[int, float] = {}
+        held: dict[int, float] = {}
+
+        def add(lines: Iterable[int], weight: float, share: float) -> None:
+            for r in lines:
+                score[r] = score.get(r, 0.0) + weight
+                held[r] = held.get(r, 0.0) + share
+
+        for w in self.words:
+            if w.shares is not None:
+                for r, share in w.shares.items():
+                    add((r,), w.weight * share, share)
+                continue
+            add(w.body, w.weight, 1.0)
+            add(w.title - w.body, w.weight * TITLE_WEIGHT, 1.0)
+            add(w.title & w.body, w.weight * TITLE_WEIGHT, 0.0)  # the word counts once
+        m = len(self.words)
+        final = [
+            (r, s * (held[r] / m) ** 2, held[r] / m)
+            for r, s in score.items()
+            if keep is None or keep(r)
+        ]
+        best = heapq.nlargest(n, final, key=itemgetter(1))
+        best.sort(key=lambda p: (-p[1], p[0]))  # ties: the earlier line first
+        return best
+
+
+def idf(total: int, found: int) -> float:
+    return math.log(1 + total / max(found, 1))
+
+
+# ---------------------------------------------------------------- freshness
+
+
+def scan_markdown(root: Path) -> tuple[dict[str, os.stat_result], list[tuple[str, str]]]:
+    """Every indexable markdown file with its stat, and the folders that could not be read."""
+    problems: list[tuple[str, str]] = []
+    found = {  # follow_symlinks=False: a symlink is not a file
+        rel: entry.stat(follow_symlinks=False)
+        for rel, entry in walk(root, RECALLED, problems=problems)
+        if entry.name.lower().endswith(".md") and entry.is_file(follow_symlinks=False)
+    }
+    return found, problems
+
+
+def disk_mark(disk: dict[str, os.stat_result]) -> int:
+    """One signed 64-bit number for every file's path, size and mtime, in scan order.
+
+    Folder mtimes cannot stand in for it: a write in place (an editor saving over the file,
+    `>>`, a sync tool) changes the file's mtime and size, not its folder's. A different order
+    of the same files only costs the row-by-row comparison."""
+    numbers = array("q")
+    for st in disk.values():
+        numbers.append(st.st_size)
+        numbers.append(st.st_mtime_ns)
+    return _mark(list(disk), numbers)
+
+
+def scan_mark(root: Path) -> tuple[int, int, list[tuple[str, str]]]:
+    """`disk_mark(scan_markdown(root))`, the number of files and the folders that could not be
+    read, keeping no stat: what a shell search checks before it answers."""
+    problems: list[tuple[str, str]] = []
+    paths: list[str] = []
+    numbers = array("q")
+    for rel, entry in walk(root, RECALLED, problems=problems):
+        if entry.name.lower().endswith(".md") and entry.is_file(follow_symlinks=False):
+            st = entry.stat(follow_symlinks=False)  # a symlink is not a file
+            paths.append(rel)
+            numbers.append(st.st_size)
+            numbers.append(st.st_mtime_ns)
+    return _mark(paths, numbers), len(paths), problems
+
+
+def _mark(paths: list[str], numbers: array[int]) -> int:
+    """The paths hashed as one text and the sizes and mtimes as one array (formatting a line
+    per file was most of the check's own time)."""
+    text = "\0".join(paths).encode("utf-8", "surrogateescape")
+    h = hashlib.blake2b(len(text).to_bytes(8, "big"), digest_size=8)  # where the numbers start
+    h.update(text)
+    h.update(numbers.tobytes())
+    return int.from_bytes(h.digest(), "big", signed=True)
+
+
+def recorded(conn: sqlite3.Connection, mark: int, files: int) -> bool:
+    """Whether the index recorded exactly these files' sizes and mtimes (`disk_mark`), with
+    vectors for every line when the semantic extra is on (the row count guards a table emptied
+    since): then an update has nothing to do and writes nothing."""
+    row = conn.execute("SELECT value FROM search_meta WHERE key = 'disk'").fetchone()
+    if row is None or row[0] != mark:
+        return False
+    count = conn.execute("SELECT count(*) FROM search_files").fetchone()[0]
+    return bool(count == files) and not _vectors_missing(conn)
+
+
+def noted(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(path, reason) of every file the index skipped, and of every file it indexed with a
+    warning: what a search names on stderr, so nobody assumes the index is complete."""
+    skipped = conn.execute(
+        "SELECT path, skipped FROM search_files WHERE skipped IS NOT NULL ORDER BY path"
+    ).fetchall()
+    warnings = conn.execute(
+        "SELECT path, warning FROM search_files WHERE warning IS NOT NULL ORDER BY path"
+    ).fetchall()
+    return [(p, r) for p, r in skipped], [(p, r) for p, r in warnings]
+
+
+def next_rowid(conn: sqlite3.Connection, base: int) -> int:
+    """The first free rowid of the partition starting at `base` (live, scaffold, archive)."""
+    top = {0: SCAFFOLD_ROWIDS, SCAFFOLD_ROWIDS: ARCHIVE_ROWIDS}.get(base, TOP_ROWID) - 1
+    row = conn.execute(
+        "SELECT rowid FROM search_lines WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1",
+        (base, top),
+    ).fetchone()
+    return int(row[0] if row else base) + 1
+
+
+# ---------------------------------------------------------------- reading
+
+
+class _Row(NamedTuple):
+    path: str
+    line: int
+    title: str
+    body: str
+
+
+class _Window:
+    __slots__ = ("best", "path", "rows", "score")
+
+    def __init__(self, path: str, score: float, best: int, rows: dict[int, _Row]) -> None:
+        self.path = path
+        self.score = score
+        self.best = best  # rowid of the line that made the window
+        self.rows = rows
+
+
+class _Scope(NamedTuple):
+    """Which rowids a search may return: partitions, and the files under a path prefix."""
+
+    top: int  # rowids below this: a bound FTS5 applies as it reads
+    keep: Callable[[int], bool] | None  # None: every rowid below `top`
+
+    @property
+    def sql(self) -> str:
+        return f" AND rowid < {self.top}"
+
+
+class IndexReader:
+    """Queries over one workspace's index in state.db (`conn`); writes nothing to it.
+
+    `today` turns the moment of a search into the workspace's day, for "last week" and such."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, db_path: Path, today: Callable[[datetime], date]
+    ) -> None:
+        self.conn = conn
+        self.db_path = db_path
+        self.today = today
+
+    def search(
+        self,
+        query: str,
+        limit: int | None = None,
+        *,
+        raw: bool = False,
+        path_prefix: str | None = None,
+        include_archive: bool = False,
+        budget_chars: int | None = None,
+        now: datetime | None = None,
+    ) -> list[Hit]:
+        """Best windows first: at most `limit` (10, or `MAX_HITS` with a budget) and, with
+        `budget_chars`, at most that many characters of text. `now` dates "last week" and
+        such. A `path_prefix` under archive/ implies `include_archive`."""
+        check_request(query, limit, budget_chars)
+        prefix = (path_prefix or "").removeprefix("./").lstrip("/")
+        archive = include_archive or prefix.startswith(ARCHIVE.rstrip("/"))
+        scope = self._scope(prefix, archive)
+        cap = limit or (MAX_HITS if budget_chars else 10)
+        if raw:
+            ranked, marks = self._raw(query, scope, CANDIDATES * cap), query
+        else:
+            parsed = parse_query(query, self.today(now or datetime.now(UTC)))
+            ranked = self.rank(parsed, scope, CANDIDATES * cap)
+            marks = _marks(parsed)
+        return self._windows(ranked, cap, budget_chars, marks)
+
+    def _scope(self, prefix: str, archive: bool) -> _Scope:
+        """Scaffold files only under a prefix; the archive only when asked."""
+        top = TOP_ROWID if archive else ARCHIVE_ROWIDS if prefix else SCAFFOLD_ROWIDS
+        if not prefix:
+            return _Scope(top, None)
+        rows = self.conn.execute(
+            "SELECT first_rowid, lines FROM search_files "
+            "WHERE substr(path, 1, ?) = ? AND lines > 0 ORDER BY first_rowid",
+            (len(prefix), prefix),
+        ).fetchall()
+        starts = [first for first, _ in rows]
+
+        def keep(rowid: int) -> bool:
+            k = bisect_right(starts, rowid) - 1
+            return k >= 0 and rowid < rows[k][0] + rows[k][1]
+
+        return _Scope(top, keep)
+
+    def rank(self, query: Query, scope: _Scope, n: int) -> list[tuple[int, float]]:
+        """Lines as (rowid, score), best first: all the words, then most, by IDF; fused with
+        the cosine of the semantic extra's vectors when it is installed."""
+        ranked = self._scored(query, scope).ranked(scope.keep, n)
+        return self._fused(query, [(r, s) for r, s, _ in ranked], scope, n)
+
+    def _fused(
+        self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
+    ) -> list[tuple[int, float]]:
+        """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py)."""
+        from crustacean.recall import semantic
+
+        embedder = semantic.load()
+        if embedder is None or not query.text.strip():
+            return lexical
+        ids, matrix = _vector_matrix(self.conn, self.db_path, embedder)
+        if not len(ids):
+            return lexical
+        np = embedder.np
+        cos = embedder.cosines(matrix, embedder.query(query.text, self.db_path.parent))
+        cos[ids >= scope.top] = -1.0
+        if scope.keep is not None:
+            cos[[not scope.keep(r) for r in ids.tolist()]] = -1.0
+        best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
+        fused = {r: s / best for r, s in lexical}
+        if fused:  # each lexical line's vector, found by bisection: ids are in rowid order
+            at = np.searchsorted(ids, list(fused)).tolist()
+            for r, k in zip(list(fused), at, strict=True):
+                if k < len(ids) and ids[k] == r:
+                    fused[r] += semantic.WEIGHT * float(cos[k])
+        top = np.argpartition(-cos, min(semantic.DENSE_TOP, len(cos) - 1))[: semantic.DENSE_TOP]
+        for k in top:
+            r = int(ids[k])
+            if cos[k] > 0 and r not in fused:
+                fused[r] = semantic.WEIGHT * float(cos[k])
+        ranked = sorted(fused.items(), key=lambda p: (-p[1], p[0]))
+        return ranked[:n]
+
+    def _scored(self, query: Query, scope: _Scope) -> Scored:
+        """Every line holding a query word; a date is one more word, held by that day's lines."""
+        conn = self.conn
+        total = next_rowid(conn, 0)  # about the number of lines: all the IDF needs
+        scored = Scored([self._word(term, scope, total) for term in query.terms])
+        if query.dates is not None:
+            spans = conn.execute(
+                "SELECT first_rowid, lines FROM search_files WHERE day BETWEEN ? AND ? "
+                "AND lines > 0 AND first_rowid < ?",
+                (query.dates.first.isoformat(), query.dates.last.isoformat(), scope.top),
+            ).fetchall()
+            dated: set[int] = set()
+            for first, count in spans:
+                dated.update(range(first, first + count))
+            rows = len(dated)
+            if scored.words:  # held by the lines that hold some other word
+                dated &= set().union(*(w.body | w.title for w in scored.words))
+            scored.words.append(Word(dated, set(), idf(total, rows)))
+        return scored
+
+    def _word(self, term: Term, scope: _Scope, total: int) -> Word:
+        conn = self.conn
+        if term.cjk:
+            sets = [self._cjk_rowids(piece, scope) for piece in term.pieces]
+            union = set().union(*sets)
+            shares = {r: sum(r in s for s in sets) / len(sets) for r in union}
+            return Word(union, set(), idf(total, len(union)), shares)
+        sql = f"SELECT rowid FROM search_lines WHERE search_lines MATCH ?{scope.sql}"
+        piece = term.pieces[0]
+        body = {r for (r,) in conn.execute(sql, (f"body : {piece}",))}
+        title = {r for (r,) in conn.execute(sql, (f"title : {piece}",))}
+        return Word(body, title, idf(total, len(body | title)))
+
+    def _cjk_rowids(self, piece: str, scope: _Scope) -> set[int]:
+        """Lines holding a CJK piece: the trigram index for 3+ characters, LIKE below that."""
+        conn = self.conn
+        if len(piece) >= 3:
+            sql = f"SELECT rowid FROM search_cjk WHERE search_cjk MATCH ?{scope.sql}"
+            return {r for (r,) in conn.execute(sql, (fts_string(piece),))}
+        sql = f"SELECT rowid FROM search_cjk WHERE body LIKE ? ESCAPE '\\'{scope.sql}"
+        pattern = "%" + re.sub(r"([%_\\])", r"\\\1", piece) + "%"
+        return {r for (r,) in conn.execute(sql, (pattern,))}
+
+    def _raw(self, query: str, scope: _Scope, n: int) -> list[tuple[int, float]]:
+        sql = (
+            f"SELECT rowid, -bm25(search_lines, 0, 0, {TITLE_WEIGHT}, 1.0) AS score "
+            f"FROM search_lines WHERE search_lines MATCH ?{scope.sql} "
+            "ORDER BY score DESC, rowid LIMIT ?"
+        )
+        try:
+            rows = self.conn.execute(sql, (query, n if scope.keep is None else -1)).fetchall()
+        except sqlite3.OperationalError as e:
+            raise SearchQueryError(
+                f"Invalid search query {query!r} ({e}); check the FTS5 syntax, "
+                "or drop --raw to search plain words."
+            ) from None
+        return [(r, s) for r, s in rows if scope.keep is None or scope.keep(r)]
+
+    # ------------------------------------------------------------ windows
+
+    def _rows(self, first: int, last: int) -> dict[int, _Row]:
+        rows = self.conn.execute(
+            "SELECT rowid, path, line, title, body FROM search_lines WHERE rowid BETWEEN ? AND ?",
+            (first, last),
+        )
+        return {r: _Row(p, int(n), t, b) for r, p, n, t, b in rows}
+
+    def _windows(
+        self, ranked: list[tuple[int, float]], limit: int, budget: int | None, marks: str
+    ) -> list[Hit]:
+        """Each best line with its neighbours, merged with any window it touches, in rank
+        order until `limit` windows or the budget is reached; no line twice."""
+        windows: list[_Window] = []
+        owner: dict[int, _Window] = {}
+        used = skips = 0
+        for rowid, score in ranked:
+            if rowid in owner:
+                continue
+            rows = self._rows(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER)
+            if rowid not in rows:
+                continue
+            after = QUESTION_AFTER if rows[rowid].body.rstrip().endswith("?") else CONTEXT_AFTER
+            rows = {r: row for r, row in rows.items() if r <= rowid + after}
+            path = rows[rowid].path
+            new = {r: row for r, row in rows.items() if row.path == path and r not in owner}
+            cost = sum(len(row.body) + 1 for row in new.values())
+            if budget is not None and used + cost > budget:
+                skips += 1
+                if skips > MAX_SKIPS:
+                    break
+                continue
+            near = [owner[x] for r in new for x in (r - 1, r + 1) if x in owner]
+            touching = [
+                w
+                for w in windows
+                if any(w is n for n in near) and w.path == path and len(w.rows) < WINDOW_LINES
+            ]
+            if touching:
+                target = touching[0]
+                for other in touching[1:]:
+                    target.rows.update(other.rows)
+                    windows.remove(other)
+                    for r in other.rows:
+                        owner[r] = target
+                target.rows.update(new)
+            else:
+                if len(windows) >= limit:
+                    break
+                target = _Window(path, score, rowid, dict(new))
+                windows.append(target)
+            for r in new:
+                owner[r] = target
+            used += cost
+            if budget is not None and used >= budget:
+                break
+        return [self._hit(w, marks) for w in windows]
+
+    def _hit(self, w: _Window, marks: str) -> Hit:
+        ordered = [w.rows[r] for r in sorted(w.rows)]
+        best = w.rows[w.best]
+        snippet = best.body
+        if marks:
+            try:
+                got = self.conn.execute(
+                    "SELECT highlight(search_lines, 3, char(1), char(2)) FROM search_lines "
+                    "WHERE search_lines MATCH ? AND rowid = ?",
+                    (marks, w.best),
+                ).fetchone()
+            except sqlite3.OperationalError:
+                got = None
+            snippet = got[0] if got else snippet
+        day = log_day(w.path)
+        at = _TIME.search(best.title) if day else None
+        when = f"{day} {at.group(1)}" if at else day
+        return Hit(
+            w.path,
+            ordered[0].line,
+            ordered[-1].line,
+            round(w.score, 4),
+            _snippet(snippet),
+            "\n".join(row.body for row in ordered),
+            when,
+        )
+
+
+_MATRICES: dict[str, tuple[int, Any, Any]] = {}  # state.db path: (version, rowids, vectors)
+
+
+def _vector_matrix(conn: sqlite3.Connection, db_path: Path, embedder: Any) -> tuple[Any, Any]:
+    """Every stored vector as one int8 matrix, with the rowids of its rows.
+
+    Cached per process until the vectors change, and between processes in two .npy files
+    beside state.db named by the vectors' version token, mapped rather than read: a shell
+    search would otherwise fetch every line's vector from SQLite (a fifth of a second on
+    200,000 lines). The files are rebuilt from state.db whenever missing or unreadable."""
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")  # one snapshot: the version and the rows it names
+    try:
+        row = conn.execute("SELECT value FROM search_meta WHERE key = 'vectors'").fetchone()
+        version = row[0] if row else 0
+        key = str(db_path)
+        cached = _MATRICES.get(key)
+        if cached is None or cached[0] != version:
+            ids, matrix = _vector_files(db_path.parent, version, conn, embedder)
+            cached = (version, ids, matrix)
+            _MATRICES[key] = cached
+    finally:
+        if own:
+            conn.execute("COMMIT")
+    return cached[1], cached[2]
+
+
+def _vector_files(
+    folder: Path, version: int, conn: sqlite3.Connection, embedder: Any
+) -> tuple[Any, Any]:
+    """The matrix of `version` from its files, else from state.db (then written for next time)."""
+    np = embedder.np
+    stem = folder / f"{VECTOR_FILES}-{version & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+    ids_file, matrix_file = stem.with_suffix(".ids.npy"), stem.with_suffix(".int8.npy")
+    try:
+        ids = np.load(ids_file)  # 8 bytes a line: read whole, looked up one by one
+        matrix = np.load(matrix_file, mmap_mode="r")
+        if len(ids) == len(matrix) and matrix.dtype == np.int8 and ids.dtype == np.int64:
+            return ids, matrix
+    except (OSError, ValueError):
+        pass
+    rows = conn.execute("SELECT rowid, vec FROM search_vectors ORDER BY rowid").fetchall()
+    ids = np.array([r for r, _ in rows], dtype=np.int64)
+    matrix = embedder.matrix([v for _, v in rows])
+    try:
+        for pattern in (f"{VECTOR_FILES}-*.npy", f".{VECTOR_FILES}-*.tmp"):
+            for old in folder.glob(pattern):  # another version's, or a crashed write's
+                old.unlink(missing_ok=True)
+        for path, array in ((ids_file, ids), (matrix_file, matrix)):  # ids first: a matrix
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # file means both are whole
+            with open(tmp, "wb") as fh:
+                np.save(fh, array)
+            os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only state folder: the next search reads state.db again
+    return ids, matrix
+
+
+def _vectors_missing(conn: sqlite3.Connection) -> bool:
+    """Files indexed before the semantic extra was installed, to embed now. The model is
+    loaded (its imports are most of a search's start-up) only when there are some."""
+    from crustacean.recall import semantic
+
+    if not semantic.wanted():
+        return False
+    sql = "SELECT 1 FROM search_files WHERE lines > 0 AND vectors = 0 LIMIT 1"
+    return conn.execute(sql).fetchone() is not None and semantic.load() is not None
+
+
+def _marks(query: Query) -> str:
+    """The FTS5 query that marks a line's matched words in its snippet."""
+    return " OR ".join(p for t in query.terms if not t.cjk for p in t.pieces)

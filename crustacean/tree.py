@@ -1,0 +1,79 @@
+"""Walking the workspace: one walker, and every caller's skip rule beside it.
+
+Stdlib only and no dataclasses, so the shell's lean search (cli/search_fast.py) can walk the
+tree without loading the config schema that crustacean.workspace brings (it re-exports all of
+this).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+STATE_DIR = ".crustacean"
+TRASH_DIR = "archive/trash"
+OWN_STATE = frozenset({".git", STATE_DIR})  # git's and crustacean's own folders, at the top
+TOOL_CACHES = frozenset({"node_modules", ".venv", "__pycache__"})
+
+
+class Skip(NamedTuple):
+    """Which folders a walk leaves out (a folder left out is not entered at all)."""
+
+    hidden: bool = False  # any folder whose name starts with "."
+    names: frozenset[str] = frozenset()  # folders of these names, at any depth
+    top: frozenset[str] = frozenset()  # folders of these names at the top of the walk
+    paths: frozenset[str] = frozenset()  # these workspace-relative folders
+
+    def leaves_out(self, rel_dir: str, name: str) -> bool:
+        return (
+            (self.hidden and name.startswith("."))
+            or name in self.names
+            or (not rel_dir and name in self.top)
+            or rel_dir + name in self.paths
+        )
+
+
+# What a writer may see: everything but git, crustacean's state and the trash (the store).
+WRITABLE = Skip(top=OWN_STATE, paths=frozenset({TRASH_DIR}))
+# What is indexed and recalled: no hidden folder (.git, .crustacean, .system) and no trash.
+RECALLED = Skip(hidden=True, paths=frozenset({TRASH_DIR}))
+# Memory homes: no hidden folder below them (search: RECALLED; the trash is not a home).
+MEMORY_HOMES = Skip(hidden=True)
+# What health checks: every file but git's, crustacean's and tool caches, at any depth.
+CHECKED = Skip(names=OWN_STATE | TOOL_CACHES)
+# Where a killed write may have left a temp file: everywhere but .git.
+NOT_GIT = Skip(top=frozenset({".git"}))
+
+
+def walk(
+    root: Path | str,
+    skip: Skip,
+    under: str = "",
+    problems: list[tuple[str, str]] | None = None,
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(workspace-relative posix path, entry) of everything below `root/under` that is not a
+    folder walked into: files, symlinks (a symlinked folder is never entered) and the rest.
+
+    Callers pick from the entries (`entry.is_file(follow_symlinks=False)` for regular files
+    only). A folder that cannot be read is skipped, and named in `problems` when given."""
+    start = f"{under.strip('/')}/" if under.strip("/") else ""
+    stack = [(start, os.path.join(root, start) if start else str(root))]
+    while stack:
+        rel_dir, full = stack.pop()
+        try:
+            with os.scandir(full) as it:
+                entries = list(it)
+        except OSError as e:
+            if problems is not None:
+                problems.append((rel_dir or ".", f"folder cannot be read: {e.strerror}"))
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if not skip.leaves_out(rel_dir, entry.name):
+                    stack.append((f"{rel_dir}{entry.name}/", entry.path))
+            else:
+                yield rel_dir + entry.name, entry
