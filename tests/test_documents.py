@@ -19,6 +19,7 @@ from crustacean.documents import (
     parse_document,
     read_document,
     set_meta,
+    set_plain_meta,
     yaml_scalar,
 )
 
@@ -486,3 +487,59 @@ def test_any_text_parses_and_set_meta_keeps_the_body(text: str) -> None:
     assert again.warning is None
     assert again.tier == "hot"
     assert again.body == doc.body
+
+
+# --- set_plain_meta: set_meta's bytes without YAML, or None -----------------------------------
+
+_PLAIN_LINES = [
+    "name: x\n",
+    "tier: warm\n",
+    "tier: cold\n",
+    "recorded: 2026-08-12\n",
+    "source: https://a.example/b\n",
+    "at: 2026-08-12T10:00:00\n",
+    "yes: no\n",
+    "title: two words\n",
+    "note: a: b\n",  # YAML refuses it
+    "note: 'quoted'\n",
+    "note: x # comment\n",
+    "# a comment\n",
+    "tier:\n",
+    "  - warm\n",
+    "note: |\n",
+    "\n",
+    "tier: warm\r\n",
+    "k" * 70 + ": long key\n",
+]
+
+
+@given(
+    lines=st.lists(st.sampled_from(_PLAIN_LINES), max_size=6),
+    block=st.booleans(),
+    body=st.sampled_from(["", "body\n", "# Title\n\ntier: cold\n", "---\nmore\n", "x"]),
+    bom=st.booleans(),
+    value=st.sampled_from(["hot", "warm", "cold", "archive", "yes", "Hot", "two words"]),
+)
+@settings(max_examples=400, deadline=None)
+def test_set_plain_meta_is_set_meta_or_declines(
+    lines: list[str], block: bool, body: str, bom: bool, value: str
+) -> None:
+    text = ("\ufeff" if bom else "") + ("---\n" + "".join(lines) + "---\n" if block else "") + body
+    out = set_plain_meta(text, "tier", value)
+    if out is None:
+        return
+    doc = parse_document(text, P)
+    assert doc.warning is None
+    assert out == set_meta(doc, {"tier": value})
+
+
+@pytest.mark.parametrize("text", [c[1] for c in SET_TIER], ids=[c[0] for c in SET_TIER])
+def test_set_plain_meta_agrees_on_the_set_meta_table(text: str) -> None:
+    out = set_plain_meta(text, "tier", "hot")
+    assert out is None or out == set_meta(parse_document(text, P), {"tier": "hot"})
+
+
+def test_set_plain_meta_takes_the_files_crustacean_writes() -> None:
+    text = "---\nname: a-b\nrecorded: 2026-05-20\ntier: cold\n---\n\n# A\n"
+    assert set_plain_meta(text, "tier", "archive") == text.replace("cold", "archive")
+    assert set_plain_meta("# A\n", "tier", "warm") == "---\ntier: warm\n---\n# A\n"

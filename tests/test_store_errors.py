@@ -593,6 +593,40 @@ def test_failure_between_files_restores_everything(
     assert git(root, "status", "--porcelain") == STATUS
 
 
+# A call large enough that its files are renamed on several threads (RENAME_LANES_FROM): new
+# files in folders not there yet, edits, a delete and a move.
+MANY = MIXED + [
+    {"path": f"archive/many/{i:02}/f.md", "mode": "create", "content": f"file {i}\n"}
+    for i in range(40)
+]
+
+
+@pytest.mark.parametrize("fail_at", [1, 20, 0], ids=["first", "20th", "last"])
+def test_failure_in_a_batched_call_restores_everything(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch, fail_at: int
+) -> None:
+    """The renames of a large call run at once: a failure stops the ones not started, and every
+    file is restored as before (the folders made for new files stay, empty)."""
+    from crustacean.store.parallel import LANES
+    from crustacean.store.write import RENAME_LANES_FROM
+
+    root = seeded.root
+    assert len(MANY) >= RENAME_LANES_FROM
+    store = Store(seeded)
+    fail_at = fail_at or len(store.plan(MANY, actor="user", max_files=len(MANY)).touched)
+    before, head = snapshot(root), git(root, "rev-parse", "HEAD")
+    hook, seen = _fail_after(fail_at)
+    monkeypatch.setattr(store_files, "_FAULT_HOOK", hook)
+    with pytest.raises(OSError, match="injected failure"):
+        store.write_context(MANY, actor="user", message="doomed", max_files=len(MANY))
+    assert fail_at <= len(seen) < fail_at + LANES  # stopped early: at most one job per lane more
+    assert snapshot(root) == before  # every file byte-identical, no temp file left, no commit
+    assert git(root, "rev-parse", "HEAD") == head
+    assert not (root / ".crustacean" / "journal.json").exists()
+    assert git(root, "status", "--porcelain") == STATUS
+    assert not any(p.is_file() for p in (root / "archive/many").rglob("*"))
+
+
 def test_a_path_git_would_skip_fails_the_commit_instead_of_going_unversioned(
     seeded: Workspace,
 ) -> None:

@@ -7,6 +7,7 @@ against real git in tmp_path, and shows both the message and that nothing was lo
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -14,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_helpers import KILL_AT
 from test_mcp import call, payload
 
@@ -505,3 +508,86 @@ def test_status_escapes_workspace_text_in_a_run_error(ws: Workspace) -> None:
         rec.finish("failed", error="WriteError: [red]x[/red] \x1b[2Kgone")
     out = run_cli("-w", str(ws.root), "status").stdout
     assert "\x1b" not in out and "[red]x[/red] \\x1b[2K" in out
+
+
+def _new_secret_wide(old: bytes, new: bytes) -> str | None:
+    """The reference: the kinds in the whole files, before against after (a kind found more
+    often after than before is new)."""
+    from collections import Counter
+
+    from crustacean.secrets import find_secrets
+
+    before = Counter(f.kind for f in find_secrets(old.decode()))
+    after = Counter(f.kind for f in find_secrets(new.decode()))
+    return next((k for k in after if after[k] > before[k]), None)
+
+
+_SECRET_LINES = [
+    "# ids\n",
+    f"mine: {KEY}\n",
+    f"id {KEY[:10]}",
+    f"{KEY[10:]} end\n",
+    "tier: cold\n",
+    "token = 0123456789abcdef0123456789abcdef\n",
+    "- plain line\n",
+    "\n",
+]
+
+
+@given(
+    before=st.lists(st.sampled_from(_SECRET_LINES), max_size=8),
+    after=st.lists(st.sampled_from(_SECRET_LINES), max_size=8),
+)
+@settings(max_examples=300, deadline=None)
+def test_only_the_changed_lines_are_scanned_and_the_verdict_is_the_whole_files(
+    before: list[str], after: list[str]
+) -> None:
+    """Without a PEM block nearby, _new_secret reads only the changed lines; it refuses exactly
+    when the whole files hold more credentials of a kind after the change than before."""
+    from crustacean.store.write import _new_secret
+
+    old, new = "".join(before).encode(), "".join(after).encode()
+    assert (_new_secret(old, new)[1] is None) == (_new_secret_wide(old, new) is None)
+
+
+def test_a_large_commit_packs_its_blobs_and_holds_what_git_add_would(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """From versions.PACK_FROM files a commit's plain blobs go into one pack; an executable, a
+    symlink, a file git converts (a `.gitattributes` line-ending rule), a deleted file go the
+    usual way, and the tree is the one `git add` of the same files gives."""
+    root = ws.root
+    (root / ".gitattributes").write_text("*.txt text eol=lf\n")
+    git(root, "add", ".gitattributes")
+    git(root, "commit", "-q", "-m", "attributes")
+    (root / "memory/notes/gone.md").write_text("soon gone\n")
+    git(root, "add", "memory/notes/gone.md")
+    git(root, "commit", "-q", "-m", "gone")
+    paths = []
+    for i in range(versions.PACK_FROM + 6):
+        rel = f"memory/notes/n{i:03}.md"
+        (root / rel).write_text(f"note {i}\n")
+        paths.append(rel)
+    (root / "memory/notes/tool.sh").write_text("#!/bin/sh\n")
+    os.chmod(root / "memory/notes/tool.sh", 0o755)
+    (root / "memory/notes/crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    os.symlink("n000.md", root / "memory/notes/link.md")
+    (root / "memory/notes/gone.md").unlink()
+    paths += [f"memory/notes/{n}" for n in ("tool.sh", "crlf.txt", "link.md", "gone.md")]
+    packs = set((root / ".git/objects/pack").glob("*.pack"))
+    commit = versions.Git(root).commit_paths(paths, actor="user", message="many", trailers={})
+    assert set((root / ".git/objects/pack").glob("*.pack")) - packs  # one new pack
+    ours = git(root, "rev-parse", f"{commit}^{{tree}}").strip()
+    twin = tmp_path / "twin"
+    subprocess.run(["git", "clone", "-q", str(root), str(twin)], check=True)
+    git(twin, "reset", "-q", "--hard", f"{commit}~1")
+    for rel in paths:
+        (twin / rel).unlink(missing_ok=True)
+        if os.path.lexists(root / rel):
+            if (root / rel).is_symlink():
+                os.symlink(os.readlink(root / rel), twin / rel)
+            else:
+                shutil.copy2(root / rel, twin / rel)
+    git(twin, "add", "-A", "--", *paths)
+    assert git(twin, "write-tree").strip() == ours
+    assert git(root, "cat-file", "-p", f"{commit}:memory/notes/crlf.txt") == "one\ntwo\n"

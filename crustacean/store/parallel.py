@@ -43,25 +43,29 @@ def start(fn: Callable[[], object]) -> Callable[[], None]:
 
 
 def all_at_once(
-    jobs: list[Callable[[], T]], *, keep_going: bool = False
+    jobs: list[Callable[[], T]], *, keep_going: bool = False, stop_early: bool = False
 ) -> list[T | BaseException]:
     """Run `jobs` on up to LANES threads (this one included) and wait for every one. The
     first error is raised once all have ended, or, with `keep_going`, a job's error is its
-    result."""
+    result. With `stop_early` no job starts once one has failed (the jobs already running
+    finish; the slots of those never started hold None)."""
     results: list[T | BaseException] = [None] * len(jobs)  # type: ignore[list-item]  # every slot is filled by its job before it is read
     order = iter(range(len(jobs)))
     take = _thread.allocate_lock()
+    failed: list[bool] = []
 
     def work() -> None:
         while True:
             with take:
-                i = next(order, None)
+                i = None if failed else next(order, None)
             if i is None:
                 return
             try:
                 results[i] = jobs[i]()
             except BaseException as e:  # handed to the caller below
                 results[i] = e
+                if stop_early:
+                    failed.append(True)
 
     waits = [start(work) for _ in range(min(LANES, (len(jobs) + 1) // 2) - 1)]
     try:

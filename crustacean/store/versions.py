@@ -14,6 +14,7 @@ import enum
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import time
 import uuid
@@ -30,6 +31,8 @@ EMAIL = "crustacean@localhost"
 TRAILER_ACTOR = "Crustacean-Actor"
 TRAILER_RUN = "Crustacean-Run"
 TRAILER_CALL = "Crustacean-Call"
+PACK_FROM = 128  # files in a commit from which their blobs go into one pack (over fast-import's
+# default unpackLimit, 100, below which it writes loose objects anyway)
 INDEX_LOCK_WAIT = 10.0  # seconds a write waits for another git command to release index.lock
 LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacean holding it
 # The git states a write must not step into: what is in the git folder, and what it means.
@@ -362,23 +365,67 @@ class Git:
 
     def _write_tree(self, index: Path, paths: list[str]) -> str:
         """Stage the working-tree state of `paths` into `index` and write its tree."""
-        self._stage(index, paths)
-        return self.out("write-tree", env={"GIT_INDEX_FILE": str(index)})
+        env = {"GIT_INDEX_FILE": str(index)}
+        self._stage_all(env, paths)
+        return self.out("write-tree", env=env)
 
-    def _stage(self, index: Path, paths: list[str]) -> None:
-        """`git update-index` of the working-tree state of `paths` into `index`."""
+    def _stage_all(self, env: dict[str, str], paths: list[str]) -> None:
+        """Stage the working-tree state of `paths`: many as one pack, the rest one by one."""
+        if len(paths) >= PACK_FROM:
+            paths = self._stage_packed(env, paths)
+        if paths:
+            self._stage(env, paths)
+
+    def _stage(self, env: dict[str, str], paths: list[str]) -> None:
+        """`git update-index --add --remove`: git hashes each file and writes it loose."""
         added = self.run(
             "update-index",
             "--add",
             "--remove",
             "-z",
             "--stdin",
-            env={"GIT_INDEX_FILE": str(index)},
+            env=env,
             input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
         )
         if b"Ignoring path" in added.stderr:  # git skips some names with exit code 0
             detail = added.stderr.decode("utf-8", "replace").strip().splitlines()[0]
             raise VersionError(f"git cannot version this change ({detail}); rename the file.")
+
+    def _stage_packed(self, env: dict[str, str], paths: list[str]) -> list[str]:
+        """Stage the plain files among many paths as one pack: `git fast-import` writes every
+        blob into one file (a loose object is a file, a folder entry and a rename each), then
+        one `update-index --index-info` names them. Only where git stores the bytes as they
+        are: a regular, non-executable file whose id `git hash-object` (filters, attributes
+        and line endings applied) agrees with. The paths left to `_stage` are returned."""
+        if self.run("config", "--bool", "core.filemode", check=False).stdout.strip() == b"false":
+            return paths  # git keeps an index entry's mode then: only update-index knows it
+        plain: dict[str, bytes] = {}
+        for p in paths:
+            full = self.root / p
+            try:
+                st = full.lstat()
+                if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o111:
+                    plain[p] = full.read_bytes()
+            except OSError:
+                continue
+        if len(plain) < PACK_FROM:
+            return paths
+        names = list(plain)
+        listed = b"".join(n.encode("utf-8", "surrogateescape") + b"\n" for n in names)
+        if any("\n" in n for n in names):
+            return paths  # hash-object reads one path a line
+        theirs = self.run("hash-object", "--stdin-paths", input=listed).stdout.split()
+        ids = {n: gitread.blob_id(plain[n], "0" * 40) for n in names}
+        same = [n for n, t in zip(names, theirs, strict=True) if t.decode() == ids[n]]
+        stream = b"".join(b"blob\ndata %d\n%s\n" % (len(plain[n]), plain[n]) for n in same)
+        self.run("fast-import", "--quiet", "--depth=0", "--done", input=stream + b"done\n")
+        info = b"".join(
+            b"100644 %s\t%s\0" % (ids[n].encode(), n.encode("utf-8", "surrogateescape"))
+            for n in same
+        )
+        self.run("update-index", "-z", "--index-info", env=env, input=info)
+        staged = set(same)
+        return [p for p in paths if p not in staged]
 
     def _reused_tree(
         self, index: Path, paths: list[str], head: str | None, expect: Mapping[str, str | None]
@@ -392,7 +439,7 @@ class Git:
         tree = None
         if head is not None and git_dir is not None and set(expect) == set(paths):
             try:
-                self._stage(index, paths)
+                self._stage_all({"GIT_INDEX_FILE": str(index)}, paths)
                 tree = self._tree_here(git_dir, index, head, expect)
                 if tree is None:
                     tree = self.out("write-tree", env={"GIT_INDEX_FILE": str(index)})

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
+RENAME_LANES_FROM = 32  # files in a call from which they are renamed on several threads
 SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
 
@@ -234,23 +235,31 @@ class Store:
         cfg = self.ws.settings.compile
         rest: Leftover | None = None
         tally: dict[str, tuple[int, int]] = {}
-        for path in plan.touched:
-            old, new = plan.before.get(path), plan.after[path]
+        touched = plan.touched
+        after = {p: _lines(plan.after[p] or b"") for p in touched}  # each file split once
+        before: dict[str, list[tuple[int, str, str]]] = {}
+        for path in touched:
+            old = plan.before.get(path)
             if old is None or path in plan.moved:
                 continue
-            own = set(_lines(new or b""))
-            if all(x in own for x in _lines(old)):
+            own = set(after[path])
+            numbered = before[path] = _numbered(old)
+            if all(x in own for _, _, x in numbered):
                 continue  # the common case (appends, additions): nothing of it left the file
             if rest is None:  # built once, only for a call that drops lines somewhere
-                left = [plan.after[p] or b"" for p in plan.touched if plan.after[p] is not None]
-                rest = Leftover(
-                    left, [_added(plan.before.get(p), plan.after[p]) for p in plan.touched]
-                )
-            lost = lost_lines(old, rest)
+                left = [after[p] for p in touched if plan.after[p] is not None]
+                added = []
+                for p in touched:
+                    had = {x for _, _, x in before[p]} if p in before else None
+                    if had is None:
+                        had = set(_lines(plan.before.get(p) or b""))
+                    added.append([x for x in after[p] if x not in had])
+                rest = Leftover(left, added)
+            lost = [(n, raw.strip()) for n, raw, line in numbered if not rest.keeps(line)]
             if not lost:
                 continue
             base, before_lost = self._loss_tally.get((run_id, path), (0, 0)) if run_id else (0, 0)
-            base = base or _count_lines(old)
+            base = base or len(numbered)
             total = before_lost + len(lost)
             cap = max(cfg.loss_floor_lines, int(cfg.max_loss_fraction * base))
             if total > cap:
@@ -561,10 +570,14 @@ class Store:
         }
         # The journal's and every new file's bytes go to synced temp files at once (the disk
         # commits concurrent fsyncs together); the journal is renamed into place and its
-        # folder synced before any file is renamed. A file in a folder not there yet is
-        # written in order, as _put does.
+        # folder synced before any file is renamed. The folders new files need are made first
+        # (an archive pass fills dozens of new month folders); a file whose folder cannot be
+        # made is written in order, as _put does, and fails there.
+        ready, made = _make_folders(
+            {(self.root / p).parent for p in touched if plan.after[p] is not None}
+        )
         early = [
-            p for p in touched if plan.after[p] is not None and (self.root / p).parent.is_dir()
+            p for p in touched if plan.after[p] is not None and (self.root / p).parent in ready
         ]
         modes = {p: self._mode_for(p) for p in early}
         entry = json.dumps(journal).encode()
@@ -584,22 +597,34 @@ class Store:
             raise
         fsync_dir(self._journal_path.parent)
         try:
-            for path in touched:
-                if path in temps:
-                    os.replace(temps.pop(path), self.root / path)
-                else:
-                    self._put(path, plan.after[path])
-                _fault_point(path)
+            if len(touched) < RENAME_LANES_FROM:
+                for path in touched:
+                    self._place(path, plan.after[path], temps)
+            else:  # a rename waits on the file system's journal: many wait at once
+                jobs = [partial(self._place, p, plan.after[p], temps) for p in touched]
+                all_at_once(jobs, stop_early=True)
         except BaseException:
             _drop(temps.values())
             self._restore(originals)
             self._journal_path.unlink(missing_ok=True)
             raise
-        folders = {(self.root / p).parent for p in touched}
+        folders = {(self.root / p).parent for p in touched} | made
         settle = start(partial(all_at_once, [partial(fsync_dir, f) for f in folders]))
         if not settle_later:
             settle()
         return settle
+
+    def _place(self, path: str, data: bytes | None, temps: dict[str, str]) -> None:
+        """One file of a call into place: its synced temp file renamed over it, or written in
+        order by _put (a delete, a file whose folder was missing). Threads may run it at once
+        (each pops only its own temp, and a temp not yet renamed stays in `temps`)."""
+        tmp = temps.get(path)
+        if tmp is not None:
+            os.replace(tmp, self.root / path)
+            del temps[path]
+        else:
+            self._put(path, data)
+        _fault_point(path)
 
     def _mode_for(self, path: str) -> int:
         """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
@@ -719,16 +744,14 @@ def _lines(data: bytes) -> list[str]:
     return [_norm(x) for x in data.decode("utf-8", "replace").splitlines() if x.strip()]
 
 
-def _count_lines(data: bytes) -> int:
-    return len(_lines(data))
-
-
-def _added(old: bytes | None, new: bytes | None) -> list[str]:
-    """The lines of a file's new bytes that its old bytes did not have."""
-    if new is None:
-        return []
-    had = set(_lines(old or b""))
-    return [x for x in _lines(new) if x not in had]
+def _numbered(data: bytes) -> list[tuple[int, str, str]]:
+    """(line number, line, normalized line) of each line that is not blank."""
+    out = []
+    for n, raw in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        line = _norm(raw)
+        if line:
+            out.append((n, raw, line))
+    return out
 
 
 class Leftover:
@@ -736,8 +759,9 @@ class Leftover:
     every line it keeps, the text and words of the lines it adds. Words are drawn from one pool
     for the whole call, each used once, so junk or one reworded line cannot vouch for many."""
 
-    def __init__(self, left: list[bytes], added: list[list[str]]) -> None:
-        self.kept = {x for data in left for x in _lines(data)}
+    def __init__(self, left: list[list[str]], added: list[list[str]]) -> None:
+        """`left`: each file's normalized lines (see `_lines`), as `added` is."""
+        self.kept = {x for lines in left for x in lines}
         lines = [x for group in added for x in group]
         self.added = "\n".join(lines)
         self.pool: dict[str, int] = {}
@@ -764,7 +788,7 @@ def lost_lines(
     """The old file's lines (number, text) that a call makes disappear: found in no file the
     call leaves behind (moved targets and the archive included), and not reworded: most of
     their words do not reappear in the lines the call added."""
-    rest = left if isinstance(left, Leftover) else Leftover(left, added or [])
+    rest = left if isinstance(left, Leftover) else Leftover([_lines(d) for d in left], added or [])
     lost = []
     for n, raw in enumerate(old.decode("utf-8", "replace").splitlines(), 1):
         line = _norm(raw)
@@ -867,13 +891,20 @@ def _new_secret(old: bytes | None, new: bytes) -> tuple[int, str | None]:
     """A credential the change creates in the file (line, kind), or (0, None).
 
     Only the changed span and SECRET_CONTEXT bytes around it are read, in the file before and
-    after: one already there (the user's own) is not new, an edit splicing two pieces is."""
+    after: one already there (the user's own) is not new, an edit splicing two pieces is. Every
+    detector but the PEM block sees one line at a time, and the lines outside the changed ones
+    are the same before and after, so without a PEM marker nearby the changed lines suffice."""
     old = old or b""
-    start = _common_prefix(old, new)
-    tail = _common_prefix(old[start:][::-1], new[start:][::-1]) if old else 0
+    start = common_prefix(old, new)
+    tail = common_prefix(old[start:][::-1], new[start:][::-1]) if old else 0
     lo = new.rfind(b"\n", 0, max(start - SECRET_CONTEXT, 0)) + 1
     new_hi = _line_end(new, len(new) - tail + SECRET_CONTEXT)
     old_hi = _line_end(old, len(old) - tail + SECRET_CONTEXT)
+    if b"-----BEGIN" not in new[lo:new_hi] and b"-----BEGIN" not in old[lo:old_hi]:
+        # a tier line in a 3 KB note: that line is scanned, not the whole note twice
+        lo = new.rfind(b"\n", 0, start) + 1
+        new_hi = _line_end(new, len(new) - tail)
+        old_hi = _line_end(old, len(old) - tail)
     before = Counter(f.kind for f in find_secrets(old[lo:old_hi].decode("utf-8", "replace")))
     for f in find_secrets(new[lo:new_hi].decode("utf-8", "replace")):
         if before[f.kind] > 0:
@@ -883,7 +914,7 @@ def _new_secret(old: bytes | None, new: bytes) -> tuple[int, str | None]:
     return 0, None
 
 
-def _common_prefix(a: bytes, b: bytes) -> int:
+def common_prefix(a: bytes, b: bytes) -> int:
     """Length of the common prefix: spans halved until they differ, compared at C speed (a byte
     at a time in Python costs a second over a compile's thousands of small files)."""
     lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; the prefix ends at or before hi
@@ -968,6 +999,28 @@ def _tier_of(full: Path, rel: str) -> str | None:
     end = head.find(b"\n---", 3)
     m = _TIER_RE.search(head[: end if end > 0 else len(head)])
     return m.group(1).decode() if m else None
+
+
+def _make_folders(folders: set[Path]) -> tuple[set[Path], set[Path]]:
+    """Make each missing folder (with its parents): the folders that are there now, and the
+    folders that gained an entry (a new subfolder), whose fsync makes that entry durable."""
+    ready, made = set(), set()
+    for folder in folders:
+        missing = []
+        up = folder
+        while not up.is_dir():
+            missing.append(up)
+            if up.parent == up:
+                break
+            up = up.parent
+        if missing:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError:  # a file where a folder should be: _put says so in order
+                continue
+            made |= {m.parent for m in missing}
+        ready.add(folder)
+    return ready, made
 
 
 def _drop(temps: Iterable[str]) -> None:

@@ -601,3 +601,64 @@ def test_edits_made_after_a_crash_survive_repair(
     assert lost == 0, "a hand edit made after a crash was overwritten"
     assert sorted(counts) == written and set(counts.values()) == {1}
     print(f"\nedit-after-crash kills: {trials} trials, {lost} lost an edit")
+
+
+# ------------------------------------------------------------------ a kill in a batched call
+
+
+def _old_logs(ws: Workspace, count: int) -> dict[str, str]:
+    """`count` committed daily logs old enough to archive: name -> text."""
+    today = datetime.now(UTC).date()
+    logs = {}
+    for i in range(count):
+        day = today - timedelta(days=60 + i)
+        logs[f"{day.isoformat()}.md"] = f"# {day.isoformat()}\n\n- entry {i} of that day\n"
+    Store(ws).write_context(
+        [{"path": f"memory/{n}", "mode": "create", "content": t} for n, t in logs.items()],
+        actor="user",
+        message="old logs",
+        max_files=count,
+    )
+    return logs
+
+
+def _where(root: Path, name: str) -> list[str]:
+    """Where a daily log's bytes are now: memory/ and/or its archive folder."""
+    found = [root / "memory" / name, *(root / "archive" / "daily").glob(f"*/{name}")]
+    return [p.relative_to(root).as_posix() for p in found if p.is_file()]
+
+
+@pytest.mark.parametrize("which", ["first", "archived", "removed"])
+def test_compile_killed_in_its_batched_archive_loses_nothing(
+    ws: Workspace, echo_api: EchoFake, which: str
+) -> None:
+    """compile's archive moves 40 logs in one call, renamed on several threads: a kill after the
+    first file, or at a given archived or removed file, leaves every file as before or as after;
+    the next run undoes the call from its journal and archives them all, each exactly once."""
+    from crustacean.store.write import RENAME_LANES_FROM
+
+    logs = _old_logs(ws, 40)
+    assert 2 * len(logs) >= RENAME_LANES_FROM
+    name = sorted(logs)[20]
+    month = name[:7]
+    point = {
+        "first": "first",
+        "archived": f"archive/daily/{month}/{name}",
+        "removed": f"memory/{name}",
+    }[which]
+    no_model = cli_args(ws.root, "compile", "--no-model")
+    script = KILL_AT.format(point=point, argv=no_model)
+    child = subprocess.run([sys.executable, "-c", script], env=cli_env(echo_api), timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert (ws.root / ".crustacean/journal.json").exists()
+    for n, text in logs.items():  # before or after, never half: the bytes are somewhere whole
+        places = _where(ws.root, n)
+        assert places and all((ws.root / p).read_text() == text for p in places), n
+    again = subprocess.run(no_model, env=cli_env(echo_api), capture_output=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    for n, text in logs.items():
+        assert _where(ws.root, n) == [f"archive/daily/{n[:7]}/{n}"], n
+        assert (ws.root / "archive" / "daily" / n[:7] / n).read_text() == text
+    check_workspace(ws.root, Tally(), after_clean=True)
+    status = git(ws.root, "status", "--porcelain", "--", "memory", "archive").stdout
+    assert status == ""
