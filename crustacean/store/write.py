@@ -118,6 +118,7 @@ class Plan:
     after: dict[str, bytes | None] = field(default_factory=dict)
     ask: list[str] = field(default_factory=list)
     moved: set[str] = field(default_factory=set)  # targets holding a file's bytes unchanged
+    trashed: set[str] = field(default_factory=set)  # paths whose bytes before the call are kept
     loss: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (base, lost in run)
 
     @property
@@ -354,10 +355,15 @@ class Store:
             case "overwrite":
                 plan.after[ch.path] = ch.content
             case "delete":
-                dest = self._trash_path(plan, ch.path)
-                plan.after[dest] = cur
+                # the trash gets what the file held before this call, and what the call made
+                # of it first when that differs: neither is left only in git's history
+                original = None if ch.path in plan.trashed else plan.before.get(ch.path)
+                plan.trashed.add(ch.path)
+                for data in dict.fromkeys(d for d in (original, cur) if d is not None):
+                    dest = self._trash_path(plan, ch.path)
+                    plan.after[dest] = data
+                    plan.moved.add(dest)
                 plan.after[ch.path] = None
-                plan.moved.add(dest)
             case "move":
                 assert ch.to is not None
                 if self._current(plan, ch.to) is not None:
@@ -600,9 +606,13 @@ class Store:
             if len(touched) < RENAME_LANES_FROM:
                 for path in touched:
                     self._place(path, plan.after[path], temps)
-            else:  # a rename waits on the file system's journal: many wait at once
-                jobs = [partial(self._place, p, plan.after[p], temps) for p in touched]
-                all_at_once(jobs, stop_early=True)
+            else:  # a rename waits on the file system's journal: many wait at once, but
+                # every removal after every write, so a move's bytes are at their target
+                # before they leave their source, as in the one-by-one order above
+                for removing in (False, True):
+                    group = [p for p in touched if (plan.after[p] is None) == removing]
+                    jobs = [partial(self._place, p, plan.after[p], temps) for p in group]
+                    all_at_once(jobs, stop_early=True)
         except BaseException:
             _drop(temps.values())
             self._restore(originals)

@@ -416,6 +416,25 @@ def test_symlink_loop_is_a_clean_error(fuzz_store: Store) -> None:
     assert _memory_files(root) == before
 
 
+def test_overwrite_then_delete_trashes_the_original_too(fuzz_store: Store) -> None:
+    """Overwriting a file and deleting it in one call put only the overwritten bytes in the
+    trash, so what the file held was left only in git's history: both go to the trash now."""
+    root = fuzz_store.root
+    original = (root / "memory/notes/a.md").read_bytes()
+    result = fuzz_store.write_context(
+        [
+            {"path": "memory/notes/a.md", "mode": "overwrite", "content": "interim\n"},
+            {"path": "memory/notes/a.md", "mode": "delete"},
+        ],
+        actor="user",
+        message="fuzz",
+    )
+    assert not (root / "memory/notes/a.md").exists()
+    trashed = sorted(f for f in result.files if f.startswith("archive/trash/"))
+    assert [(root / f).read_bytes() for f in trashed] == [original, b"interim\n"]
+    assert _git(root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
 # ----------------------------------------------------------------------- 2. documents
 
 YAML_KEYS = st.one_of(st.sampled_from(KNOWN_KEYS), st.text(max_size=10))
