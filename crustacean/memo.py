@@ -16,6 +16,21 @@ WORKSPACE_FILE = "crustacean.toml"
 STATE_DB = Path(".crustacean") / "state.db"
 
 
+def before_command(argv: Sequence[str], command: str) -> tuple[str | None, int] | None:
+    """(the -w/--workspace value or None, the command's index) when nothing but one workspace
+    option comes before `command`; else None, and the app parses the arguments."""
+    workspace, i = None, 0
+    while i < len(argv) and argv[i] != command:
+        arg = argv[i]
+        if arg in ("-w", "--workspace") and i + 1 < len(argv) and workspace is None:
+            workspace, i = argv[i + 1], i + 2
+        elif arg.startswith("--workspace=") and workspace is None:
+            workspace, i = arg.split("=", 1)[1], i + 1
+        else:
+            return None
+    return None if i == len(argv) else (workspace, i)
+
+
 def locate(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path | None:
     """The workspace `workspace.find_workspace` would pick, or None where it would fail."""
     named = explicit if explicit is not None else env.get(WORKSPACE_ENV) or None

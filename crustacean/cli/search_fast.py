@@ -42,7 +42,7 @@ from typing import NamedTuple, TextIO
 
 from crustacean import __version__
 from crustacean.cli.plain import safe
-from crustacean.memo import STATE_DB, WORKSPACE_FILE, digest, locate
+from crustacean.memo import STATE_DB, WORKSPACE_FILE, before_command, digest, locate
 from crustacean.recall.search_read import (
     Hit,
     IndexReader,
@@ -124,17 +124,10 @@ class Ask(NamedTuple):
 
 def parse(argv: Sequence[str]) -> Ask | None:
     """The invocation, if it is a plain search this module can answer; else None (the app)."""
-    workspace, i = None, 0
-    while i < len(argv) and argv[i] != "search":
-        arg = argv[i]
-        if arg in ("-w", "--workspace") and i + 1 < len(argv) and workspace is None:
-            workspace, i = argv[i + 1], i + 2
-        elif arg.startswith("--workspace=") and workspace is None:
-            workspace, i = arg.split("=", 1)[1], i + 1
-        else:
-            return None
-    if i == len(argv):
+    found = before_command(argv, "search")
+    if found is None:
         return None
+    workspace, i = found
     root_args, i = tuple(argv[:i]), i + 1
     words: list[str] = []
     values: dict[str, str] = {}

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 from crustacean import __version__
-from crustacean.memo import STATE_DB, WORKSPACE_FILE, digest, locate
+from crustacean.memo import STATE_DB, WORKSPACE_FILE, before_command, digest, locate
 
 FORMAT = "tick-memo-1"  # bump when what the key covers changes
 RAN_STATUSES = ("ok", "skipped", "partial")  # a run that counts as ran (ops/tick.py uses these)
@@ -67,17 +67,12 @@ def db_state(conn: sqlite3.Connection) -> str:
 
 def split_argv(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
     """(the -w value or None, the tick flags) of a plain tick, else None."""
-    workspace, i = None, 0
-    while i < len(argv) and argv[i] != "tick":
-        arg = argv[i]
-        if arg in ("-w", "--workspace") and i + 1 < len(argv) and workspace is None:
-            workspace, i = argv[i + 1], i + 2
-        elif arg.startswith("--workspace=") and workspace is None:
-            workspace, i = arg.split("=", 1)[1], i + 1
-        else:
-            return None
+    found = before_command(argv, "tick")
+    if found is None:
+        return None
+    workspace, i = found
     flags = list(argv[i + 1 :])
-    if i == len(argv) or any(f not in TICK_FLAGS for f in flags) or len(set(flags)) < len(flags):
+    if any(f not in TICK_FLAGS for f in flags) or len(set(flags)) < len(flags):
         return None
     return workspace, flags
 
