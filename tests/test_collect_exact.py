@@ -396,8 +396,8 @@ def test_since_backfills_a_message_the_first_window_passed_by(
 # ------------------------------------------------------------------ one budget per run
 
 
-def big_transcript(tmp_path: Path, count: int, size: int = 2900) -> None:
-    t = NOW - timedelta(hours=20)
+def big_transcript(tmp_path: Path, count: int, size: int = 2900, now: datetime = NOW) -> None:
+    t = now - timedelta(hours=20)
     lines = [header("big", t)]
     for i in range(count):
         words = f"note-{i} " + "lorem ipsum dolor sit amet " * (size // 27)
@@ -458,6 +458,8 @@ def test_plan_prices_every_chunk(
     assert batch.plan and batch.plan.est_cost_first_turn == pytest.approx(
         planned.plan.est_cost_first_turn / 2
     )
+    # the CLI reads the last two days by the wall clock: the same transcript, 20 hours before it
+    big_transcript(tmp_path, 80, now=datetime.now(UTC))
     out = run_cli("-w", str(ws.root), "collect", "--plan").stdout
     assert "for all 4 requests" in out
     out = run_cli("-w", str(ws.root), "-c", "budget.max_turns=2", "collect", "--plan").stdout
