@@ -57,7 +57,12 @@ def read_head(git_dir: Path) -> str | None:
         return None
     if not head.startswith(b"ref: refs/heads/"):
         return None
-    ref = head[5:].decode("utf-8", "surrogateescape")
+    return read_ref(git_dir, head[5:].decode("utf-8", "surrogateescape"))
+
+
+def read_ref(git_dir: Path, ref: str) -> str | None:
+    """The object id a ref holds (its loose file first, then packed-refs), or None when it has
+    none this way tells: what HEAD names, and what the store checks under the ref's lock."""
     value: bytes | None
     try:
         value = (git_dir / ref).read_bytes().strip()

@@ -359,7 +359,7 @@ def update_head(
             held.append(lock)
         if (git_dir / "HEAD").read_bytes() != head:
             raise Fallback("HEAD changed")
-        if _ref_value(git_dir, ref) != old:
+        if gitread.read_ref(git_dir, ref) != old:
             raise Fallback("the branch moved")  # git's own error names both ids
         ref_lock = held[1]
         with open(ref_lock, "wb") as fh:
@@ -379,29 +379,6 @@ def update_head(
         for lock in held:  # a lock left behind is cleared by the next write, as git's would be
             with contextlib.suppress(OSError):
                 lock.unlink(missing_ok=True)
-
-
-def _ref_value(git_dir: Path, ref: str) -> str | None:
-    try:
-        value = (git_dir / ref).read_bytes()
-    except FileNotFoundError:
-        value = _packed(git_dir, ref.encode("utf-8", "surrogateescape")) + b"\n"
-    except OSError:
-        return None
-    text = value.decode("ascii", "replace")
-    return text[:-1] if text.endswith("\n") and _HEX40.match(text[:-1]) else None
-
-
-def _packed(git_dir: Path, ref: bytes) -> bytes:
-    try:
-        packed = (git_dir / "packed-refs").read_bytes()
-    except OSError:
-        return b""
-    for line in packed.splitlines():
-        oid, _, name = line.partition(b" ")
-        if name == ref:
-            return oid
-    return b""
 
 
 def _append_reflog(path: Path, line: bytes, fsync: bool) -> None:
