@@ -627,6 +627,64 @@ def test_failure_in_a_batched_call_restores_everything(
     assert not any(p.is_file() for p in (root / "archive/many").rglob("*"))
 
 
+def test_a_batched_call_makes_its_files_durable_at_once_before_any_rename(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call of many new files syncs their temp files with one syncfs per filesystem, while
+    none is renamed yet and before the journal is in place; then it lands as usual."""
+    from crustacean.store.write import SYNC_ONCE_FROM
+
+    root, real = seeded.root, store_files.sync_filesystems
+    assert len(MANY) - len(MIXED) >= SYNC_ONCE_FROM  # its creates alone
+    seen: list[tuple[int, bool, list[str]]] = []
+
+    def watched(folders):
+        folders = list(folders)
+        temps = [p for f in folders for p in f.iterdir() if p.name.endswith(".tmp")]
+        made = [p for p in (root / "archive/many").rglob("f.md")]
+        seen.append((len(temps), (root / ".crustacean/journal.json").exists(), made))
+        return real(folders)
+
+    monkeypatch.setattr(store_files, "sync_filesystems", watched)
+    result = Store(seeded).write_context(MANY, actor="user", message="many", max_files=len(MANY))
+    assert seen == [(44, False, [])]  # 40 creates, MIXED's 4 new bytes; nothing renamed yet
+    assert result.version and (root / "archive/many/39/f.md").read_text() == "file 39\n"
+    assert git(root, "status", "--porcelain") == STATUS
+
+
+def test_when_the_one_sync_fails_each_file_is_synced_and_its_error_fails_the_call(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """syncfs cannot say which file's data did not reach the disk: when it fails, every temp
+    file is synced on its own, and an fsync error fails the call with every file as before."""
+    root = seeded.root
+    synced: list[str] = []
+    monkeypatch.setattr(store_files, "sync_filesystems", lambda folders: False)
+    monkeypatch.setattr(store_files, "fsync_file", synced.append)
+    store = Store(seeded)
+
+    def creates(folder: str, n: int) -> list[dict]:
+        return [{**c, "path": c["path"].replace("many", folder)} for c in MANY[4 : 4 + n]]
+
+    done = store.write_context(creates("few", 30), actor="user", message="few", max_files=30)
+    assert done.version and synced == []  # under SYNC_ONCE_FROM: each synced as it is written
+    many = creates("many", 40)
+    result = store.write_context(many, actor="user", message="many", max_files=40)
+    assert len(synced) == 40 and all(p.endswith(".tmp") for p in synced)
+    assert result.version and (root / "archive/many/39/f.md").read_text() == "file 39\n"
+
+    def broken(path: str) -> None:
+        raise OSError(5, "Input/output error", path)
+
+    before, head = snapshot(root), git(root, "rev-parse", "HEAD")
+    monkeypatch.setattr(store_files, "fsync_file", broken)
+    with pytest.raises(OSError, match="Input/output error"):
+        store.write_context(creates("more", 40), actor="user", message="doomed", max_files=40)
+    assert snapshot(root) == before  # nothing renamed, no temp file left, no commit
+    assert git(root, "rev-parse", "HEAD") == head
+    assert not (root / ".crustacean" / "journal.json").exists()
+
+
 def test_a_path_git_would_skip_fails_the_commit_instead_of_going_unversioned(
     seeded: Workspace,
 ) -> None:

@@ -38,7 +38,15 @@ from crustacean.errors import (
 )
 from crustacean.secrets import find_secrets
 from crustacean.store import gitread, policy, proposals
-from crustacean.store.atomic import atomic_write, fsync_dir, synced_temp
+from crustacean.store.atomic import (
+    atomic_write,
+    can_sync_filesystems,
+    fsync_dir,
+    fsync_file,
+    sync_filesystems,
+    synced_temp,
+    unsynced_temp,
+)
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.parallel import all_at_once, start
 from crustacean.store.paths import jail
@@ -60,6 +68,8 @@ LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files 
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
 RENAME_LANES_FROM = 32  # files in a call from which they are renamed on several threads
+SYNC_ONCE_FROM = 32  # new files in a call from which their temp files are synced at once
+TEMPS_DURABLE = ":temps-durable"  # the fault point between that sync and the journal's rename
 SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
 _TIER_RE = re.compile(rb"^tier:\s*['\"]?(hot|warm|cold|archive)['\"]?\s*$", re.MULTILINE)
 
@@ -587,8 +597,12 @@ class Store:
         ]
         modes = {p: self._mode_for(p) for p in early}
         entry = json.dumps(journal).encode()
+        # Many files: written to the page cache, then made durable at once (one syncfs), still
+        # all before the journal is in place and any file is renamed (see atomic.py)
+        batch = len(early) >= SYNC_ONCE_FROM and can_sync_filesystems()
+        temp = unsynced_temp if batch else synced_temp
         jobs: list[Callable[[], object]] = [partial(synced_temp, self._journal_path, entry, None)]
-        jobs += [partial(synced_temp, self.root / p, plan.after[p] or b"", modes[p]) for p in early]
+        jobs += [partial(temp, self.root / p, plan.after[p] or b"", modes[p]) for p in early]
         results = all_at_once(jobs, keep_going=True)
         written = [r for r in results if isinstance(r, str)]
         failed = [r for r in results if isinstance(r, BaseException)]
@@ -597,6 +611,9 @@ class Store:
             raise failed[0]
         temps = {p: str(r) for p, r in zip(early, results[1:], strict=True)}
         try:
+            if batch:
+                _sync_batch(list(temps.values()), ready)
+                _fault_point(TEMPS_DURABLE)
             os.replace(str(results[0]), self._journal_path)
         except BaseException:
             _drop(written)
@@ -1031,6 +1048,13 @@ def _make_folders(folders: set[Path]) -> tuple[set[Path], set[Path]]:
             made |= {m.parent for m in missing}
         ready.add(folder)
     return ready, made
+
+
+def _sync_batch(temps: list[str], folders: Iterable[Path]) -> None:
+    """The temp files of a call onto the disk: one syncfs per filesystem, or, when that fails
+    (it cannot say which file's data was lost), an fsync of each file, raising its error."""
+    if not sync_filesystems(folders):
+        all_at_once([partial(fsync_file, t) for t in temps])
 
 
 def _drop(temps: Iterable[str]) -> None:
