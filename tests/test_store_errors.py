@@ -627,6 +627,73 @@ def test_failure_in_a_batched_call_restores_everything(
     assert not any(p.is_file() for p in (root / "archive/many").rglob("*"))
 
 
+def _outcome(fn, raw: str) -> str:
+    try:
+        return "ok " + fn(raw)
+    except PathError as e:
+        return f"refused {e}"
+
+
+def test_one_calls_cached_jail_decides_every_path_as_the_plain_jail_does(
+    seeded: Workspace, tmp_path: Path
+) -> None:
+    """Links in, out, dangling, looping, into .git and at the root; links to folders and to
+    files; missing folders: a Jail answers each path (asked twice, in either order) exactly as
+    a fresh `jail` does."""
+    from crustacean.store.paths import Jail, jail
+
+    root = seeded.root
+    (root / "knowledge/real").mkdir(parents=True)
+    (root / "knowledge/real/f.md").write_text("x\n")
+    links = {
+        "knowledge/in": "real",
+        "knowledge/in-file.md": "real/f.md",
+        "knowledge/dangling.md": str(tmp_path / "nowhere.md"),
+        "knowledge/loop": "loop",
+        "knowledge/to-git": "../.git",
+        "knowledge/to-root": "..",
+        "knowledge/in/chain": "../in",
+    }
+    for name, target in links.items():
+        os.symlink(target, root / name)
+    paths = [
+        NOTE,
+        "MEMORY.md",
+        "new.md",
+        "knowledge/real/f.md",
+        "knowledge/real/new.md",
+        "knowledge/missing/deeper/x.md",
+        *links,
+        *(f"{name}/x.md" for name in links),
+        "knowledge/in/chain/chain/f.md",
+        "memory/out/x.md",
+        "memory/notes/outfile.md",
+        "knowledge/to-root/MEMORY.md",
+    ]
+    want = {p: _outcome(lambda raw: jail(root, raw), p) for p in paths}
+    assert {p: _outcome(Jail(root), p) for p in paths} == want
+    one = Jail(root)
+    assert {p: _outcome(one, p) for p in [*reversed(paths), *paths]} == want
+    assert want["knowledge/in/x.md"] == "ok knowledge/real/x.md"  # followed, staying inside
+    assert want["knowledge/to-git/x.md"].startswith("refused")
+
+
+def test_a_folder_swapped_for_a_symlink_between_two_calls_is_refused(seeded: Workspace) -> None:
+    """Each call resolves its folders afresh: one Store writes a note, then the folder becomes
+    a link leading out, and its next call through it is refused with nothing written."""
+    root = seeded.root
+    store = Store(seeded)
+    change = [{"path": "memory/notes/new.md", "mode": "create", "content": "x\n"}]
+    assert store.write_context(change, actor="user", message="first").version
+    os.rename(root / "memory/notes", root / "memory/notes-real")
+    os.symlink(root / "memory/out", root / "memory/notes")  # memory/out leads outside
+    before = snapshot(root)
+    again = [{"path": "memory/notes/other.md", "mode": "create", "content": "y\n"}]
+    with pytest.raises(PathError, match="leads outside the workspace through a symlink"):
+        store.write_context(again, actor="user", message="second")
+    assert snapshot(root) == before
+
+
 def test_a_batched_call_makes_its_files_durable_at_once_before_any_rename(
     seeded: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

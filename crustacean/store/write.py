@@ -49,7 +49,7 @@ from crustacean.store.atomic import (
 )
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.parallel import all_at_once, start
-from crustacean.store.paths import jail
+from crustacean.store.paths import Jail, jail
 from crustacean.store.scan import guard_snapshot
 from crustacean.store.versions import (
     LOCK_OWNER,
@@ -221,12 +221,13 @@ class Store:
                 "(store.max_files_per_call). Split it into several calls."
             )
         plan = Plan(changes=[])
+        jailed = Jail(self.root)  # this call's folders resolved once: the next call looks again
         for ch in changes:
             ch = Change(
                 **{
                     **ch.__dict__,
-                    "path": jail(self.root, ch.path),
-                    "to": jail(self.root, ch.to) if ch.to is not None else None,
+                    "path": jailed(ch.path),
+                    "to": jailed(ch.to) if ch.to is not None else None,
                 }
             )
             plan.changes.append(ch)
