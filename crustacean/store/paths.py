@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from crustacean.errors import PathError
 
@@ -38,7 +38,20 @@ class Jail:
 
     def __call__(self, raw: object) -> str:
         rel = _clean(raw)
-        return _follow_links(Path(self.real_root), self._target(rel), raw)
+        target, plain = self._target(rel)
+        if not plain and os.path.islink(target):  # realpath gave up: the link reaches no place
+            raise PathError(f"path {raw!r} leads into a symlink loop; remove the link.")
+        resolved = _inside(self.real_root, target)
+        if resolved is None:
+            raise PathError(
+                f"path {raw!r} leads outside the workspace through a symlink; write the real file."
+            )
+        if resolved == ".":
+            raise PathError(
+                f"path {raw!r} names the workspace root; give a file path such as notes.md."
+            )
+        _refuse_protected(resolved.split("/"), raw)
+        return resolved
 
     @property
     def real_root(self) -> str:
@@ -46,21 +59,22 @@ class Jail:
             self._real_root = os.path.realpath(self.root)
         return self._real_root
 
-    def _target(self, rel: str) -> str:
-        """`realpath(real_root/rel)`: the folder's real path (cached) and the name on it, when
-        the name is no symlink there (else, and on any doubt, the full realpath)."""
+    def _target(self, rel: str) -> tuple[str, bool]:
+        """`realpath(real_root/rel)`, and whether it is known to be no symlink: the folder's
+        real path (cached) and the name on it when that name is no symlink there (else, and on
+        any doubt, the full realpath)."""
         folder, _, name = rel.rpartition("/")
         base = self._folder(folder)
         if base is not None:
             full = os.path.join(base, name)
             try:
                 if not stat.S_ISLNK(os.lstat(full).st_mode):
-                    return full
+                    return full, True
             except FileNotFoundError:
-                return full  # a new file in a real folder: realpath adds its name as it is
+                return full, True  # a new file in a real folder: realpath adds its name as is
             except OSError:
                 pass
-        return os.path.realpath(os.path.join(self.real_root, rel))
+        return os.path.realpath(os.path.join(self.real_root, rel)), False
 
     def _folder(self, folder: str) -> str | None:
         """The folder's real path while it is a real folder (None: a missing one, a loop)."""
@@ -121,20 +135,15 @@ def _is_git_name(part: str) -> bool:
     return low.rstrip(". ") in (".git", "git~1") or low.startswith(".git:")
 
 
-def _follow_links(real_root: Path, resolved_target: str, raw: object) -> str:
-    """The resolved target (symlinks followed on the way) must still be inside `real_root`."""
-    target = Path(resolved_target)
-    if target.is_symlink():  # realpath gave up: the link never reaches a real place
-        raise PathError(f"path {raw!r} leads into a symlink loop; remove the link.")
-    try:
-        resolved = target.relative_to(real_root).as_posix()
-    except ValueError:
-        raise PathError(
-            f"path {raw!r} leads outside the workspace through a symlink; write the real file."
-        ) from None
-    if resolved == ".":
-        raise PathError(
-            f"path {raw!r} names the workspace root; give a file path such as notes.md."
-        )
-    _refuse_protected(resolved.split("/"), raw)
-    return resolved
+def _inside(real_root: str, target: str) -> str | None:
+    """`target` relative to `real_root` as a POSIX path ("." for the root itself), or None when
+    it is not inside; both are real paths as realpath gives them (absolute, normalized)."""
+    if os.sep != "/":
+        try:
+            return PurePath(target).relative_to(real_root).as_posix()
+        except ValueError:
+            return None
+    if target == real_root:
+        return "."
+    prefix = real_root if real_root.endswith("/") else real_root + "/"
+    return target[len(prefix) :] if target.startswith(prefix) else None
