@@ -294,7 +294,7 @@ class Store:
         if path in plan.after:
             return plan.after[path]
         if path not in plan.before:
-            if (self.root / path).is_dir():
+            if os.path.isdir(os.path.join(self.root, path)):
                 raise WriteError(f"{path} is a folder, not a file; name a file inside it.")
             plan.before[path] = self.read_bytes(path)
         return plan.before[path]
@@ -658,7 +658,7 @@ class Store:
     def _mode_for(self, path: str) -> int:
         """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
         try:
-            return stat.S_IMODE((self.root / path).stat().st_mode)
+            return stat.S_IMODE(os.stat(os.path.join(self.root, path)).st_mode)
         except FileNotFoundError:
             return 0o666 & ~_umask()
 
