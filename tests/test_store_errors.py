@@ -699,22 +699,29 @@ def test_a_batched_call_makes_its_files_durable_at_once_before_any_rename(
 ) -> None:
     """A call of many new files syncs their temp files with one syncfs per filesystem, while
     none is renamed yet and before the journal is in place; then it lands as usual."""
+    from crustacean.store.atomic import FilesystemSync
     from crustacean.store.write import SYNC_ONCE_FROM
 
-    root, real = seeded.root, store_files.sync_filesystems
+    root, real = seeded.root, FilesystemSync.sync
     assert len(MANY) - len(MIXED) >= SYNC_ONCE_FROM  # its creates alone
-    seen: list[tuple[int, bool, list[str]]] = []
+    seen: list[tuple[int, bool, list[Path]]] = []
 
-    def watched(folders):
-        folders = list(folders)
-        temps = [p for f in folders for p in f.iterdir() if p.name.endswith(".tmp")]
-        made = [p for p in (root / "archive/many").rglob("f.md")]
+    def watched(self: FilesystemSync) -> bool:
+        temps = [p for p in root.rglob("*.tmp") if ".crustacean" not in p.parts]
+        made = list((root / "archive/many").rglob("f.md"))
         seen.append((len(temps), (root / ".crustacean/journal.json").exists(), made))
-        return real(folders)
+        return real(self)
 
-    monkeypatch.setattr(store_files, "sync_filesystems", watched)
+    opened = FilesystemSync.open
+
+    def watched_open(folders):  # before any temp file: syncfs then reports all their errors
+        seen.append((len(list(root.rglob("*.tmp"))), False, []))
+        return opened(folders)
+
+    monkeypatch.setattr(FilesystemSync, "sync", watched)
+    monkeypatch.setattr(FilesystemSync, "open", watched_open)
     result = Store(seeded).write_context(MANY, actor="user", message="many", max_files=len(MANY))
-    assert seen == [(44, False, [])]  # 40 creates, MIXED's 4 new bytes; nothing renamed yet
+    assert seen == [(0, False, []), (44, False, [])]  # 40 creates, MIXED's 4; none renamed yet
     assert result.version and (root / "archive/many/39/f.md").read_text() == "file 39\n"
     assert git(root, "status", "--porcelain") == STATUS
 
@@ -726,7 +733,9 @@ def test_when_the_one_sync_fails_each_file_is_synced_and_its_error_fails_the_cal
     file is synced on its own, and an fsync error fails the call with every file as before."""
     root = seeded.root
     synced: list[str] = []
-    monkeypatch.setattr(store_files, "sync_filesystems", lambda folders: False)
+    from crustacean.store.atomic import FilesystemSync
+
+    monkeypatch.setattr(FilesystemSync, "sync", lambda self: False)
     monkeypatch.setattr(store_files, "fsync_file", synced.append)
     store = Store(seeded)
 

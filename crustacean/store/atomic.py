@@ -37,7 +37,7 @@ def synced_temp(path: Path, data: bytes, mode: int | None) -> str:
 
 def unsynced_temp(path: Path, data: bytes, mode: int | None) -> str:
     """`data` in a new temp file next to `path`, in the page cache only: the caller makes a
-    batch of them durable at once (`sync_filesystems`) before any is renamed."""
+    batch of them durable at once (`FilesystemSync`) before any is renamed."""
     return _temp(path, data, mode, sync=False)
 
 
@@ -66,38 +66,49 @@ def fsync_file(path: str) -> None:
         os.close(fd)
 
 
-def can_sync_filesystems() -> bool:
-    """Whether `sync_filesystems` can work here: Linux's syncfs(2), through libc."""
-    return _syncfs() is not None
+class FilesystemSync:
+    """Every dirty page of the filesystems holding some folders onto the disk, one syncfs(2)
+    call each: thousands of small files become durable for about the price of one fsync (each
+    fsync is a journal commit of its own; the disk commits concurrent ones together, but far
+    from all of them). Opened before the files are written: syncfs reports the writeback errors
+    of its filesystem since its descriptor was opened (Linux 5.8+), so an error while the kernel
+    writes a file back early is reported too."""
 
+    def __init__(self, fds: list[int], syncfs: Callable[[int], int]) -> None:
+        self._fds, self._syncfs = fds, syncfs
 
-def sync_filesystems(folders: Iterable[Path]) -> bool:
-    """Every dirty page of the filesystems holding `folders` onto the disk, one syncfs(2) call
-    per filesystem: thousands of small files become durable for about the price of one fsync
-    (each fsync is a journal commit of its own; the disk commits concurrent ones together, but
-    far from all of them). False when it failed or cannot be done here: the caller then syncs
-    each file (fsync reports which file's data did not reach the disk; syncfs only that some
-    data of the filesystem did not)."""
-    syncfs = _syncfs()
-    if syncfs is None:
-        return False
-    one_each: dict[int, Path] = {}
-    for folder in folders:
+    @classmethod
+    def open(cls, folders: Iterable[Path]) -> FilesystemSync | None:
+        """One descriptor per filesystem among `folders`; None where syncfs is not available
+        (off Linux) or a folder cannot be opened: the caller then fsyncs each file."""
+        syncfs = _syncfs()
+        if syncfs is None:
+            return None
+        fds: dict[int, int] = {}
         try:
-            one_each.setdefault(os.stat(folder).st_dev, folder)
+            for folder in folders:
+                fd = os.open(folder, os.O_RDONLY)
+                dev = os.fstat(fd).st_dev
+                if dev in fds:
+                    os.close(fd)
+                else:
+                    fds[dev] = fd
         except OSError:
-            return False
-    for folder in one_each.values():
-        try:
-            fd = os.open(folder, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            if syncfs(fd) != 0:
-                return False
-        finally:
+            for fd in fds.values():
+                os.close(fd)
+            return None
+        return cls(list(fds.values()), syncfs)
+
+    def sync(self) -> bool:
+        """True when every filesystem synced without an error; False: the caller must fsync
+        each file (fsync says which file's data did not reach the disk, syncfs only that some
+        data of the filesystem did not)."""
+        return all(self._syncfs(fd) == 0 for fd in self._fds)
+
+    def close(self) -> None:
+        for fd in self._fds:
             os.close(fd)
-    return True
+        self._fds = []
 
 
 _SYNCFS: list[Callable[[int], int] | None] = []

@@ -39,11 +39,10 @@ from crustacean.errors import (
 from crustacean.secrets import find_secrets
 from crustacean.store import gitread, policy, proposals
 from crustacean.store.atomic import (
+    FilesystemSync,
     atomic_write,
-    can_sync_filesystems,
     fsync_dir,
     fsync_file,
-    sync_filesystems,
     synced_temp,
     unsynced_temp,
 )
@@ -601,25 +600,31 @@ class Store:
         entry = json.dumps(journal).encode()
         # Many files: written to the page cache, then made durable at once (one syncfs), still
         # all before the journal is in place and any file is renamed (see atomic.py)
-        batch = len(early) >= SYNC_ONCE_FROM and can_sync_filesystems()
-        temp = unsynced_temp if batch else synced_temp
-        jobs: list[Callable[[], object]] = [partial(synced_temp, self._journal_path, entry, None)]
-        jobs += [partial(temp, self.root / p, plan.after[p] or b"", modes[p]) for p in early]
-        results = all_at_once(jobs, keep_going=True)
-        written = [r for r in results if isinstance(r, str)]
-        failed = [r for r in results if isinstance(r, BaseException)]
-        if failed:
-            _drop(written)
-            raise failed[0]
-        temps = {p: str(r) for p, r in zip(early, results[1:], strict=True)}
+        batch = FilesystemSync.open(ready) if len(early) >= SYNC_ONCE_FROM else None
         try:
-            if batch:
-                _sync_batch(list(temps.values()), ready)
-                _fault_point(TEMPS_DURABLE)
-            os.replace(str(results[0]), self._journal_path)
-        except BaseException:
-            _drop(written)
-            raise
+            temp = unsynced_temp if batch is not None else synced_temp
+            jobs: list[Callable[[], object]] = [
+                partial(synced_temp, self._journal_path, entry, None)
+            ]
+            jobs += [partial(temp, self.root / p, plan.after[p] or b"", modes[p]) for p in early]
+            results = all_at_once(jobs, keep_going=True)
+            written = [r for r in results if isinstance(r, str)]
+            failed = [r for r in results if isinstance(r, BaseException)]
+            if failed:
+                _drop(written)
+                raise failed[0]
+            temps = {p: str(r) for p, r in zip(early, results[1:], strict=True)}
+            try:
+                if batch is not None:
+                    _sync_batch(list(temps.values()), batch)
+                    _fault_point(TEMPS_DURABLE)
+                os.replace(str(results[0]), self._journal_path)
+            except BaseException:
+                _drop(written)
+                raise
+        finally:
+            if batch is not None:
+                batch.close()
         fsync_dir(self._journal_path.parent)
         try:
             if len(touched) < RENAME_LANES_FROM:
@@ -1060,10 +1065,10 @@ def _make_folders(folders: set[Path]) -> tuple[set[Path], set[Path]]:
     return ready, made
 
 
-def _sync_batch(temps: list[str], folders: Iterable[Path]) -> None:
+def _sync_batch(temps: list[str], batch: FilesystemSync) -> None:
     """The temp files of a call onto the disk: one syncfs per filesystem, or, when that fails
     (it cannot say which file's data was lost), an fsync of each file, raising its error."""
-    if not sync_filesystems(folders):
+    if not batch.sync():
         all_at_once([partial(fsync_file, t) for t in temps])
 
 
