@@ -559,3 +559,19 @@ def test_a_closed_pipe_ends_both_paths_alike(place: Place) -> None:
         got.append((done.returncode, done.stderr))
     assert got[0] == got[1] == (1, got[1][1])
     assert b"Traceback" not in got[0][1]
+
+
+@pytest.mark.parametrize("name", ["a b", "per%cent", "what?", "hash#tag", "ünï cödé", "%3F"])
+def test_a_workspace_whose_path_a_uri_must_escape_is_answered_alike(
+    place: Place, tmp_path: Path, name: str
+) -> None:
+    """The lean path opens state.db read-only through an SQLite URI, escaped by hand (pathlib's
+    as_uri is not imported): `%`, `?` and `#` in the folder's name must still reach the file."""
+    copy = tmp_path / name / "ws"
+    shutil.copytree(place.root, copy, symlinks=True)
+    other = Place(copy, place.home)
+    assert other.lean("-w", str(copy), "search", "figs").heavy  # the app, leaving the memo
+    other.same("-w", str(copy), "search", "figs", answered=True)
+    inside = copy / "memory"  # found from the cwd, another memo key
+    assert other.lean("search", "figs", cwd=inside).heavy
+    other.same("search", "figs", answered=True, cwd=inside)
