@@ -28,19 +28,26 @@ except ImportError:  # an interpreter built without the builtin BLAKE2
 
 __all__ = ["NamedTuple", "blake2b"]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 _KEPT_OUT = frozenset({"__annotations__", "__dict__", "__weakref__", "__module__", "__qualname__"})
 
 
+_namedtuple: Callable[..., type] = namedtuple  # called with names known only at run time
+
+
 class _Builder(type):
-    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, object]) -> type:
+    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> type:
         if not bases:  # NamedTuple itself
             return super().__new__(mcls, name, bases, ns)
-        annotations = ns.get("__annotations__", {})
-        assert isinstance(annotations, dict)
+        annotations: dict[str, Any] = ns.get("__annotations__", {})
         fields = list(annotations)
         defaults = [ns[f] for f in fields if f in ns]
-        cls: type = namedtuple(name, fields, defaults=defaults, module=str(ns["__module__"]))  # type: ignore[misc]
-        cls.__qualname__ = str(ns.get("__qualname__", name))
+        cls = _namedtuple(name, fields, defaults=defaults, module=ns["__module__"])
+        cls.__qualname__ = ns.get("__qualname__", name)
         cls.__annotations__ = annotations
         for key, value in ns.items():
             if key not in _KEPT_OUT and key not in annotations:
