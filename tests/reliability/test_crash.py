@@ -628,6 +628,19 @@ def _where(root: Path, name: str) -> list[str]:
     return [p.relative_to(root).as_posix() for p in found if p.is_file()]
 
 
+def _rerun_archives_each_once(ws: Workspace, echo_api: EchoFake, logs: dict[str, str]) -> None:
+    """The run after a kill repairs the workspace and archives every log, each exactly once."""
+    no_model = cli_args(ws.root, "compile", "--no-model")
+    again = subprocess.run(no_model, env=cli_env(echo_api), capture_output=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    for n, text in logs.items():
+        assert _where(ws.root, n) == [f"archive/daily/{n[:7]}/{n}"], n
+        assert (ws.root / "archive" / "daily" / n[:7] / n).read_text() == text
+    check_workspace(ws.root, Tally(), after_clean=True)
+    status = git(ws.root, "status", "--porcelain", "--", "memory", "archive").stdout
+    assert status == ""
+
+
 @pytest.mark.parametrize("which", ["first", "archived", "removed"])
 def test_compile_killed_in_its_batched_archive_loses_nothing(
     ws: Workspace, echo_api: EchoFake, which: str
@@ -654,14 +667,7 @@ def test_compile_killed_in_its_batched_archive_loses_nothing(
     for n, text in logs.items():  # before or after, never half: the bytes are somewhere whole
         places = _where(ws.root, n)
         assert places and all((ws.root / p).read_text() == text for p in places), n
-    again = subprocess.run(no_model, env=cli_env(echo_api), capture_output=True, timeout=60)
-    assert again.returncode == 0, again.stderr
-    for n, text in logs.items():
-        assert _where(ws.root, n) == [f"archive/daily/{n[:7]}/{n}"], n
-        assert (ws.root / "archive" / "daily" / n[:7] / n).read_text() == text
-    check_workspace(ws.root, Tally(), after_clean=True)
-    status = git(ws.root, "status", "--porcelain", "--", "memory", "archive").stdout
-    assert status == ""
+    _rerun_archives_each_once(ws, echo_api, logs)
 
 
 def test_compile_killed_once_its_batch_is_durable_loses_nothing(
@@ -684,11 +690,4 @@ def test_compile_killed_once_its_batch_is_durable_loses_nothing(
     for n, text in logs.items():
         assert _where(ws.root, n) == [f"memory/{n}"], n
         assert (ws.root / "memory" / n).read_text() == text
-    again = subprocess.run(no_model, env=cli_env(echo_api), capture_output=True, timeout=60)
-    assert again.returncode == 0, again.stderr
-    for n, text in logs.items():
-        assert _where(ws.root, n) == [f"archive/daily/{n[:7]}/{n}"], n
-        assert (ws.root / "archive" / "daily" / n[:7] / n).read_text() == text
-    check_workspace(ws.root, Tally(), after_clean=True)
-    status = git(ws.root, "status", "--porcelain", "--", "memory", "archive").stdout
-    assert status == ""
+    _rerun_archives_each_once(ws, echo_api, logs)
