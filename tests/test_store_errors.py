@@ -726,6 +726,36 @@ def test_a_batched_call_makes_its_files_durable_at_once_before_any_rename(
     assert git(root, "status", "--porcelain") == STATUS
 
 
+@pytest.mark.parametrize(
+    ("release", "batched"),
+    [("6.18.44-fc-v857", True), ("5.8.0", True), ("5.7.19-generic", False), ("weird", False)],
+)
+def test_before_linux_5_8_a_batch_is_synced_file_by_file(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch, release: str, batched: bool
+) -> None:
+    """Before 5.8 syncfs reports no writeback error, so it is not used: each temp file is
+    fsynced as it is written, and the call lands the same."""
+    import sys
+
+    from crustacean.store import atomic
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("syncfs is Linux's")
+    uname = os.uname()
+    fake = os.uname_result((*uname[:2], release, *uname[3:]))
+    monkeypatch.setattr(atomic, "_SYNCFS", [])
+    monkeypatch.setattr(atomic.os, "uname", lambda: fake)
+    opened: list[object] = []
+    real = atomic.FilesystemSync.open
+    monkeypatch.setattr(
+        atomic.FilesystemSync, "open", lambda f: opened.append(real(f)) or opened[-1]
+    )
+    changes = [{**c, "path": c["path"].replace("many", "k")} for c in MANY[4:]]
+    result = Store(seeded).write_context(changes, actor="user", message="k", max_files=40)
+    assert (opened[0] is not None) == batched
+    assert result.version and (seeded.root / "archive/k/39/f.md").read_text() == "file 39\n"
+
+
 def test_when_the_one_sync_fails_each_file_is_synced_and_its_error_fails_the_call(
     seeded: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

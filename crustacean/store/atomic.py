@@ -8,6 +8,7 @@ import the other.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
@@ -115,10 +116,11 @@ _SYNCFS: list[Callable[[int], int] | None] = []
 
 
 def _syncfs() -> Callable[[int], int] | None:
-    """libc's syncfs, looked up once; None off Linux (macOS, Windows) or without ctypes."""
+    """libc's syncfs, looked up once; None off Linux (macOS, Windows), without ctypes, or before
+    Linux 5.8 (whose syncfs reports no writeback error: the files are then fsynced one by one)."""
     if not _SYNCFS:
         found = None
-        if sys.platform.startswith("linux"):
+        if sys.platform.startswith("linux") and _kernel() >= (5, 8):
             try:
                 import ctypes  # only here: a few ms of import that one-file writes never need
 
@@ -128,6 +130,12 @@ def _syncfs() -> Callable[[int], int] | None:
                 found = None
         _SYNCFS.append(found)
     return _SYNCFS[0]
+
+
+def _kernel() -> tuple[int, int]:
+    """The running kernel's (major, minor); (0, 0) when its release string does not say."""
+    found = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
 
 
 def fsync_dir(folder: Path) -> None:
