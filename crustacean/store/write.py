@@ -586,7 +586,8 @@ class Store:
             "after": {p: _sha_or_none(plan.after[p]) for p in touched},
         }
         # The journal's and every new file's bytes go to synced temp files at once (the disk
-        # commits concurrent fsyncs together); the journal is renamed into place and its
+        # commits concurrent fsyncs together; a call of many files syncs them all with one
+        # syncfs once they are written); the journal is renamed into place and its
         # folder synced before any file is renamed. The folders new files need are made first
         # (an archive pass fills dozens of new month folders); a file whose folder cannot be
         # made is written in order, as _put does, and fails there.
