@@ -21,7 +21,7 @@ from store_helpers import copy_workspace, git, make_template
 
 from conftest import run_cli
 from crustacean.errors import CrustaceanError
-from crustacean.store import gitread, upkeep
+from crustacean.store import gitread, gitwrite, upkeep
 from crustacean.store.upkeep import Limits, Sample, due, limits, sample
 from crustacean.store.write import Store
 from crustacean.workspace import Workspace
@@ -421,3 +421,25 @@ def test_writes_while_git_maintains_lose_nothing(ws: Workspace, tmp_path: Path) 
     assert len(git(ws.root, "log", "--format=%H", "--grep=^c[0-9]").split()) == 24
     assert git(ws.root, "status", "--porcelain") == ""
     fsck(ws.root)
+
+
+def test_an_object_pruned_before_its_freshen_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prune may take an old unreachable loose object between the store's exists check and
+    its freshen; git then writes the object again, and so does gitwrite."""
+    root = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git_dir = root / ".git"
+    facts = gitwrite.parse_facts(root, git_dir, b"")
+    oid = gitwrite.write_object(git_dir, b"blob", b"kept\n", facts)
+    real = os.utime
+
+    def pruned_first(path: str, *args: object, **kwargs: object) -> None:
+        os.unlink(path)  # the prune wins the race
+        real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(gitwrite.os, "utime", pruned_first)
+        assert gitwrite.write_object(git_dir, b"blob", b"kept\n", facts) == oid
+    assert git(root, "cat-file", "blob", oid) == "kept\n"
