@@ -435,9 +435,9 @@ def test_an_object_pruned_before_its_freshen_is_written_again(
     oid = gitwrite.write_object(git_dir, b"blob", b"kept\n", facts)
     real = os.utime
 
-    def pruned_first(path: str, *args: object, **kwargs: object) -> None:
+    def pruned_first(path: str) -> None:
         os.unlink(path)  # the prune wins the race
-        real(path, *args, **kwargs)  # type: ignore[arg-type]
+        real(path)
 
     with monkeypatch.context() as patch:
         patch.setattr(gitwrite.os, "utime", pruned_first)
