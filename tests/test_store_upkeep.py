@@ -139,6 +139,10 @@ def test_due_follows_gc_auto(loose: int, packs: int, settings: dict, runs: bool)
         (["gc.pruneexpire\nnow"], Limits(why_not="gc.pruneExpire is now")),
         (["gc.pruneexpire\n2.weeks.ago"], Limits()),
         (["extensions.objectformat\nsha256"], Limits(hex_len=62)),
+        (["gc.autodetach\nfalse"], Limits(detach=False)),
+        (["maintenance.autodetach\nno"], Limits(detach=False)),
+        (["gc.autodetach\nfalse", "maintenance.autodetach\ntrue"], Limits(detach=True)),
+        (["gc.autodetach\nsoon"], Limits(why_not="gc.autodetach is not a boolean")),
     ],
 )
 def test_limits_read_from_the_config_listing(entries: list[str], expect: Limits) -> None:
@@ -223,7 +227,9 @@ def test_disabled_upkeep_runs_nothing(
     configure(ws.root, {**SMALL, **settings})
     ran: list[str] = []
     real = upkeep._run
-    monkeypatch.setattr(upkeep, "_run", lambda root, why: ran.append(why) or real(root, why))
+    monkeypatch.setattr(
+        upkeep, "_run", lambda root, why, detach: ran.append(why) or real(root, why, detach)
+    )
     version = write_17s(Store(ws), "kept")
     assert ran == []
     assert loose_in_17(ws.root) >= 2  # left loose: no gc ran
@@ -234,7 +240,7 @@ def test_disabled_upkeep_runs_nothing(
 def test_nothing_runs_below_the_threshold(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     """The common case: the check costs two listings and starts no process."""
     ran: list[str] = []
-    monkeypatch.setattr(upkeep, "_run", lambda root, why: ran.append(why) or "")
+    monkeypatch.setattr(upkeep, "_run", lambda root, why, detach: ran.append(why) or "")
     store = Store(ws)
     for i in range(3):
         store.write_context(
@@ -287,7 +293,7 @@ def test_maintenance_that_cannot_run_keeps_the_write(
     assert loose_in_17(ws.root) >= 2  # git honoured its lock (or died): nothing was packed
     assert ("housekeeping after a version failed" in caplog.text) is warns
     if warns:
-        assert "the version is kept" in caplog.text
+        assert "the version is kept" in caplog.text and "not-a-date" in caplog.text
     fsck(ws.root)
 
 
@@ -296,7 +302,7 @@ def test_upkeep_that_raises_never_fails_the_write(
 ) -> None:
     configure(ws.root, SMALL)
 
-    def broken(root: Path, why: str) -> str:
+    def broken(root: Path, why: str, detach: bool) -> str:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(upkeep, "_run", broken)

@@ -9,9 +9,11 @@ Starting a git process after every write would cost more than the write, so the 
 here first, the way `gc --auto` decides it (git's builtin/gc.c `need_to_gc`): the loose objects
 in `objects/17` against `gc.auto`/256, the local packs without a `.keep` against
 `gc.autoPackLimit`, from the config the store already read (`gitwrite.Facts.upkeep`). Only when
-it holds does git itself run `git maintenance run --auto --quiet`, which honours the user's
-maintenance and gc settings, detaches per `gc.autoDetach`, and takes its own lock. It runs after
-the version is safe, so its failure is logged and never fails or undoes the write.
+it holds does git itself run `git maintenance run --auto --quiet`, with `--detach` or
+`--no-detach` from `maintenance.autoDetach`/`gc.autoDetach` as `git commit` passes them (a git
+older than 2.47 knows no such option: then its gc detaches by `gc.autoDetach` itself); git honours
+the user's maintenance and gc settings and takes its own lock. It runs after the version is safe,
+so its failure is logged and never fails or undoes the write.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ SAMPLE = "17"  # the fan-out folder git counts to estimate all loose objects (1/
 GC_AUTO = 6700  # git's defaults for gc.auto and gc.autoPackLimit
 GC_AUTO_PACK_LIMIT = 50
 COMMAND = ("maintenance", "run", "--auto", "--quiet")  # what `git commit` runs
+USAGE = 129  # git's exit code for an option it does not know
 _HEX = frozenset("0123456789abcdef")
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 log = logging.getLogger(__name__)
@@ -42,6 +45,7 @@ class Limits:
     gc_auto: int = GC_AUTO  # gc.auto: 0 or less and gc --auto never runs
     pack_limit: int = GC_AUTO_PACK_LIMIT  # gc.autoPackLimit: 0 or less and packs never count
     auto: bool = True  # maintenance.auto: false and `git commit` runs nothing after a commit
+    detach: bool = True  # maintenance.autoDetach, else gc.autoDetach: in the background
     hex_len: int = 38  # an object file's name length (SHA-1; 62 with SHA-256)
     why_not: str = ""  # a setting that keeps it from running here (unreadable, unsafe)
 
@@ -61,7 +65,7 @@ def _git_int(text: str) -> int | None:
     unit = text[-1:] if text[-1:] in ("k", "m", "g") else ""
     digits = text[: len(text) - len(unit)]
     sign = -1 if digits.startswith("-") else 1
-    digits = digits.lstrip("+-")
+    digits = digits[1:] if digits[:1] in ("+", "-") else digits
     try:
         if digits.startswith("0x"):
             number = int(digits[2:], 16)
@@ -102,9 +106,16 @@ def limits(listing: bytes) -> Limits:
         if number is None:
             why = why or f"{key} is not a number"
         numbers[key] = default if number is None else number
-    auto = _git_bool(values["maintenance.auto"]) if "maintenance.auto" in values else True
-    if auto is None:
-        why = why or "maintenance.auto is not a boolean"
+    flags = {}
+    for key in ("maintenance.auto", "maintenance.autodetach", "gc.autodetach"):
+        flags[key] = _git_bool(values[key]) if key in values else None
+        if key in values and flags[key] is None:
+            why = why or f"{key} is not a boolean"
+    auto = flags["maintenance.auto"] is True or "maintenance.auto" not in values
+    detach = next(
+        (f for f in (flags["maintenance.autodetach"], flags["gc.autodetach"]) if f is not None),
+        True,
+    )
     if (values.get("gc.pruneexpire") or "").strip().lower() == "now":
         # git's docs: pruning at once is unsafe next to a process writing objects; the next
         # version may be writing them while the gc runs, so that gc is the user's to start
@@ -113,7 +124,8 @@ def limits(listing: bytes) -> Limits:
     return Limits(
         gc_auto=numbers["gc.auto"],
         pack_limit=numbers["gc.autopacklimit"],
-        auto=bool(auto),
+        auto=auto,
+        detach=detach,
         hex_len=62 if sha256 else 38,
         why_not=why,
     )
@@ -183,7 +195,7 @@ def after_commit(root: Path, config: Callable[[], Limits], busy: Callable[[], st
         if what is not None:
             log.debug("git's housekeeping waits: %s is in progress", what)
             return ""
-        return _run(root, why)
+        return _run(root, why, limits.detach)
     except Exception as err:  # housekeeping after a version that is safe: never its failure
         log.warning(
             "git's housekeeping after a version could not start (%s); the version is kept", err
@@ -191,27 +203,20 @@ def after_commit(root: Path, config: Callable[[], Limits], busy: Callable[[], st
         return ""
 
 
-def _run(root: Path, why: str) -> str:
-    """`git maintenance run --auto --quiet` in the workspace, waited for as `git commit` waits
-    (with gc.autoDetach git returns once the work moved to the background). Its stderr goes to
-    a file, not a pipe, so a detached child holding it can never keep this waiting."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+def _run(root: Path, why: str, detach: bool) -> str:
+    """`git maintenance run --auto --quiet --[no-]detach` in the workspace, waited for as
+    `git commit` waits (detached, git returns once the work moved to the background); again
+    without the option when this git does not know it."""
     log.debug("git's housekeeping runs: %s", why)
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.run(
-            ["git", *COMMAND],
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            check=False,
-        )
-        if proc.returncode == 0:
-            return f"ran: {why}"
-        err.seek(0)
-        lines = err.read().decode("utf-8", "replace").strip().splitlines()
-    detail = lines[-1] if lines else f"exit code {proc.returncode}"
+    code, lines = _git(root, [*COMMAND, "--detach" if detach else "--no-detach"])
+    if code == USAGE and any("detach" in line for line in lines):
+        code, lines = _git(root, list(COMMAND))
+    if code == 0:
+        return f"ran: {why}"
+    said = [x.strip() for x in lines if x.startswith(("fatal:", "error:"))] or [
+        x.strip() for x in lines if x.strip()
+    ]
+    detail = said[0] if said else f"exit code {code}"
     log.warning(
         "git's housekeeping after a version failed (%s); the version is kept. Run "
         "`git maintenance run --auto` in %s to see why.",
@@ -219,3 +224,21 @@ def _run(root: Path, why: str) -> str:
         root,
     )
     return f"failed: {detail}"
+
+
+def _git(root: Path, args: list[str]) -> tuple[int, list[str]]:
+    """Run git in `root`; its exit code and stderr lines. Stderr goes to a file, not a pipe, so
+    a detached child that keeps it open can never keep this waiting."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            check=False,
+        )
+        err.seek(0)
+        return proc.returncode, err.read().decode("utf-8", "replace").splitlines()
