@@ -204,6 +204,22 @@ def test_writes_past_gc_auto_leave_the_objects_packed(ws: Workspace) -> None:
     fsck(ws.root)
 
 
+def test_git_sees_nothing_to_do_after_any_write(ws: Workspace) -> None:
+    """Cron's life in small: many versions, each adding a loose object to the folder git
+    samples, and after each one git's own rule is satisfied: loose objects never pile up."""
+    configure(ws.root, {**SMALL, "gc.auto": "768"})  # git runs once 4 are in objects/17
+    store = Store(ws)
+    for i, text in enumerate(in_17(24, "cron")):
+        change = {"path": f"memory/notes/cron-{i}.md", "mode": "create", "content": text}
+        version = store.write_context([change], actor="user", message=f"entry {i}").version
+        assert tidy(ws.root), i
+        assert loose_in_17(ws.root) <= 3
+        assert head(ws.root) == version
+    assert list((ws.root / ".git" / "objects" / "pack").glob("*.pack"))
+    assert len(git(ws.root, "log", "--format=%H", "--grep=^entry").split()) == 24
+    fsck(ws.root)
+
+
 def test_too_many_packs_are_merged(ws: Workspace) -> None:
     configure(ws.root, {**SMALL, "gc.auto": "6700", "gc.autoPackLimit": "2"})
     store = Store(ws)
