@@ -167,7 +167,7 @@ def cpu_table() -> str:
     return "\n".join(rows)
 
 
-def upkeep_check(reps: int, versions: int = 30) -> tuple[list[float], list[float]]:
+def upkeep_check(reps: int, versions: int = 10) -> tuple[list[float], list[float]]:
     """What each version pays for git's housekeeping when nothing is due (the usual case):
     the store's check after a version (store/upkeep.py), against the process `git commit`
     starts after every commit (`git maintenance run --auto --quiet`), on a workspace with
