@@ -41,12 +41,14 @@ VERIFIED = {"typer": "0.29.2", "rich": "15.0.0"}
 MIN_WIDTH, MAX_WIDTH = 20, 1000  # console widths the tests compare, and the lean path answers
 # The environment that changes what typer or rich print (typer/rich_utils.py, typer/core.py,
 # rich/console.py): any of these set, and the app answers. COLUMNS and TERMINAL_WIDTH (the
-# width) are read here as rich reads them.
+# width) are read here as rich and typer read them. Two are known to change nothing on a pipe,
+# so they do not stop the lean path (tests/test_help_fast.py shows the app's bytes unchanged):
+# NO_COLOR (rich strips colour, and a pipe has none) and _TYPER_FORCE_DISABLE_TERMINAL (rich is
+# told stdout is no terminal, which it already is not).
 DOUBT_VARS = (
     "FORCE_COLOR",
     "PY_COLORS",
     "GITHUB_ACTIONS",
-    "NO_COLOR",
     "TTY_COMPATIBLE",
     "TTY_INTERACTIVE",
     "JUPYTER_COLUMNS",
@@ -56,7 +58,8 @@ DOUBT_VARS = (
     "TYPER_USE_RICH",
     "TYPER_STANDARD_TRACEBACK",
 )
-DOUBT_PREFIXES = ("_TYPER_", "_CRUSTACEAN_COMPLETE")
+DOUBT_PREFIXES = ("_TYPER_", "_CRUSTACEAN_COMPLETE")  # typer's switches, shell completion
+HARMLESS = ("NO_COLOR", "_TYPER_FORCE_DISABLE_TERMINAL")
 FORMS = {("--help",): 0, ("-h",): 0, (): 2, ("help",): 0}  # argv: the app's exit code
 _PLAIN = re.compile(r"[ -~…]*")  # one cell a character, nothing rich reads as markup or emoji
 _MARKUP = re.compile(r"[\[\]\\]|:\S*:|\x1b")
@@ -100,7 +103,7 @@ def console_width(env: Mapping[str, str], stdout: TextIO) -> int | None:
     """The width rich would render at, or None where its output is not certain."""
     if sys.platform == "win32" or any(var in env for var in DOUBT_VARS):
         return None
-    if any(var.startswith(DOUBT_PREFIXES) for var in env):
+    if any(var.startswith(DOUBT_PREFIXES) and var not in HARMLESS for var in env):
         return None
     try:
         if stdout.isatty() or codecs.lookup(stdout.encoding).name != "utf-8":
