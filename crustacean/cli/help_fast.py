@@ -60,7 +60,8 @@ DOUBT_VARS = (
 )
 DOUBT_PREFIXES = ("_TYPER_", "_CRUSTACEAN_COMPLETE")  # typer's switches, shell completion
 HARMLESS = ("NO_COLOR", "_TYPER_FORCE_DISABLE_TERMINAL")
-FORMS = {("--help",): 0, ("-h",): 0, (): 2, ("help",): 0}  # argv: the app's exit code
+# argv: the app's exit code (a bare call is typer's no_args_is_help: the listing, exit 2)
+FORMS = {**{(name,): 0 for name in HELP_OPTION_NAMES}, (): 2, (HELP[0],): 0}
 _PLAIN = re.compile(r"[ -~…]*")  # one cell a character, nothing rich reads as markup or emoji
 _MARKUP = re.compile(r"[\[\]\\]|:\S*:|\x1b")
 _WORD = re.compile(r"\s*\S+\s*")
@@ -88,7 +89,8 @@ def answer(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO) -> int |
     width = console_width(env, stdout)
     if width is None or not _versions_verified():
         return None
-    text = render(width) + ("\n" if argv and argv[0] != "help" else "")  # click's echo("")
+    # the help option ends with click's echo of the (empty) help text: one more newline
+    text = render(width) + ("\n" if argv and argv[0] in HELP_OPTION_NAMES else "")
     try:
         stdout.write(text)
         stdout.flush()
@@ -149,44 +151,45 @@ def _versions_verified() -> bool:
     return True
 
 
+def _options() -> list[tuple[str, str, str, str]]:
+    """The Options panel's rows: (long name, short name, type shown, help)."""
+    return [*((o.long, o.short, o.shown_type, o.help) for o in ROOT_OPTIONS), *TYPER_OPTIONS]
+
+
 def texts() -> list[str]:
     """Every text the listing shows; each must be plain (no markup, one cell a character)."""
-    options = [(o.long, o.short, o.shown_type, o.help) for o in ROOT_OPTIONS]
-    return [
-        ROOT_HELP,
-        ROOT_EPILOG,
-        *(s for row in [*options, *TYPER_OPTIONS] for s in row),
-        *SUMMARIES.values(),
-    ]
+    return [ROOT_HELP, ROOT_EPILOG, *(s for row in _options() for s in row), *SUMMARIES.values()]
 
 
 def render(width: int) -> str:
-    """The root listing at `width` columns, as typer's rich_format_help prints it to a pipe."""
+    """The root listing at `width` columns, as typer's rich_format_help prints it to a pipe:
+    the usage, the help, the Options and Commands panels, the epilog."""
     if not all(_PLAIN.fullmatch(t) and not _MARKUP.search(t) for t in texts()):
         raise ValueError("a root text rich would read as markup")  # tests/test_help_fast.py
-    usage = f"Usage: {PROG} [OPTIONS] COMMAND [ARGS]..."
-    inner = width - 2
-    lines = [" " * width]
-    lines += [f" {_fit(line, inner)} " for line in _wrap(usage, inner)]
-    lines.append(" " * width)
-    lines += [f" {_fit(line, inner)} " for line in _wrap(ROOT_HELP, min(len(ROOT_HELP), inner))]
-    lines.append(" " * width)
+    blank = " " * width
+    lines = [blank, *_padded(f"Usage: {PROG} [OPTIONS] COMMAND [ARGS]...", width), blank]
+    lines += [*_padded(ROOT_HELP, width, aligned=True), blank]
     option_rows = [
         [Cell(long), Cell(short), Cell(""), Cell(""), Cell(shown, "fold"), Cell(text, grid=True)]
-        for long, short, shown, text in [
-            *((o.long, o.short, o.shown_type, o.help) for o in ROOT_OPTIONS),
-            *TYPER_OPTIONS,
-        ]
+        for long, short, shown, text in _options()
     ]
-    lines += _panel("Options", _table([Column() for _ in range(6)], option_rows, width - 4), width)
+    lines += _panel("Options", _table([Column()] * 6, option_rows, width - 4), width)
     names = [name for name, _, _ in (*COMMANDS, HELP)]
     columns = [Column(width=max(map(len, names)), no_wrap=True), Column(ratio=10)]
     rows = [[Cell(name), Cell(SUMMARIES[name])] for name in names]
     lines += _panel("Commands", _table(columns, rows, width - 4), width)
-    lines.append(" " * width)
-    lines += [f" {_fit(line, inner)} " for line in _wrap(ROOT_EPILOG, min(len(ROOT_EPILOG), inner))]
-    lines.append(" " * width)
+    lines += [blank, *_padded(ROOT_EPILOG, width, aligned=True), blank]
     return "".join(f"{line}\n" for line in lines)
+
+
+def _padded(text: str, width: int, aligned: bool = False) -> list[str]:
+    """Padding(text, (0, 1)): wrapped one column in from each side; `aligned`, inside a left
+    Align, which first narrows the text to its own length."""
+    inner = width - 2
+    return [
+        f" {_fit(line, inner)} "
+        for line in _wrap(text, min(len(text), inner) if aligned else inner)
+    ]
 
 
 # ---------------------------------------------------------------- rich's rules, for plain text
@@ -244,6 +247,8 @@ def _wrap(text: str, width: int, overflow: str = "fold", justify: bool = False) 
 
 
 class Measure(NamedTuple):
+    """rich's Measurement: the narrowest and widest a renderable can be laid out."""
+
     minimum: int
     maximum: int
 
@@ -265,12 +270,15 @@ class Cell(NamedTuple):
 
 
 class Column(NamedTuple):
+    """A table column: a fixed width, a ratio of the spare width, or sized by its cells."""
+
     width: int | None = None
     ratio: int | None = None
     no_wrap: bool = False
 
 
 def _text_measure(text: str) -> Measure:
+    """Text's measure: its longest word, its longest line."""
     longest = max((len(line) for line in text.splitlines()), default=0)
     words = text.split()
     return Measure(max(len(w) for w in words) if words else longest, longest)
@@ -297,6 +305,7 @@ def _pads(index: int, count: int) -> tuple[int, int]:
 def _measure_column(
     column: Column, cells: list[Cell], index: int, count: int, width: int
 ) -> Measure:
+    """Table._measure_column: a fixed width, or the widest of its cells' measures."""
     if width < 1:
         return Measure(0, 0)
     pad = sum(_pads(index, count))
@@ -311,6 +320,7 @@ def _measure_column(
 def _ratio_reduce(
     total: int, ratios: list[int], maximums: list[int], values: list[int]
 ) -> list[int]:
+    """rich's ratio_reduce: take `total` off `values` by ratio, each at most its maximum."""
     ratios = [r if m else 0 for r, m in zip(ratios, maximums, strict=True)]
     total_ratio = sum(ratios)
     if not total_ratio:
@@ -330,6 +340,7 @@ def _ratio_reduce(
 def _ratio_distribute(
     total: int, ratios: list[int], minimums: list[int] | None = None
 ) -> list[int]:
+    """rich's ratio_distribute: share `total` by ratio, each at least its minimum."""
     if minimums:
         ratios = [r if m else 0 for r, m in zip(ratios, minimums, strict=True)]
     total_ratio = sum(ratios)
@@ -345,6 +356,7 @@ def _ratio_distribute(
 
 
 def _collapse(widths: list[int], wrapable: list[bool], max_width: int) -> list[int]:
+    """Table._collapse_widths: narrow the widest wrapping columns until the table fits."""
     total = sum(widths)
     excess = total - max_width
     if any(wrapable):
@@ -421,12 +433,14 @@ def _cell_lines(cell: Cell, column: Column, index: int, count: int, width: int) 
 
 
 def _wrap_unwrapped(text: str, width: int, overflow: str) -> str:
+    """A no_wrap cell's one line, cut to the width (with an ellipsis) or padded to it."""
     if len(text) > width:
         return text[: width - 1] + "…" if overflow == "ellipsis" else text[:width]
     return text.ljust(width)
 
 
 def _table(columns: list[Column], rows: list[list[Cell]], max_width: int) -> list[str]:
+    """typer's expanding, boxless Table: each row as tall as its tallest cell."""
     count = len(columns)
     by_column = [[row[i] for row in rows] for i in range(count)]
     widths = _column_widths(columns, by_column, max_width)
