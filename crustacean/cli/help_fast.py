@@ -61,7 +61,11 @@ DOUBT_VARS = (
 DOUBT_PREFIXES = ("_TYPER_", "_CRUSTACEAN_COMPLETE")  # typer's switches, shell completion
 HARMLESS = ("NO_COLOR", "_TYPER_FORCE_DISABLE_TERMINAL")
 # argv: the app's exit code (a bare call is typer's no_args_is_help: the listing, exit 2)
-FORMS = {**{(name,): 0 for name in HELP_OPTION_NAMES}, (): 2, (HELP[0],): 0}
+FORMS: dict[tuple[str, ...], int] = {
+    **{(name,): 0 for name in HELP_OPTION_NAMES},
+    (): 2,
+    (HELP[0],): 0,
+}
 _PLAIN = re.compile(r"[ -~…]*")  # one cell a character, nothing rich reads as markup or emoji
 _MARKUP = re.compile(r"[\[\]\\]|:\S*:|\x1b")
 _WORD = re.compile(r"\s*\S+\s*")
