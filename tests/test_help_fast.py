@@ -195,6 +195,14 @@ def test_a_terminal_goes_to_the_app() -> None:
     assert help_fast.answer(["--help"], {"COLUMNS": "80"}, out) is None and out.value() == b""
 
 
+def test_a_translation_catalog_goes_to_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """typer and click translate "Options", "Usage:"… through gettext's default domain."""
+    assert help_fast.answer(["--help"], {"COLUMNS": "80"}, _Pipe()) == 0
+    monkeypatch.setattr(help_fast.gettext, "find", lambda domain: f"/x/de/{domain}.mo")
+    out = _Pipe()
+    assert help_fast.answer(["--help"], {"COLUMNS": "80"}, out) is None and out.value() == b""
+
+
 def test_another_typer_or_rich_goes_to_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
     assert help_fast._versions_verified()
     for name in help_fast.VERIFIED:

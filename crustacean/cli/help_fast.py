@@ -9,6 +9,7 @@ rich applies to it: word wrapping (rich/_wrap.py, Text.wrap), the table's column
 
 It answers only where the app's output is certain: stdout not a terminal (no colour, no
 terminal-only rendering), UTF-8, none of the variables that change rich's or typer's rendering,
+no translation catalog for typer's and click's words ("Options", "Usage:"),
 the typer and rich versions the port was checked against (tests/test_help_fast.py compares it
 with the app at every width), texts with no markup, and a width in range. Anything else goes to
 the app, which prints what it always has.
@@ -17,6 +18,7 @@ the app, which prints what it always has.
 from __future__ import annotations
 
 import codecs
+import gettext
 import itertools
 import os
 import re
@@ -115,6 +117,8 @@ def console_width(env: Mapping[str, str], stdout: TextIO) -> int | None:
         if stdout.isatty() or codecs.lookup(stdout.encoding).name != "utf-8":
             return None
     except (AttributeError, LookupError, TypeError, ValueError):
+        return None
+    if gettext.find("messages") is not None:  # a catalog typer's and click's `_()` would read
         return None
     width: int | None = None
     for name in ("TERMINAL_WIDTH", "COLUMNS"):  # typer's max width, then rich's COLUMNS
