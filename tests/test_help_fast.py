@@ -220,13 +220,19 @@ def test_another_typer_or_rich_goes_to_the_app(monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.parametrize(
     "env",
-    [{"NO_COLOR": "1"}, {"_TYPER_FORCE_DISABLE_TERMINAL": "1"}, {"TERM": "dumb"}],
-    ids=["NO_COLOR", "_TYPER_FORCE_DISABLE_TERMINAL", "TERM=dumb"],
+    [
+        {"NO_COLOR": "1"},
+        {"_TYPER_FORCE_DISABLE_TERMINAL": "1"},
+        {"TERM": "dumb"},
+        {"LINES": "3"},
+        {"NO_COLOR": "1", "_TYPER_FORCE_DISABLE_TERMINAL": "1", "TERM": "dumb", "LINES": "200"},
+    ],
+    ids=["NO_COLOR", "_TYPER_FORCE_DISABLE_TERMINAL", "TERM=dumb", "LINES", "all"],
 )
 def test_what_changes_nothing_on_a_pipe_is_answered_alike(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
-    """These three leave the app's bytes to a pipe unchanged (each app run is a fresh process,
+    """These leave the app's bytes to a pipe unchanged (each app run is a fresh process,
     as typer reads its switches at import), so the lean path answers with them set."""
     plain = _run(APP, ["--help"], _clean_env(COLUMNS="90"), tmp_path)
     with_var = _run(APP, ["--help"], _clean_env(COLUMNS="90", **env), tmp_path)

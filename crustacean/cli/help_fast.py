@@ -43,10 +43,11 @@ VERIFIED = {"typer": "0.29.2", "rich": "15.0.0"}
 MIN_WIDTH, MAX_WIDTH = 20, 1000  # console widths the tests compare, and the lean path answers
 # The environment that changes what typer or rich print (typer/rich_utils.py, typer/core.py,
 # rich/console.py): any of these set, and the app answers. COLUMNS and TERMINAL_WIDTH (the
-# width) are read here as rich and typer read them. Two are known to change nothing on a pipe,
-# so they do not stop the lean path (tests/test_help_fast.py shows the app's bytes unchanged):
-# NO_COLOR (rich strips colour, and a pipe has none) and _TYPER_FORCE_DISABLE_TERMINAL (rich is
-# told stdout is no terminal, which it already is not).
+# width) are read here as rich and typer read them. Some change nothing on a pipe, so they do
+# not stop the lean path (tests/test_help_fast.py shows the app's bytes unchanged with each):
+# NO_COLOR (rich strips colour, and a pipe has none), _TYPER_FORCE_DISABLE_TERMINAL (rich is
+# told stdout is no terminal, which it already is not), LINES (the height: no panel here has
+# one), TERM (rich reads it for a terminal only).
 DOUBT_VARS = (
     "FORCE_COLOR",
     "PY_COLORS",
@@ -56,7 +57,6 @@ DOUBT_VARS = (
     "JUPYTER_COLUMNS",
     "JUPYTER_LINES",
     "DATABRICKS_RUNTIME_VERSION",
-    "LINES",
     "TYPER_USE_RICH",
     "TYPER_STANDARD_TRACEBACK",
 )
