@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from crustacean.cli import app as app_module
 from crustacean.cli import commands, help_fast
 from crustacean.cli.app import app
 
@@ -124,6 +127,36 @@ def test_terminal_width_is_read_as_typer_reads_it(tmp_path: Path) -> None:
     assert _run(LEAN, ["--help"], env, tmp_path) == (*app_run[:3], [])
 
 
+_WORDS = st.text(alphabet="abcdefghij-.…,;", min_size=1, max_size=40)
+_SPACES = st.sampled_from([" ", " ", " ", "  "])
+_SUMMARY = st.lists(st.tuples(_WORDS, _SPACES), min_size=1, max_size=25).map(
+    lambda parts: "".join(w + s for w, s in parts).strip()
+)
+_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=16)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    table=st.lists(st.tuples(_NAME, _SUMMARY), min_size=1, max_size=8, unique_by=lambda r: r[0]),
+    columns=st.integers(help_fast.MIN_WIDTH, 260),
+)
+def test_any_command_table_lays_out_as_rich_does(
+    monkeypatch: pytest.MonkeyPatch, table: list[tuple[str, str]], columns: int
+) -> None:
+    """The port is rich's rules, not a copy of today's output: other names and summaries (long
+    words, double spaces, a name as long as a summary) come out alike at any width."""
+    table = [(name, text) for name, text in table if name != commands.HELP[0]]
+    summaries = {**dict(table), commands.HELP[0]: commands.SUMMARIES[commands.HELP[0]]}
+    rows = tuple((name, "config_cmd", "paths") for name, _ in table)
+    with monkeypatch.context() as patch:
+        for module in (app_module, help_fast):
+            patch.setattr(module, "COMMANDS", rows)
+            patch.setattr(module, "SUMMARIES", summaries)
+        assert _lean(["--help"], {"COLUMNS": str(columns)}) == _app(["--help"], columns)
+
+
 def test_the_app_takes_its_words_from_the_command_table() -> None:
     """One source of truth: the root's help, epilog and options are commands.py's."""
     root: Any = __import__("typer").main.get_command(app)
@@ -148,7 +181,15 @@ def test_every_text_is_plain() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["Keep [bold]this[/bold]", "a :smile: face", "back\\slash", "esc \x1b[2K", "漢字", "tab\t"],
+    [
+        "Keep [bold]this[/bold]",
+        "a :smile: face",
+        "back\\slash",
+        "esc \x1b[2K",
+        "漢字",
+        "tab\t",
+        " x",
+    ],
 )
 def test_a_text_rich_would_not_print_as_it_is_goes_to_the_app(
     monkeypatch: pytest.MonkeyPatch, text: str

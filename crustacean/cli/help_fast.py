@@ -170,9 +170,10 @@ def texts() -> list[str]:
 
 
 def plain(text: str) -> bool:
-    """rich prints `text` as it is: no markup, emoji code or escape, one cell a character
-    (a text that is not goes to the app; tests/test_help_fast.py keeps them all plain)."""
-    return bool(_PLAIN.fullmatch(text)) and not _MARKUP.search(text)
+    """rich prints `text` as it is: no markup, emoji code or escape, one cell a character, no
+    space at either end for typer to strip (a text that is not goes to the app;
+    tests/test_help_fast.py keeps them all plain)."""
+    return bool(_PLAIN.fullmatch(text)) and not _MARKUP.search(text) and text == text.strip()
 
 
 def render(width: int) -> str:
