@@ -247,6 +247,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # The files a search names on stderr (search_read.noted), found without reading every
+        # row of search_files: two scans of it were ~4 ms of each shell search on 10,000 files.
+        "m013_search_noted",
+        """
+        CREATE INDEX search_files_skipped ON search_files (path) WHERE skipped IS NOT NULL;
+        CREATE INDEX search_files_warning ON search_files (path) WHERE warning IS NOT NULL;
+        """,
+    ),
 ]
 
 

@@ -8,11 +8,14 @@ this).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, NamedTuple
 
+TYPE_CHECKING = False  # typing's import is ~3 ms of a shell search (crustacean/lean.py)
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
+    from typing import NamedTuple
+else:
+    from crustacean.lean import NamedTuple
 
 STATE_DIR = ".crustacean"
 TRASH_DIR = "archive/trash"
@@ -77,3 +80,54 @@ def walk(
                     stack.append((f"{rel_dir}{entry.name}/", entry.path))
             else:
                 yield rel_dir + entry.name, entry
+
+
+_BY_FD = os.scandir in os.supports_fd
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def stat_markdown(
+    root: Path | str, skip: Skip, problems: list[tuple[str, str]]
+) -> tuple[list[str], list[os.stat_result]]:
+    """The workspace-relative posix path and the stat of every regular `*.md` file `walk`
+    would give, in `walk`'s order, with the folders that could not be read named in `problems`.
+
+    The freshness check of search stats every file (an in-place write changes only the file),
+    so this is its cost: each folder is opened once and its files are stat'ed relative to it,
+    so the kernel resolves one name per file rather than its whole path (with the loop kept
+    tight, ~13% less time on 10,000 files here). Where that is not offered, paths, as `walk`."""
+    paths: list[str] = []
+    stats: list[os.stat_result] = []
+    if not _BY_FD:
+        for rel, entry in walk(root, skip, problems=problems):
+            if entry.name[-3:].lower() == ".md" and entry.is_file(follow_symlinks=False):
+                paths.append(rel)
+                stats.append(entry.stat(follow_symlinks=False))  # a symlink is not a file
+        return paths, stats
+    add_path, add_stat, lstat, leaves_out = paths.append, stats.append, os.lstat, skip.leaves_out
+    stack = [("", str(root))]
+    while stack:
+        rel_dir, full = stack.pop()
+        try:
+            fd = os.open(full, _DIR_FLAGS)
+        except OSError as e:
+            problems.append((rel_dir or ".", f"folder cannot be read: {e.strerror}"))
+            continue
+        try:
+            try:
+                with os.scandir(fd) as it:
+                    entries = list(it)
+            except OSError as e:
+                problems.append((rel_dir or ".", f"folder cannot be read: {e.strerror}"))
+                continue
+            for entry in entries:
+                name = entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if not leaves_out(rel_dir, name):
+                        stack.append((f"{rel_dir}{name}/", os.path.join(full, name)))
+                elif name[-3:].lower() == ".md" and entry.is_file(follow_symlinks=False):
+                    add_stat(lstat(name, dir_fd=fd))  # a symlink is not a file
+                    add_path(rel_dir + name)
+        finally:
+            os.close(fd)
+    return paths, stats

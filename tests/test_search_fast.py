@@ -259,6 +259,47 @@ def test_the_lean_path_loads_no_typer_rich_yaml_or_config(place: Place) -> None:
     assert got.heavy == ""  # none of HEAVY: typer, click, rich, yaml, crustacean.config, …
 
 
+MODULES = (  # the console script's own `import re`, then sys.modules at exit into a file
+    "import atexit, re, sys\n"
+    "mark = sys.argv.pop(1)\n"
+    "def seen():\n"
+    "    with open(mark, 'w') as fh:\n"
+    "        fh.write(' '.join(sorted(sys.modules)))\n"
+    "atexit.register(seen)\n"
+)
+# What a plain lexical search's answer does without: ~15 ms of imports (crustacean/lean.py).
+NOT_LOADED = ("typing", "pathlib", "hashlib", "_hashlib", "json", "calendar", "urllib.parse")
+
+
+def test_a_lexical_answer_imports_little_beyond_python_itself(place: Place) -> None:
+    """sys.modules at exit, against a process that only starts (as the console script does,
+    with `re`): neither typing, pathlib, hashlib, json nor calendar for a plain search; json
+    for --json (which shows the check sees imports made while answering)."""
+
+    def loaded(code: str, *args: str) -> set[str]:
+        mark = place.home / "modules.txt"
+        mark.unlink(missing_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-c", MODULES + code, str(mark), *args],
+            capture_output=True,
+            env=_env(place.root, place.home),
+            cwd=place.home,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return set(mark.read_text().split())
+
+    main = "from crustacean.cli.entry import main\nmain()\n"
+    start = loaded("")
+    assert place.lean("-w", str(place.root), "search", "garden").heavy == ""  # memo in place
+    plain = loaded(main, "-w", str(place.root), "search", "garden") - start
+    assert "crustacean.cli.search_fast" in plain and "crustacean.cli.app" not in plain
+    assert sorted(set(NOT_LOADED) & plain) == []
+    as_json = loaded(main, "-w", str(place.root), "search", "garden", "--json") - start
+    assert "json" in as_json and "crustacean.cli.app" not in as_json
+
+
 def test_record_writes_so_the_app_answers_it(own: Place) -> None:
     def uses() -> list[tuple[str, int]]:
         conn = sqlite3.connect(own.root / ".crustacean" / "state.db")
@@ -518,3 +559,19 @@ def test_a_closed_pipe_ends_both_paths_alike(place: Place) -> None:
         got.append((done.returncode, done.stderr))
     assert got[0] == got[1] == (1, got[1][1])
     assert b"Traceback" not in got[0][1]
+
+
+@pytest.mark.parametrize("name", ["a b", "per%cent", "what?", "hash#tag", "ünï cödé", "%3F"])
+def test_a_workspace_whose_path_a_uri_must_escape_is_answered_alike(
+    place: Place, tmp_path: Path, name: str
+) -> None:
+    """The lean path opens state.db read-only through an SQLite URI, escaped by hand (pathlib's
+    as_uri is not imported): `%`, `?` and `#` in the folder's name must still reach the file."""
+    copy = tmp_path / name / "ws"
+    shutil.copytree(place.root, copy, symlinks=True)
+    other = Place(copy, place.home)
+    assert other.lean("-w", str(copy), "search", "figs").heavy  # the app, leaving the memo
+    other.same("-w", str(copy), "search", "figs", answered=True)
+    inside = copy / "memory"  # found from the cwd, another memo key
+    assert other.lean("search", "figs", cwd=inside).heavy
+    other.same("search", "figs", answered=True, cwd=inside)

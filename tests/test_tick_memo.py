@@ -52,13 +52,18 @@ def test_only_plain_ticks_are_answered(
 def test_locate_finds_what_find_workspace_finds(ws: Workspace, tmp_path: Path) -> None:
     deep = ws.root / "memory" / "notes"
     env = {"CRUSTACEAN_WORKSPACE": str(ws.root)}
+    linked = tmp_path / "linked"
+    linked.symlink_to(ws.root)
     for explicit, environ, cwd in [
         (None, {}, deep),
         (None, env, tmp_path),
         (str(ws.root), {}, tmp_path),
+        (None, {}, linked / "memory"),  # a symlinked cwd: both resolve it
+        (str(linked), {}, tmp_path),
+        (f"{ws.root}//memory/..", {}, tmp_path),
     ]:
         expected = find_workspace(Path(explicit) if explicit else None, environ, cwd)
-        assert tick_memo.locate(explicit, environ, cwd) == expected
+        assert tick_memo.locate(explicit, environ, cwd) == str(expected)
     for explicit, environ, cwd in [
         (None, {}, tmp_path),
         (str(tmp_path / "missing"), {}, tmp_path),

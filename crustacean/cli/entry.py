@@ -13,8 +13,10 @@ import io
 import os
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing and pathlib, ~8 ms, are not needed to answer a shell search
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 class _Tee:
@@ -55,13 +57,16 @@ def main() -> None:
         from crustacean.cli import search_fast
 
         try:
-            search = search_fast.probe(argv, env, Path.cwd())
+            search = search_fast.probe(argv, env, os.getcwd())
         except OSError:  # a vanished cwd, say: the ordinary path reports it
             search = None
         if search is not None and search.answer(sys.stdout, sys.stderr):
             return
     memo = None
     if search is None and "tick" in argv:
+        # lazy: pathlib, ~4 ms, which a lean search does without
+        from pathlib import Path
+
         # lazy: the memo's imports, ~40 ms, are for `tick` alone
         from crustacean.ops import tick_memo
 

@@ -29,20 +29,14 @@ semantic extra, recall/semantic.py are imported.
 from __future__ import annotations
 
 import codecs
-import contextlib
-import hashlib
-import json
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
-from pathlib import Path
-from typing import NamedTuple, TextIO
 
 from crustacean import __version__
 from crustacean.cli.plain import safe
-from crustacean.memo import STATE_DB, WORKSPACE_FILE, before_command, digest, locate
+from crustacean.memo import STATE_DB, WORKSPACE_FILE, before_command, digest, hexdigest, locate
 from crustacean.recall.search_read import (
     Hit,
     IndexReader,
@@ -51,7 +45,14 @@ from crustacean.recall.search_read import (
     scan_mark,
 )
 
-FORMAT = "search-memo-1"  # bump when what the memo covers changes
+TYPE_CHECKING = False  # typing's import is ~3 ms of a shell search (crustacean/lean.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import NamedTuple, TextIO
+else:
+    from crustacean.lean import NamedTuple
+
+FORMAT = "search-memo-2"  # bump when what the memo covers changes
 NO_MATCHES = "No matches."
 KEPT_MEMOS = 32  # rows kept per state.db (one per root arguments, cwd and environment)
 _VALUES = {"-n": "n", "--budget-chars": "budget_chars", "--path-prefix": "path_prefix"}
@@ -59,7 +60,7 @@ _FLAGS = {"--json": "as_json", "--raw": "raw", "--archive": "archive"}
 _COUNT = re.compile(r"[1-9][0-9]{0,8}")  # a count as typed; any other spelling: click decides
 _EMOJI = re.compile(r":\S*?:")  # what rich may read as an `:emoji:` code (rich/_emoji_replace)
 _TERMINAL_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE")  # rich treats a pipe as a terminal with these
-_noted: tuple[Path, str, bool] | None = None  # set by the app's search in this process
+_noted: tuple[str, str, bool] | None = None  # set by the app's search in this process
 
 
 # ---------------------------------------------------------------- what the app prints
@@ -90,16 +91,19 @@ def report_lines(
 
 def hits_json(hits: Sequence[Hit]) -> str:
     """`--json` as output.print_json writes it to a pipe."""
+    # lazy: json, ~2 ms, for --json alone
+    import json
+
     return json.dumps([h.to_json() for h in hits], default=str, ensure_ascii=False, indent=2)
 
 
-def note(root: Path, timezone: str, warned: bool) -> None:
+def note(root: str | os.PathLike[str], timezone: str, warned: bool) -> None:
     """The app's search ran in `root`, whose config gave `timezone` (and warned, or not)."""
     global _noted
-    _noted = (root, timezone, warned)
+    _noted = (os.fspath(root), timezone, warned)
 
 
-def _take_note() -> tuple[Path, str, bool] | None:
+def _take_note() -> tuple[str, str, bool] | None:
     global _noted
     got, _noted = _noted, None
     return got
@@ -184,9 +188,18 @@ def _pacify(*streams: TextIO) -> None:
     """Point closed pipes at /dev/null, so the interpreter's last flush does not complain."""
     null = os.open(os.devnull, os.O_WRONLY)
     for stream in streams:
-        with contextlib.suppress(OSError, ValueError):  # no file behind it
+        try:
             os.dup2(null, stream.fileno())
+        except (OSError, ValueError):  # no file behind it (contextlib's import: ~1 ms)
+            continue
     os.close(null)
+
+
+def _file_uri(path: str) -> str:
+    """An absolute path as an SQLite URI (what Path.as_uri gives, without pathlib's import):
+    `%`, `?` and `#` escaped, an empty authority before the path."""
+    quoted = path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+    return f"file://{quoted}"
 
 
 def _today(timezone: str) -> Callable[[datetime], date]:
@@ -204,13 +217,13 @@ class Probe(NamedTuple):
     """A search this module understood, in the workspace it would run in."""
 
     ask: Ask
-    root: Path
+    root: str
     key: str
     env: Mapping[str, str]
 
     @property
-    def db(self) -> Path:
-        return self.root / STATE_DB
+    def db(self) -> str:
+        return os.path.join(self.root, STATE_DB)
 
     def answer(self, out: TextIO, err: TextIO) -> bool:
         """Print the app's answer and say True, or print nothing and say False."""
@@ -238,9 +251,9 @@ class Probe(NamedTuple):
             return None
         if err.isatty() and not ask.as_json:
             return None  # the app shows (and clears) a progress bar on a terminal
-        if not (_is_utf8(out) and _is_utf8(err)) or not self.db.is_file():
+        if not (_is_utf8(out) and _is_utf8(err)) or not os.path.isfile(self.db):
             return None
-        conn = sqlite3.connect(f"{self.db.as_uri()}?mode=ro", uri=True, timeout=1)
+        conn = sqlite3.connect(f"{_file_uri(self.db)}?mode=ro", uri=True, timeout=1)
         try:
             memo = self._memo(conn)
             if memo is None:
@@ -281,10 +294,10 @@ class Probe(NamedTuple):
             "SELECT root, files, digest, migrations, timezone FROM search_memo WHERE key = ?",
             (self.key,),
         ).fetchone()
-        if row is None or row[0] != str(self.root):
+        if row is None or row[0] != self.root:
             return None
         migrations = conn.execute("SELECT count(*) FROM _migrations").fetchone()[0]
-        if migrations != row[3] or digest(json.loads(row[1])) != row[2]:
+        if migrations != row[3] or digest(row[1].split("\0")) != row[2]:
             return None
         return str(row[4])
 
@@ -293,9 +306,9 @@ class Probe(NamedTuple):
         # lazy: the config module, ~20 ms, is loaded by the app this runs beside
         from crustacean.config import ORG_ENV, user_config_file
 
-        files = [str(user_config_file(self.env)), str(self.root / WORKSPACE_FILE)]
+        files = [str(user_config_file(self.env)), os.path.join(self.root, WORKSPACE_FILE)]
         if self.env.get(ORG_ENV):
-            files.insert(0, str(Path(self.env[ORG_ENV]).expanduser()))
+            files.insert(0, os.path.expanduser(self.env[ORG_ENV]))
         return files
 
     def remember(self, before: str) -> bool:
@@ -314,7 +327,7 @@ class Probe(NamedTuple):
                     conn.execute(
                         "INSERT OR REPLACE INTO search_memo (key, root, files, digest, "
                         "migrations, timezone) VALUES (?, ?, ?, ?, ?, ?)",
-                        (self.key, str(self.root), json.dumps(files), before, migrations, got[1]),
+                        (self.key, self.root, "\0".join(files), before, migrations, got[1]),
                     )
                     conn.execute(
                         "DELETE FROM search_memo WHERE rowid NOT IN "
@@ -332,7 +345,7 @@ class Probe(NamedTuple):
         return digest(self.config_files())
 
 
-def probe(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Probe | None:
+def probe(argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike[str]) -> Probe | None:
     """A Probe when this is a search this module understands, in a workspace found the
     ordinary way; else None."""
     ask = parse(argv)
@@ -341,7 +354,5 @@ def probe(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> Probe | Non
     root = locate(ask.workspace, env, cwd)
     if root is None:
         return None
-    key = json.dumps(
-        [FORMAT, __version__, list(ask.root_args), str(cwd), str(root), sorted(env.items())]
-    ).encode()
-    return Probe(ask, root, hashlib.sha256(key).hexdigest(), env)
+    key = repr((FORMAT, __version__, ask.root_args, os.fspath(cwd), root, sorted(env.items())))
+    return Probe(ask, root, hexdigest(key.encode("utf-8", "backslashreplace")), env)

@@ -181,9 +181,10 @@ def probe(
     split = split_argv(argv)
     if split is None or stdout_is_tty:
         return None
-    root = locate(split[0], env, cwd)
-    if root is None:
+    found = locate(split[0], env, cwd)
+    if found is None:
         return None
+    root = Path(found)
     key = json.dumps(
         [FORMAT, __version__, list(argv), str(cwd), str(root), sorted(env.items())]
     ).encode()

@@ -9,7 +9,6 @@ this module is its read half, and search.py re-exports what it names.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import math
 import os
@@ -21,15 +20,19 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 from itertools import combinations
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crustacean import daily
 from crustacean.errors import SearchQueryError
+from crustacean.lean import blake2b
 from crustacean.recall.search_query import Query, Term, fts_string, parse_query
-from crustacean.tree import RECALLED, walk
+from crustacean.tree import RECALLED, stat_markdown
 
+TYPE_CHECKING = False  # typing's import is ~3 ms of a shell search (crustacean/lean.py)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any, NamedTuple
+else:
+    from crustacean.lean import NamedTuple
 
 TITLE_WEIGHT = 0.6
 CONTEXT_BEFORE = 0
@@ -205,12 +208,8 @@ def idf(total: int, found: int) -> float:
 def scan_markdown(root: Path) -> tuple[dict[str, os.stat_result], list[tuple[str, str]]]:
     """Every indexable markdown file with its stat, and the folders that could not be read."""
     problems: list[tuple[str, str]] = []
-    found = {  # follow_symlinks=False: a symlink is not a file
-        rel: entry.stat(follow_symlinks=False)
-        for rel, entry in walk(root, RECALLED, problems=problems)
-        if entry.name.lower().endswith(".md") and entry.is_file(follow_symlinks=False)
-    }
-    return found, problems
+    paths, stats = stat_markdown(root, RECALLED, problems)
+    return dict(zip(paths, stats, strict=True)), problems
 
 
 def disk_mark(disk: dict[str, os.stat_result]) -> int:
@@ -226,18 +225,16 @@ def disk_mark(disk: dict[str, os.stat_result]) -> int:
     return _mark(list(disk), numbers)
 
 
-def scan_mark(root: Path) -> tuple[int, int, list[tuple[str, str]]]:
+def scan_mark(root: Path | str) -> tuple[int, int, list[tuple[str, str]]]:
     """`disk_mark(scan_markdown(root))`, the number of files and the folders that could not be
-    read, keeping no stat: what a shell search checks before it answers."""
+    read: what a shell search checks before it answers."""
     problems: list[tuple[str, str]] = []
-    paths: list[str] = []
+    paths, stats = stat_markdown(root, RECALLED, problems)
     numbers = array("q")
-    for rel, entry in walk(root, RECALLED, problems=problems):
-        if entry.name.lower().endswith(".md") and entry.is_file(follow_symlinks=False):
-            st = entry.stat(follow_symlinks=False)  # a symlink is not a file
-            paths.append(rel)
-            numbers.append(st.st_size)
-            numbers.append(st.st_mtime_ns)
+    add = numbers.append
+    for st in stats:
+        add(st.st_size)
+        add(st.st_mtime_ns)
     return _mark(paths, numbers), len(paths), problems
 
 
@@ -245,7 +242,7 @@ def _mark(paths: list[str], numbers: array[int]) -> int:
     """The paths hashed as one text and the sizes and mtimes as one array (formatting a line
     per file was most of the check's own time)."""
     text = "\0".join(paths).encode("utf-8", "surrogateescape")
-    h = hashlib.blake2b(len(text).to_bytes(8, "big"), digest_size=8)  # where the numbers start
+    h = blake2b(len(text).to_bytes(8, "big"), digest_size=8)  # where the numbers start
     h.update(text)
     h.update(numbers.tobytes())
     return int.from_bytes(h.digest(), "big", signed=True)
@@ -321,7 +318,10 @@ class IndexReader:
     `today` turns the moment of a search into the workspace's day, for "last week" and such."""
 
     def __init__(
-        self, conn: sqlite3.Connection, db_path: Path, today: Callable[[datetime], date]
+        self,
+        conn: sqlite3.Connection,
+        db_path: Path | str,
+        today: Callable[[datetime], date],
     ) -> None:
         self.conn = conn
         self.db_path = db_path
@@ -387,11 +387,14 @@ class IndexReader:
         embedder = semantic.load()
         if embedder is None or not query.text.strip():
             return lexical
-        ids, matrix = _vector_matrix(self.conn, self.db_path, embedder)
+        from pathlib import Path  # the extra's imports dwarf it; a lexical search never pays
+
+        db_path = Path(self.db_path)
+        ids, matrix = _vector_matrix(self.conn, db_path, embedder)
         if not len(ids):
             return lexical
         np = embedder.np
-        cos = embedder.cosines(matrix, embedder.query(query.text, self.db_path.parent))
+        cos = embedder.cosines(matrix, embedder.query(query.text, db_path.parent))
         cos[ids >= scope.top] = -1.0
         if scope.keep is not None:
             cos[[not scope.keep(r) for r in ids.tolist()]] = -1.0

@@ -25,17 +25,18 @@ about a hundred times per line to index.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import itertools
-import json
 import os
 import re
-import struct
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+
+from crustacean.lean import blake2b
+
+TYPE_CHECKING = False  # imported by every search (to ask `wanted()`): only what it needs
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
 
 WEIGHT = 1.0
 DENSE_TOP = 300  # lines the dense side adds to the lexical candidates
@@ -315,13 +316,15 @@ def bpe_table(tokenizer_file: Path, cache_dir: Path | None, np: Any) -> BpeTable
     by the tokenizer file's path, size and mtime, so a reinstalled package gets a new one; with
     no folder, built in memory); None for a tokenizer of another shape, which the `tokenizers`
     library then handles."""
+    import json
+
     if cache_dir is None:
         flat = _pack(json.loads(tokenizer_file.read_bytes()), np)
         return None if flat is None else _unpack(flat)
     st = tokenizer_file.stat()
     tag = f"{_FORMAT}\0{tokenizer_file}\0{st.st_size}\0{st.st_mtime_ns}"
 
-    digest = hashlib.blake2b(tag.encode("utf-8", "surrogateescape"), digest_size=8)
+    digest = blake2b(tag.encode("utf-8", "surrogateescape"), digest_size=8)
     name = f"{BPE_FILES}-{digest.hexdigest()}.npy"
     path = cache_dir / name
     try:
@@ -416,6 +419,9 @@ def load() -> Embedder | None:
 
 
 def _build() -> Embedder | None:
+    import importlib.util
+    from pathlib import Path
+
     try:  # the wordllama package's files, found without running its __init__
         spec = importlib.util.find_spec("wordllama")
     except (ImportError, ValueError):
@@ -444,6 +450,9 @@ def _mapped_weights(path: Path, np: Any) -> Any:
     """The embedding matrix memory-mapped from the .safetensors file: an 8-byte little-endian
     header length, a JSON header naming each tensor's dtype, shape and byte span, then the
     data. Only the rows a text uses are read from disk. None for a file not as expected."""
+    import json
+    import struct
+
     dtypes = {"F16": np.float16, "F32": np.float32}
     try:
         with open(path, "rb") as fh:
