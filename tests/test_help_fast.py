@@ -243,12 +243,23 @@ def test_a_terminal_goes_to_the_app() -> None:
     assert help_fast.answer(["--help"], {"COLUMNS": "80"}, out) is None and out.value() == b""
 
 
-def test_a_translation_catalog_goes_to_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
-    """typer and click translate "Options", "Usage:"… through gettext's default domain."""
-    assert help_fast.answer(["--help"], {"COLUMNS": "80"}, _Pipe()) == 0
-    monkeypatch.setattr(help_fast.gettext, "find", lambda domain: f"/x/de/{domain}.mo")
-    out = _Pipe()
-    assert help_fast.answer(["--help"], {"COLUMNS": "80"}, out) is None and out.value() == b""
+def test_a_translation_catalog_goes_to_the_app(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """typer and click translate "Options", "Usage:"… through gettext's default domain, from
+    catalogs in gettext's default folder: one for the user's language, and the app answers."""
+    import gettext
+
+    folder = tmp_path / "share" / "locale"
+    (folder / "de" / "LC_MESSAGES").mkdir(parents=True)
+    (folder / "de" / "LC_MESSAGES" / "messages.mo").write_bytes(b"")
+    monkeypatch.setattr(sys, "base_prefix", str(tmp_path))
+    monkeypatch.setattr(gettext, "_default_localedir", str(folder))
+    for language, answered in (("fr", 0), ("de", None), ("de_AT.UTF-8", None), ("C", 0)):
+        monkeypatch.setenv("LANGUAGE", language)
+        out = _Pipe()
+        assert help_fast.answer(["--help"], {"COLUMNS": "80"}, out) == answered, language
+        assert bool(out.value()) is (answered is not None)
 
 
 def test_another_typer_or_rich_goes_to_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
