@@ -461,10 +461,15 @@ def _column_widths(columns: list[Column], by_column: list[list[Cell]], max_width
 
 
 def _cell_lines(cell: Cell, column: Column, index: int, count: int, width: int) -> list[str]:
-    """A cell (Padding of its text) rendered at its column's width."""
+    """A cell (Padding of its text) rendered at its column's width. rich renders nothing at
+    all into less than one column (Console.render), so a cell that narrow has no lines."""
     left, right = _pads(index, count)
     inner = width - left - right
-    if cell.grid:  # Columns: a grid of one column, not expanded, as wide as the text
+    if width < 1:
+        return []
+    if inner < 1:
+        lines = []
+    elif cell.grid:  # Columns: a grid of one column, not expanded, as wide as the text
         found = _padded_measure(cell._replace(grid=False), 0, inner)
         lines = _wrap(cell.text, found.maximum or 1, "ellipsis", justify=True)
     elif column.no_wrap:
@@ -489,7 +494,7 @@ def _table(columns: list[Column], rows: list[list[Cell]], max_width: int) -> lis
     lines = []
     for row in rows:
         cells = [_cell_lines(cell, columns[i], i, count, widths[i]) for i, cell in enumerate(row)]
-        height = max(len(c) for c in cells)
+        height = max(1, *(len(c) for c in cells))  # a row is one line at least
         for line_no in range(height):
             lines.append(
                 "".join(
