@@ -132,7 +132,7 @@ _SPACES = st.sampled_from([" ", " ", " ", "  "])
 _SUMMARY = st.lists(st.tuples(_WORDS, _SPACES), min_size=1, max_size=25).map(
     lambda parts: "".join(w + s for w, s in parts).strip()
 )
-_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=16)
+_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=30)
 
 
 @settings(
