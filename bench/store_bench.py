@@ -7,7 +7,10 @@ interleaved so drift hits both alike:
 - a one-file append through `Store.write_context` (one version), against writing the same bytes
   to the same file in the copy and running `git add <file>` and `git commit -q -m x`;
 - a 20-file version (20 appends in one call), against the same 20 appends then
-  `git add <20 files>` and `git commit -q -m x`.
+  `git add <20 files>` and `git commit -q -m x`;
+- the check for git's housekeeping the store makes after each version when nothing is due
+  (store/upkeep.py), against the `git maintenance run --auto --quiet` process `git commit`
+  starts after every commit.
 
 `write_context` does more than the baseline by design: it validates the whole call (path jail,
 policy, sha256, limits, secret scan), writes each file through a temp file with fsync and rename
@@ -34,10 +37,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
 from bench.common import count, data_size, isolate, row
+
+if TYPE_CHECKING:
+    from crustacean.store.write import Store
 
 N_FILES = 20
 ONE = "memory/notes/bench.md"
@@ -75,18 +82,24 @@ def _p95(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100, method="inclusive")[94]
 
 
-def run(reps: int, warmup: int = 3) -> list[tuple[str, list[float], list[float]]]:
+def _fresh_store(tmp: Path) -> Store:
+    """A new workspace in `tmp` (git isolated from the user's config), and its store."""
     from crustacean.config import load_config
     from crustacean.ops.init import init_workspace
     from crustacean.store.write import Store
     from crustacean.workspace import Workspace
 
+    isolate(tmp)
+    root = tmp / "ws"
+    init_workspace(root)
+    return Store(Workspace(root, load_config(root)))
+
+
+def run(reps: int, warmup: int = 3) -> list[tuple[str, list[float], list[float]]]:
     tmp = Path(tempfile.mkdtemp(prefix="crustacean-bench-"))
     try:
-        isolate(tmp)
-        root = tmp / "ws"
-        init_workspace(root)
-        store = Store(Workspace(root, load_config(root)))
+        store = _fresh_store(tmp)
+        root = store.root
         store.write_context(
             [{"path": p, "mode": "create", "content": "# bench\n"} for p in [ONE, *MANY]],
             actor="user",
@@ -154,6 +167,47 @@ def cpu_table() -> str:
     return "\n".join(rows)
 
 
+def upkeep_check(reps: int, versions: int = 10) -> tuple[list[float], list[float]]:
+    """What each version pays for git's housekeeping when nothing is due (the usual case):
+    the store's check after a version (store/upkeep.py), against the process `git commit`
+    starts after every commit (`git maintenance run --auto --quiet`), on a workspace with
+    `versions` versions; interleaved, ms."""
+    from crustacean.store import upkeep
+
+    tmp = Path(tempfile.mkdtemp(prefix="crustacean-bench-"))
+    try:
+        store = _fresh_store(tmp)
+        root = store.root
+        for i in range(versions):
+            change = {"path": ONE, "mode": "create" if i == 0 else "append", "content": LINE}
+            store.write_context([change], actor="user", message="bench: setup")
+
+        def ours() -> object:
+            return upkeep.after_commit(root, lambda: store.git.facts().upkeep, store.git.busy)
+
+        def git_commits() -> None:
+            _git(root, *upkeep.COMMAND)
+
+        a, b = [], []
+        for _ in range(reps):
+            a.append(_ms(ours))
+            b.append(_ms(git_commits))
+        return a, b
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def upkeep_table(ours: list[float], base: list[float]) -> str:
+    med, bmed = statistics.median(ours), statistics.median(base)
+    what = "`git maintenance run --auto --quiet`, as `git commit` runs it"
+    row("git housekeeping check after a version, nothing due", med, _p95(ours), bmed, what)
+    return (
+        "| figure | median ms | p95 ms | baseline median ms | ratio |\n|---|---:|---:|---:|---:|\n"
+        f"| housekeeping check, nothing due | {med:.3f} | {_p95(ours):.3f} | {bmed:.1f} "
+        f"| {med / bmed:.3f}x |\n\nBaseline: {what} after each commit."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--reps", type=int, default=30, help="timed repetitions per figure")
@@ -177,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "on an identical plain repository.\n"
     )
     print(table(results))
+    print("\n" + upkeep_table(*upkeep_check(args.reps)))
     if args.cpu:
         print("\n" + cpu_table())
     return 0

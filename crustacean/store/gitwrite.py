@@ -19,10 +19,10 @@ import subprocess
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from crustacean.store import gitread
+from crustacean.store import gitread, upkeep
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 # A name git writes into an ident as given: no "crud" it would strip or drop (ident.c).
@@ -87,6 +87,8 @@ class Facts:
     compression: int
     hooks: Path  # where a reference-transaction hook would be
     plain_index: bool = False  # no split, sparse or sparse-checkout index: see `staged`
+    # gc.auto, gc.autoPackLimit, maintenance.auto: git's housekeeping after a version
+    upkeep: upkeep.Limits = field(default_factory=upkeep.Limits)
 
 
 def fsync_components(value: str) -> int:
@@ -170,6 +172,7 @@ def parse_facts(root: Path, git_dir: Path, listing: bytes) -> Facts:
             values.get(key, "false").lower() in _TRUE
             for key in ("core.splitindex", "index.sparse", "core.sparsecheckout")
         ),
+        upkeep=upkeep.limits(listing),
     )
 
 
@@ -293,9 +296,11 @@ def write_object(git_dir: Path, kind: bytes, body: bytes, facts: Facts) -> str:
     folder = f"{git_dir}/objects/{oid[:2]}"
     final = f"{folder}/{oid[2:]}"
     if os.path.exists(final):
-        with contextlib.suppress(OSError):  # git freshens it, so no prune takes it meanwhile
+        try:  # git freshens it, so no prune takes it meanwhile
             os.utime(final)
-        return oid
+            return oid
+        except OSError:  # a prune took it since (or it is not ours to touch): written anew,
+            pass  # as git does when its freshen fails
     tmp = f"{folder}/tmp_obj_{os.urandom(4).hex()}"
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC
     try:

@@ -37,7 +37,7 @@ from crustacean.errors import (
     WriteError,
 )
 from crustacean.secrets import find_secrets
-from crustacean.store import gitread, policy, proposals
+from crustacean.store import gitread, policy, proposals, upkeep
 from crustacean.store.atomic import atomic_write, fsync_dir, synced_temp
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.parallel import all_at_once, start
@@ -482,13 +482,16 @@ class Store:
                         plan, touched, actor, message, run_id, call_id
                     )
             self._loss_tally.update({(run_id, p): t for p, t in plan.loss.items()})
-            return WriteResult(
+            result = WriteResult(
                 files=tuple(touched),
                 version=version,
                 call_id=call_id,
                 snapshot=snapshot,
                 sha256=_hashes(plan, touched),
             )
+        if version is not None:  # git's housekeeping, as `git commit` runs it (store/upkeep.py)
+            upkeep.after_commit(self.root, lambda: self.git.facts().upkeep, self.git.busy)
+        return result
 
     def _write_versioned(
         self,
