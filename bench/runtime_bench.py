@@ -7,7 +7,8 @@ Run: `.venv/bin/python bench/runtime_bench.py [--turns N] [--rounds R]`.
   turn (request building, tool execution, run record, log), without the server's or SDK's time.
 - CLI start-up: `crustacean paths` (reads config and answers), `crustacean search` (one word,
   index already fresh), `crustacean context --for main` (what a SessionStart hook runs) and
-  `crustacean --help` (the root listing), each a fresh process, interleaved with `python -c pass`
+  `crustacean --help` (the root listing, which the console script prints before typer loads:
+  crustacean/cli/help_fast.py), each a fresh process, interleaved with `python -c pass`
   and `python -c 'import typer'`. The typer import is the baseline a typer CLI cannot go below;
   the issue's bar is 2x it. Wall time is the figure; CPU time (getrusage of the children) is
   printed beside it, as it swings less on a loaded machine.
