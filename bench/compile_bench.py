@@ -9,7 +9,10 @@ things vouches for nothing); the third has the same inputs as the second, whose 
 state.db says so (stages/compile_skip.py), and skips the pass; the fourth follows an edit by hand
 of one memory, and plans the whole tree again, reading that one file. The third and fourth are
 repeated (another memory edited each time) and their medians shown, as is the baseline, measured
-in the same run between them: reading every file of the workspace once.
+in the same run between them: reading every file of the workspace once. Last, the floors: what
+the first run's changed files cost at the least, on copies of the workspace as it found them
+(written durably one by one; `git add` + `git commit`; written with no sync at all; that plus one
+`git fast-import` commit of them, the least any versioned, undoable way can pay).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -108,16 +112,22 @@ def main() -> None:
         if second.ops.changed_anything or second.record is None:
             raise SystemExit("a rerun found something to do: the bench's data is off")
         read_s = statistics.median(reads)
-        fsync_s, git_s = floors(twin, after)  # last: they leave the disk busy
+        floor = floors(twin, after)  # last: they leave the disk busy
         third_s, fourth_s = statistics.median(thirds), statistics.median(fourths)
     ops = first.ops
+    n = f"{len(ops.files):,}"
     floor_names = (
         (
-            f"floor: the first run's {len(ops.files):,} files written one by one (temp, fsync, "
-            "rename)",
-            fsync_s,
+            f"floor: the first run's {n} files written one by one (temp, fsync, rename)",
+            floor.durable,
         ),
-        (f"floor: `git add` + `git commit` of those {len(ops.files):,} files", git_s),
+        (f"floor: `git add` + `git commit` of those {n} files", floor.git_add),
+        (f"floor: those {n} files written and renamed with no sync at all", floor.unsynced),
+        (
+            "floor: that, plus one `git fast-import` commit of them (one pack): any versioned, "
+            "undoable way",
+            floor.unsynced + floor.pack_commit,
+        ),
     )
     first_name = (
         f"first run: {len(ops.archived)} archived, {len(ops.trashed)} trashed, "
@@ -155,24 +165,27 @@ def main() -> None:
         print(f"| {name} (one run) | {took:.2f} | {read_s:.2f} | {took / read_s:.1f}x |")
 
 
-def floors(twin: Path, after: dict[str, bytes | None]) -> tuple[float, float]:
-    """What the first run's writes cost at the least, on `twin` (the workspace before it): the
-    same files given their new bytes (`after`, None: gone) one by one, each durable (temp file,
-    fsync, rename, as one-file writes do), then versioned by plain `git add` + `git commit`."""
-    start = time.perf_counter()
-    for rel, data in after.items():
-        full = twin / rel
-        if data is None:
-            full.unlink(missing_ok=True)
-            continue
-        full.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, full)
-    fsync_s = time.perf_counter() - start
+@dataclass(frozen=True)
+class Floors:
+    """Seconds the first run's writes cost at the least (see `floors`)."""
+
+    durable: float  # one by one, each temp file fsynced before its rename
+    git_add: float  # `git add` + `git commit` of them
+    unsynced: float  # temp file and rename each, no sync at all
+    pack_commit: float  # one `git fast-import` commit of them: every blob in one pack
+
+
+def floors(twin: Path, after: dict[str, bytes | None]) -> Floors:
+    """What the first run's writes cost at the least, on copies of `twin` (the workspace before
+    it): the same files given their new bytes (`after`, None: gone), each durable (temp file,
+    fsync, rename, as one-file writes do), then versioned by plain `git add` + `git commit`; and
+    on a second copy, written with no sync at all, then versioned as one commit whose blobs go
+    into one pack (`git fast-import`): the least any versioned, undoable way pays for them."""
+    bare = twin.with_name(twin.name + "-unsynced")
+    shutil.copytree(twin, bare, symlinks=True)
+    unsynced_s = place(bare, after, sync=False)
+    pack_s = pack_commit(bare, after)
+    durable_s = place(twin, after, sync=True)
     there = "".join(f"{p}\0" for p, data in after.items() if data is not None)
     gone = [p for p, data in after.items() if data is None]
     start = time.perf_counter()
@@ -199,7 +212,56 @@ def floors(twin: Path, after: dict[str, bytes | None]) -> tuple[float, float]:
             check=True,
         )
     subprocess.run([*git, "commit", "-q", "--no-verify", "-m", "floor"], check=True)
-    return fsync_s, time.perf_counter() - start
+    git_s = time.perf_counter() - start
+    return Floors(durable_s, git_s, unsynced_s, pack_s)
+
+
+def place(root: Path, after: dict[str, bytes | None], *, sync: bool) -> float:
+    """Seconds to give each file its new bytes through a temp file and a rename (fsynced first
+    with `sync`), or to remove it."""
+    start = time.perf_counter()
+    for rel, data in after.items():
+        full = root / rel
+        if data is None:
+            full.unlink(missing_ok=True)
+            continue
+        full.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, full)
+    return time.perf_counter() - start
+
+
+def pack_commit(root: Path, after: dict[str, bytes | None]) -> float:
+    """Seconds for one commit on HEAD holding `after` (each blob inline, all in one pack, the
+    branch moved), as `git fast-import` writes it: no index, no loose object, one process."""
+    branch = subprocess.run(
+        ["git", "-C", str(root), "symbolic-ref", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    parts = [
+        f"commit {branch}\ncommitter floor <floor@localhost> 1764504000 +0000\n"
+        f"data 5\nfloor\nfrom {head}\n".encode()
+    ]
+    for rel, data in after.items():
+        if data is None:
+            parts.append(f"D {rel}\n".encode())
+        else:
+            parts.append(b"M 100644 inline %s\ndata %d\n%s\n" % (rel.encode(), len(data), data))
+    stream = b"".join(parts) + b"\ndone\n"
+    start = time.perf_counter()
+    subprocess.run(
+        ["git", "-C", str(root), "fast-import", "--quiet", "--done", "--depth=0"],
+        input=stream,
+        check=True,
+    )
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

@@ -543,3 +543,111 @@ def test_set_plain_meta_takes_the_files_crustacean_writes() -> None:
     text = "---\nname: a-b\nrecorded: 2026-05-20\ntier: cold\n---\n\n# A\n"
     assert set_plain_meta(text, "tier", "archive") == text.replace("cold", "archive")
     assert set_plain_meta("# A\n", "tier", "warm") == "---\ntier: warm\n---\n# A\n"
+
+
+# --- plain blocks are read without YAML, exactly as YAML reads them ------------------------------
+
+PLAIN_BLOCKS = [
+    ("crustacean's own keys", "name: a-b-1\nrecorded: 2026-05-20\ntier: archive\n", True),
+    ("impossible date stays a string", "recorded: 2026-02-30\n", True),
+    ("words with spaces, slashes, colons", "source: collect 2026/11 a:b c.d\n", True),
+    ("empty block", "", True),
+    ("a bool word", "done: Yes\n", False),
+    ("off is a bool", "tier: off\n", False),
+    ("null word", "name: null\n", False),
+    ("a bool key", "on: x\n", False),
+    ("a number", "n: 12\n", False),
+    ("sexagesimal", "t: 12:30\n", False),
+    ("a version", "v: 1.2.3\n", False),
+    ("a datetime", "at: 2026-05-20 10:00:00\n", False),
+    ("a repeated key", "a: b\na: c\n", False),
+    ("a comment", "a: b # c\n", False),
+    ("a quoted value", "a: 'b'\n", False),
+    ("a list", "a:\n  - b\n", False),
+    ("CRLF", "a: b\r\n", False),
+    ("unicode", "name: Café\n", False),
+    ("a blank line", "a: b\n\n", False),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "fast"), [(t, f) for _, t, f in PLAIN_BLOCKS], ids=[n for n, _, _ in PLAIN_BLOCKS]
+)
+def test_plain_blocks_are_read_without_yaml_as_yaml_reads_them(text: str, fast: bool) -> None:
+    from crustacean.documents import plain_meta
+    from crustacean.frontyaml import load_meta
+
+    got = plain_meta(text)
+    assert (got is not None) == fast
+    if got is not None:
+        want, problem = load_meta(text, 2, "read as body")
+        assert problem is None
+        assert [(k, type(v), v) for k, v in got.items()] == [
+            (k, type(v), v) for k, v in want.items()
+        ]
+
+
+_TOKENS = st.sampled_from(
+    [
+        "a",
+        "Yes",
+        "no",
+        "On",
+        "null",
+        "NULL",
+        "y",
+        "x1",
+        "_k",
+        "1",
+        "0x1F",
+        "1_0",
+        "12:30",
+        "2026",
+        "-",
+        "05",
+        "20",
+        "2026-05-20",
+        "2026-13-01",
+        ".inf",
+        "~",
+        ":",
+        " ",
+        "#",
+        "'",
+        '"',
+        "/",
+        "+",
+        "e5",
+        "1e5",
+        ".",
+        "tier",
+        "name",
+        "<<",
+        "=",
+        "!",
+        "&a",
+        "*a",
+        "\t",
+        "é",
+    ]
+)
+_LINES = st.lists(_TOKENS, min_size=1, max_size=5).map("".join)
+_BLOCKS = st.lists(
+    st.tuples(_LINES, _LINES).map(lambda kv: f"{kv[0]}: {kv[1]}\n"), min_size=0, max_size=4
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_BLOCKS)
+def test_a_block_read_without_yaml_is_what_yaml_reads(text: str) -> None:
+    """Any block the plain reader takes, YAML reads to the same keys, values and types."""
+    from crustacean.documents import plain_meta
+    from crustacean.frontyaml import load_meta
+
+    got = plain_meta(text)
+    if got is not None:
+        want, problem = load_meta(text, 2, "read as body")
+        assert problem is None
+        assert [(k, type(v), v) for k, v in got.items()] == [
+            (k, type(v), v) for k, v in want.items()
+        ]

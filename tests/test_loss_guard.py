@@ -153,3 +153,20 @@ def test_a_refusal_of_one_file_applies_none_of_the_others(ws: Workspace, tmp_pat
         ],
     )
     assert not (ws.root / "memory/notes/new.md").exists()
+
+
+def test_casefold_makes_and_unmakes_no_whitespace_or_line_break() -> None:
+    """The loss guard folds a whole text once and then splits it into lines and words, which is
+    the same as folding each line only while no code point folds to or from whitespace or a
+    line break: checked here over all of them, so a new Unicode version cannot slip past."""
+    import sys
+
+    odd = []
+    for cp in range(sys.maxunicode + 1):
+        c = chr(cp)
+        folded = c.casefold()
+        if any(x.isspace() for x in folded) != c.isspace() or len(folded.splitlines()) != len(
+            c.splitlines()
+        ):
+            odd.append(hex(cp))
+    assert odd == []

@@ -627,6 +627,170 @@ def test_failure_in_a_batched_call_restores_everything(
     assert not any(p.is_file() for p in (root / "archive/many").rglob("*"))
 
 
+def _outcome(fn, raw: str) -> str:
+    try:
+        return "ok " + fn(raw)
+    except PathError as e:
+        return f"refused {e}"
+
+
+def test_one_calls_cached_jail_decides_every_path_as_the_plain_jail_does(
+    seeded: Workspace, tmp_path: Path
+) -> None:
+    """Links in, out, dangling, looping, into .git and at the root; links to folders and to
+    files; missing folders: a Jail answers each path (asked twice, in either order) exactly as
+    a fresh `jail` does."""
+    from crustacean.store.paths import Jail, jail
+
+    root = seeded.root
+    (root / "knowledge/real").mkdir(parents=True)
+    (root / "knowledge/real/f.md").write_text("x\n")
+    links = {
+        "knowledge/in": "real",
+        "knowledge/in-file.md": "real/f.md",
+        "knowledge/dangling.md": str(tmp_path / "nowhere.md"),
+        "knowledge/loop": "loop",
+        "knowledge/to-git": "../.git",
+        "knowledge/to-root": "..",
+        "knowledge/in/chain": "../in",
+    }
+    for name, target in links.items():
+        os.symlink(target, root / name)
+    paths = [
+        NOTE,
+        "MEMORY.md",
+        "new.md",
+        "knowledge/real/f.md",
+        "knowledge/real/new.md",
+        "knowledge/missing/deeper/x.md",
+        *links,
+        *(f"{name}/x.md" for name in links),
+        "knowledge/in/chain/chain/f.md",
+        "memory/out/x.md",
+        "memory/notes/outfile.md",
+        "knowledge/to-root/MEMORY.md",
+    ]
+    want = {p: _outcome(lambda raw: jail(root, raw), p) for p in paths}
+    assert {p: _outcome(Jail(root), p) for p in paths} == want
+    one = Jail(root)
+    assert {p: _outcome(one, p) for p in [*reversed(paths), *paths]} == want
+    assert want["knowledge/in/x.md"] == "ok knowledge/real/x.md"  # followed, staying inside
+    assert want["knowledge/to-git/x.md"].startswith("refused")
+
+
+def test_a_folder_swapped_for_a_symlink_between_two_calls_is_refused(seeded: Workspace) -> None:
+    """Each call resolves its folders afresh: one Store writes a note, then the folder becomes
+    a link leading out, and its next call through it is refused with nothing written."""
+    root = seeded.root
+    store = Store(seeded)
+    change = [{"path": "memory/notes/new.md", "mode": "create", "content": "x\n"}]
+    assert store.write_context(change, actor="user", message="first").version
+    os.rename(root / "memory/notes", root / "memory/notes-real")
+    os.symlink(root / "memory/out", root / "memory/notes")  # memory/out leads outside
+    before = snapshot(root)
+    again = [{"path": "memory/notes/other.md", "mode": "create", "content": "y\n"}]
+    with pytest.raises(PathError, match="leads outside the workspace through a symlink"):
+        store.write_context(again, actor="user", message="second")
+    assert snapshot(root) == before
+
+
+def test_a_batched_call_makes_its_files_durable_at_once_before_any_rename(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call of many new files syncs their temp files with one syncfs per filesystem, while
+    none is renamed yet and before the journal is in place; then it lands as usual."""
+    from crustacean.store.atomic import FilesystemSync
+    from crustacean.store.write import SYNC_ONCE_FROM
+
+    root, real = seeded.root, FilesystemSync.sync
+    assert len(MANY) - len(MIXED) >= SYNC_ONCE_FROM  # its creates alone
+    seen: list[tuple[int, bool, list[Path]]] = []
+
+    def watched(self: FilesystemSync) -> bool:
+        temps = [p for p in root.rglob("*.tmp") if ".crustacean" not in p.parts]
+        made = list((root / "archive/many").rglob("f.md"))
+        seen.append((len(temps), (root / ".crustacean/journal.json").exists(), made))
+        return real(self)
+
+    opened = FilesystemSync.open
+
+    def watched_open(folders):  # before any temp file: syncfs then reports all their errors
+        seen.append((len(list(root.rglob("*.tmp"))), False, []))
+        return opened(folders)
+
+    monkeypatch.setattr(FilesystemSync, "sync", watched)
+    monkeypatch.setattr(FilesystemSync, "open", watched_open)
+    result = Store(seeded).write_context(MANY, actor="user", message="many", max_files=len(MANY))
+    assert seen == [(0, False, []), (44, False, [])]  # 40 creates, MIXED's 4; none renamed yet
+    assert result.version and (root / "archive/many/39/f.md").read_text() == "file 39\n"
+    assert git(root, "status", "--porcelain") == STATUS
+
+
+@pytest.mark.parametrize(
+    ("release", "batched"),
+    [("6.18.44-fc-v857", True), ("5.8.0", True), ("5.7.19-generic", False), ("weird", False)],
+)
+def test_before_linux_5_8_a_batch_is_synced_file_by_file(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch, release: str, batched: bool
+) -> None:
+    """Before 5.8 syncfs reports no writeback error, so it is not used: each temp file is
+    fsynced as it is written, and the call lands the same."""
+    import sys
+
+    from crustacean.store import atomic
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("syncfs is Linux's")
+    uname = os.uname()
+    fake = os.uname_result((*uname[:2], release, *uname[3:]))
+    monkeypatch.setattr(atomic, "_SYNCFS", [])
+    monkeypatch.setattr(atomic.os, "uname", lambda: fake)
+    opened: list[object] = []
+    real = atomic.FilesystemSync.open
+    monkeypatch.setattr(
+        atomic.FilesystemSync, "open", lambda f: opened.append(real(f)) or opened[-1]
+    )
+    changes = [{**c, "path": c["path"].replace("many", "k")} for c in MANY[4:]]
+    result = Store(seeded).write_context(changes, actor="user", message="k", max_files=40)
+    assert (opened[0] is not None) == batched
+    assert result.version and (seeded.root / "archive/k/39/f.md").read_text() == "file 39\n"
+
+
+def test_when_the_one_sync_fails_each_file_is_synced_and_its_error_fails_the_call(
+    seeded: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """syncfs cannot say which file's data did not reach the disk: when it fails, every temp
+    file is synced on its own, and an fsync error fails the call with every file as before."""
+    root = seeded.root
+    synced: list[str] = []
+    from crustacean.store.atomic import FilesystemSync
+
+    monkeypatch.setattr(FilesystemSync, "sync", lambda self: False)
+    monkeypatch.setattr(store_files, "fsync_file", synced.append)
+    store = Store(seeded)
+
+    def creates(folder: str, n: int) -> list[dict]:
+        return [{**c, "path": c["path"].replace("many", folder)} for c in MANY[4 : 4 + n]]
+
+    done = store.write_context(creates("few", 30), actor="user", message="few", max_files=30)
+    assert done.version and synced == []  # under SYNC_ONCE_FROM: each synced as it is written
+    many = creates("many", 40)
+    result = store.write_context(many, actor="user", message="many", max_files=40)
+    assert len(synced) == 40 and all(p.endswith(".tmp") for p in synced)
+    assert result.version and (root / "archive/many/39/f.md").read_text() == "file 39\n"
+
+    def broken(path: str) -> None:
+        raise OSError(5, "Input/output error", path)
+
+    before, head = snapshot(root), git(root, "rev-parse", "HEAD")
+    monkeypatch.setattr(store_files, "fsync_file", broken)
+    with pytest.raises(OSError, match="Input/output error"):
+        store.write_context(creates("more", 40), actor="user", message="doomed", max_files=40)
+    assert snapshot(root) == before  # nothing renamed, no temp file left, no commit
+    assert git(root, "rev-parse", "HEAD") == head
+    assert not (root / ".crustacean" / "journal.json").exists()
+
+
 def test_a_path_git_would_skip_fails_the_commit_instead_of_going_unversioned(
     seeded: Workspace,
 ) -> None:

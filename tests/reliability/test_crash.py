@@ -628,6 +628,19 @@ def _where(root: Path, name: str) -> list[str]:
     return [p.relative_to(root).as_posix() for p in found if p.is_file()]
 
 
+def _rerun_archives_each_once(ws: Workspace, echo_api: EchoFake, logs: dict[str, str]) -> None:
+    """The run after a kill repairs the workspace and archives every log, each exactly once."""
+    no_model = cli_args(ws.root, "compile", "--no-model")
+    again = subprocess.run(no_model, env=cli_env(echo_api), capture_output=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    for n, text in logs.items():
+        assert _where(ws.root, n) == [f"archive/daily/{n[:7]}/{n}"], n
+        assert (ws.root / "archive" / "daily" / n[:7] / n).read_text() == text
+    check_workspace(ws.root, Tally(), after_clean=True)
+    status = git(ws.root, "status", "--porcelain", "--", "memory", "archive").stdout
+    assert status == ""
+
+
 @pytest.mark.parametrize("which", ["first", "archived", "removed"])
 def test_compile_killed_in_its_batched_archive_loses_nothing(
     ws: Workspace, echo_api: EchoFake, which: str
@@ -654,11 +667,27 @@ def test_compile_killed_in_its_batched_archive_loses_nothing(
     for n, text in logs.items():  # before or after, never half: the bytes are somewhere whole
         places = _where(ws.root, n)
         assert places and all((ws.root / p).read_text() == text for p in places), n
-    again = subprocess.run(no_model, env=cli_env(echo_api), capture_output=True, timeout=60)
-    assert again.returncode == 0, again.stderr
+    _rerun_archives_each_once(ws, echo_api, logs)
+
+
+def test_compile_killed_once_its_batch_is_durable_loses_nothing(
+    ws: Workspace, echo_api: EchoFake
+) -> None:
+    """A call of many files writes their temp files unsynced and syncs them at once: a kill just
+    after that sync (before the journal is in place) leaves every log where it was, whole; the
+    next run removes the temp files and archives every log exactly once."""
+    from crustacean.store.write import SYNC_ONCE_FROM, TEMPS_DURABLE
+
+    logs = _old_logs(ws, 40)
+    assert len(logs) >= SYNC_ONCE_FROM
+    no_model = cli_args(ws.root, "compile", "--no-model")
+    script = KILL_AT.format(point=TEMPS_DURABLE, argv=no_model)
+    child = subprocess.run([sys.executable, "-c", script], env=cli_env(echo_api), timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert not (ws.root / ".crustacean/journal.json").exists()  # killed before it was placed
+    temps = [p for p in (ws.root / "archive" / "daily").rglob("*") if TMP_NAME.match(p.name)]
+    assert len(temps) == len(logs)  # every archive copy written and synced, none renamed
     for n, text in logs.items():
-        assert _where(ws.root, n) == [f"archive/daily/{n[:7]}/{n}"], n
-        assert (ws.root / "archive" / "daily" / n[:7] / n).read_text() == text
-    check_workspace(ws.root, Tally(), after_clean=True)
-    status = git(ws.root, "status", "--porcelain", "--", "memory", "archive").stdout
-    assert status == ""
+        assert _where(ws.root, n) == [f"memory/{n}"], n
+        assert (ws.root / "memory" / n).read_text() == text
+    _rerun_archives_each_once(ws, echo_api, logs)
