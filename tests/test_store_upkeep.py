@@ -465,3 +465,42 @@ def test_an_object_pruned_before_its_freshen_is_written_again(
         patch.setattr(gitwrite.os, "utime", pruned_first)
         assert gitwrite.write_object(git_dir, b"blob", b"kept\n", facts) == oid
     assert git(root, "cat-file", "blob", oid) == "kept\n"
+
+
+def test_a_fan_out_folder_a_gc_empties_away_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gc's prune-packed removes the emptied fan-out folders; one may go between gitwrite's
+    mkdir and its temp file's create (seen with gc in a loop next to writes: "the version could
+    not be recorded (No such file or directory: …/objects/a1/tmp_obj_…)"). The folder is made
+    again and the object written, as git's create_tmpfile does; a gc that always wins still
+    ends in a clear error, never a half-written object."""
+    root = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    git_dir = root / ".git"
+    facts = gitwrite.parse_facts(root, git_dir, b"")
+    real_open = os.open
+    removed = []
+
+    def gc_first(path: str, flags: int, mode: int = 0o777) -> int:
+        folder = os.path.dirname(path)
+        if "tmp_obj_" in path and len(removed) < limit and os.path.isdir(folder):
+            os.rmdir(folder)  # the prune wins the race once more
+            removed.append(folder)
+        return real_open(path, flags, mode)
+
+    limit = gitwrite.FAN_OUT_TRIES - 2  # the first try finds no folder of itself
+    with monkeypatch.context() as patch:
+        patch.setattr(gitwrite.os, "open", gc_first)
+        oid = gitwrite.write_object(git_dir, b"blob", b"raced\n", facts)
+    assert len(removed) == limit
+    assert git(root, "cat-file", "blob", oid) == "raced\n"
+    assert not list((git_dir / "objects" / oid[:2]).glob("tmp_obj_*"))
+
+    removed.clear()
+    limit = gitwrite.FAN_OUT_TRIES + 5  # a gc that wins every time
+    with monkeypatch.context() as patch:
+        patch.setattr(gitwrite.os, "open", gc_first)
+        with pytest.raises(FileNotFoundError):
+            gitwrite.write_object(git_dir, b"blob", b"never\n", facts)
+    assert subprocess.run(["git", "-C", str(root), "fsck", "--strict"], check=False).returncode == 0

@@ -302,15 +302,12 @@ def write_object(git_dir: Path, kind: bytes, body: bytes, facts: Facts) -> str:
         except OSError:  # a prune took it since (or it is not ours to touch): written anew,
             pass  # as git does when its freshen fails
     tmp = f"{folder}/tmp_obj_{os.urandom(4).hex()}"
-    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC
-    try:
-        fd = os.open(tmp, flags, 0o444)
-    except FileNotFoundError:  # the fan-out folder is new
-        os.makedirs(folder, exist_ok=True)
-        fd = os.open(tmp, flags, 0o444)
+    fd = _new_temp(folder, tmp)
     try:
         try:
-            os.write(fd, zlib.compress(data, facts.compression))
+            packed = memoryview(zlib.compress(data, facts.compression))
+            while packed:  # a short write is possible in principle: all of it, or an error
+                packed = packed[os.write(fd, packed) :]
             if facts.fsync_objects:
                 os.fsync(fd)
         finally:
@@ -325,6 +322,23 @@ def write_object(git_dir: Path, kind: bytes, body: bytes, facts: Facts) -> str:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     return oid
+
+
+FAN_OUT_TRIES = 8  # a gc removing the emptied folder each time would have to win them all
+
+
+def _new_temp(folder: str, tmp: str) -> int:
+    """The object's temp file, created in its fan-out folder. The folder may be new, or a
+    gc's prune-packed may remove it, emptied, between our mkdir and our create (the user's
+    own `git gc`, or the upkeep after the last version): made again and tried again, as git's
+    create_tmpfile does."""
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC
+    for _ in range(FAN_OUT_TRIES - 1):
+        try:
+            return os.open(tmp, flags, 0o444)
+        except FileNotFoundError:
+            os.makedirs(folder, exist_ok=True)
+    return os.open(tmp, flags, 0o444)
 
 
 class Fallback(Exception):
