@@ -98,6 +98,14 @@ ROOT_HELP = (
 )
 ROOT_EPILOG = "Exit codes: 0 ok, 1 failed, 2 usage or config error, 75 another run holds the lock."
 HELP_OPTION_NAMES = ("-h", "--help")
+# The arguments that print the root listing, and the app's exit code for each (a bare call is
+# typer's no_args_is_help: the listing, exit 2). The console script checks these before it
+# imports the listing's renderer (cli/help_fast.py), so no other command pays for it.
+LISTING_FORMS: dict[tuple[str, ...], int] = {
+    **{(name,): 0 for name in HELP_OPTION_NAMES},
+    (): 2,
+    (HELP[0],): 0,
+}
 
 
 class RootOption(NamedTuple):

@@ -44,13 +44,17 @@ def main() -> None:
     """`crustacean …`: a search answered before the app loads, a memoized no-op tick, or the
     typer app."""
     argv, env = sys.argv[1:], os.environ
-    if len(argv) < 2:  # the root listing, printed before typer loads (cli/help_fast.py)
-        # lazy: the lean listing's imports, ~2 ms, are for the root listing alone
-        from crustacean.cli import help_fast
+    if len(argv) < 2:  # maybe the root listing, printed before typer loads (cli/help_fast.py)
+        # lazy: the command table, stdlib only, tells the listing from `tick`, `paths`…
+        from crustacean.cli.commands import LISTING_FORMS
 
-        code = help_fast.answer(argv, env, sys.stdout)
-        if code is not None:
-            raise SystemExit(code)
+        if tuple(argv) in LISTING_FORMS:
+            # lazy: the lean listing's renderer, ~2 ms, is for the root listing alone
+            from crustacean.cli import help_fast
+
+            code = help_fast.answer(argv, env, sys.stdout)
+            if code is not None:
+                raise SystemExit(code)
     search = None
     if "search" in argv:
         # lazy: the lean search's imports, ~15 ms, are for `search` alone

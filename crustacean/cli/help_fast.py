@@ -27,6 +27,7 @@ from crustacean.cli.commands import (
     COMMANDS,
     HELP,
     HELP_OPTION_NAMES,
+    LISTING_FORMS,
     PROG,
     ROOT_EPILOG,
     ROOT_HELP,
@@ -65,12 +66,6 @@ DOUBT_VARS = (
 )
 DOUBT_PREFIXES = ("_TYPER_", "_CRUSTACEAN_COMPLETE")  # typer's switches, shell completion
 HARMLESS = ("NO_COLOR", "_TYPER_FORCE_DISABLE_TERMINAL")
-# argv: the app's exit code (a bare call is typer's no_args_is_help: the listing, exit 2)
-FORMS: dict[tuple[str, ...], int] = {
-    **{(name,): 0 for name in HELP_OPTION_NAMES},
-    (): 2,
-    (HELP[0],): 0,
-}
 
 # typer's own options on the root (add_completion=True and the help option), as typer prints
 # them: these texts are typer's, not ours.
@@ -88,7 +83,7 @@ TYPER_OPTIONS = (
 
 def answer(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO) -> int | None:
     """Print the root listing for `argv` and return the exit code, or None: the app answers."""
-    code = FORMS.get(tuple(argv))
+    code = LISTING_FORMS.get(tuple(argv))
     if code is None:
         return None
     width = console_width(env, stdout)
