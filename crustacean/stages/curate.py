@@ -30,8 +30,8 @@ from crustacean.llm.tools import ToolOutcome, write_call
 from crustacean.recall.memories import memory_paths
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
+from crustacean.store import Store
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.write import Store
 from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"
