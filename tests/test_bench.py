@@ -131,3 +131,15 @@ def test_benchmark_runs_on_tiny_data(name: str, tmp_path: Path) -> None:
     for b in budgets:  # the bench printed each in the common format too
         assert b["who"] and b["baseline"] > 0 and isinstance(b["ok"], bool), b
         assert _common().budget_line(b) in done.stdout, b
+
+
+def test_a_rerun_keeps_the_before_and_reliability_sections(tmp_path: Path) -> None:
+    """They are written by hand (an earlier checkout's budgets, the crash suite's figures)."""
+    out = tmp_path / "RESULTS.md"
+    out.write_text(
+        "# Benchmark results\n\n## Budgets\n\nnew\n\n## Before (main at abc1234)\n\n| old |\n\n"
+        "## store (`bench/store_bench.py`)\n\nx\n\n## Reliability: kill -9\n\n### trials\n\ny\n"
+    )
+    assert _bench_main()._kept_sections(out) == (
+        "\n## Before (main at abc1234)\n\n| old |\n\n## Reliability: kill -9\n\n### trials\n\ny\n"
+    )
