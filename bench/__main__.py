@@ -9,8 +9,9 @@ Below it come each bench's own output, as detail. A bench that fails gets a FAIL
 exit code is 1 once all have run.
 
 The run ends with the budgets (bench/BUDGETS.md): every row a bench checked (`common.budget`), in
-one table with ok or MISS. `--budgets` runs only the benches that check one, at full size (under
-3 minutes on 2 quiet CPUs). A MISS is a finding, not a failure: the exit code stays 0.
+one table with ok or MISS. `--budgets` runs only the benches that check one, at full size (about
+2 minutes on 2 quiet CPUs, 9 at load 11). A MISS is a finding, not a failure: the exit code stays
+0.
 """
 
 from __future__ import annotations
