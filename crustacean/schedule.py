@@ -24,8 +24,8 @@ FOREVER = datetime.max.replace(tzinfo=UTC)  # a disabled stage's answer never ex
 class Due:
     """Whether one stage is due now, the slot it would cover, and why (one line).
 
-    `holds_until`: a not-due answer stays exactly this (reason included) until then, which lets
-    a no-op tick be answered from memory (crustacean/ops/tick_memo.py); None when it may not."""
+    `holds_until`: a not-due answer stays exactly this (reason included) until then; None when
+    it may not."""
 
     stage: str
     slot: datetime | None

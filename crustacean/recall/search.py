@@ -35,8 +35,7 @@ file (an edit in place changes no folder's mtime, so folder mtimes cannot vouch 
 in them) and hashes the scan into one number (`disk_mark`); when it equals the mark stored with
 the last update, nothing is compared row by row, read or written.
 
-The read half (ranking, windows, hits, the mark) is search_read.py, stdlib only: a shell search
-(cli/search_fast.py) runs the same check and query there before the app loads.
+The read half (ranking, windows, hits, the mark) is search_read.py.
 """
 
 from __future__ import annotations
