@@ -23,7 +23,6 @@ from crustacean.errors import (
     UsageError,
 )
 from crustacean.ops.cron import LOG_NAME, rotate_log
-from crustacean.runs import error_line
 from crustacean.schedule import Due, due_stages, fmt
 from crustacean.state import from_db_time, open_state
 from crustacean.workspace import Workspace
@@ -154,8 +153,9 @@ def run_due(
 ) -> tuple[str | None, str | None]:
     """Run one stage; (status, error line). A stage's own error fails only that stage;
     LockedError propagates (the run was refused before any record was written)."""
-    # lazy: the stages and the model SDK load only when a stage is due, so a no-op tick
-    # (cron's usual one) decides and returns without them
+    # lazy: the stages, the model SDK and the run records' redaction load only when a stage is
+    # due, so a no-op tick (cron's usual one) decides and returns without them
+    from crustacean.runs import error_line
     from crustacean.stages import registry
 
     try:
@@ -236,6 +236,9 @@ def tick(
         try:
             status, error = run_due(ws, due.stage, env, clock)
         except LockedError as e:
+            # lazy: as in run_due (a stage was due)
+            from crustacean.runs import error_line
+
             result.locked = True
             status, error = None, error_line(e)
         result.outcomes.append(StageOutcome(due.stage, due, status, error))
