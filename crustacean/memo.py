@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from crustacean.lean import blake2b
+from crustacean.tree import STATE_DIR
 
 TYPE_CHECKING = False  # typing's import alone is ~3 ms of a lean search
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 WORKSPACE_ENV = "CRUSTACEAN_WORKSPACE"  # as crustacean.workspace (not imported: it is heavy)
 WORKSPACE_FILE = "crustacean.toml"
-STATE_DB = os.path.join(".crustacean", "state.db")
+STATE_DB = os.path.join(STATE_DIR, "state.db")
 
 
 def before_command(argv: Sequence[str], command: str) -> tuple[str | None, int] | None:
