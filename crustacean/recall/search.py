@@ -373,31 +373,9 @@ class SearchIndex(IndexReader):
 
     # ------------------------------------------------------------ searching
 
-    def search(
-        self,
-        query: str,
-        limit: int | None = None,
-        *,
-        raw: bool = False,
-        path_prefix: str | None = None,
-        include_archive: bool = False,
-        refresh: bool = True,
-        budget_chars: int | None = None,
-        now: datetime | None = None,
-    ) -> list[Hit]:
-        """`IndexReader.search`, after bringing the index up to date unless `refresh=False`."""
-        check_request(query, limit, budget_chars)
-        if refresh:
-            self.update()
-        return super().search(
-            query,
-            limit,
-            raw=raw,
-            path_prefix=path_prefix,
-            include_archive=include_archive,
-            budget_chars=budget_chars,
-            now=now,
-        )
+    def refresh(self) -> None:
+        """Bring the index up to date before a search (`IndexReader.search`'s `refresh`)."""
+        self.update()
 
     def ranking(self, topic: str, now: datetime, n: int = TOPIC_LINES) -> Ranking:
         """The best `n` lines for a topic (live files, no scaffold), for `context --topic`."""
