@@ -28,7 +28,9 @@ MAX_DOC_BYTES = 1_000_000
 BOM = "\ufeff"
 KNOWN_KEYS = ("name", "source", "recorded", "tier", "tier_set")
 
-_FENCE = re.compile(r"---[ \t]*(?:\r?\n)?")
+# A frontmatter fence line: `---`, trailing blanks, the line's end. python-frontmatter splits a
+# block with the same rule (frontyaml's handler), so both find the same YAML.
+FRONT_FENCE = re.compile(r"^---[ \t]*(?=\r?\n|\Z)", re.MULTILINE)
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
@@ -132,11 +134,11 @@ def _split(text: str) -> tuple[_Split | None, int | None]:
     pos, opened = len(bom), None
     for lineno, line in enumerate(_iter_lines(text[len(bom) :]), start=1):
         if opened is None:
-            if _FENCE.fullmatch(line):
+            if FRONT_FENCE.match(line):
                 opened = (pos + len(line), lineno)
             elif line.strip():
                 return None, None
-        elif _FENCE.fullmatch(line):
+        elif FRONT_FENCE.match(line):
             ystart, first = opened
             return _Split(len(bom), ystart, pos, pos + len(line), first + 1), None
         pos += len(line)
@@ -175,7 +177,7 @@ def read_front(text: str, *, as_body: str = "read as body") -> Front:
         # lazy: PyYAML and python-frontmatter, ~15 ms, only once a block is more than plain lines
         from crustacean.frontyaml import load_meta
 
-        meta, problem = load_meta(yaml_text, split.first_line, as_body)
+        meta, problem = load_meta(text[split.start : split.end], split.first_line, as_body)
         if problem is not None:
             return Front({}, None, skip, skip, problem)
     return Front(meta, text[split.start : split.end], split.start, split.end)
