@@ -4,9 +4,10 @@ The one frontmatter reader (`read_front`): memories, the search index and plain 
 and parse a block here, so they agree on where a body starts and why a block is no metadata.
 
 A memory file is owned by its user, so reading never fails and writing never reformats: the
-frontmatter is split out by hand here, then parsed with a safe, bounded loader and edited line
-by line in crustacean/frontyaml.py, which is imported only once a block is parsed or written (a
-text without frontmatter, and a command that reads memories from the index, never load YAML).
+frontmatter block is found here (exact offsets), then read through python-frontmatter with a
+safe, bounded handler and edited line by line in crustacean/frontyaml.py, which is imported only
+once a block is parsed or written (a text without frontmatter, a block of plain `key: value`
+lines, and a command that reads memories from the index never load YAML).
 
 Invariant of a parsed document: `text == bom + (front or "") + body`, where `bom` is "\\ufeff"
 when the file starts with one. The BOM is an encoding mark, so it is in neither `front` nor `body`.
@@ -22,15 +23,13 @@ from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from crustacean.markdown import FRONT_FENCE
 from crustacean.tiers import TIERS
 
 MAX_DOC_BYTES = 1_000_000
 BOM = "\ufeff"
 KNOWN_KEYS = ("name", "source", "recorded", "tier", "tier_set")
 
-# A frontmatter fence line: `---`, trailing blanks, the line's end. python-frontmatter splits a
-# block with the same rule (frontyaml's handler), so both find the same YAML.
-FRONT_FENCE = re.compile(r"^---[ \t]*(?=\r?\n|\Z)", re.MULTILINE)
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 

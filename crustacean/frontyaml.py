@@ -5,7 +5,7 @@ with no frontmatter (or from the index), does not import PyYAML and python-front
 at start-up): documents.py imports this module on the first block it parses or edits.
 
 A block is read the ordinary way, `frontmatter.parse(block, handler=HANDLER)`, with a handler
-whose boundary is documents.py's fence rule and whose `load` is bounded: an alias bomb (a few
+whose boundary is markdown.py's frontmatter fence and whose `load` is bounded: an alias bomb (a few
 hundred bytes that expand to millions of values) is refused before it is built, and a block
 that is no mapping raises rather than reading as `{}`. Where a block starts and ends (the BOM,
 an unclosed block, exact offsets for line-preserving edits) documents.py finds itself, as
@@ -24,7 +24,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from crustacean.documents import FRONT_FENCE
+from crustacean.markdown import FRONT_FENCE
 
 MAX_FRONT_VALUES = 10_000  # values a frontmatter block may expand to, aliases followed
 MAX_FRONT_DEPTH = 64  # nesting levels, aliases followed (a self-referencing alias is infinite)

@@ -7,7 +7,8 @@ they agree on what a section is. The rules are CommonMark's, line by line (no li
 containers): a heading is 0-3 spaces, 1-6 `#`, then a space, a tab or the end of the line, and
 an optional closing run of `#`; a fence is 0-3 spaces and 3 or more backticks or tildes (a
 backtick fence's info string holds no backtick), closed by a line of only the same character,
-at least as many. A fence never closed runs to the end of the text.
+at least as many. A fence never closed runs to the end of the text. A frontmatter block's
+`---` fence is here too (`FRONT_FENCE`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from urllib.parse import unquote
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*")
 _CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})(.*)")
+# A frontmatter fence line: `---`, trailing blanks, the line's end. documents.py finds a block
+# with it and python-frontmatter splits one with it (frontyaml's handler): the same YAML.
+FRONT_FENCE = re.compile(r"^---[ \t]*(?=\r?\n|\Z)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
