@@ -328,13 +328,17 @@ class IndexReader:
         raw: bool = False,
         path_prefix: str | None = None,
         include_archive: bool = False,
+        refresh: bool = True,
         budget_chars: int | None = None,
         now: datetime | None = None,
     ) -> list[Hit]:
         """Best windows first: at most `limit` (10, or `MAX_HITS` with a budget) and, with
         `budget_chars`, at most that many characters of text. `now` dates "last week" and
-        such. A `path_prefix` under archive/ implies `include_archive`."""
+        such. A `path_prefix` under archive/ implies `include_archive`. `refresh` brings the
+        index up to date first where the reader can (`SearchIndex`; a bare reader only reads)."""
         check_request(query, limit, budget_chars)
+        if refresh:
+            self.refresh()
         prefix = (path_prefix or "").removeprefix("./").lstrip("/")
         archive = include_archive or prefix.startswith(ARCHIVE.rstrip("/"))
         scope = self._scope(prefix, archive)
@@ -346,6 +350,9 @@ class IndexReader:
             ranked = self.rank(parsed, scope, CANDIDATES * cap)
             marks = _marks(parsed)
         return self._windows(ranked, cap, budget_chars, marks)
+
+    def refresh(self) -> None:
+        """Nothing here: the index is read as it is (`SearchIndex` updates it)."""
 
     def _scope(self, prefix: str, archive: bool) -> _Scope:
         """Scaffold files only under a prefix; the archive only when asked."""
