@@ -172,7 +172,7 @@ def upkeep_check(reps: int, versions: int = 10) -> tuple[list[float], list[float
     the store's check after a version (store/upkeep.py), against the process `git commit`
     starts after every commit (`git maintenance run --auto --quiet`), on a workspace with
     `versions` versions; interleaved, ms."""
-    from crustacean.store import upkeep
+    from crustacean.store.versions import MAINTENANCE
 
     tmp = Path(tempfile.mkdtemp(prefix="crustacean-bench-"))
     try:
@@ -183,10 +183,10 @@ def upkeep_check(reps: int, versions: int = 10) -> tuple[list[float], list[float
             store.write_context([change], actor="user", message="bench: setup")
 
         def ours() -> object:
-            return upkeep.after_commit(root, lambda: store.git.facts().upkeep, store.git.busy)
+            return store.git.maintain()
 
         def git_commits() -> None:
-            _git(root, *upkeep.COMMAND)
+            _git(root, *MAINTENANCE)
 
         a, b = [], []
         for _ in range(reps):

@@ -37,7 +37,7 @@ from crustacean.errors import (
     WriteError,
 )
 from crustacean.secrets import find_secrets
-from crustacean.store import gitread, policy, proposals, upkeep
+from crustacean.store import policy, proposals
 from crustacean.store.atomic import (
     FilesystemSync,
     atomic_write,
@@ -56,6 +56,7 @@ from crustacean.store.versions import (
     TRAILER_CALL,
     TRAILER_RUN,
     Git,
+    blob_id,
     clear_stale_index_lock,
 )
 from crustacean.workspace import NOT_GIT, TRASH_DIR, WORKING_MEMORY, WRITABLE, Workspace, walk
@@ -500,8 +501,8 @@ class Store:
                 snapshot=snapshot,
                 sha256=_hashes(plan, touched),
             )
-        if version is not None:  # git's housekeeping, as `git commit` runs it (store/upkeep.py)
-            upkeep.after_commit(self.root, lambda: self.git.facts().upkeep, self.git.busy)
+        if version is not None:  # git's housekeeping, as `git commit` runs it
+            self.git.maintain()
         return result
 
     def _write_versioned(
@@ -519,26 +520,20 @@ class Store:
         snapshot = self._snapshot_dirty(plan, actor, base)
         head = snapshot or base
         settle = self._apply(plan, touched, call_id, head, base, settle_later=True)
-        copy = None  # the user's index, when the version can be built on it (see commit_paths)
         try:
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
-            copy = self.git.index_copy() if snapshot is None and head is not None else None
             version = self.git.commit_paths(
                 touched,
                 actor=actor,
                 message=message,
                 trailers=trailers,
                 parent=head,
-                reuse_index=copy,
-                expect=_blob_ids(plan, touched, head) if copy else None,
                 before_ref=settle,  # the renames are on disk before HEAD names the version
                 fault=_fault_point,
             )
             settle()
         except BaseException:
             settle()
-            if copy is not None:
-                copy.unlink(missing_ok=True)
             self._restore(self._read_journal())
             if snapshot is not None:  # the user's snapshot did land: the index follows it
                 with contextlib.suppress(Exception):  # never hide why the commit failed
@@ -546,10 +541,7 @@ class Store:
             self._journal_path.unlink(missing_ok=True)
             raise
         _fault_point(INDEX_SYNC)
-        if copy is not None and copy.exists():  # it holds the version: it becomes the index
-            self.git.install_index(copy)
-        else:
-            self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
         self._journal_path.unlink(missing_ok=True)
         return version, snapshot
 
@@ -1020,16 +1012,7 @@ def _named(plan: Plan) -> list[str]:
 
 
 def _git_blob_id(data: bytes) -> str:
-    return gitread.blob_id(data, "0" * 40)
-
-
-def _blob_ids(plan: Plan, touched: list[str], like: str | None) -> dict[str, str | None]:
-    """The blob id each touched file's new bytes get (None: gone), for `commit_paths`."""
-    ids = {}
-    for p in touched:
-        data = plan.after[p]
-        ids[p] = None if data is None else gitread.blob_id(data, like or "0" * 40)
-    return ids
+    return blob_id(data, "0" * 40)
 
 
 def _tier_of(full: Path, rel: str) -> str | None:
