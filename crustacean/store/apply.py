@@ -23,7 +23,6 @@ from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
 from crustacean.errors import LockedError
-from crustacean.store import gitread
 from crustacean.store.atomic import (
     FilesystemSync,
     atomic_write,
@@ -42,6 +41,7 @@ from crustacean.store.versions import (
     TRAILER_CALL,
     TRAILER_RUN,
     Git,
+    blob_id,
     clear_stale_index_lock,
 )
 from crustacean.workspace import NOT_GIT, Workspace, walk
@@ -358,28 +358,22 @@ class Applied:
         if not self.applier.versioned:
             self.applier.journal_path.unlink(missing_ok=True)
             return None
-        plan, touched, call_id = self.plan, self.touched, self.call_id
+        touched, call_id = self.touched, self.call_id
         head, snapshot, settle = self.head, self.snapshot, self.settle
-        copy = None  # the user's index, when the version can be built on it (see commit_paths)
         try:
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
-            copy = self.git.index_copy() if snapshot is None and head is not None else None
             version = self.git.commit_paths(
                 touched,
                 actor=actor,
                 message=message,
                 trailers=trailers,
                 parent=head,
-                reuse_index=copy,
-                expect=_blob_ids(plan, touched, head) if copy else None,
                 before_ref=settle,  # the renames are on disk before HEAD names the version
                 fault=_fault_point,
             )
             settle()
         except BaseException:
             settle()
-            if copy is not None:
-                copy.unlink(missing_ok=True)
             self.applier.restore(self.applier.read_journal())
             if snapshot is not None:  # the user's snapshot did land: the index follows it
                 with contextlib.suppress(Exception):  # never hide why the commit failed
@@ -387,10 +381,7 @@ class Applied:
             self.applier.journal_path.unlink(missing_ok=True)
             raise
         _fault_point(INDEX_SYNC)
-        if copy is not None and copy.exists():  # it holds the version: it becomes the index
-            self.git.install_index(copy)
-        else:
-            self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
         self.applier.journal_path.unlink(missing_ok=True)
         return version
 
@@ -482,16 +473,7 @@ def _umask() -> int:
 
 
 def _git_blob_id(data: bytes) -> str:
-    return gitread.blob_id(data, "0" * 40)
-
-
-def _blob_ids(plan: Plan, touched: list[str], like: str | None) -> dict[str, str | None]:
-    """The blob id each touched file's new bytes get (None: gone), for `commit_paths`."""
-    ids = {}
-    for p in touched:
-        data = plan.after[p]
-        ids[p] = None if data is None else gitread.blob_id(data, like or "0" * 40)
-    return ids
+    return blob_id(data, "0" * 40)
 
 
 def _make_folders(folders: set[Path]) -> tuple[set[Path], set[Path]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from crustacean.clock import Clock, wall_clock
-from crustacean.store import proposals, upkeep
+from crustacean.store import proposals
 from crustacean.store.apply import Applier
 from crustacean.store.files import Files
 from crustacean.store.plan import Plan, Planner, check_message
@@ -118,8 +118,8 @@ class Store(Files):
                 snapshot=applied.snapshot,
                 sha256=applied.sha256,
             )
-        if version is not None:  # git's housekeeping, as `git commit` runs it (store/upkeep.py)
-            upkeep.after_commit(self.root, lambda: self.git.facts().upkeep, self.git.busy)
+        if version is not None:  # git's housekeeping, as `git commit` runs it
+            self.git.maintain()
         return result
 
     def repair(self) -> tuple[bool, list[str]]:
