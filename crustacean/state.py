@@ -256,6 +256,21 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX search_files_warning ON search_files (path) WHERE warning IS NOT NULL;
         """,
     ),
+    (
+        # The loss guard's cap per run (store/plan.py): what each run has lost of each file so
+        # far, so a run whose calls come through several Store objects (an MCP server, a
+        # restarted stage) cannot lose more than one call may.
+        "m014_loss_tally",
+        """
+        CREATE TABLE loss_tally (
+            run_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            base INTEGER NOT NULL,
+            lost INTEGER NOT NULL,
+            PRIMARY KEY (run_id, path)
+        );
+        """,
+    ),
 ]
 
 
@@ -429,6 +444,25 @@ class StateDB:
         """Every recorded path's usage."""
         rows = self.conn.execute("SELECT path, uses, last_recalled FROM recalls ORDER BY path")
         return {path: Recalls(uses, from_db_time(last)) for path, uses, last in rows}
+
+    # ------------------------------------------------------------ loss tally
+
+    def loss_of(self, run_id: str, path: str) -> tuple[int, int] | None:
+        """(lines of the file when the run first changed it, lines the run lost of it)."""
+        row = self.conn.execute(
+            "SELECT base, lost FROM loss_tally WHERE run_id = ? AND path = ?", (run_id, path)
+        ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def record_loss(self, run_id: str, tally: dict[str, tuple[int, int]]) -> None:
+        """The run's new tally of each file it lost lines of (replacing the old one)."""
+        rows = [(run_id, path, base, lost) for path, (base, lost) in tally.items()]
+        with self.transaction():
+            self.conn.executemany(
+                "INSERT INTO loss_tally (run_id, path, base, lost) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(run_id, path) DO UPDATE SET lost = excluded.lost",
+                rows,
+            )
 
 
 def open_state(ws: Workspace, *, any_thread: bool = False) -> StateDB:

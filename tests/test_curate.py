@@ -446,3 +446,70 @@ def test_likely_destinations(text: str, expected: list[str]) -> None:
         "knowledge/topics/sourdough.md": "Sourdough",
     }
     assert likely_destinations([Entry("x", "2026-11-30", "", text, 1)], labels) == expected
+
+
+def test_a_tidy_that_sorts_every_word_onto_one_line_is_refused_and_the_model_recovers(
+    setup: dict[str, Any],
+) -> None:
+    """Issue 33 item 4, live: the model replaces a contact's 30 fact lines with one line of
+    their words sorted ("tidy bob"). The tool result names the lines it would lose; the model's
+    next call keeps them, and the run ends ok with every fact still readable."""
+    s, fake, root = setup, setup["fake"], setup["ws"].root
+    path = "memory/contacts/email-bob.md"
+    facts = [
+        f"- Bob fact {n}: he keeps bees number {n} behind the allotment shed." for n in range(30)
+    ]
+    (root / path).write_text("# Bob\n\n" + "\n".join(facts) + "\n")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qm", "bob"],
+        cwd=root,
+        check=True,
+    )
+    old = (root / path).read_bytes()
+    tidy = " ".join(sorted(w for line in facts for w in line.split()))
+    fake.enqueue(
+        tool_use(
+            (
+                "write_context",
+                {
+                    "message": "tidy bob",
+                    "changes": [
+                        {
+                            "path": path,
+                            "mode": "edit",
+                            "old": "\n".join(facts),
+                            "new": tidy,
+                            "expected_sha256": sha256_hex(old),
+                        }
+                    ],
+                },
+            )
+        ),
+        tool_use(
+            (
+                "write_context",
+                {
+                    "message": "add the tea fact",
+                    "changes": [
+                        {
+                            "path": path,
+                            "mode": "append",
+                            "content": "- Bob drinks green tea.\n",
+                            "expected_sha256": sha256_hex(old),
+                        }
+                    ],
+                },
+            )
+        ),
+        text("done"),
+    )
+    result = curate(s["ws"], env=s["env"], clock=clock)
+    refusal = fake.messages()[1].body["messages"][-1]["content"][0]
+    assert refusal["is_error"]
+    assert "refused, nothing of this call was applied" in refusal["content"]
+    assert f"{path} would lose 30 line(s)" in refusal["content"]
+    assert "line 3: '- Bob fact 0: he keeps bees" in refusal["content"]
+    assert result.record.status == "ok"
+    text_now = (root / path).read_text()
+    assert all(f in text_now for f in facts) and text_now.endswith("- Bob drinks green tea.\n")

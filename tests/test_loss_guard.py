@@ -171,3 +171,105 @@ def test_casefold_makes_and_unmakes_no_whitespace_or_line_break() -> None:
         ):
             odd.append(hex(cp))
     assert odd == []
+
+
+BOB = [
+    f"- Bob {fact}."
+    for fact in (
+        "grew up in Porto and moved to Leeds in 2019",
+        "works nights as a paramedic at the general hospital",
+        "has two daughters called Inês and Mariana",
+        "is allergic to penicillin since a reaction in 2015",
+        "plays bass in a covers band on Fridays",
+        "drives a green 2012 Volvo estate",
+        "prefers phone calls after six in the evening",
+        "is saving for a trip to Japan next spring",
+        "reads crime novels, Ian Rankin most of all",
+        "runs the Leeds half marathon every May",
+    )
+]
+
+
+def sorted_words(lines: list[str]) -> str:
+    """Every word of `lines` on one line, sorted: every word is there, no fact is readable."""
+    return " ".join(sorted(w for line in lines for w in line.split()))
+
+
+def test_one_line_of_every_word_sorted_is_loss(ws: Workspace) -> None:
+    """Issue 33 item 4 through the store: a 100-line contact replaced by one line holding all its
+    words, sorted ("tidy bob"), is refused, naming the lines it would lose."""
+    facts = [f"{line[:-1]} (note {n})." for n in range(10) for line in BOB]  # 100 lines
+    path = "memory/contacts/email-bob.md"
+    old = put(ws, path, ["# Bob", *facts])
+    msg = refused(Store(ws), [edit(path, old, f"# Bob\n{sorted_words(facts)}\n")], actor="curate")
+    assert f"{path} would lose 100 line(s)" in msg
+    assert "line 2: '- Bob grew up in Porto" in msg
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # three lines merged into one, in their order, with joining words
+        (
+            BOB[:3],
+            [
+                "- Bob grew up in Porto, moved to Leeds in 2019, works nights as a paramedic "
+                "at the general hospital and has two daughters called Inês and Mariana."
+            ],
+        ),
+        # a clause added in front, the line kept in order
+        (BOB[:1], ["- Since childhood Bob grew up in Porto and later moved to Leeds in 2019."]),
+        # a close rewording about the line's own length, words in another order
+        (["- Works at Acme as a designer."], ["- Designer at Acme; works there since 2025."]),
+    ],
+)
+def test_a_line_said_again_by_one_added_line_is_kept(old: list[str], new: list[str]) -> None:
+    before = ("\n".join(["# Bob", *old]) + "\n").encode()
+    after = "\n".join(["# Bob", *new]) + "\n"
+    assert lost_lines(before, [after.encode()], [after.splitlines()]) == []
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "\n".join(f"- lorem ipsum dolor sit amet {i}" for i in range(30)),  # 30 junk lines
+        "\n".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(200)),  # 200 one-letter lines
+        sorted_words(BOB),  # every word, sorted
+    ],
+)
+def test_what_no_reader_can_read_back_is_loss(junk: str) -> None:
+    before = ("\n".join(["# Bob", *BOB]) + "\n").encode()
+    after = f"# Bob\n{junk}\n"
+    lost = lost_lines(before, [after.encode()], [after.splitlines()])
+    assert len(lost) >= 6  # most facts gone: the cap of 3 lines refuses it
+
+
+def test_each_added_word_vouches_for_one_lost_line_only() -> None:
+    """Two lost lines that say the same thing cannot both lean on one added line."""
+    before = b"# Bob\n- Bob plays bass on Fridays.\n- Bob plays bass on Fridays!\n"
+    after = "# Bob\n- Bob plays the bass on Fridays.\n"
+    assert len(lost_lines(before, [after.encode()], [after.splitlines()])) == 1
+
+
+def test_the_cap_holds_per_run_across_store_objects(ws: Workspace) -> None:
+    """Issue 33 item 5: 25 one-line edits with one run id, each through a new Store (as an MCP
+    server restarted between calls would), lose at most the run's cap of a 100-line file."""
+    lines = [
+        "# Garden",
+        *[f"- Garden fact {n}: the bed by the {n}th fence post." for n in range(99)],
+    ]
+    path = "memory/notes/garden.md"
+    put(ws, path, lines)
+    refusals = 0
+    for n in range(25):
+        store = Store(ws)
+        cur = store.read_bytes(path) or b""
+        gone = cur.decode().replace(lines[n + 1] + "\n", "")
+        try:
+            store.write_context([edit(path, cur, gone)], actor="compile", message="x", run_id=RUN)
+        except LimitError as e:
+            refusals += 1
+            assert "lost earlier this run" in str(e)
+    left = (ws.root / path).read_text().splitlines()
+    assert len(lines) - len(left) == 10  # max_loss_fraction 0.1 of 100 lines
+    assert refusals == 15

@@ -25,6 +25,7 @@ class OverlayStore(Store):
         super().__init__(*args, **kwargs)
         self.overlay = {}
         self.proposed = []
+        self._loss_tally.persist = False  # a dry run's losses count within it, never after
 
     def read_bytes(self, path: str) -> bytes | None:
         if path in self.overlay:
@@ -71,7 +72,7 @@ class OverlayStore(Store):
             )
         for path in plan.touched:
             self.overlay[path] = plan.after[path]
-        self._loss_tally.update({(run_id, p): t for p, t in plan.loss.items()})
+        self._loss_tally.add(run_id, plan.loss)
         return WriteResult(
             files=tuple(plan.touched),
             version=None,

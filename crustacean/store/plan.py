@@ -22,6 +22,7 @@ from crustacean.errors import (
     WriteError,
 )
 from crustacean.secrets import find_secrets
+from crustacean.state import DB_NAME, open_state
 from crustacean.store import policy
 from crustacean.store.changes import Change, parse_changes, sha256_hex
 from crustacean.store.loss import Leftover, _lines, _numbered
@@ -30,6 +31,33 @@ from crustacean.workspace import TRASH_DIR, WORKING_MEMORY, Workspace
 
 LOSS_GUARDED = ("curate", "compile", "calibrate")  # the stages that edit files they did not write
 SECRET_CONTEXT = 2_000  # bytes around a change the result scan reads, either side
+
+
+class LossTally:
+    """What each run has lost of each file so far: (lines when the run first changed it, lines
+    lost). Kept in state.db, so the cap holds per run across Store objects; a dry run's overlay
+    keeps its own in memory (`persist=False`)."""
+
+    def __init__(self, ws: Workspace, *, persist: bool = True) -> None:
+        self.ws = ws
+        self.persist = persist
+        self.mem: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def get(self, run_id: str, path: str) -> tuple[int, int]:
+        if (run_id, path) in self.mem or not self.persist:
+            return self.mem.get((run_id, path), (0, 0))
+        if not (self.ws.state_dir / DB_NAME).exists():  # no run recorded a loss: read nothing
+            return (0, 0)
+        with open_state(self.ws) as db:
+            return db.loss_of(run_id, path) or (0, 0)
+
+    def add(self, run_id: str | None, tally: dict[str, tuple[int, int]]) -> None:
+        if not run_id or not tally:
+            return
+        self.mem.update({(run_id, p): t for p, t in tally.items()})
+        if self.persist:
+            with open_state(self.ws) as db:
+                db.record_loss(run_id, tally)
 
 
 @dataclass
@@ -57,8 +85,7 @@ class Planner:
         self.root = ws.root
         self.clock = clock
         self.read_bytes = read_bytes  # the store's own: the overlay's view in a dry run
-        # (run id, path) -> (lines when the run first changed it, lines the run lost so far)
-        self.loss_tally: dict[tuple[str | None, str], tuple[int, int]] = {}
+        self.loss_tally = LossTally(ws)
 
     def plan(
         self,
@@ -126,7 +153,7 @@ class Planner:
             lost = [(n, raw.strip()) for n, raw, line in numbered if not rest.keeps(line)]
             if not lost:
                 continue
-            base, before_lost = self.loss_tally.get((run_id, path), (0, 0)) if run_id else (0, 0)
+            base, before_lost = self.loss_tally.get(run_id, path) if run_id else (0, 0)
             base = base or len(numbered)
             total = before_lost + len(lost)
             cap = max(cfg.loss_floor_lines, int(cfg.max_loss_fraction * base))

@@ -110,7 +110,8 @@ class Store(Files):
                 return WriteResult(files=(), call_id=call_id)
             applied = self._applier.apply(plan, touched, call_id, actor)
             version = applied.commit(actor, message, run_id)
-            self._loss_tally.update({(run_id, p): t for p, t in plan.loss.items()})
+            if plan.loss:  # a run's losses so far, kept once the version holds them
+                self._loss_tally.add(run_id, plan.loss)
             result = WriteResult(
                 files=tuple(touched),
                 version=version,
