@@ -146,3 +146,14 @@ def test_the_corpus_files_hold_no_literal_secret() -> None:
     corpus = here.parents[1] / "bench" / "secrets_corpus.py"
     for path in (here, corpus):
         assert find_secrets(path.read_text(encoding="utf-8")) == [], path
+
+
+def test_the_safety_doc_lists_exactly_the_kinds_caught() -> None:
+    from crustacean import secrets
+
+    doc = (Path(__file__).parents[1] / "docs" / "safety.md").read_text(encoding="utf-8")
+    block = doc.split("<!-- BEGIN secret kinds")[1].split("<!-- END secret kinds")[0]
+    listed = [line.split("|")[1].strip() for line in block.splitlines()[3:] if line.startswith("|")]
+    caught = {rule.kind for rule in secrets._RULES} | {secrets.TABLE_KIND}
+    assert sorted(listed) == sorted(caught)
+    assert {c.kind for c in CASES} == caught  # and the corpus has every kind
