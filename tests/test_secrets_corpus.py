@@ -157,3 +157,21 @@ def test_the_safety_doc_lists_exactly_the_kinds_caught() -> None:
     caught = {rule.kind for rule in secrets._RULES} | {secrets.TABLE_KIND}
     assert sorted(listed) == sorted(caught)
     assert {c.kind for c in CASES} == caught  # and the corpus has every kind
+
+
+def test_a_row_appended_under_a_password_column_is_refused(store: Store) -> None:
+    # the header is in the file already, outside the lines the change adds
+    path = "memory/notes/accounts.md"
+    header = "# Accounts\n\n| service | password |\n|---|---|\n| printer | see the vault |\n"
+    store.write_context(
+        [{"path": path, "mode": "create", "content": header}], actor="mcp", message="accounts"
+    )
+    value = "Wq" + "8vLr2" + "Xe5Tn!"
+    case = Case("password in a table", f"| wifi | {value} |", value, alone=False)
+    _refused(
+        store,
+        case,
+        changes=[{"path": path, "mode": "append", "content": case.text + "\n"}],
+        message="wifi",
+    )
+    assert (store.root / path).read_text(encoding="utf-8") == header
