@@ -31,12 +31,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     return Store(copy_workspace(template, tmp_path_factory.mktemp("corpus")))
 
 
-def _refused(store: Store, case: Case, **call: object) -> str:
+def _refused(store: Store, case: Case, *, changes: list[dict[str, str]], message: str) -> str:
     """The refusal's message for one write; the workspace is checked to be unchanged."""
     head = store.git.head()
-    changes = call.pop("changes")
     with pytest.raises(SecretError) as err:
-        store.write_context(changes, actor="mcp", **call)  # type: ignore[arg-type]
+        store.write_context(changes, actor="mcp", message=message)
     assert store.git.head() == head
     message = str(err.value)
     assert case.value not in message and f"({case.kind})" in message
