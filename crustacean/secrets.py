@@ -413,7 +413,12 @@ _RULES: tuple[_Rule, ...] = (
         r"tskey-(?:auth|api|client|webhook|scim)-(?P<r>[A-Za-z0-9]+-[A-Za-z0-9]+)",
     ),
     _token("Figma token", ("figd_",), r"figd_(?P<r>[\w-]{40})"),
-    _token("Airtable token", ("pat",), r"pat[A-Za-z0-9]{14}\.(?P<r>[a-f0-9]{64})"),
+    _Rule(  # "pat" is in too many words to be a hint
+        "Airtable token",
+        (),
+        _regex(r"(?<![\w-])pat[A-Za-z0-9]{14}\.(?P<r>[a-f0-9]{64})(?![\w-])"),
+        pre=re.compile(r"pat[A-Za-z0-9]{14}\."),
+    ),
     _token("Atlassian API token", ("atatt3",), r"ATATT3(?P<r>[\w=-]{180,})"),
     _token("Databricks token", ("dapi",), r"dapi(?P<r>[a-f0-9]{32})(?:-\d)?"),
     _token("Doppler token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<r>[A-Za-z0-9]{40,44})"),
@@ -500,16 +505,22 @@ _PREFIXLESS = tuple(r for r in _RULES if r.pre is not None)
 _LINE_RULES = _RULES[1:]  # _RULES[0], the PEM block, is the one that spans lines
 
 
+# hint -> the indices (in _LINE_RULES) of the rules it wakes: one substring test per hint
+_BY_HINT: dict[str, list[int]] = {}
+for _i, _rule in enumerate(_LINE_RULES):
+    for _hint in _rule.hints:
+        _BY_HINT.setdefault(_hint, []).append(_i)
+_PRE = tuple((i, r.pre) for i, r in enumerate(_LINE_RULES) if r.pre is not None)
+
+
 def _wanted(line: str) -> list[_Rule]:
     """The rules the pre-filter lets run on one line, in rule order."""
     low = line.lower()
     if _ANY_HINT.search(low) is None:
         return [r for r in _PREFIXLESS if r.pre and r.pre.search(line)]
-    return [
-        r
-        for r in _LINE_RULES
-        if (r.pre.search(line) if r.pre is not None else any(h in low for h in r.hints))
-    ]
+    woken = {i for h, rules in _BY_HINT.items() if h in low for i in rules}
+    woken.update(i for i, pre in _PRE if pre.search(line))
+    return [_LINE_RULES[i] for i in sorted(woken)]
 
 
 _TABLE_RULE = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|?)+[ \t]*")

@@ -13,7 +13,6 @@ from conftest import snapshot
 from crustacean.errors import PathError
 from crustacean.store.paths import jail
 from crustacean.store.write import Store
-from crustacean.workspace import Workspace
 
 REFUSED = [
     # (path, what the message names)
@@ -79,17 +78,10 @@ def test_ordinary_names_in_any_script_pass(tmp_path: Path, path: str) -> None:
     assert jail(tmp_path, path) == path
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
-
-
-@pytest.fixture
-def ws(template: Path, tmp_path: Path) -> Workspace:
-    return copy_workspace(template, tmp_path)
-
-
-def test_a_write_and_a_move_to_an_unreadable_name_change_nothing(ws: Workspace) -> None:
+def test_a_write_and_a_move_to_an_unreadable_name_change_nothing(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    ws = copy_workspace(make_template(tmp_path_factory), tmp_path)
     store, before = Store(ws), snapshot(ws.root)
     with pytest.raises(PathError) as err:
         store.write_context(
