@@ -1,6 +1,15 @@
 """Benchmark the credential scan that runs on every write and every transcript line.
 
-Run: `.venv/bin/python bench/secrets_bench.py [--lines N] [--rounds R]`. It makes N lines of
+Run: `.venv/bin/python bench/secrets_bench.py [--lines N] [--rounds R] [--samples S]`.
+
+First, what it catches: S fresh values (default 1,000) of every form in `bench/secrets_corpus.py`
+(each provider's published format, generated, never a real key), reported per kind as detected,
+missed (not found, or a value left in the redacted text) and found as another kind; and S of
+every ordinary text (digests, commit ids, UUIDs, base64 images, code, prose), reported as false
+positives. `find_secrets` refuses a write and `redact` cleans what a model is sent from the same
+spans, so one table is both.
+
+Then its speed. It makes N lines of
 note-like prose (default 50,000, about 3 MB): most plain, some with the words that wake a
 detector ("token", "password", "key", URLs), a few with a real-looking credential. It times
 `find_secrets` line by line (the pre-filter decides which detectors run) against the baseline,
@@ -19,18 +28,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
+from collections import Counter
+
 from bench.common import count, data_size, p95, row
 from bench.generate import WORDS
+from bench.secrets_corpus import MAKERS, ORDINARY, credentials
 from crustacean import secrets
 
-SECRETS = (
-    "sk-ant-" + "api03-" + "Q7" * 20,
-    "ghp_" + "aB3" * 12,
-    "AKIA" + "IOSFODNN7ABCDEFG",
-    "ak_" + "t-F9AbvfZHU7SUrqAGNn",
-    "7012345678:" + "AAE" + "k3Jd9sLq2Wm8Xn5Bv7Cz1Rt4Yp6qW9eR",
-    "redis://:" + "s3cretPw9" + "@cache:6379",
-)
+SECRETS = tuple(c.text for c in credentials(random.Random(1)) if "\n" not in c.text)[:12]
 HINTED = (
     "the token budget is 4000",
     "reset the password in settings",
@@ -59,14 +64,50 @@ def every_detector(text: str) -> int:
     found = 0
     for rule in secrets._RULES:
         found += sum(1 for _ in rule.find(text))
-    return found
+    return found + sum(1 for _ in secrets._table_secrets(text))
+
+
+def recall(samples: int) -> int:
+    """Print detected / missed / other kind per credential kind and false positives per
+    ordinary text; return how many were missed or falsely flagged."""
+    rng = random.Random(33)
+    seen: Counter[str] = Counter()
+    found: Counter[str] = Counter()
+    other: Counter[str] = Counter()
+    for make in MAKERS:
+        for _ in range(samples):
+            case = make(rng)
+            kinds = [f.kind for f in secrets.find_secrets(case.text)]
+            seen[case.kind] += 1
+            if kinds and case.value not in secrets.redact(case.text):
+                found[case.kind] += 1
+                other[case.kind] += kinds[0] != case.kind
+    print("| kind | samples | detected | missed | found as another kind |")
+    print("|---|---:|---:|---:|---:|")
+    for kind in seen:
+        missed = seen[kind] - found[kind]
+        print(f"| {kind} | {seen[kind]} | {found[kind]} | {missed} | {other[kind]} |")
+    total, hits = sum(seen.values()), sum(found.values())
+    print(
+        f"| **all {len(seen)} kinds** | {total} | {hits} | {total - hits} | {sum(other.values())} |"
+    )
+    print("\n| ordinary text | samples | false positives |\n|---|---:|---:|")
+    false = 0
+    for name, make_text in ORDINARY.items():
+        flagged = sum(1 for _ in range(samples) if secrets.find_secrets(make_text(rng)))
+        false += flagged
+        print(f"| {name} | {samples} | {flagged} |")
+    print()
+    return total - hits + false
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=1_000, help="values per form (recall)")
     args = parser.parse_args()
+    recall(args.samples)
     lines = corpus(args.lines)
     mb = sum(len(line) + 1 for line in lines) / 1e6
     secrets.find_secrets(SECRETS[0])  # load detect-secrets once, outside the timing

@@ -19,7 +19,9 @@ digests, commit ids, UUIDs and placeholders must pass untouched.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -36,19 +38,23 @@ class SecretFinding:
 
 
 Span = tuple[int, int]
+TABLE_KIND = "password in a table"
 
 _KW = r"(?:password|passwd|pwd|secret(?:[_-]?key)?|token|api[_-]?key|access[_-]?key)"
 _PEM_HEAD = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _PEM_TAIL = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-# A random value has a digit and a letter; prose words, slugs and sentences rarely do both.
-_RANDOM = r"(?=[A-Za-z_-]*\d)(?=[\d_-]*[A-Za-z])"
-_RANDOM_RX = re.compile(r"(?=.*\d)(?=.*[A-Za-z])|.*[^\w-]", re.DOTALL)  # or has a symbol
 
-# Obvious stand-ins: <your-key>, ***, ${VAR}, $VAR, {var}, xxxx, ..., changeme, REDACTED, examples.
-_PLACEHOLDER = re.compile(
-    r"(?i)x{4,}|\*{3,}|\.{3}|…|redacted|example|changeme|placeholder|your[_-]|<[^>]*>"
-    r"|^\$|\$\{|\{[\w.]*\}|%\(\w+\)s|^%\w+%$|^(?:password|passwd|secret|token|none|null|undefined)$"
+# Obvious stand-ins, anywhere in a value: <your-key>, ***, ${VAR}, $VAR, {var}, xxxx, ...,
+# and what `redact` left.
+_STAND_IN = re.compile(
+    r"(?i)redacted|\*{3,}|\.{3}|…|<[^>]*>|^\$|\$\{|\{[\w.]*\}|%\(\w+\)s|^%\w+%$"
+    r"|^(?:password|passwd|secret|token|none|null|undefined)$"
 )
+# Stand-in words: a value made of them (`changeme`, `your_api_key_here`) or ending in one (AWS's
+# documented `...EXAMPLE` keys) is a placeholder; `example` followed by ten random characters
+# is a real password that happens to start with a word.
+_X_RUN = re.compile(r"(?i)x{4,}")
+_STAND_IN_WORD = re.compile(r"(?i)example|changeme|placeholder|your[_-]|dummy|sample")
 # Keys that name data *about* a credential (its hash, file, id, length, budget...), not one.
 _META_KEY = re.compile(
     r"(?i)(?:^|[_.-])(?:id|count|limit|budget|type|url|uri|file|path|dir|name|hash|sha\d*"
@@ -65,17 +71,71 @@ _PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)*")
 _DIGIT_OR_SYMBOL = re.compile(r"\d|[^\w-]")
 # Words before a hex string that make it a digest or an id, not a credential.
 _DIGEST_WORDS = re.compile(r"(?i)sha\d*|hash|digest|checksum|fingerprint|commit|etag|\bid\b|uuid")
+# Names: words joined by separators (`hub_download`, `SKILL_LEVEL`), or one camelCase word.
+_NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+|\d{1,4}")
+_CAMEL = re.compile(r"(?:[A-Z]?[a-z]{2,})+\d{0,4}")
+_SEPARATORS = re.compile(r"[_.-]+")
+
+
+def _entropy(text: str) -> float:
+    """Shannon entropy in bits per character: about log2(alphabet) for random text."""
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
+
+
+def _is_name(text: str) -> bool:
+    """Words a person named (`hub_download`, `getUserName`), as opposed to random characters."""
+    parts = [p for p in _SEPARATORS.split(text) if p]
+    if len(parts) > 1:
+        return all(_NAME_PART.fullmatch(p) for p in parts)
+    return bool(_CAMEL.fullmatch(text))
+
+
+def _random(text: str) -> bool:
+    """Judge a token's randomness by its entropy and length, not by the characters it uses
+    (a Hugging Face token may have no digit, an AWS key id no digit either): random text of
+    n characters has nearly log2(n) bits per character, repeats (`aB3aB3`) and names far less."""
+    if len(text) < 8 or _is_name(text):
+        return False
+    return _entropy(text) >= min(3.0, math.log2(len(text)) - 1.5)
+
+
+def _is_placeholder(value: str) -> bool:
+    """A stand-in the writer meant to be filled in, not a value: a run of x's counts when it
+    is a good part of it (`AKIA` + 16 x's), not four x's by chance inside a random token."""
+    if _STAND_IN.search(value):
+        return True
+    xs = max((len(run) for run in _X_RUN.findall(value)), default=0)
+    if xs >= 8 or xs * 4 >= len(value):
+        return True
+    if not _STAND_IN_WORD.search(value):
+        return False
+    rest = _STAND_IN_WORD.sub("", value)
+    core = re.sub(r"[\W_]", "", rest)
+    return (
+        len(core) < 8
+        or _is_name(rest.strip("_.-"))
+        or _STAND_IN_WORD.search(value[-len("placeholder") :]) is not None
+    )
 
 
 def _is_assigned_secret(m: re.Match[str]) -> bool:
     """Judge `key = value`: prose says "password: go to settings", configs hold real values."""
-    key, value = m["key"], m["v"]
-    core = value.rstrip(".,;:!?)]}")
-    if len(core) < 6 or _META_KEY.search(key) or _REFERENCE.fullmatch(core):
+    if _META_KEY.search(m["key"]):
         return False
-    if m["q"] or _DIGIT_OR_SYMBOL.search(core):
-        return True
+    key = m["key"]
     config_style = m["sep"] != ":" or not key.isalpha() or key.isupper()
+    return _is_secret_value(m["v"], quoted=bool(m["q"]), config_style=config_style)
+
+
+def _is_secret_value(value: str, *, quoted: bool, config_style: bool) -> bool:
+    """A value named a credential (by its key or its column) that holds one, not a reference
+    to one or a plain word."""
+    core = value.rstrip(".,;:!?)]}")
+    if len(core) < 6 or _REFERENCE.fullmatch(core):
+        return False
+    if quoted or _DIGIT_OR_SYMBOL.search(core):
+        return True
     return len(core) >= 12 and (config_style or not _PLAIN_WORD.fullmatch(core))
 
 
@@ -98,13 +158,17 @@ class _Rule:
 def _regex(
     pattern: str, judge: Callable[[re.Match[str]], bool] | None = None
 ) -> Callable[[str], Iterator[Span]]:
-    """Spans of a pattern's `v` group (or the whole match), minus placeholders and `judge`'s no."""
+    """Spans of a pattern's `v` group (or the whole match), minus placeholders and `judge`'s no.
+    A pattern with an `r` group (the random body after a fixed prefix) needs it `_random`."""
     rx = re.compile(pattern)
     group = "v" if "v" in rx.groupindex else 0
+    body = "r" in rx.groupindex
 
     def find(text: str) -> Iterator[Span]:
         for m in rx.finditer(text):
-            if _PLACEHOLDER.search(m[group]) or (judge and not judge(m)):
+            if _is_placeholder(m[group]) or (body and not _random(m["r"])):
+                continue
+            if judge and not judge(m):
                 continue
             yield m.span(group)
 
@@ -178,7 +242,7 @@ def _library(
                 groups = [i for i in range(1, (rx.groups or 0) + 1) if m[i]]
                 span = m.span(groups[-1]) if value_group and groups else m.span()
                 value = text[span[0] : span[1]]
-                if not value or _PLACEHOLDER.search(value) or not _RANDOM_RX.match(value):
+                if not value or _is_placeholder(value) or not _random(value):
                     continue
                 if accept is not None and not accept(value):
                     continue
@@ -199,7 +263,30 @@ _GITLAB_PREFIXES: tuple[str, ...] = (
 )
 _GITLAB_PREFIXES += ("glimt-", "glptt-", "glagent-", "gloas-")
 
-# Ordered most specific first: where two matches overlap, the earlier rule wins.
+
+def _token(kind: str, hints: tuple[str, ...], pattern: str) -> _Rule:
+    """A provider's token: a fixed prefix and an `r` body that must look random, standing
+    alone (not inside a longer word, base64 blob or path)."""
+    return _Rule(kind, hints, _regex(rf"(?<![\w-]){pattern}(?![\w+/=-])"))
+
+
+# Prefixes base64 can hold by chance (`EAA`): not right after a base64 run and its `+` or `/`.
+_NOT_IN_BASE64 = r"(?<![A-Za-z0-9]{8}[+/=])"
+
+
+def _sas_signature(m: re.Match[str]) -> bool:
+    """An Azure shared access signature: `sig=` in a URL that also says its service version."""
+    return re.search(r"[?&]sv=\d{4}-\d\d-\d\d", m.string) is not None
+
+
+def _curl_password(m: re.Match[str]) -> bool:
+    """`curl -u user:pw`; `user:pass`, `$USER:$PASS` and `{{ ... }}` stand for one."""
+    value = m["v"]
+    return not re.fullmatch(r"(?i)pass(?:word)?|pwd|test|token|secret|\$.*|\{\{.*|\[.*\]", value)
+
+
+# Ordered most specific first: where two matches overlap, the earlier rule wins. Prefixes and
+# lengths are the providers' published formats, as the well-kept scanners list them.
 _RULES: tuple[_Rule, ...] = (
     _Rule("private key block", ("-----BEGIN",), _pem),
     _Rule(
@@ -208,12 +295,10 @@ _RULES: tuple[_Rule, ...] = (
         _library("PrivateKeyDetector"),
     ),
     _Rule("Anthropic API key", ("sk-ant-",), _regex(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    _token("OpenRouter API key", ("sk-or-",), r"sk-or-v1-(?P<r>[a-f0-9]{64})"),
     _Rule("OpenAI API key", ("t3blbkfj",), _library("OpenAIDetector")),
-    _Rule(
-        "OpenAI API key",
-        ("sk-",),
-        _regex(r"\bsk-(?!ant-)(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{32,}"),
-    ),
+    _Rule("OpenAI API key", ("sk-",), _regex(r"\bsk-(?!ant-)(?P<r>[A-Za-z0-9_-]{32,})")),
+    _token("ElevenLabs API key", ("sk_",), r"sk_(?P<r>[a-f0-9]{48})"),
     _Rule(
         "AWS secret access key",
         ("secret",),
@@ -224,10 +309,23 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "AWS access key id",
+        ("akia", "asia", "abia", "acca", "a3t"),
+        _regex(
+            r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?P<r>[A-Z0-9]{16})(?![A-Za-z0-9])"
+        ),
+    ),
+    _Rule(
+        "AWS access key id",
         ("akia", "asia", "abia", "acca", "a3t", "aws"),
         _library("AWSKeyDetector", value_group=True),
     ),
     _Rule("Azure storage key", ("accountkey=",), _library("AzureStorageKeyDetector")),
+    _Rule(
+        "Azure SAS token",
+        ("sig=",),
+        _regex(r"[?&]sig=(?P<v>(?P<r>[A-Za-z0-9%+/]{30,}(?:=|%3[Dd]){0,2}))", _sas_signature),
+    ),
+    _token("Azure AD client secret", ("q~",), r"(?P<r>[\w~.]{3}\dQ~[\w~.-]{31,34})"),
     _Rule(
         "GitHub token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
@@ -236,28 +334,30 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _library("GitHubTokenDetector")
     ),
-    _Rule(
-        "GitLab token",
-        _GITLAB_PREFIXES,
-        _library("GitLabTokenDetector"),
-    ),
-    _Rule("Hugging Face token", ("hf_",), _regex(rf"\bhf_{_RANDOM}[A-Za-z0-9]{{30,}}(?![\w-])")),
+    _Rule("GitLab token", _GITLAB_PREFIXES, _library("GitLabTokenDetector")),
+    _token("Hugging Face token", ("hf_", "api_org_"), r"(?:hf|api_org)_(?P<r>[A-Za-z0-9]{30,})"),
     _Rule("npm token", ("_authtoken",), _library("NpmDetector", value_group=True)),
     _Rule("npm token", ("npm_",), _regex(r"\bnpm_[A-Za-z0-9]{36}(?![\w-])")),
     _Rule("PyPI token", ("pypi-ag",), _library("PypiTokenDetector")),
     _Rule("Google OAuth token", ("ya29.",), _regex(r"\bya29\.[\w-]{20,}")),
     _Rule("Google API key", ("aiza",), _regex(r"\bAIza[\w-]{35}(?![\w-])")),
+    _token("Google OAuth client secret", ("gocspx-",), r"GOCSPX-(?P<r>[\w-]{28})"),
     _Rule(
         "Slack webhook URL",
         ("hooks.slack.com",),
         _regex(r"https://hooks\.slack\.com/(?:services|workflows)/[\w/-]{20,}"),
     ),
-    _Rule("Slack token", ("xox",), _regex(r"\bxox[baprs]-(?=[A-Za-z0-9-]*\d)[A-Za-z0-9-]{10,}")),
+    _token("Slack token", ("xapp-",), r"xapp-\d-(?P<r>[A-Z0-9]+-\d+-[A-Za-z0-9]+)"),
+    _Rule("Slack token", ("xox",), _regex(r"(?<![\w-])xox[abeoprs]-(?P<r>[A-Za-z0-9-]{10,})")),
     _Rule("Slack token", ("xox",), _library("SlackDetector")),
     _Rule("Stripe key", ("k_live_", "k_test_"), _regex(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
     _Rule("Stripe key", ("k_live_",), _library("StripeDetector")),
+    _token("Stripe key", ("whsec_",), r"whsec_(?P<r>[A-Za-z0-9]{32,})"),
     _Rule("SendGrid API key", ("sg.",), _library("SendGridDetector")),
     _Rule("Square OAuth secret", ("sq0csp-",), _library("SquareOAuthDetector")),
+    _token("Square access token", ("sq0atp-",), r"sq0atp-(?P<r>[\w-]{22,60})"),
+    _token("Square access token", ("eaaa",), _NOT_IN_BASE64 + r"EAAA(?P<r>[\w-]{60})"),
+    _token("Facebook access token", ("eaa",), _NOT_IN_BASE64 + r"EAA(?P<r>[A-Za-z0-9]{100,})"),
     _Rule("Mailchimp API key", ("-us",), _library("MailchimpDetector")),
     _Rule(
         "Telegram bot token",
@@ -272,13 +372,71 @@ _RULES: tuple[_Rule, ...] = (
         pre=re.compile(r"[MNO][\w-]{23,25}\.[\w-]{6}\."),
     ),
     _Rule(
+        "Discord webhook URL",
+        ("/api/webhooks/",),
+        _regex(
+            r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/(?P<r>[\w-]{60,})"
+        ),
+    ),
+    _Rule(
         "Twilio key",
         (),
         _library("TwilioKeyDetector"),
         pre=re.compile(r"(?:AC|SK)[a-z0-9]{32}"),
     ),
-    _Rule("Brave API key", ("bsa",), _regex(rf"\bBSA{_RANDOM}[\w-]{{25,32}}(?![\w-])")),
-    _Rule("Composio API key", ("ak_",), _regex(rf"\bu?ak_{_RANDOM}[\w-]{{16,40}}(?![\w-])")),
+    _token("Brave API key", ("bsa",), r"BSA(?P<r>[\w-]{25,32})"),
+    _token("Composio API key", ("ak_",), r"u?ak_(?P<r>[\w-]{16,40})"),
+    _token("DigitalOcean token", ("_v1_",), r"do[opr]_v1_(?P<r>[a-f0-9]{64})"),
+    _token(
+        "Shopify token",
+        ("shpat_", "shpca_", "shppa_", "shpss_"),
+        r"shp(?:at|ca|pa|ss)_(?P<r>[a-fA-F0-9]{32})",
+    ),
+    _token("Groq API key", ("gsk_",), r"gsk_(?P<r>[A-Za-z0-9]{52})"),
+    _token("Replicate API token", ("r8_",), r"r8_(?P<r>[A-Za-z0-9]{37})"),
+    _token("Perplexity API key", ("pplx-",), r"pplx-(?P<r>[A-Za-z0-9]{48})"),
+    _token("xAI API key", ("xai-",), r"xai-(?P<r>[A-Za-z0-9]{80})"),
+    _token("Notion token", ("ntn_",), r"ntn_(?P<r>\d{11}[A-Za-z0-9]{35})"),
+    _token("Notion token", ("secret_",), r"secret_(?P<r>[A-Za-z0-9]{43})"),
+    _token("Linear API key", ("lin_api_",), r"lin_api_(?P<r>[A-Za-z0-9]{40})"),
+    _token("Postman API key", ("pmak-",), r"PMAK-(?P<r>[a-f0-9]{24}-[a-f0-9]{34})"),
+    _token("Docker Hub token", ("dckr_pat_",), r"dckr_pat_(?P<r>[\w-]{27})"),
+    _token("Supabase token", ("sbp_",), r"sbp_(?P<r>[a-f0-9]{40})"),
+    _token("Grafana token", ("glsa_",), r"glsa_(?P<r>[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})"),
+    _token("Grafana token", ("glc_",), r"glc_(?P<r>[A-Za-z0-9+/]{32,400}={0,2})"),
+    _token("Sentry token", ("sntrys_", "sntryu_"), r"sntry[su]_(?P<r>[\w+/=]{64,})"),
+    _token("age secret key", ("age-secret-key-1",), r"AGE-SECRET-KEY-1(?P<r>[0-9A-Z]{58})"),
+    _token("LangSmith API key", ("lsv2_",), r"lsv2_(?:pt|sk)_(?P<r>[a-f0-9]{32}_[a-f0-9]{10})"),
+    _token(
+        "Tailscale key",
+        ("tskey-",),
+        r"tskey-(?:auth|api|client|webhook|scim)-(?P<r>[A-Za-z0-9]+-[A-Za-z0-9]+)",
+    ),
+    _token("Figma token", ("figd_",), r"figd_(?P<r>[\w-]{40})"),
+    _Rule(  # "pat" is in too many words to be a hint
+        "Airtable token",
+        (),
+        _regex(r"(?<![\w-])pat[A-Za-z0-9]{14}\.(?P<r>[a-f0-9]{64})(?![\w-])"),
+        pre=re.compile(r"pat[A-Za-z0-9]{14}\."),
+    ),
+    _token("Atlassian API token", ("atatt3",), r"ATATT3(?P<r>[\w=-]{180,})"),
+    _token("Databricks token", ("dapi",), r"dapi(?P<r>[a-f0-9]{32})(?:-\d)?"),
+    _token("Doppler token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<r>[A-Za-z0-9]{40,44})"),
+    _token("Fly.io token", ("fo1_",), r"fo1_(?P<r>[\w-]{43})"),
+    _token("1Password service account token", ("ops_eyj",), r"ops_(?P<r>eyJ[\w+/]{250,}={0,3})"),
+    _token("Resend API key", ("re_",), r"re_(?P<r>[A-Za-z0-9]{8}_[A-Za-z0-9]{24})"),
+    _token("Tavily API key", ("tvly-",), r"tvly-(?:dev-)?(?P<r>[A-Za-z0-9]{32})"),
+    _token("Firecrawl API key", ("fc-",), r"fc-(?P<r>[a-f0-9]{32})"),
+    _token("Mailgun API key", ("key-",), r"key-(?P<r>[a-f0-9]{32})"),
+    _token("Mapbox token", ("sk.eyj",), r"sk\.(?P<r>eyJ[\w-]{50,}\.[\w-]{20,})"),
+    _token("Heroku API key", ("hrku-",), r"HRKU-AA(?P<r>[\w-]{58})"),
+    _token("Vault token", ("hvs.", "hvb."), r"hv[sb]\.(?P<r>[\w-]{90,120})"),
+    _token("Dropbox token", ("sl.",), r"sl\.(?P<r>[\w-]{130,})"),
+    _token(
+        "Braintree token",
+        ("$production$",),
+        r"access_token\$production\$(?P<r>[a-z0-9]{16}\$[a-f0-9]{32})",
+    ),
     _Rule("JWT", ("eyj",), _regex(r"\beyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}")),
     _Rule("JWT", ("eyj",), _library("JwtTokenDetector")),
     _Rule("URL credentials", ("://",), _library("BasicAuthDetector", value_group=True)),
@@ -288,9 +446,18 @@ _RULES: tuple[_Rule, ...] = (
         _regex(r"\b[A-Za-z][\w+.-]{0,20}://[^\s:/@\"'<>]*:(?P<v>[^\s:/@\"'<>]+)@"),
     ),
     _Rule(
+        "curl password",
+        ("curl",),
+        _regex(
+            r"\bcurl\b[^\n]*?[ \t](?:-u|--user)(?:=|[ \t]{1,5})(?P<q>[\"']?)[^\s:\"']*:"
+            r"(?P<v>[^\s\"']{3,})(?P=q)(?!\S)",
+            _curl_password,
+        ),
+    ),
+    _Rule(
         "bearer token",
         ("bearer",),
-        _regex(r"(?i:\bbearer)[ \t]+(?P<v>(?=[\w.~+/-]*\d)[\w.~+/-]{20,}=*)"),
+        _regex(r"(?i:\bbearer)[ \t]+(?P<v>(?P<r>[\w.~+/-]{20,}=*))"),
     ),
     _Rule(
         "credential assignment",
@@ -338,16 +505,75 @@ _PREFIXLESS = tuple(r for r in _RULES if r.pre is not None)
 _LINE_RULES = _RULES[1:]  # _RULES[0], the PEM block, is the one that spans lines
 
 
+# hint -> the indices (in _LINE_RULES) of the rules it wakes: one substring test per hint
+_BY_HINT: dict[str, list[int]] = {}
+for _i, _rule in enumerate(_LINE_RULES):
+    for _hint in _rule.hints:
+        _BY_HINT.setdefault(_hint, []).append(_i)
+_PRE = tuple((i, r.pre) for i, r in enumerate(_LINE_RULES) if r.pre is not None)
+
+
 def _wanted(line: str) -> list[_Rule]:
     """The rules the pre-filter lets run on one line, in rule order."""
     low = line.lower()
     if _ANY_HINT.search(low) is None:
         return [r for r in _PREFIXLESS if r.pre and r.pre.search(line)]
-    return [
-        r
-        for r in _LINE_RULES
-        if (r.pre.search(line) if r.pre is not None else any(h in low for h in r.hints))
-    ]
+    woken = {i for h, rules in _BY_HINT.items() if h in low for i in rules}
+    woken.update(i for i, pre in _PRE if pre.search(line))
+    return [_LINE_RULES[i] for i in sorted(woken)]
+
+
+_TABLE_RULE = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|?)+[ \t]*")
+_CELL = re.compile(r"(?<=\|)[^|]*(?=\|)")
+# A column named for a credential: `password`, `wifi password`, `API key`, `token`, `PIN`.
+_SECRET_COLUMN = re.compile(
+    rf"(?i)(?:[\w-]+[ _-])?(?:{_KW}|pass(?:word|phrase|code)?|pin|api[ _-]key|secret[ _-]key)s?"
+)
+
+
+def _is_table_row(line: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) > 1 and stripped[0] == "|" and stripped[-1] == "|"
+
+
+def _table_secrets(text: str) -> Iterator[Span]:
+    """Cells under a column named for a credential (`| service | password |`, then
+    `| wifi | ... |`): the key is the header, rows away from the value."""
+    offset = 0
+    columns: set[int] | None = None  # None: not in a table; else the header's secret columns
+    for line in text.split("\n"):
+        if not _is_table_row(line):
+            columns = None
+        elif columns is None:
+            heads = [c.strip().strip("*_`") for c in _CELL.findall(line)]
+            columns = {
+                i
+                for i, h in enumerate(heads)
+                if _SECRET_COLUMN.fullmatch(h) and not _META_KEY.search(h)
+            }
+        elif columns and not _TABLE_RULE.fullmatch(line):
+            for i, cell in enumerate(_CELL.finditer(line)):
+                value = cell[0].strip().strip("`")
+                if i not in columns or not value or any(c.isspace() for c in value):
+                    continue
+                if not _is_placeholder(value) and _is_secret_value(
+                    value, quoted=False, config_style=False
+                ):
+                    start = offset + cell.start() + cell[0].index(value)
+                    yield start, start + len(value)
+        offset += len(line) + 1
+
+
+def table_start(text: bytes, pos: int) -> int:
+    """Where a scan must begin to judge the line at `pos`: a table row is judged by its
+    table's header, so a row's scan starts at the table's first line."""
+    lo = text.rfind(b"\n", 0, pos) + 1
+    while lo > 0:
+        prev = text.rfind(b"\n", 0, lo - 1) + 1
+        if not _is_table_row(text[prev : lo - 1].decode("utf-8", "replace")):
+            break
+        lo = prev
+    return lo
 
 
 def _scan(text: str) -> list[tuple[int, int, str]]:
@@ -355,13 +581,19 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
     pem = _RULES[0]
     spans = [(s, e, pem.kind) for s, e in pem.find(text)] if "-----BEGIN" in text else []
     offset = 0
+    tables = False
     for line in text.split("\n"):
         for rule in _wanted(line):
             for start, end in rule.find(line):
                 start, end = start + offset, end + offset
                 if all(end <= s or start >= e for s, e, _ in spans):
                     spans.append((start, end, rule.kind))
+        tables = tables or ("|" in line and _is_table_row(line))
         offset += len(line) + 1
+    if tables:
+        for start, end in _table_secrets(text):
+            if all(end <= s or start >= e for s, e, _ in spans):
+                spans.append((start, end, TABLE_KIND))
     return sorted(spans)
 
 

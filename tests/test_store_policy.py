@@ -14,7 +14,7 @@ from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.errors import PolicyError, ProposalError, StaleWriteError
 from crustacean.store import proposals, review
-from crustacean.store.policy import ACTORS, MODEL_ACTORS, Verdict, decide
+from crustacean.store.policy import ACTORS, ASK_FIRST, MODEL_ACTORS, Verdict, decide
 from crustacean.store.write import Store
 from crustacean.workspace import FOUNDATION_FILES, Workspace
 
@@ -102,10 +102,11 @@ TABLE: list[tuple[str, str, str, str | None, Verdict]] = [
     ("mcp", "create", "knowledge/x.md", None, D),
     ("mcp", "delete", "memory/notes/x.md", None, D),
     ("mcp", "overwrite", "MEMORY.md", None, D),
-    # foundation files: a content change is ask-first for every model actor; deleting or moving
-    # one (or moving anything onto one) is the actor table's call, and no table allows it
+    # foundation files: the actor's table decides first; a content change from calibrate or MCP
+    # becomes a proposal, from curate, compile or collect it is refused (issue 33); deleting or
+    # moving one (or moving anything onto one) is the table's call, and no table allows it
     *[
-        (a, m, f, None, K)
+        (a, m, f, None, K if a in ASK_FIRST else D)
         for a in MODEL_ACTORS
         for f in FOUNDATION_FILES
         for m in ("create", "append", "edit", "overwrite")
@@ -187,7 +188,8 @@ def test_review_setting_keeps_denials_and_foundation_questions() -> None:
     for actor, mode, path, to in DENIED_SAMPLES:
         assert decide(actor, mode, path, daily="memory", write_setting="review", to=to).verdict is D
     for actor in MODEL_ACTORS:
-        assert decide(actor, "edit", "SOUL.md", daily="memory", write_setting="review").verdict is K
+        verdict = decide(actor, "edit", "SOUL.md", daily="memory", write_setting="review").verdict
+        assert verdict is (K if actor in ASK_FIRST else D)
 
 
 @pytest.mark.parametrize("actor", MODEL_ACTORS)
@@ -234,7 +236,7 @@ SOUL_EDIT = {"path": "SOUL.md", "mode": "append", "content": "- Be kind to crabs
 NOTE_ADD = {"path": "memory/notes/crabs.md", "mode": "create", "content": "# Crabs\n"}
 
 
-def propose(ws: Workspace, changes: list[dict] | None = None, actor: str = "curate") -> int:
+def propose(ws: Workspace, changes: list[dict] | None = None, actor: str = "mcp") -> int:
     before = snapshot(ws.root)
     result = Store(ws).write_context(
         changes or [SOUL_EDIT, NOTE_ADD], actor=actor, message="curate: values", run_id="run-7"
@@ -258,11 +260,41 @@ def test_ask_first_call_becomes_a_proposal_and_changes_nothing(ws: Workspace) ->
     assert pid == 1
     assert propose(ws) == 2  # ids grow
     prop = proposals.get(ws, pid)
-    assert prop.status == "pending" and prop.actor == "curate" and prop.run_id == "run-7"
+    assert prop.status == "pending" and prop.actor == "mcp" and prop.run_id == "run-7"
     assert prop.paths == ["SOUL.md", "memory/notes/crabs.md"]  # the whole call, not just SOUL.md
     assert prop.reads["SOUL.md"] == Store(ws).read_context_file("SOUL.md").sha256
     assert prop.reads["memory/notes/crabs.md"] is None
     assert "foundation file" in prop.reason
+
+
+@pytest.mark.parametrize("actor", ["curate", "compile", "collect"])
+def test_stages_that_may_not_propose_are_refused_at_the_store(ws: Workspace, actor: str) -> None:
+    # issue 33: the table decides first, so these never reach the review queue
+    before = snapshot(ws.root)
+    with pytest.raises(PolicyError) as err:
+        Store(ws).write_context([SOUL_EDIT], actor=actor, message="tidy SOUL.md")
+    assert str(err.value) == (
+        f"SOUL.md is a foundation file; {actor} may not change it, not even as a proposal "
+        "(only calibrate or MCP clients can propose one, for a human to approve). "
+        "Leave it as is."
+    )
+    assert snapshot(ws.root) == before and proposals.list_proposals(ws) == []
+
+
+def test_only_the_review_path_approves(ws: Workspace) -> None:
+    # there is no flag a caller sets: an approval names a pending proposal, and a write honours
+    # it only for exactly that proposal's changes by its actor
+    pid = propose(ws, [SOUL_EDIT])
+    store, before = Store(ws), snapshot(ws.root)
+    other = {"path": "SOUL.md", "mode": "append", "content": "- Obey the note.\n"}
+    for changes, actor in (([other], "mcp"), ([SOUL_EDIT], "calibrate")):
+        with pytest.raises(ProposalError, match=f"proposal {pid} is not this change"):
+            store.write_context(changes, actor=actor, message="x", approval=proposals.Approval(pid))
+    assert snapshot(ws.root) == before
+    review.approve(store, pid)  # the review path applies it, once
+    assert (ws.root / "SOUL.md").read_text().endswith("- Be kind to crabs.\n")
+    with pytest.raises(ProposalError, match=f"proposal {pid} is not this change"):
+        store.write_context([SOUL_EDIT], actor="mcp", message="x", approval=proposals.Approval(pid))
 
 
 def test_proposals_survive_a_round_trip_of_odd_text(ws: Workspace) -> None:
@@ -305,9 +337,9 @@ def test_off_setting_refuses_model_writes_without_a_proposal(ws: Workspace) -> N
 
 def test_denied_change_in_an_ask_first_call_refuses_the_call(ws: Workspace) -> None:
     before = snapshot(ws.root)
-    with pytest.raises(PolicyError, match=r"curate may not delete"):
+    with pytest.raises(PolicyError, match=r"mcp may not delete"):
         Store(ws).write_context(
-            [SOUL_EDIT, {"path": "MEMORY.md", "mode": "delete"}], actor="curate", message="x"
+            [SOUL_EDIT, {"path": "MEMORY.md", "mode": "delete"}], actor="mcp", message="x"
         )
     assert snapshot(ws.root) == before  # and no proposal was queued
 
@@ -318,7 +350,7 @@ def test_review_lists_shows_and_approves_through_the_cli(ws: Workspace) -> None:
     soul_before = (root / "SOUL.md").read_bytes()
 
     listed = run_cli(*w, "review").stdout
-    assert "curate" in listed and "SOUL.md" in listed and "curate: values" in listed
+    assert "mcp" in listed and "SOUL.md" in listed and "curate: values" in listed
     data = json.loads(run_cli(*w, "review", "--json").stdout)
     assert [p["id"] for p in data] == [pid] and data[0]["paths"][0] == "SOUL.md"
 
@@ -339,7 +371,7 @@ def test_review_lists_shows_and_approves_through_the_cli(ws: Workspace) -> None:
         "SOUL.md",
         "memory/notes/crabs.md",
     ]
-    assert git(root, "log", "-1", "--format=%an").strip() == "crustacean curate"
+    assert git(root, "log", "-1", "--format=%an").strip() == "crustacean mcp"
     assert f"(proposal {pid}, approved)" in git(root, "log", "-1", "--format=%s")
     assert "Crustacean-Run: run-7" in git(root, "log", "-1", "--format=%b")
     assert (root / "SOUL.md").read_bytes() == soul_before + b"- Be kind to crabs.\n"
@@ -439,3 +471,9 @@ def copy_ws_with_review(ws: Workspace) -> Workspace:
     from crustacean.config import load_config
 
     return Workspace(ws.root, load_config(ws.root, overrides=["memory.write=review"]))
+
+
+def test_the_stages_told_they_may_propose_are_the_ones_the_policy_lets_propose() -> None:
+    from crustacean.llm.contract import CONTRACTS
+
+    assert {s for s, c in CONTRACTS.items() if c.proposes} == set(ASK_FIRST) - {"mcp"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from crustacean.store import proposals
 from crustacean.store.changes import sha256_hex, unified_diff
 from crustacean.store.files import FileContent, FileInfo
 from crustacean.store.paths import jail
@@ -56,7 +57,7 @@ class OverlayStore(Store):
         actor: str,
         message: str,
         run_id: str | None = None,
-        approved: bool = False,
+        approval: proposals.Approval | None = None,
         max_files: int | None = None,
     ) -> WriteResult:
         """Validate exactly as a real call would, then keep the result in memory."""
@@ -65,7 +66,7 @@ class OverlayStore(Store):
             from crustacean.errors import WriteError
 
             raise WriteError("message must say what the change is (a non-empty string).")
-        if plan.ask and not approved:
+        if plan.ask and not proposals.approves(self.ws, approval, actor, plan.changes):
             self.proposed.append(message)
             return WriteResult(
                 files=tuple(c.path for c in plan.changes), proposal=0, call_id=new_id()

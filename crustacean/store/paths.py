@@ -1,6 +1,13 @@
 """The path jail: every path a writer names becomes a clean, workspace-relative POSIX path, or
 is refused. Nothing outside the workspace, nothing in `.git/` or `.crustacean/`.
 
+Names must also be safe for a person to read and for git on every system to check out:
+crustacean escapes odd characters on output, but `ls`, editors and other agents do not, so
+control characters, bidirectional controls and other invisible (default-ignorable) code points
+are refused, naming the character; so are the names git refuses on macOS and Windows
+(`.git` spelled with an invisible character, the reserved device names, a trailing dot or
+space).
+
 `Jail` is the same check for the many paths of one call (a compile pass names thousands): the
 workspace's real path and each folder's are resolved once per `Jail`, which a writer makes
 afresh for every call, so a symlink swapped in between two calls is seen by the second.
@@ -9,7 +16,9 @@ afresh for every call, so a symlink swapped in between two calls is seen by the 
 from __future__ import annotations
 
 import os
+import re
 import stat
+import unicodedata
 from pathlib import Path, PurePath, PurePosixPath
 
 from crustacean.errors import PathError
@@ -110,7 +119,69 @@ def _clean(raw: object) -> str:
                 f"a name in {raw!r} is longer than {MAX_NAME_BYTES} bytes; use a shorter name."
             )
     _refuse_protected(parts, raw)
+    _refuse_unreadable(parts, raw)
     return "/".join(parts)
+
+
+# Code points a name must not hold, as (first, last, what): C0/C1 controls, the bidirectional
+# controls, and the rest of Unicode's Default_Ignorable_Code_Point set (zero-width characters,
+# variation selectors, tags, fillers), plus line separators and lone surrogates. Git's own
+# `.git` check on HFS+ skips a subset of these (utf8.c), so `.git` + U+200C is a second `.git`.
+_BAD_RANGES: tuple[tuple[int, int, str], ...] = (
+    (0x0000, 0x001F, "a control character"),
+    (0x007F, 0x009F, "a control character"),
+    (0x061C, 0x061C, "a bidirectional control"),
+    (0x200E, 0x200F, "a bidirectional control"),
+    (0x202A, 0x202E, "a bidirectional control"),
+    (0x2066, 0x2069, "a bidirectional control"),
+    (0x00AD, 0x00AD, "an invisible character"),
+    (0x034F, 0x034F, "an invisible character"),
+    (0x115F, 0x1160, "an invisible character"),
+    (0x17B4, 0x17B5, "an invisible character"),
+    (0x180B, 0x180F, "an invisible character"),
+    (0x200B, 0x200D, "an invisible character"),
+    (0x2028, 0x2029, "a line separator"),
+    (0x2060, 0x2065, "an invisible character"),
+    (0x206A, 0x206F, "an invisible character"),
+    (0x3164, 0x3164, "an invisible character"),
+    (0xD800, 0xDFFF, "a lone surrogate"),
+    (0xFE00, 0xFE0F, "an invisible character"),
+    (0xFEFF, 0xFEFF, "an invisible character"),
+    (0xFFA0, 0xFFA0, "an invisible character"),
+    (0xFFF0, 0xFFFB, "an invisible character"),
+    (0x1BCA0, 0x1BCA3, "an invisible character"),
+    (0x1D173, 0x1D17A, "an invisible character"),
+    (0xE0000, 0xE0FFF, "an invisible character"),
+)
+_BAD_CHAR = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b, _ in _BAD_RANGES) + "]")
+_CONTROL_NAMES = {0x09: "TAB", 0x0A: "LINE FEED", 0x0D: "CARRIAGE RETURN", 0x1B: "ESCAPE"}
+# Windows' device names, with or without an extension (`nul.txt` is the device too).
+_RESERVED = re.compile(r"(?i)(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)")
+
+
+def _refuse_unreadable(parts: list[str], raw: str) -> None:
+    """Refuse names a person cannot read as written, or git on macOS/Windows cannot check out."""
+    bad = _BAD_CHAR.search(raw)
+    if bad:
+        code = ord(bad[0])
+        what = next(w for a, b, w in _BAD_RANGES if a <= code <= b)
+        name = _CONTROL_NAMES.get(code) or unicodedata.name(bad[0], "")
+        shown = f"U+{code:04X} {name}".rstrip()
+        raise PathError(
+            f"path {raw!r} has {what} ({shown}) in it: ls, editors and other agents would show "
+            "the name wrongly or not at all. Use visible characters only."
+        )
+    for part in parts:
+        if _RESERVED.fullmatch(part.split(".")[0].rstrip(" ")):
+            raise PathError(
+                f"path {raw!r} uses {part!r}, a name Windows reserves for a device (CON, PRN, "
+                "AUX, NUL, COM1-9, LPT1-9): git cannot check it out there. Choose another name."
+            )
+        if part.endswith((".", " ")):
+            raise PathError(
+                f"path {raw!r} has a name ending in a dot or a space ({part!r}): Windows drops "
+                "it, so git cannot check the file out there. Remove the trailing character."
+            )
 
 
 def _has_drive(text: str) -> bool:

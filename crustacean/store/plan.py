@@ -21,7 +21,7 @@ from crustacean.errors import (
     StaleWriteError,
     WriteError,
 )
-from crustacean.secrets import find_secrets
+from crustacean.secrets import find_secrets, table_start
 from crustacean.state import DB_NAME, open_state
 from crustacean.store import policy
 from crustacean.store.changes import Change, parse_changes, sha256_hex
@@ -358,7 +358,7 @@ def _new_secret(old: bytes | None, new: bytes) -> tuple[int, str | None]:
     old_hi = _line_end(old, len(old) - tail + SECRET_CONTEXT)
     if b"-----BEGIN" not in new[lo:new_hi] and b"-----BEGIN" not in old[lo:old_hi]:
         # a tier line in a 3 KB note: that line is scanned, not the whole note twice
-        lo = new.rfind(b"\n", 0, start) + 1
+        lo = table_start(new, start)  # a table row is judged by its header line
         new_hi = _line_end(new, len(new) - tail)
         old_hi = _line_end(old, len(old) - tail)
     before = Counter(f.kind for f in find_secrets(old[lo:old_hi].decode("utf-8", "replace")))

@@ -1,8 +1,11 @@
 """Who may write where: one table of (modes, path globs) per actor.
 
-Code enforces it, whatever a prompt says. Foundation files are ask-first for every model actor:
-such a call becomes a proposal in the review queue. `memory.write = "review"` makes every model
-write ask-first; `"off"` refuses model writes.
+Code enforces it, whatever a prompt says, in one order: the actor's table decides first; what it
+refuses is refused, unless `ASK_FIRST` lets that actor propose a content change there (calibrate
+and MCP clients for the foundation files, calibrate for `memory/.system/`), which then waits in
+the review queue. Curate, compile and collect cannot even propose one. A change the table allows
+still asks first on a foundation file, and `memory.write = "review"` makes every model write
+ask-first; `"off"` refuses model writes.
 """
 
 from __future__ import annotations
@@ -67,6 +70,15 @@ POLICY: dict[str, tuple[tuple[frozenset[str], tuple[str, ...]], ...]] = {
 }
 
 
+CONTENT = WRITE | {"overwrite"}  # the modes that change what a file says
+
+# actor -> paths where a content change the table refuses becomes a proposal instead.
+ASK_FIRST: dict[str, tuple[str, ...]] = {
+    "calibrate": (*FOUNDATION_FILES, SYSTEM_DIR),
+    "mcp": FOUNDATION_FILES,
+}
+
+
 class Verdict(Enum):
     ALLOW = "allow"
     ASK = "ask"
@@ -110,24 +122,41 @@ def decide(
             "memory.write is off, so model writes are disabled; report what you would have "
             "written in your finish summary instead.",
         )
+    content = mode in CONTENT
     in_system = any(_in_system(p) for p in (path, to or ""))
-    if in_system and actor == "calibrate" and mode in WRITE | {"overwrite"}:
-        return Decision(Verdict.ASK, f"{path} is a pipeline instruction: changes need approval.")
-    if in_system:
-        return Decision(  # compile's move/delete rule covers memory/**, but never these
+    if in_system:  # compile's move/delete rule covers memory/**, but never these
+        if content and SYSTEM_DIR in ASK_FIRST.get(actor, ()):
+            return Decision(
+                Verdict.ASK, f"{path} is a pipeline instruction: changes need approval."
+            )
+        return Decision(
             Verdict.DENY,
             f"{SYSTEM_DIR}/ holds the pipeline instructions; no stage writes, moves or deletes "
             "there (a human edits them).",
         )
-    if path in FOUNDATION_FILES and mode in WRITE | {"overwrite"}:
-        return Decision(Verdict.ASK, f"{path} is a foundation file: changes need human approval.")
+    foundation = path in FOUNDATION_FILES and content
     if not allowed(actor, mode, path, daily):  # moving or deleting one is the table's call
+        if foundation and path in ASK_FIRST.get(actor, ()):
+            return Decision(Verdict.ASK, _FOUNDATION_ASK.format(path=path))
+        if foundation:
+            who = _words([_SHOWN.get(a, a) for a in ASK_FIRST])
+            return Decision(
+                Verdict.DENY,
+                f"{path} is a foundation file; {actor} may not change it, not even as a "
+                f"proposal (only {who} can propose one, for a human to approve). Leave it as is.",
+            )
         return Decision(Verdict.DENY, _denial(actor, mode, path, daily))
     if mode == "move" and to is not None and not allowed(actor, "move_to", to, daily):
         return Decision(Verdict.DENY, f"{actor} may not move files to {to}.{_where(actor, daily)}")
+    if foundation:
+        return Decision(Verdict.ASK, _FOUNDATION_ASK.format(path=path))
     if write_setting == "review":
         return Decision(Verdict.ASK, "memory.write is review: every model write needs approval.")
     return Decision(Verdict.ALLOW)
+
+
+_SHOWN = {"mcp": "MCP clients"}
+_FOUNDATION_ASK = "{path} is a foundation file: changes need human approval."
 
 
 def _in_system(path: str) -> bool:

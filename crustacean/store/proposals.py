@@ -118,5 +118,35 @@ def get(ws: Workspace, pid: int) -> Proposal:
     return Proposal.from_json(json.loads(path.read_bytes()))
 
 
+@dataclass(frozen=True)
+class Approval:
+    """A human's yes to one pending proposal, made by `review.approve` (the CLI's and the local
+    page's approve). A write honours it only for exactly that proposal's changes by its actor:
+    no caller can make its own call approved by saying so."""
+
+    proposal: int
+
+
+def approves(
+    ws: Workspace, approval: Approval | None, actor: str, changes: Sequence[Change]
+) -> bool:
+    """Whether `approval` covers this call: its proposal is pending, by `actor`, with these
+    changes (the expected hashes approving pins on aside). A mismatch raises: approving must
+    never queue a new proposal nor apply another change."""
+    if approval is None:
+        return False
+    prop = get(ws, approval.proposal)
+    if prop.status == "pending" and prop.actor == actor and _bare(changes) == _bare(prop.changes):
+        return True
+    raise ProposalError(
+        f"proposal {approval.proposal} is not this change (or no longer pending); "
+        "`crustacean review` lists the pending ones."
+    )
+
+
+def _bare(changes: Sequence[Change]) -> list[Change]:
+    return [Change(**{**c.__dict__, "expected_sha256": None}) for c in changes]
+
+
 def replace(prop: Proposal, **kw: Any) -> Proposal:
     return Proposal(**{**prop.__dict__, **kw})

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from crustacean.errors import ProposalError, StaleWriteError
 from crustacean.store.changes import Change, unified_diff
-from crustacean.store.proposals import Proposal, get, replace, save
+from crustacean.store.proposals import Approval, Proposal, get, replace, save
 from crustacean.store.write import Store, WriteResult
 
 
@@ -66,7 +66,7 @@ def approve(store: Store, pid: int) -> WriteResult:
             actor=prop.actor,
             message=f"{prop.message} (proposal {pid}, approved)",
             run_id=prop.run_id,
-            approved=True,
+            approval=Approval(pid),
             max_files=len(pinned),
         )
     except StaleWriteError:

@@ -83,7 +83,7 @@ class Store(Files):
         actor: str,
         message: str,
         run_id: str | None = None,
-        approved: bool = False,
+        approval: proposals.Approval | None = None,
         max_files: int | None = None,
     ) -> WriteResult:
         """Apply one call as one version, or queue it as a proposal when it is ask-first."""
@@ -91,7 +91,7 @@ class Store(Files):
         call_id = new_id()
         with self._applier.opened() as busy:
             plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
-            if plan.ask and not approved:
+            if plan.ask and not proposals.approves(self.ws, approval, actor, plan.changes):
                 pid = proposals.add(
                     self.ws,
                     plan.changes,
