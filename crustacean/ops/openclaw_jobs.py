@@ -66,10 +66,16 @@ def probe(env: Mapping[str, str], timeout: float = PROBE_TIMEOUT) -> Installed:
         helptext = _run([program, "cron", "add", "--help"], env, timeout)
     except (OSError, subprocess.SubprocessError) as e:
         return Installed(True, error=str(e).splitlines()[0] if str(e) else type(e).__name__)
-    flags, first = help_flags(helptext), version[0] if version else ""
+    flags, first = help_flags(helptext), _version(version[0] if version else "")
     if "--cron" not in flags:
         return Installed(True, first, flags, "`openclaw cron add --help` lists no --cron option")
     return Installed(True, first, flags)
+
+
+def _version(line: str) -> str:
+    """`OpenClaw 2026.6.5 (abc1234) — a tagline` → `2026.6.5`; any other line as it is."""
+    found = re.search(r"\b\d{4}\.\d+\.\d+(?:[-.][0-9A-Za-z.]+)?", line)
+    return found.group(0) if found else line.strip()
 
 
 def _run(argv: list[str], env: Mapping[str, str], timeout: float) -> str:
