@@ -5,6 +5,9 @@ Kubernetes CronJob (checked against the batch/v1 fields it uses)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -206,3 +209,44 @@ def test_wrong_combinations_are_usage_errors(
     err = cli(ws, "install", *args, code=2).stderr
     assert err.startswith("Error: ") and words in err
     assert not units(tmp_path).exists()
+
+
+# --- docs/fleet.md ----------------------------------------------------------------------------
+
+FLEET_MD = Path(__file__).resolve().parents[1] / "docs" / "fleet.md"
+
+
+def test_the_fleet_doc_commands_run_in_a_sandbox(tmp_path: Path) -> None:
+    """Every `$ ` line of docs/fleet.md, in order, in bash, with HOME in tmp_path (so the user
+    units land there) and no key: then the files it promises are there."""
+    text = FLEET_MD.read_text()
+    blocks = re.findall(r"```console\n(.*?)```", text, flags=re.S)
+    commands = [line[2:] for block in blocks for line in block.splitlines() if line[:2] == "$ "]
+    assert len(commands) >= 5
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+    outputs = []
+    for command in commands:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+        outputs.append(done.stdout)
+    installs = outputs[commands.index(next(c for c in commands if "--template;" in c))]
+    assert installs.count("Enable this workspace's instance") == 2
+    assert "enable --now 'crustacean-tick@" in installs
+    assert not any(units(tmp_path).rglob("crustacean-*"))  # the remove loop took them all
+    ana = yaml.safe_load((tmp_path / "ana-cronjob.yaml").read_text())
+    assert ana["spec"]["concurrencyPolicy"] == "Forbid"
+    ben = json.loads((tmp_path / "ben-cronjob.json").read_text())["manifest"]
+    assert ben["spec"]["schedule"] == "*/10 * * * *"
