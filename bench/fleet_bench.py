@@ -117,18 +117,19 @@ def main() -> None:
             "baseline python -c 'import typer'"
         )
         print(
-            f"{'N':>6}  {'1st tick ms':>11}  {'tick CPU ms':>11}  {'typer ms':>8}  {'ratio':>5}  "
-            f"{'CPU s/ws/day':>12}  {'fleet CPU min/day':>17}  {'state files':>11}  {'per ws':>6}"
+            "| N | 1st tick CPU ms | no-op tick CPU ms | `import typer` ms | ratio | "
+            "CPU s per workspace per day | fleet CPU min per day | state files | per workspace |"
         )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n in sizes:
             got = measure(n, args.sample, source, tmp, env)
             ratio = got["tick"] / got["typer"]
             per_day = got["tick"] * TICKS_PER_DAY
             ms = {k: got[k] * 1000 for k in ("first", "tick", "typer")}
             print(
-                f"{n:>6,}  {ms['first']:>11.0f}  {ms['tick']:>11.0f}  {ms['typer']:>8.0f}  "
-                f"{ratio:>5.2f}  {per_day:>12.1f}  {per_day * n / 60:>17.1f}  "
-                f"{got['files']:>11,.0f}  {got['per_ws_files']:>6.1f}"
+                f"| {n:,} | {ms['first']:.0f} | {ms['tick']:.0f} | {ms['typer']:.0f} | "
+                f"{ratio:.2f}x | {per_day:.1f} | {per_day * n / 60:.1f} | "
+                f"{got['files']:,.0f} | {got['per_ws_files']:.1f} |"
             )
             row(
                 f"no-op tick CPU per workspace, N={n:,}",

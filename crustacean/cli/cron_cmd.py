@@ -110,6 +110,7 @@ def install_cmd(
         str | None,
         typer.Option(
             "--claim",
+            metavar="NAME",
             help=f"With --kubernetes: the volume claim holding the workspaces (default "
             f"{fleet.CLAIM}).",
             show_default=False,
@@ -310,7 +311,7 @@ def remove_cmd(
     ] = False,
     as_json: AsJson = False,
 ) -> None:
-    """Remove only this workspace's block (or units); everything else stays byte-identical."""
+    """Remove only this workspace's block (or LaunchAgent, units); all else stays as it was."""
     opts = cron.Options(crontab_file=crontab_file, unit_dir=unit_dir, template=template)
     flags = (crontab, launchd, systemd, openclaw)
     kind = cron.pick_kind([k for k, on in zip(cron.KINDS, flags, strict=False) if on], opts)
