@@ -5,9 +5,7 @@ Kubernetes CronJob (checked against the batch/v1 fields it uses)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from test_cron import cli
+from test_readme import _run as run_script
 
 from crustacean.config import load_config
 from crustacean.ops import fleet
@@ -223,23 +222,9 @@ def test_the_fleet_doc_commands_run_in_a_sandbox(tmp_path: Path) -> None:
     blocks = re.findall(r"```console\n(.*?)```", text, flags=re.S)
     commands = [line[2:] for block in blocks for line in block.splitlines() if line[:2] == "$ "]
     assert len(commands) >= 5
-    home = tmp_path / "home"
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-        "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg"),
-    }
     outputs = []
-    for command in commands:
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", command],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+    for command in commands:  # the autouse fixture put HOME and the config folder in tmp_path
+        done = run_script(command, tmp_path)
         assert done.returncode == 0, (command, done.stdout, done.stderr)
         outputs.append(done.stdout)
     installs = outputs[commands.index(next(c for c in commands if "--template;" in c))]
