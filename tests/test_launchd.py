@@ -116,3 +116,17 @@ def test_conflicting_flags_are_usage_errors(
     err = cli(ws, "install", *args, code=2).stderr
     assert err.startswith("Error: ") and err.count("\n") == 1
     assert not agents(tmp_path).exists()
+
+
+def test_doctor_and_status_see_the_launch_agent(ws: Workspace, tmp_path: Path) -> None:
+    from crustacean.ops.status import cron_state, doctor
+
+    env = {"HOME": str(tmp_path / "home"), "PATH": str(tmp_path / "empty")}
+    before = {f.name: f for f in doctor(ws.root, env=env).findings}
+    assert "schedule" not in before
+    launchd.install_launchd(ws)
+    found = {f.name: f for f in doctor(ws.root, env=env).findings}
+    assert found["schedule"].status == "ok"
+    assert str(launchd.plist_path(ws)) in found["schedule"].detail
+    assert "cron entry" not in found and "cron daemon" not in found
+    assert cron_state(ws) == "installed"

@@ -120,6 +120,9 @@ def memory_figures(ws: Workspace) -> dict[str, Any]:
 
 
 def cron_state(ws: Workspace) -> str:
+    """Whether a schedule runs `tick`: the crontab block, a LaunchAgent or a systemd timer."""
+    if _scheduled_elsewhere(ws):
+        return "installed"
     try:
         from crustacean.ops.cron import is_installed, read_crontab
 
