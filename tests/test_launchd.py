@@ -108,6 +108,8 @@ def test_cron_only_options_pick_cron_even_on_macos() -> None:
         ("--launchd", "--unit-dir", "x"),
         ("--launchd", "--crontab-file", "x"),
         ("--crontab", "--launchd"),
+        ("--launchd", "--every", "0"),
+        ("--launchd", "--every", "60"),
     ],
 )
 def test_conflicting_flags_are_usage_errors(

@@ -102,6 +102,16 @@ def test_command_jobs_run_the_exact_argv_quietly(
     assert calls[:2] == ["--version", "cron add --help"]  # asked, never told to add anything
 
 
+def test_without_command_env_the_config_folder_goes_through_env(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use(monkeypatch, fake_openclaw(tmp_path / "bin", "2026.5.0", ("--command-env",)))
+    for words in printed(cli(ws, "install", "--openclaw").stdout):
+        argv = json.loads(words[words.index("--command-argv") + 1])
+        assert argv[:2] == ["/usr/bin/env", f"CRUSTACEAN_CONFIG_DIR={tmp_path / 'userconfig'}"]
+        assert "--command-env" not in words
+
+
 def test_an_older_openclaw_gets_quiet_agent_turns(
     ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -110,9 +110,13 @@ def add_lines(ws: Workspace, installed: Installed, python: str = sys.executable)
         words += ["--description", f"crustacean {stage} for {ws.root}"]
         words += ["--cron", expr, "--tz", zone(ws)]
         argv = run_argv(ws, [stage], python)
-        if installed.form == COMMAND:
+        setting = f"{CONFIG_DIR_ENV}={config_dir()}"
+        if installed.form == COMMAND and installed.takes("--command-env"):
             words += ["--command-argv", json.dumps(argv), "--command-cwd", str(ws.root)]
-            words += ["--command-env", f"{CONFIG_DIR_ENV}={config_dir()}"]
+            words += ["--command-env", setting]
+        elif installed.form == COMMAND:  # the config folder through env(1) instead
+            words += ["--command-argv", json.dumps(["/usr/bin/env", setting, *argv])]
+            words += ["--command-cwd", str(ws.root)]
         else:
             words += ["--session", "isolated", "--message", _message(argv)]
             words += ["--light-context"] if installed.takes("--light-context") else []
