@@ -102,6 +102,7 @@ def install_cmd(
         str | None,
         typer.Option(
             "--image",
+            metavar="IMAGE",
             help="With --kubernetes: the image with crustacean in it.",
             show_default=False,
         ),
