@@ -84,7 +84,7 @@ SUMMARIES: dict[str, str] = {
     "index": "Rebuild the search index from scratch.",
     "remember": "Record a ruling in memory/lessons/NAME.md (the same NAME replaces the old one).",
     "ui": "Serve a local page to see memory, versions and costs, roll back and approve proposals.",
-    "cron": "Schedule the pipeline: a crontab block (default), a systemd user timer, or OpenClaw.",
+    "cron": "Schedule the pipeline: crontab, launchd (macOS), systemd, OpenClaw or Kubernetes.",
     "config": "Inspect the layered configuration.",
     "review": "Review proposals: changes a model asked to make to files that need approval.",
     "tier": "Memory tiers: list, plan the lifecycle, or set one by hand.",

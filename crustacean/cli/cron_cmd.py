@@ -16,8 +16,7 @@ from crustacean.workspace import Workspace
 
 cron_app = typer.Typer(
     cls=CrustaceanGroup,
-    help="Schedule the pipeline: a crontab block, a LaunchAgent (macOS), a systemd timer, "
-    "OpenClaw's scheduler, or a Kubernetes CronJob.",
+    help="Schedule the pipeline: crontab, launchd (macOS), systemd, OpenClaw or Kubernetes.",
     no_args_is_help=True,
 )
 
