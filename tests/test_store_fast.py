@@ -294,7 +294,7 @@ def test_the_files_folders_are_synced_before_head_moves(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The folders' fsyncs run while git works, but HEAD moves only after they are done."""
-    from crustacean.store import write
+    from crustacean.store import apply as write
 
     events: list[str] = []
     real_sync, real_run, real_move = write.fsync_dir, Git.run, gitwrite.update_head
@@ -325,7 +325,7 @@ def test_a_file_that_cannot_be_written_leaves_nothing_behind(
     """One temp file of a call fails while the others are written at once: the error is
     raised, no file changed, no temp file and no journal is left, and no version is made."""
     from conftest import snapshot
-    from crustacean.store import write
+    from crustacean.store import apply as write
 
     root = store.root
     names = [f"memory/notes/n{i}.md" for i in range(4)]
@@ -666,7 +666,7 @@ def test_a_lock_taken_or_head_moved_meanwhile_fails_the_write_cleanly(
 ) -> None:
     """Between the commit object and the ref update another git takes the branch's lock or
     moves it: git's own update-ref then says why, the write fails, and nothing changed."""
-    from crustacean.store import write
+    from crustacean.store import apply as write
 
     root = store.root
     append(store, "- one\n")

@@ -148,7 +148,7 @@ def killed_cli(root: Path, point: str, *args: str) -> None:
 def test_a_kill_between_the_commit_and_the_index_is_repaired_by_the_next_write(
     ws: Workspace,
 ) -> None:
-    from crustacean.store.write import INDEX_SYNC
+    from crustacean.store.apply import INDEX_SYNC
 
     killed_cli(ws.root, INDEX_SYNC, "remember", "tea", "Alice drinks green tea.")
     assert "green tea" in git(ws.root, "show", "HEAD:memory/lessons/tea.md")  # committed
@@ -544,7 +544,7 @@ def test_only_the_changed_lines_are_scanned_and_the_verdict_is_the_whole_files(
 ) -> None:
     """Without a PEM block nearby, _new_secret reads only the changed lines; it refuses exactly
     when the whole files hold more credentials of a kind after the change than before."""
-    from crustacean.store.write import _new_secret
+    from crustacean.store.plan import _new_secret
 
     old, new = "".join(before).encode(), "".join(after).encode()
     assert (_new_secret(old, new)[1] is None) == (_new_secret_wide(old, new) is None)

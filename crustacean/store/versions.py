@@ -26,6 +26,7 @@ from pathlib import Path
 
 from crustacean.errors import LockedError, RepoBusyError, VersionError
 from crustacean.store import gitread, gitwrite
+from crustacean.tree import STATE_DIR
 
 EMAIL = "crustacean@localhost"
 TRAILER_ACTOR = "Crustacean-Actor"
@@ -291,7 +292,7 @@ class Git:
         if reuse_index is not None:
             tree = self._reused_tree(reuse_index, paths, head, expect or {})
         if tree is None:
-            index = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
+            index = self.root / STATE_DIR / f"index-{uuid.uuid4().hex}"
             index.parent.mkdir(exist_ok=True)
             try:
                 on = {"GIT_INDEX_FILE": str(index)}
@@ -487,7 +488,7 @@ class Git:
             yield
             return
         lock = self.git_dir / "index.lock"
-        owner = self.root / ".crustacean" / LOCK_OWNER
+        owner = self.root / STATE_DIR / LOCK_OWNER
         owner.parent.mkdir(exist_ok=True)
         previous = _owner_pid(owner)  # a crustacean killed while holding the lock names itself
         owner.write_text(str(os.getpid()))
@@ -528,7 +529,7 @@ class Git:
         if self._index_fd is None or self._index_fd < 0:
             raise RuntimeError("index_copy needs index_locked() held")
         index = self.git_dir / "index"
-        tmp = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
+        tmp = self.root / STATE_DIR / f"index-{uuid.uuid4().hex}"
         try:
             os.link(index, tmp)
         except FileNotFoundError:
@@ -566,7 +567,7 @@ class Git:
             raise RuntimeError("sync_index needs index_locked() held")
         paths = sorted(set(paths))
         index = self.git_dir / "index"
-        tmp = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
+        tmp = self.root / STATE_DIR / f"index-{uuid.uuid4().hex}"
         env = {"GIT_INDEX_FILE": str(tmp)}
         try:
             if index.is_file():
