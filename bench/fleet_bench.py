@@ -82,7 +82,7 @@ def measure(
     first, ticks, base = [], [], []
     for root in picked:
         argv = [sys.executable, "-m", "crustacean", "-w", str(root), "tick", "--log"]
-        first.append(cpu_of(argv, env))  # builds the tick memo
+        first.append(cpu_of(argv, env))  # a workspace's first tick
         ticks.append(cpu_of(argv, env))  # the tick a scheduler runs all day
         base.append(cpu_of([sys.executable, "-c", "import typer"], env))
     files, ticked = state_files(roots), state_files(picked) / len(picked)
