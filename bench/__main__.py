@@ -58,6 +58,7 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
         ["--rounds", "1", "--runs", "2", "--messages", "8"],
         "tick: a whole one through the fake API, and a no-op one",
     ),
+    "fleet_bench.py": ([], ["--sizes", "3", "--sample", "2"], "a fleet's no-op ticks and state"),
 }
 BUDGETED = (
     "store_bench.py",

@@ -5,6 +5,7 @@ No test touches a real crontab except the opt-in `cron_daemon` one (CRUSTACEAN_T
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -384,25 +385,28 @@ def test_systemd_default_timer_is_every_15_minutes(ws: Workspace, tmp_path: Path
 
 
 def test_openclaw_prints_one_command_per_stage_and_writes_nothing(
-    ws: Workspace, tmp_path: Path
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("PATH", f"{tmp_path / 'nobin'}:/usr/bin:/bin")  # no openclaw here
     sets = ("workspace.timezone=Europe/Berlin", "stages.curate.enabled=false")
     before = sorted(p for p in tmp_path.rglob("*"))
     out = cli(ws, "install", "--openclaw", sets=sets).stdout
     assert sorted(p for p in tmp_path.rglob("*")) == before
     commands = [shlex.split(x) for x in out.splitlines() if x.startswith("openclaw ")]
+    name = cron.unit_name(ws)
     assert [c[c.index("--name") + 1] for c in commands] == [
-        "crustacean collect",
-        "crustacean compile",
-        "crustacean calibrate",
+        f"{name}-collect",
+        f"{name}-compile",
+        f"{name}-calibrate",
     ]
     assert [c[c.index("--cron") + 1] for c in commands] == ["0 */2 * * *", "0 4 * * 0", "0 5 1 * *"]
     for words, stage in zip(commands, ("collect", "compile", "calibrate"), strict=True):
         assert words[:3] == ["openclaw", "cron", "add"]
-        assert words[words.index("--session") + 1] == "isolated"
         assert words[words.index("--tz") + 1] == "Europe/Berlin"
-        message = words[words.index("--message") + 1]
-        assert message.startswith("Run: /") and message.endswith(f"-w {ws.root} {stage}")
+        argv = json.loads(words[words.index("--command-argv") + 1])
+        python = str(Path(sys.executable).absolute())
+        assert argv == [python, "-m", "crustacean", "-w", str(ws.root), stage]
+        assert words[-1] == "--no-deliver" and "--announce" not in words
 
 
 @pytest.mark.parametrize(
@@ -500,8 +504,6 @@ def test_status_and_doctor_hints_do_not_offer_crontab_file(
 
 
 def test_cron_commands_report_json(ws: Workspace, tab: Path, tmp_path: Path) -> None:
-    import json
-
     made = json.loads(cli(ws, "install", "--crontab-file", str(tab), "--json").stdout)
     assert made["kind"] == "cron" and len(made["lines"]) == 1 and "tick --log" in made["lines"][0]
     assert made["log"] == str(ws.logs_dir / cron.LOG_NAME)

@@ -104,7 +104,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "cron",
         "cron_cmd:cron_app",
-        "Schedule the pipeline: a crontab block (default), a systemd user timer, or OpenClaw.",
+        "Schedule the pipeline: crontab, launchd (macOS), systemd, OpenClaw or Kubernetes.",
     ),
     ("config", "config_cmd:config_app", "Inspect the layered configuration."),
     (

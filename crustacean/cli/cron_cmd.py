@@ -1,5 +1,8 @@
-"""`crustacean cron install | show | remove`: schedule the pipeline (cron, systemd, OpenClaw)."""
+"""`crustacean cron install | show | remove`: schedule the pipeline (cron, launchd, systemd,
+OpenClaw, Kubernetes)."""
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -8,13 +11,12 @@ import typer
 from crustacean.cli.common import CrustaceanGroup, print_json, say, state, warn
 from crustacean.cli.output import verbatim
 from crustacean.config import KEY_ENV
-from crustacean.errors import UsageError
-from crustacean.ops import cron
+from crustacean.ops import cron, fleet, launchd, openclaw_jobs
 from crustacean.workspace import Workspace
 
 cron_app = typer.Typer(
     cls=CrustaceanGroup,
-    help="Schedule the pipeline: a crontab block (default), a systemd user timer, or OpenClaw.",
+    help="Schedule the pipeline: crontab, launchd (macOS), systemd, OpenClaw or Kubernetes.",
     no_args_is_help=True,
 )
 
@@ -37,6 +39,26 @@ UnitDir = Annotated[
 ]
 
 
+Crontab = Annotated[
+    bool,
+    typer.Option("--crontab", help="A crontab block (the default except on macOS)."),
+]
+Launchd = Annotated[
+    bool,
+    typer.Option(
+        "--launchd", help="A LaunchAgent in ~/Library/LaunchAgents (the default on macOS)."
+    ),
+]
+Template = Annotated[
+    bool,
+    typer.Option(
+        "--template",
+        help="With --systemd: the crustacean-tick@.service/.timer template, one instance per "
+        "workspace (for a fleet; see docs/fleet.md).",
+    ),
+]
+
+
 @cron_app.command("install")
 def install_cmd(
     ctx: typer.Context,
@@ -54,55 +76,58 @@ def install_cmd(
         ),
     ] = None,
     crontab_file: CrontabFile = None,
+    crontab: Crontab = False,
+    launchd: Launchd = False,
     systemd: Annotated[
         bool, typer.Option("--systemd", help="Write a systemd user timer + service instead.")
     ] = False,
+    template: Template = False,
     unit_dir: UnitDir = None,
     openclaw: Annotated[
         bool,
-        typer.Option("--openclaw", help="Print `openclaw cron add` commands; write nothing."),
+        typer.Option(
+            "--openclaw",
+            help="Print `openclaw cron add` lines for OpenClaw's scheduler (quiet command "
+            "jobs, or agent turns where OpenClaw has none); write nothing.",
+        ),
     ] = False,
+    kubernetes: Annotated[
+        bool,
+        typer.Option(
+            "--kubernetes", help="Print a Kubernetes CronJob manifest (YAML); write nothing."
+        ),
+    ] = False,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image",
+            metavar="IMAGE",
+            help="With --kubernetes: the image with crustacean in it.",
+            show_default=False,
+        ),
+    ] = None,
+    claim: Annotated[
+        str | None,
+        typer.Option(
+            "--claim",
+            metavar="NAME",
+            help=f"With --kubernetes: the volume claim holding the workspaces (default "
+            f"{fleet.CLAIM}).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Install (or replace) this workspace's schedule; other crontab lines stay untouched."""
-    _check_flags(per_stage, every, crontab_file, systemd, unit_dir, openclaw)
-    ws = state(ctx).open()
-    if openclaw:
-        _print_openclaw(ws, as_json)
-    elif systemd:
-        _install_systemd(ws, 15 if every is None else every, unit_dir, as_json)
-    else:
-        _install_cron(ws, per_stage, 15 if every is None else every, crontab_file, as_json)
+    opts = cron.Options(per_stage, every, crontab_file, unit_dir, template, image, claim)
+    flags = (crontab, launchd, systemd, openclaw, kubernetes)
+    kind = cron.pick_kind([k for k, on in zip(cron.KINDS, flags, strict=True) if on], opts)
+    _INSTALL[kind](state(ctx).open(), opts, as_json)
 
 
-def _check_flags(
-    per_stage: bool,
-    every: int | None,
-    crontab_file: Path | None,
-    systemd: bool,
-    unit_dir: Path | None,
-    openclaw: bool,
-) -> None:
-    """Refuse combinations that would silently ignore a flag."""
-    if systemd and openclaw:
-        raise UsageError("--systemd and --openclaw exclude each other; pick one.")
-    if (systemd or openclaw) and crontab_file is not None:
-        raise UsageError("--crontab-file is for cron only; drop it with --systemd or --openclaw.")
-    if unit_dir is not None and not systemd:
-        raise UsageError("--unit-dir goes with --systemd; add --systemd or drop --unit-dir.")
-    if per_stage and systemd:
-        raise UsageError("--systemd installs one `tick` timer; drop --per-stage.")
-    if every is not None and (per_stage or openclaw):
-        raise UsageError(
-            "--every sets the `tick` interval; --per-stage and --openclaw use each stage's "
-            "stages.<name>.schedule instead. Drop --every."
-        )
-
-
-def _install_cron(
-    ws: Workspace, per_stage: bool, every: int, crontab_file: Path | None, as_json: bool
-) -> None:
-    result = cron.install(ws, per_stage=per_stage, every=every, crontab_file=crontab_file)
+def _install_cron(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    every = 15 if opts.every is None else opts.every
+    result = cron.install(ws, per_stage=opts.per_stage, every=every, crontab_file=opts.crontab_file)
     start, _ = cron.markers(ws)
     if as_json:
         print_json(
@@ -122,15 +147,19 @@ def _install_cron(
         verbatim(f"  {line}")
     say(f"Output goes to {ws.logs_dir / cron.LOG_NAME}.")
     _env_note(result.env_file, result.created_env)
-    if per_stage and ws.settings.workspace.timezone:
+    if opts.per_stage and ws.settings.workspace.timezone:
         warn(
             f"Note: cron reads the schedules in the system time zone, not workspace.timezone "
             f"({ws.settings.workspace.timezone})."
         )
 
 
-def _install_systemd(ws: Workspace, every: int, unit_dir: Path | None, as_json: bool) -> None:
-    result = cron.install_systemd(ws, every=every, unit_dir=unit_dir)
+def _install_systemd(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    every = 15 if opts.every is None else opts.every
+    if opts.template:
+        _install_template(ws, every, opts.unit_dir, as_json)
+        return
+    result = cron.install_systemd(ws, every=every, unit_dir=opts.unit_dir)
     if as_json:
         print_json(
             {
@@ -150,17 +179,97 @@ def _install_systemd(ws: Workspace, every: int, unit_dir: Path | None, as_json: 
     _env_note(result.env_file, result.created_env)
 
 
-def _print_openclaw(ws: Workspace, as_json: bool) -> None:
+def _install_template(ws: Workspace, every: int, unit_dir: Path | None, as_json: bool) -> None:
+    result = fleet.install_template(ws, every=every, unit_dir=unit_dir)
     if as_json:
-        commands = cron.openclaw_commands(ws)
         print_json(
-            {"kind": "openclaw", "commands": commands, "env_file": str(cron.env_file_for(ws))}
+            {
+                "kind": "systemd-template",
+                "service": str(result.service),
+                "timer": str(result.timer),
+                "instance": result.instance,
+                "enable_command": result.enable_command,
+                "env_file": str(result.env_file),
+                "created_env_file": result.created_env,
+            }
         )
         return
+    say(f"Wrote {result.service}")
+    say(f"Wrote {result.timer}")
+    say("Enable this workspace's instance (each workspace is one instance) with:")
+    verbatim(f"  {result.enable_command}")
+    _env_note(result.env_file, result.created_env)
+
+
+def _install_launchd(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    result = launchd.install_launchd(ws, every=15 if opts.every is None else opts.every)
+    if as_json:
+        print_json(
+            {
+                "kind": "launchd",
+                "plist": str(result.plist),
+                "label": result.label,
+                "bootstrap_command": result.bootstrap_command,
+                "env_file": str(result.env_file),
+                "created_env_file": result.created_env,
+            }
+        )
+        return
+    say(f"Wrote {result.plist}")
+    say("Load it (a tick missed while the Mac slept runs when it wakes) with:")
+    verbatim(f"  {result.bootstrap_command}")
+    _env_note(result.env_file, result.created_env)
+
+
+def _print_openclaw(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    plan = openclaw_jobs.plan(ws, os.environ)
+    if as_json:
+        print_json(
+            {
+                "kind": "openclaw",
+                "form": plan.installed.form,
+                "openclaw_version": plan.installed.version or None,
+                "commands": plan.add,
+                "replaces_on_rerun": plan.replaces,
+                "list_command": openclaw_jobs.list_line(),
+                "env_file": str(cron.env_file_for(ws)),
+            }
+        )
+        return
+    say(f"# {openclaw_jobs.describe(plan.installed)}.")
     say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
-    for line in cron.openclaw_commands(ws):
+    for line in plan.add:
         verbatim(line)
+    _openclaw_rerun_note(plan.replaces)
     say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
+
+
+def _openclaw_rerun_note(replaces: bool) -> None:
+    if replaces:
+        say("# Adding them again updates the same jobs (their --declaration-key).")
+    else:
+        say("# This OpenClaw has no --declaration-key, so adding them again duplicates them:")
+        say("# remove the old ones first (`crustacean cron remove --openclaw` prints how).")
+    say(f"# See them with `{openclaw_jobs.list_line()}`.")
+
+
+def _print_kubernetes(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    every = 15 if opts.every is None else opts.every
+    image, claim = opts.image or "", opts.claim or fleet.CLAIM
+    if as_json:
+        manifest = fleet.cronjob(ws, image=image, every=every, claim=claim)
+        print_json({"kind": "kubernetes", "manifest": manifest})
+        return
+    verbatim(fleet.cronjob_yaml(ws, image=image, every=every, claim=claim).rstrip("\n"))
+
+
+_INSTALL: dict[str, Callable[[Workspace, cron.Options, bool], None]] = {
+    "cron": _install_cron,
+    "launchd": _install_launchd,
+    "systemd": _install_systemd,
+    "openclaw": _print_openclaw,
+    "kubernetes": _print_kubernetes,
+}
 
 
 def _env_note(env_file: Path, created: bool) -> None:
@@ -189,42 +298,85 @@ def show_cmd(ctx: typer.Context, crontab_file: CrontabFile = None, as_json: AsJs
 def remove_cmd(
     ctx: typer.Context,
     crontab_file: CrontabFile = None,
+    crontab: Crontab = False,
+    launchd: Launchd = False,
     systemd: Annotated[
         bool, typer.Option("--systemd", help="Remove the systemd user timer + service instead.")
     ] = False,
+    template: Template = False,
     unit_dir: UnitDir = None,
+    openclaw: Annotated[
+        bool,
+        typer.Option("--openclaw", help="Print the `openclaw cron` lines that remove its jobs."),
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
-    """Remove only this workspace's block (or units); everything else stays byte-identical."""
-    if unit_dir is not None and not systemd:
-        raise UsageError("--unit-dir goes with --systemd; add --systemd or drop --unit-dir.")
-    ws = state(ctx).open()
-    if systemd:
-        gone = cron.remove_systemd(ws, unit_dir=unit_dir)
-        if as_json:
-            print_json({"kind": "systemd", "removed": [str(p) for p in gone]})
-        else:
-            _say_removed_units(ws, gone)
-        return
-    removed = cron.remove(ws, crontab_file=crontab_file)
+    """Remove only this workspace's block (or LaunchAgent, units); all else stays as it was."""
+    opts = cron.Options(crontab_file=crontab_file, unit_dir=unit_dir, template=template)
+    flags = (crontab, launchd, systemd, openclaw)
+    kind = cron.pick_kind([k for k, on in zip(cron.KINDS, flags, strict=False) if on], opts)
+    _REMOVE[kind](state(ctx).open(), opts, as_json)
+
+
+def _remove_cron(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    removed = cron.remove(ws, crontab_file=opts.crontab_file)
+    target = cron.target_name(opts.crontab_file)
     if as_json:
-        print_json({"kind": "cron", "removed": removed, "target": cron.target_name(crontab_file)})
-    else:
-        _say_removed_block(ws, removed, crontab_file)
-
-
-def _say_removed_block(ws: Workspace, removed: bool, crontab_file: Path | None) -> None:
-    if removed:
-        say(f"Removed the crustacean block for {ws.root} from {cron.target_name(crontab_file)}.")
+        print_json({"kind": "cron", "removed": removed, "target": target})
+    elif removed:
+        say(f"Removed the crustacean block for {ws.root} from {target}.")
     else:
         say(f"cron is not installed for {ws.root}; nothing to remove.")
 
 
-def _say_removed_units(ws: Workspace, gone: list[Path]) -> None:
+def _remove_systemd(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    if opts.template:
+        gone = fleet.remove_template(ws, unit_dir=opts.unit_dir)
+        stop = f"systemctl --user stop '{fleet.instance(ws)}'; systemctl --user daemon-reload"
+    else:
+        gone = cron.remove_systemd(ws, unit_dir=opts.unit_dir)
+        stop = f"systemctl --user stop {cron.unit_name(ws)}.timer; systemctl --user daemon-reload"
+    kind = "systemd-template" if opts.template else "systemd"
+    _say_removed(ws, kind, gone, "Stop a running timer with:", stop, as_json)
+
+
+def _remove_launchd(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    gone = launchd.remove_launchd(ws)
+    unload = launchd.bootout_command(ws)
+    _say_removed(ws, "launchd", gone, "Unload it with:", unload, as_json)
+
+
+def _say_removed(
+    ws: Workspace, kind: str, gone: list[Path], lead: str, command: str, as_json: bool
+) -> None:
+    if as_json:
+        print_json({"kind": kind, "removed": [str(p) for p in gone], "stop_command": command})
+        return
     for path in gone:
         say(f"Removed {path}")
     if not gone:
-        say(f"No units for {ws.root}; nothing to remove.")
+        say(f"No {kind} files for {ws.root}; nothing to remove.")
         return
-    say("Stop a running timer with:")
-    verbatim(f"  systemctl --user stop {cron.unit_name(ws)}.timer; systemctl --user daemon-reload")
+    say(lead)
+    verbatim(f"  {command}")
+
+
+def _print_openclaw_removal(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
+    lines = openclaw_jobs.remove_lines(ws)
+    if as_json:
+        print_json(
+            {"kind": "openclaw", "list_command": openclaw_jobs.list_line(), "commands": lines}
+        )
+        return
+    say("# OpenClaw removes a job by its id; list them, then remove each crustacean one:")
+    verbatim(openclaw_jobs.list_line())
+    for line in lines:
+        verbatim(line)
+
+
+_REMOVE: dict[str, Callable[[Workspace, cron.Options, bool], None]] = {
+    "cron": _remove_cron,
+    "launchd": _remove_launchd,
+    "systemd": _remove_systemd,
+    "openclaw": _print_openclaw_removal,
+}

@@ -79,6 +79,11 @@ def _root(ws: Workspace | Path) -> Path:
     return path
 
 
+def root_of(ws: Workspace | Path) -> Path:
+    """The workspace's absolute path, as every scheduler names it (no line break allowed)."""
+    return _root(ws)
+
+
 def _span(ws: Workspace | Path, lines: list[str]) -> tuple[int, int] | None:
     """Index of the start marker and one past the end marker, or None when absent."""
     start, end = markers(ws)
@@ -162,13 +167,32 @@ def _q(value: str | Path) -> str:
     return shlex.quote(str(value)).replace("%", "\\%")
 
 
+def log_path(ws: Workspace | Path) -> Path:
+    """Where every scheduler sends a run's output: the state folder's cron.log (tick rotates it)."""
+    return _root(ws) / STATE_DIR / "logs" / LOG_NAME
+
+
+def config_dir() -> Path:
+    """The config folder scheduled runs are told (the env file lives there by default)."""
+    return user_config_dir().expanduser().absolute()
+
+
+def run_argv(ws: Workspace | Path, args: list[str], python: str = sys.executable) -> list[str]:
+    """`<python> -m crustacean -w <root> <args>`: absolute, so no scheduler's PATH matters."""
+    return [str(Path(python).absolute()), "-m", "crustacean", "-w", str(_root(ws)), *args]
+
+
+def run_env() -> dict[str, str]:
+    """The environment every scheduled run gets, whichever scheduler starts it."""
+    return {"PATH": CRON_PATH, CONFIG_DIR_ENV: str(config_dir())}
+
+
 def command(ws: Workspace | Path, args: list[str], python: str) -> str:
     """The shell command of one line: absolute paths, own PATH, output appended to the log."""
     root = _root(ws)
-    log = root / STATE_DIR / "logs" / LOG_NAME
-    cfg = user_config_dir().expanduser().absolute()
-    run = " ".join(_q(a) for a in [python, "-m", "crustacean", "-w", str(root), *args])
-    return f"cd {_q(root)} && PATH={CRON_PATH} {CONFIG_DIR_ENV}={_q(cfg)} {run} >> {_q(log)} 2>&1"
+    run = " ".join(_q(a) for a in run_argv(ws, args, python))
+    env = " ".join(f"{k}={_q(v)}" for k, v in run_env().items())
+    return f"cd {_q(root)} && {env} {run} >> {_q(log_path(ws))} 2>&1"
 
 
 def enabled_stages(ws: Workspace) -> list[tuple[str, str]]:
@@ -384,18 +408,16 @@ def systemd_units(
     every_schedule(every)  # same range check as cron
     enabled_stages(ws)
     root, name = _root(ws), unit_name(ws)
-    log = root / STATE_DIR / "logs" / LOG_NAME
-    cfg = user_config_dir().expanduser().absolute()
-    argv = [str(Path(python).absolute()), "-m", "crustacean", "-w", str(root), *TICK_ARGS]
+    log = str(log_path(ws)).replace("%", "%%")
+    argv = run_argv(ws, TICK_ARGS, python)
     service = (
         f"[Unit]\nDescription=crustacean tick for {str(root).replace('%', '%%')}\n\n"
         "[Service]\nType=oneshot\n"
         f"WorkingDirectory={_unit_quote(root)}\n"
-        f"Environment={_unit_quote(f'PATH={CRON_PATH}')}\n"
-        f"Environment={_unit_quote(f'{CONFIG_DIR_ENV}={cfg}')}\n"
-        f"ExecStart={' '.join(_unit_quote(a) for a in argv)}\n"
-        f"StandardOutput=append:{str(log).replace('%', '%%')}\n"
-        f"StandardError=append:{str(log).replace('%', '%%')}\n"
+        + "".join(f"Environment={_unit_quote(f'{k}={v}')}\n" for k, v in run_env().items())
+        + f"ExecStart={' '.join(_unit_quote(a) for a in argv)}\n"
+        f"StandardOutput=append:{log}\n"
+        f"StandardError=append:{log}\n"
     )
     timer = (
         f"[Unit]\nDescription=crustacean tick every {every} min for "
@@ -442,26 +464,70 @@ def remove_systemd(ws: Workspace | Path, *, unit_dir: Path | None = None) -> lis
     return gone
 
 
-# --- OpenClaw ---------------------------------------------------------------------------------
+# --- which scheduler -------------------------------------------------------------------------
+
+KINDS = ("cron", "launchd", "systemd", "openclaw", "kubernetes")
 
 
-def crustacean_command(python: str = sys.executable) -> str:
-    """The `crustacean` script beside the interpreter, else `<python> -m crustacean`."""
-    script = Path(python).absolute().parent / "crustacean"
-    if script.is_file() and os.access(script, os.X_OK):
-        return shlex.quote(str(script))
-    return f"{shlex.quote(str(Path(python).absolute()))} -m crustacean"
+def default_kind(platform: str = sys.platform) -> str:
+    """What a bare `cron install` / `cron remove` uses: a LaunchAgent on macOS, else cron (macOS
+    cron skips the runs a sleeping Mac missed and needs Full Disk Access for some folders)."""
+    return "launchd" if platform == "darwin" else "cron"
 
 
-def openclaw_commands(ws: Workspace, *, python: str = sys.executable) -> list[str]:
-    """One `openclaw cron add …` per enabled stage, with that stage's schedule; writes nothing."""
-    root = _root(ws)
-    tz = ws.settings.workspace.timezone
-    out = []
-    for name, expr in enabled_stages(ws):
-        run = f"{crustacean_command(python)} -w {shlex.quote(str(root))} {name}"
-        words = ["openclaw", "cron", "add", "--name", f"crustacean {name}", "--cron", expr]
-        words += ["--tz", tz] if tz else []
-        words += ["--session", "isolated", "--message", f"Run: {run}"]
-        out.append(shlex.join(words))
-    return out
+@dataclass(frozen=True)
+class Options:
+    """The `cron install` options that only some schedulers take, to refuse a silent ignore."""
+
+    per_stage: bool = False
+    every: int | None = None
+    crontab_file: Path | None = None
+    unit_dir: Path | None = None
+    template: bool = False
+    image: str | None = None
+    claim: str | None = None
+
+
+_ONLY = {  # option -> (the schedulers that take it, how the user names it)
+    "per_stage": (("cron",), "--per-stage"),
+    "crontab_file": (("cron",), "--crontab-file"),
+    "unit_dir": (("systemd",), "--unit-dir"),
+    "template": (("systemd",), "--template"),
+    "image": (("kubernetes",), "--image"),
+    "claim": (("kubernetes",), "--claim"),
+}
+
+
+def check_options(kind: str, opts: Options) -> None:
+    """UsageError for an option the chosen scheduler would ignore."""
+    for field, (kinds, flag) in _ONLY.items():
+        if getattr(opts, field) not in (None, False) and kind not in kinds:
+            goes = " or ".join(flag_of(k) for k in kinds)
+            raise UsageError(f"{flag} goes with {goes}, not {flag_of(kind)}; drop {flag}.")
+    if opts.every is not None and (opts.per_stage or kind == "openclaw"):
+        raise UsageError(
+            "--every sets the `tick` interval; --per-stage and --openclaw use each stage's "
+            "stages.<name>.schedule instead. Drop --every."
+        )
+    if kind == "kubernetes" and not opts.image:
+        raise UsageError(
+            "--kubernetes needs --image IMAGE: an image with crustacean installed "
+            "(docs/fleet.md shows one)."
+        )
+
+
+def pick_kind(chosen: list[str], opts: Options, platform: str = sys.platform) -> str:
+    """The one scheduler the flags name, else cron for cron-only options, else the platform's;
+    then the options are checked against it."""
+    if len(chosen) > 1:
+        flags = " and ".join(flag_of(k) for k in chosen)
+        raise UsageError(f"{flags} exclude each other; pick one.")
+    cron_only = opts.crontab_file is not None or opts.per_stage
+    kind = chosen[0] if chosen else "cron" if cron_only else default_kind(platform)
+    check_options(kind, opts)
+    return kind
+
+
+def flag_of(kind: str) -> str:
+    """The flag that picks a scheduler (cron's is `--crontab`)."""
+    return "--crontab" if kind == "cron" else f"--{kind}"

@@ -120,6 +120,9 @@ def memory_figures(ws: Workspace) -> dict[str, Any]:
 
 
 def cron_state(ws: Workspace) -> str:
+    """Whether a schedule runs `tick`: the crontab block, a LaunchAgent or a systemd timer."""
+    if _scheduled_elsewhere(ws):
+        return "installed"
     try:
         from crustacean.ops.cron import is_installed, read_crontab
 
@@ -305,6 +308,9 @@ def split_fix(message: str) -> tuple[str, str]:
 
 
 def _cron(ws: Workspace) -> list[Finding]:
+    elsewhere = _scheduled_elsewhere(ws)
+    if elsewhere:
+        return [Finding("schedule", "ok", f"installed: {elsewhere}")]
     try:
         from crustacean.ops.cron import block_for, read_crontab
     except ImportError:
@@ -350,6 +356,21 @@ def _cron(ws: Workspace) -> list[Finding]:
         )
     ]
     return [*found, _daemon()]
+
+
+def _scheduled_elsewhere(ws: Workspace) -> str:
+    """A LaunchAgent or systemd timer for this workspace, which stand in for a crontab entry."""
+    from crustacean.ops import cron, fleet, launchd
+
+    units = cron.default_unit_dir()
+    for path in (
+        launchd.plist_path(ws),
+        units / f"{cron.unit_name(ws)}.timer",
+        units / "timers.target.wants" / fleet.instance(ws),
+    ):
+        if path.exists():
+            return str(path)
+    return ""
 
 
 def _daemon() -> Finding:
@@ -429,7 +450,7 @@ def _openclaw(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
     if not _serves_openclaw(ws, data, home):
         # A Claude Code (or other) workspace: OpenClaw's settings are not its business
         return [search] if search.status == "ok" else []
-    return [search, *_dreaming(data)]
+    return [search, *_dreaming(data), *_openclaw_cron(env)]
 
 
 def _serves_openclaw(ws: Workspace, data: Any, home: Path) -> bool:
@@ -520,20 +541,42 @@ def _home_path(text: str, home: Path) -> Path:
 
 
 def _dreaming(data: Any) -> list[Finding]:
-    """Dreaming rewrites MEMORY.md too. On unless the config turns it (or memory-core) off."""
+    """Dreaming (OpenClaw documents it as opt-in, off by default) also rewrites MEMORY.md: a
+    warning only when the config turns it on and memory-core is not off."""
     core = _dig(data, "plugins", "entries", "memory-core")
-    dreaming = _dig(core, "config", "dreaming")
     if isinstance(core, dict) and core.get("enabled") is False:
         return []
-    if isinstance(dreaming, dict) and dreaming.get("enabled") is False:
+    if _dig(core, "config", "dreaming", "enabled") is not True:
         return []
     return [
         Finding(
             "openclaw dreaming",
             "warn",
-            "OpenClaw's dreaming may be on; it also rewrites MEMORY.md",
+            "OpenClaw's dreaming is on: it also rewrites MEMORY.md, beside its own DREAMS.md and "
+            "memory/.dreams/, which no crustacean stage writes",
             "set plugins.entries.memory-core.config.dreaming.enabled to false, or schedule "
             "it apart from curate and compile",
+        )
+    ]
+
+
+def _openclaw_cron(env: Mapping[str, str]) -> list[Finding]:
+    """Which `openclaw cron add` form the installed OpenClaw takes (nothing if none on PATH)."""
+    from crustacean.ops import openclaw_jobs
+
+    installed = openclaw_jobs.probe(env)
+    if not installed.found:
+        return []
+    line = openclaw_jobs.describe(installed)
+    if installed.form == openclaw_jobs.COMMAND and not installed.error:
+        return [Finding("openclaw cron", "ok", line)]
+    return [
+        Finding(
+            "openclaw cron",
+            "warn",
+            line,
+            "update OpenClaw for command jobs, or schedule with `crustacean cron install` "
+            "(crontab, launchd or systemd), which costs no model turn",
         )
     ]
 

@@ -134,6 +134,8 @@ def decide(
             f"{SYSTEM_DIR}/ holds the pipeline instructions; no stage writes, moves or deletes "
             "there (a human edits them).",
         )
+    if any(_dreams(p) for p in (path, to or "")):
+        return Decision(Verdict.DENY, DREAMS_REASON)
     foundation = path in FOUNDATION_FILES and content
     if not allowed(actor, mode, path, daily):  # moving or deleting one is the table's call
         if foundation and path in ASK_FIRST.get(actor, ()):
@@ -157,6 +159,23 @@ def decide(
 
 _SHOWN = {"mcp": "MCP clients"}
 _FOUNDATION_ASK = "{path} is a foundation file: changes need human approval."
+
+
+# OpenClaw's dreaming owns these (docs.openclaw.ai/concepts/dreaming): its machine state, its
+# diary (DREAMS.md, or an existing dreams.md) and its phase reports. compile's move/delete rule
+# covers memory/**, so they are named here; no stage writes, moves or deletes them.
+DREAMS_FILES = ("dreams.md",)
+DREAMS_DIRS = ("memory/.dreams", "memory/dreaming")
+DREAMS_REASON = (
+    "DREAMS.md, memory/.dreams/ and memory/dreaming/ belong to OpenClaw's dreaming; no stage "
+    "writes, moves or deletes them (leave them to OpenClaw)."
+)
+
+
+def _dreams(path: str) -> bool:
+    """Case-insensitive, like `_in_system`: DREAMS.md and dreams.md are one file on macOS."""
+    low = path.casefold()
+    return low in DREAMS_FILES or any(low == d or low.startswith(d + "/") for d in DREAMS_DIRS)
 
 
 def _in_system(path: str) -> bool:

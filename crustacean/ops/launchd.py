@@ -1,0 +1,112 @@
+"""macOS scheduling: one LaunchAgent per workspace in ~/Library/LaunchAgents, built with plistlib.
+
+cron on macOS skips the runs a sleeping Mac missed and needs Full Disk Access for some folders;
+launchd starts a `StartCalendarInterval` job when the Mac wakes (several missed intervals
+coalesce into one start), and `tick` then runs each stage whose slot passed, once. The agent runs
+the same argv, environment and log as the crontab line. Nothing here runs `launchctl`: install
+returns the `bootstrap` line for the user to run.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crustacean.ops.cron import (
+    TICK_ARGS,
+    enabled_stages,
+    ensure_env_file,
+    env_file_for,
+    every_schedule,
+    log_path,
+    root_of,
+    run_argv,
+    run_env,
+    unit_name,
+)
+from crustacean.workspace import Workspace
+
+DOMAIN = "gui/$(id -u)"  # the logged-in user's launchd domain, as the user's shell spells it
+
+
+@dataclass(frozen=True)
+class LaunchdResult:
+    """The plist `install_launchd` wrote and the line that loads it."""
+
+    plist: Path
+    label: str
+    bootstrap_command: str
+    env_file: Path
+    created_env: bool
+
+
+def label(ws: Workspace | Path) -> str:
+    """The agent's label, derived from the workspace path (the systemd units' name)."""
+    return unit_name(ws)
+
+
+def agents_dir() -> Path:
+    return Path.home() / "Library" / "LaunchAgents"
+
+
+def plist_path(ws: Workspace | Path, folder: Path | None = None) -> Path:
+    return (folder or agents_dir()) / f"{label(ws)}.plist"
+
+
+def agent(ws: Workspace, *, every: int = 15, python: str = sys.executable) -> dict[str, Any]:
+    """The LaunchAgent's keys: `tick` at every `every`-th minute of the hour, like `*/N`."""
+    every_schedule(every)  # same range check as cron
+    enabled_stages(ws)  # and the same schedule validation
+    log = str(log_path(ws))
+    return {
+        "Label": label(ws),
+        "ProgramArguments": run_argv(ws, TICK_ARGS, python),
+        "WorkingDirectory": str(root_of(ws)),
+        "EnvironmentVariables": run_env(),
+        "StartCalendarInterval": [{"Minute": m} for m in range(0, 60, every)],
+        "StandardOutPath": log,
+        "StandardErrorPath": log,
+        "ProcessType": "Background",
+    }
+
+
+def bootstrap_command(path: Path, name: str) -> str:
+    """Unload an older copy (ignored when none is loaded), then load this one."""
+    return (
+        f"launchctl bootout {DOMAIN}/{name} 2>/dev/null; "
+        f"launchctl bootstrap {DOMAIN} {shlex.quote(str(path))}"
+    )
+
+
+def bootout_command(ws: Workspace | Path) -> str:
+    return f"launchctl bootout {DOMAIN}/{label(ws)}"
+
+
+def install_launchd(
+    ws: Workspace, *, every: int = 15, folder: Path | None = None, python: str = sys.executable
+) -> LaunchdResult:
+    """Write (or replace) this workspace's plist; the caller loads it with `launchctl`."""
+    keys = agent(ws, every=every, python=python)
+    path = plist_path(ws, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(plistlib.dumps(keys))
+    os.replace(tmp, path)
+    env_file = env_file_for(ws)
+    created = ensure_env_file(env_file)
+    ws.logs_dir.mkdir(parents=True, exist_ok=True)  # launchd does not create the log's folder
+    return LaunchdResult(path, label(ws), bootstrap_command(path, label(ws)), env_file, created)
+
+
+def remove_launchd(ws: Workspace | Path, *, folder: Path | None = None) -> list[Path]:
+    """Delete this workspace's plist; return it if it existed."""
+    path = plist_path(ws, folder)
+    if not path.exists():
+        return []
+    path.unlink()
+    return [path]
