@@ -93,6 +93,19 @@ class ToolCallRecord:
 
 
 @dataclass
+class SetAside:
+    """One thing a run set aside and went on without: a transcript line, a message or a model's
+    item (`kind`), why, and its redacted text (clipped), so a person can still act on it."""
+
+    kind: str
+    reason: str
+    text: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class RunRecord:
     """What one run did and cost; a row of `run_records` plus its tool calls."""
 
@@ -112,6 +125,7 @@ class RunRecord:
     error: str | None = None
     summary: str | None = None
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    set_aside: list[SetAside] = field(default_factory=list)
 
     @property
     def duration(self) -> timedelta | None:
@@ -138,6 +152,7 @@ class RunRecord:
         }
         if tool_calls:
             out["tool_calls"] = [call.to_json() for call in self.tool_calls]
+            out["set_aside"] = [item.to_json() for item in self.set_aside]
         return out
 
 
@@ -425,6 +440,18 @@ class RunRecorder:
         self.record.tool_calls.append(call)
         self.log(f"tool {call.seq} {name} {'error' if call.is_error else 'ok'}: {call.result}")
 
+    def set_aside(self, kind: str, reason: str, text: str = "") -> None:
+        """Keep one thing the run goes on without, redacted and clipped, as soon as it is met."""
+        item = SetAside(kind, one_line(redact(reason), ERROR_LIMIT), _shorten(redact(text), 1024))
+        with self._conn_tx() as conn:
+            conn.execute(
+                "INSERT INTO run_set_aside (run_id, seq, kind, reason, text) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (self.record.id, len(self.record.set_aside) + 1, kind, item.reason, item.text),
+            )
+        self.record.set_aside.append(item)
+        self.log(f"set aside a {kind}: {item.reason}")
+
     def turn(self) -> None:
         """Count one model turn (one `messages.create` call)."""
         self.record.turns += 1
@@ -547,8 +574,13 @@ def get_run(ws: Workspace, run_id: str) -> RunRecord:
             "WHERE run_id = ? ORDER BY seq",
             (run_id,),
         ).fetchall()
+        aside = db.conn.execute(
+            "SELECT kind, reason, text FROM run_set_aside WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        ).fetchall()
     rec = _from_row(row)
     rec.tool_calls = [ToolCallRecord(s, n, json.loads(i), bool(e), r) for s, n, i, e, r in calls]
+    rec.set_aside = [SetAside(*values) for values in aside]
     return rec
 
 

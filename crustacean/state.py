@@ -256,6 +256,22 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX search_files_warning ON search_files (path) WHERE warning IS NOT NULL;
         """,
     ),
+    (
+        # What a run set aside instead of stopping (a transcript line it could not read, an
+        # item the model cited wrongly twice), with why and its text, so nothing is dropped
+        # unseen and the rest of the run goes on.
+        "m014_run_set_aside",
+        """
+        CREATE TABLE run_set_aside (
+            run_id TEXT NOT NULL REFERENCES run_records (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            text TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (run_id, seq)
+        );
+        """,
+    ),
 ]
 
 
