@@ -550,11 +550,16 @@ def read_toml_layer(name: str, path: Path) -> Layer:
         ) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
+        return Layer(name, str(path), flatten(data, "", str(path)))
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: config file is not UTF-8 text; save it as UTF-8.") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: TOML syntax error: {e}. Fix that line and try again.") from None
-    return Layer(name, str(path), flatten(data, "", str(path)))
+    except RecursionError:  # tomllib's parser recurses once per level of nesting
+        raise ConfigError(
+            f"{path}: config file is nested too deeply to read; no setting needs more than a "
+            "few levels, so remove the deep array or table."
+        ) from None
 
 
 def env_layer(env: Mapping[str, str]) -> Layer:
