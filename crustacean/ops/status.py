@@ -16,7 +16,7 @@ from typing import Any
 
 from crustacean.config import STAGES, load_config
 from crustacean.errors import CrustaceanError
-from crustacean.runs import RunRecord, list_runs
+from crustacean.runs import RunRecord, last_run, latest_run, list_runs
 from crustacean.schedule import next_slot
 from crustacean.workspace import WORKING_MEMORY, Workspace
 
@@ -135,11 +135,10 @@ def workspace_status(ws: Workspace, now: datetime) -> Status:
     from crustacean.store.write import Store
 
     runs = list_runs(ws, limit=10_000)
-    real = [r for r in runs if not r.dry_run]
     lines = []
     for stage in STAGES:
         cfg = getattr(ws.settings.stages, stage)
-        last = next((r for r in real if r.stage == stage), None)
+        last = last_run(runs, stage)
         lines.append(
             StageLine(
                 stage,
@@ -365,12 +364,20 @@ def _daemon() -> Finding:
 
 
 def _last_run(ws: Workspace, now: datetime) -> Finding:
-    runs = [r for r in list_runs(ws, limit=1) if not r.dry_run]
-    if not runs:
+    last = latest_run(ws)
+    if last is None:
         return Finding(
             "last run", "warn", "no run recorded yet", "run `crustacean tick`, or install cron"
         )
-    age = now - runs[0].started
+    when = f"{last.stage} at {last.started:%Y-%m-%d %H:%M}"
+    if last.status == "failed":
+        return Finding(
+            "last run",
+            "fail",
+            f"the last run ({when}) failed: {last.error or 'no error recorded'}",
+            f"see `crustacean runs show {last.id}`, fix what it names, then `crustacean tick`",
+        )
+    age = now - last.started
     if age > timedelta(days=1):
         return Finding(
             "last run",
@@ -378,9 +385,8 @@ def _last_run(ws: Workspace, now: datetime) -> Finding:
             f"the last run was {age.days} day(s) ago",
             "check cron: `crustacean cron show`, `crustacean doctor`",
         )
-    return Finding(
-        "last run", "ok", f"last run {runs[0].stage} at {runs[0].started:%Y-%m-%d %H:%M}"
-    )
+    interrupted = " (interrupted)" if last.status == "interrupted" else ""
+    return Finding("last run", "ok", f"last run {when}{interrupted}")
 
 
 def _lock(ws: Workspace) -> Finding:

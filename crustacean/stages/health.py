@@ -23,7 +23,7 @@ from crustacean.config import STAGES
 from crustacean.daily import dated_day, log_day
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
 from crustacean.markdown import count_lines, link_targets, split_lines, split_sections
-from crustacean.runs import RunRecord, error_line, list_runs
+from crustacean.runs import RunRecord, counts_as_last, error_line, list_runs
 from crustacean.schedule import expected_slots, slot_at_or_after
 from crustacean.secrets import find_secrets
 from crustacean.stages.compile_plan import plan_empty_and_duplicates
@@ -155,7 +155,7 @@ def cadence(
     Fail when a stage's latest run failed or its last 3 due slots were all missed; warn on any
     other miss or failure.
     """
-    real = [r for r in runs if not r.dry_run]
+    real = [r for r in runs if counts_as_last(r)]  # runs.last_run's notion, for every stage
     if not real and since is None:
         return Check("cadence", "warn", "no runs recorded yet", figures={"runs": 0})
     anchor = since if since is not None else min(r.started for r in real)
