@@ -207,6 +207,7 @@ def doctor(
         return out
     out.findings.append(Finding("config", "ok", "every config layer is valid"))
     out.findings.append(_key_for_cron(ws, env))
+    out.findings += _key_file(ws, env)
     if ping:
         out.findings.append(_ping(ws, env))
     out.findings.append(_git())
@@ -220,7 +221,7 @@ def doctor(
 
 
 def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
-    from crustacean.config import KEY_ENV, TOKEN_ENV, URL_ENV, env_file_path
+    from crustacean.config import KEY_ENV, TOKEN_ENV, URL_ENV, env_file_path, is_placeholder_key
     from crustacean.errors import ConfigError
     from crustacean.llm.client import resolve_credentials
 
@@ -231,6 +232,13 @@ def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
         creds = resolve_credentials(ws.settings, cron_env)
     except ConfigError:
         creds = None
+    if creds is not None and is_placeholder_key(creds.key) and creds.source == str(file):
+        return Finding(
+            "api key for cron",
+            "fail",
+            f"the key in {file} is a placeholder from a guide, not a key",
+            f"replace it with your key from the Anthropic console: {KEY_ENV}=sk-ant-api03-…",
+        )
     if creds is not None:
         return Finding("api key for cron", "ok", f"a run under cron uses {creds.source}")
     if env.get(KEY_ENV):
@@ -246,6 +254,43 @@ def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
         "no API key in the env file or the environment",
         f"put {KEY_ENV}=... in {file} (mode 600), or set llm.base_url",
     )
+
+
+def _key_file(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
+    """The env file cron runs read: private to its owner (the guides' mode 600), and every
+    line a `KEY=VALUE` (another line is silently ignored, so a key on it is never used)."""
+    from crustacean.config import env_file_lines_unread, env_file_path
+
+    file = env_file_path(ws.settings, env)
+    try:
+        mode = file.stat().st_mode
+        text = file.read_text("utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as e:
+        return [Finding("key file", "fail", f"{file} cannot be read ({e})", "fix or remove it")]
+    out = []
+    if mode & 0o077:
+        out.append(
+            Finding(
+                "key file",
+                "warn",
+                f"{file} can be read by other users (mode {mode & 0o777:o})",
+                f"chmod 600 {file}",
+            )
+        )
+    unread = env_file_lines_unread(text)
+    if unread:
+        lines = ", ".join(map(str, unread[:5])) + (" …" if unread[5:] else "")
+        out.append(
+            Finding(
+                "key file",
+                "warn",
+                f"{file}: line(s) {lines} are not KEY=VALUE and are ignored",
+                "write each as KEY=VALUE (`export ` and quotes are fine), or `#` it out",
+            )
+        )
+    return out or [Finding("key file", "ok", f"{file} is private and every line is KEY=VALUE")]
 
 
 def _ping(ws: Workspace, env: Mapping[str, str]) -> Finding:
