@@ -325,9 +325,8 @@ def test_doctor_checks_the_key_file(
         assert key.detail == f"the key in {cfg / 'env'} is a placeholder from a guide, not a key"
         assert KEY not in key.detail + key.fix and report.failed
     found = [f for f in report.findings if f.name == "key file"]
-    assert [(f.status, needle in f.detail) for f, (_, needle) in zip(found, file_findings)] == [
-        (status, True) for status, _ in file_findings
-    ]
     assert len(found) == len(file_findings)
+    for finding, (status, needle) in zip(found, file_findings, strict=True):
+        assert finding.status == status and needle in finding.detail, finding
     if mode & 0o077:
         assert found[0].fix == f"chmod 600 {cfg / 'env'}"
