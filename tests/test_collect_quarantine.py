@@ -184,3 +184,25 @@ def test_several_sessions_a_miscited_item_and_a_credential_are_refused_then_set_
     assert "its text holds a credential" in shown and KEY not in shown
     assert "The staging key is [REDACTED:" in shown
     assert run(ws, env).record.status == "skipped"
+
+
+def test_a_sent_request_s_tokens_are_recorded_before_its_answer_comes(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Before: a run killed after it sent a request recorded 0 tokens. While the fake API
+    answers, the run record already holds the request's estimate; after, the real usage."""
+    from crustacean.runs import list_runs
+
+    (project(tmp_path) / "s1.jsonl").write_text(cc_record(1, "s1", "user", "Ana likes tea."))
+    seen: list[tuple[str, int]] = []
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        (running,) = list_runs(ws, limit=1)
+        seen.append((running.status, running.usage.input_tokens))
+        return tool_use(("record_notes", {"items": []}), usage={"input_tokens": 1234})
+
+    fake_api.enqueue(answer)
+    result = run(ws, env)
+    ((status, pending),) = seen
+    assert status == "running" and pending > 500  # the prompt's estimate, before any answer
+    assert result.record.usage.input_tokens == 1234  # settled to what the API reported
