@@ -379,7 +379,7 @@ def test_every_exit_code_is_documented() -> None:
 
     text = (DOCS / "exit-codes-and-env.md").read_text("utf-8")
     codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
-    assert codes == {0, 1, 2, 75}
+    assert codes == {0, 1, 2, 75, 130}
     for code in codes:
         assert re.search(rf"^\| {code} \|", text, re.M), code
         assert f"exit code {code}\n" in text, f"no example of exit code {code}"
