@@ -11,6 +11,7 @@ The schema is the dataclasses below: every key has a default and a one-line doc,
 
 import dataclasses
 import os
+import re
 import tomllib
 import typing
 from collections.abc import Callable, Mapping
@@ -550,11 +551,16 @@ def read_toml_layer(name: str, path: Path) -> Layer:
         ) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
+        return Layer(name, str(path), flatten(data, "", str(path)))
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: config file is not UTF-8 text; save it as UTF-8.") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: TOML syntax error: {e}. Fix that line and try again.") from None
-    return Layer(name, str(path), flatten(data, "", str(path)))
+    except RecursionError:  # tomllib's parser recurses once per level of nesting
+        raise ConfigError(
+            f"{path}: config file is nested too deeply to read; no setting needs more than a "
+            "few levels, so remove the deep array or table."
+        ) from None
 
 
 def env_layer(env: Mapping[str, str]) -> Layer:
@@ -802,6 +808,30 @@ def env_file_path(settings: Settings, env: Mapping[str, str] | None = None) -> P
     `cron install`, `doctor` and `paths`, so they never disagree about where the key is."""
     configured = settings.llm.env_file
     return Path(configured).expanduser() if configured else default_env_file(env)
+
+
+_PLACEHOLDER_KEY = re.compile(
+    r"(?i)\.\.\.|…|<[^>]*>|your[_ -]?(?:api[_ -]?)?key|changeme|placeholder|replace[_ -]?me"
+    r"|^\$|^(?:sk-ant-(?:api\d+-)?)?[x*]{4,}$"
+)
+_ENV_LINE = re.compile(r"(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\s*=.*")
+
+
+def is_placeholder_key(value: str) -> bool:
+    """A key copied from a guide (`sk-ant-...`, `<your key>`, `xxxx`), not a real one."""
+    return bool(_PLACEHOLDER_KEY.search(value.strip()))
+
+
+def env_file_lines_unread(text: str) -> list[int]:
+    """The 1-based lines of an env file that `read_env_file` cannot read as `KEY=VALUE`
+    (blank lines and `#` comments are fine): they are silently ignored, so doctor names them."""
+    return [
+        n
+        for n, line in enumerate(text.splitlines(), 1)
+        if line.strip()
+        and not line.strip().startswith("#")
+        and not _ENV_LINE.fullmatch(line.strip())
+    ]
 
 
 def read_env_file(path: Path) -> dict[str, str]:

@@ -6,10 +6,13 @@ secret value.
 
 from __future__ import annotations
 
+import errno
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_LOCKED = 75
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a Ctrl-C
 
 
 class CrustaceanError(Exception):
@@ -92,3 +95,31 @@ class SearchQueryError(CrustaceanError):
 
 class ModelError(CrustaceanError):
     """A model call failed (after retries); the run stops with nothing half-written."""
+
+
+class NoSpaceError(CrustaceanError):
+    """The disk holding the workspace is full. Every write is whole or not at all, so a write
+    refused this way left nothing behind."""
+
+
+NO_SPACE = "no space left on the device holding the workspace"
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_SQLITE_FULL = 13  # sqlite3.SQLITE_FULL: "database or disk is full"
+
+
+def no_space(exc: BaseException) -> NoSpaceError | None:
+    """The family's error for a full disk (an OSError ENOSPC or EDQUOT from a write, or SQLite's
+    SQLITE_FULL), saying what was written: nothing, or what a note on `exc` names."""
+    full = isinstance(exc, OSError) and exc.errno in _FULL
+    full = full or getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL
+    if not full:
+        return None
+    notes = getattr(exc, "__notes__", None)
+    wrote = notes[-1].rstrip(".") if notes else "nothing was written"
+    return NoSpaceError(f"{NO_SPACE}; {wrote}. Free some space there, then run it again.")
+
+
+def interrupted_line(exc: BaseException) -> str:
+    """What a Ctrl-C says: nothing was written, or what a note on `exc` names."""
+    notes = getattr(exc, "__notes__", None)
+    return "Interrupted; " + (notes[-1] if notes else "nothing was written.")

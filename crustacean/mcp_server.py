@@ -30,7 +30,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from crustacean.clock import Clock, wall_clock
 from crustacean.config import load_config
-from crustacean.errors import CrustaceanError, UsageError
+from crustacean.errors import CrustaceanError, UsageError, no_space
 from crustacean.llm.contract import actor_preamble, policy_modes
 from crustacean.llm.tools import TOOLS, write_spec
 from crustacean.recall.context import ContextRequest, build_context
@@ -153,6 +153,11 @@ def _bound(fn: Callable[..., Any], st: McpState) -> Callable[..., Any]:
             return fn(st, *args, **kwargs)
         except CrustaceanError as e:  # a refusal the model can act on
             raise ToolError(f"Error: {e}") from None
+        except Exception as e:
+            full = no_space(e)  # a full disk says so, not "Error executing tool"
+            if full is None:
+                raise
+            raise ToolError(f"Error: {full}") from None
 
     call.__signature__ = signature.replace(  # type: ignore[attr-defined]  # read by inspect
         parameters=list(signature.parameters.values())[1:]

@@ -15,7 +15,7 @@ import json
 import os
 import secrets
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -35,7 +35,7 @@ from crustacean.workspace import Workspace
 if TYPE_CHECKING:
     from filelock import FileLock
 
-FINAL_STATUSES = ("ok", "partial", "failed", "skipped")
+FINAL_STATUSES = ("ok", "partial", "failed", "skipped", "interrupted")
 STATUSES = ("running", *FINAL_STATUSES)
 LOCK_FILE = "run.lock"
 LOCK_INFO_FILE = "run.lock.json"
@@ -43,6 +43,7 @@ INPUT_JSON_LIMIT = 2048
 RESULT_LIMIT = 300
 ERROR_LIMIT = 500
 INTERRUPTED = "interrupted (the process was killed)"
+CTRL_C = "interrupted by the user (Ctrl-C)"
 NO_STATUS = "the run ended without recording a status"
 
 _SCALARS = (
@@ -93,6 +94,19 @@ class ToolCallRecord:
 
 
 @dataclass
+class SetAside:
+    """One thing a run set aside and went on without: a transcript line, a message or a model's
+    item (`kind`), why, and its redacted text (clipped), so a person can still act on it."""
+
+    kind: str
+    reason: str
+    text: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class RunRecord:
     """What one run did and cost; a row of `run_records` plus its tool calls."""
 
@@ -112,6 +126,7 @@ class RunRecord:
     error: str | None = None
     summary: str | None = None
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    set_aside: list[SetAside] = field(default_factory=list)
 
     @property
     def duration(self) -> timedelta | None:
@@ -138,6 +153,7 @@ class RunRecord:
         }
         if tool_calls:
             out["tool_calls"] = [call.to_json() for call in self.tool_calls]
+            out["set_aside"] = [item.to_json() for item in self.set_aside]
         return out
 
 
@@ -347,12 +363,26 @@ class RunRecorder:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """An escaping exception fails the run (one redacted line); it is never swallowed."""
+        """An escaping exception fails the run (one redacted line); it is never swallowed. A
+        Ctrl-C is recorded as interrupted, not failed, and says what the run had written."""
         try:
-            if exc is not None:
+            if exc is not None and self.record.files_changed:
+                wrote = self.record.files_changed
+                more = f" and {len(wrote) - 3} more" if wrote[3:] else ""
+                exc.add_note(
+                    f"the {self.record.stage} run had written {', '.join(wrote[:3])}{more}."
+                )
+            if isinstance(exc, KeyboardInterrupt):
+                self.finish("interrupted", error=CTRL_C)
+            elif exc is not None:
                 self.finish("failed", error=error_line(exc))
             elif self.record.status == "running":
                 self.finish("failed", error=NO_STATUS)
+        except (OSError, sqlite3.Error):
+            if exc is None:
+                raise
+            # a full disk may refuse the record too: the run stays `running` and the next run
+            # marks it interrupted; the error that stopped this one is what the user sees
         finally:
             self._release()
 
@@ -424,6 +454,18 @@ class RunRecorder:
             )
         self.record.tool_calls.append(call)
         self.log(f"tool {call.seq} {name} {'error' if call.is_error else 'ok'}: {call.result}")
+
+    def set_aside(self, kind: str, reason: str, text: str = "") -> None:
+        """Keep one thing the run goes on without, redacted and clipped, as soon as it is met."""
+        item = SetAside(kind, one_line(redact(reason), ERROR_LIMIT), _shorten(redact(text), 1024))
+        with self._conn_tx() as conn:
+            conn.execute(
+                "INSERT INTO run_set_aside (run_id, seq, kind, reason, text) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (self.record.id, len(self.record.set_aside) + 1, kind, item.reason, item.text),
+            )
+        self.record.set_aside.append(item)
+        self.log(f"set aside a {kind}: {item.reason}")
 
     def turn(self) -> None:
         """Count one model turn (one `messages.create` call)."""
@@ -547,15 +589,45 @@ def get_run(ws: Workspace, run_id: str) -> RunRecord:
             "WHERE run_id = ? ORDER BY seq",
             (run_id,),
         ).fetchall()
+        aside = db.conn.execute(
+            "SELECT kind, reason, text FROM run_set_aside WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        ).fetchall()
     rec = _from_row(row)
     rec.tool_calls = [ToolCallRecord(s, n, json.loads(i), bool(e), r) for s, n, i, e, r in calls]
+    rec.set_aside = [SetAside(*values) for values in aside]
     return rec
 
 
+def counts_as_last(rec: RunRecord) -> bool:
+    """The one notion of "the last run" (tick, status, health, doctor and the UI): the newest
+    run that finished (not one still running) and was not a dry run, which changed nothing."""
+    return not rec.dry_run and rec.status != "running"
+
+
+def last_run(runs: Iterable[RunRecord], stage: str | None = None) -> RunRecord | None:
+    """The last run (`counts_as_last`) among `runs`, newest first as `list_runs` gives them;
+    of one stage, or of any."""
+    return next(
+        (r for r in runs if counts_as_last(r) and (stage is None or r.stage == stage)), None
+    )
+
+
+def latest_run(ws: Workspace) -> RunRecord | None:
+    """The workspace's last run of any stage (`counts_as_last`), in one query."""
+    with open_state(ws) as db:
+        row = db.conn.execute(
+            f"{_SELECT} WHERE dry_run = 0 AND status != 'running' "
+            "ORDER BY started DESC, id DESC LIMIT 1"
+        ).fetchone()
+    return _from_row(row) if row else None
+
+
 def last_runs(ws: Workspace, *, include_dry_runs: bool = False) -> dict[str, RunRecord]:
-    """The latest run of each stage that has one. Dry runs changed nothing, so by default they
-    do not count (a schedule asking "when did curate last run?" should not see them)."""
-    where = "" if include_dry_runs else "WHERE dry_run = 0"
+    """The latest finished run of each stage that has one. Dry runs changed nothing, so by
+    default they do not count (a schedule asking "when did curate last run?" should not see
+    them); see `counts_as_last`."""
+    where = "WHERE status != 'running'" + ("" if include_dry_runs else " AND dry_run = 0")
     sql = (
         f"SELECT {', '.join(_SCALARS)} FROM (SELECT *, row_number() OVER "
         f"(PARTITION BY stage ORDER BY started DESC, id DESC) AS n FROM run_records {where}) "

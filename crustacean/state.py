@@ -257,10 +257,26 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        # What a run set aside instead of stopping (a transcript line it could not read, an
+        # item the model cited wrongly twice), with why and its text, so nothing is dropped
+        # unseen and the rest of the run goes on.
+        "m014_run_set_aside",
+        """
+        CREATE TABLE run_set_aside (
+            run_id TEXT NOT NULL REFERENCES run_records (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            text TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (run_id, seq)
+        );
+        """,
+    ),
+    (
         # The loss guard's cap per run (store/plan.py): what each run has lost of each file so
         # far, so a run whose calls come through several Store objects (an MCP server, a
         # restarted stage) cannot lose more than one call may.
-        "m014_loss_tally",
+        "m015_loss_tally",
         """
         CREATE TABLE loss_tally (
             run_id TEXT NOT NULL,

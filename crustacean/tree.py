@@ -5,7 +5,9 @@ crustacean.workspace re-exports all of this.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -71,8 +73,41 @@ def walk(
             if entry.is_dir(follow_symlinks=False):
                 if not skip.leaves_out(rel_dir, entry.name):
                     stack.append((f"{rel_dir}{entry.name}/", entry.path))
-            else:
+            elif entry.is_file(follow_symlinks=False) or not (why := unreadable(entry)):
                 yield rel_dir + entry.name, entry
+            elif problems is not None:
+                problems.append((rel_dir + entry.name, why))
+
+
+def unreadable(entry: os.DirEntry[str]) -> str:
+    """Why an entry that is neither a folder nor a regular file is left out ("" when it is
+    not): reading a FIFO waits forever for a writer, and a symlink loop raises ELOOP on every
+    open or stat. A symlink to a file or folder, or to nothing (a dangling link), is kept: its
+    callers decide."""
+    if entry.is_symlink():
+        try:
+            mode = os.stat(entry.path).st_mode
+        except OSError as e:
+            return "a symlink loop; skipped" if e.errno == errno.ELOOP else ""
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return ""
+        return f"a symlink to {_kind(mode)}; skipped"
+    try:
+        return f"{_kind(entry.stat(follow_symlinks=False).st_mode)}; skipped"
+    except OSError:
+        return ""  # gone since the folder was read
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 _BY_FD = os.scandir in os.supports_fd

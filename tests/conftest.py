@@ -16,6 +16,7 @@ for _var in (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_AUTH_TOKEN",
+    "LANGUAGE",  # gettext reads it before LC_ALL: git would still answer in the host's language
 ):
     os.environ.pop(_var, None)
 os.environ.update(
@@ -25,6 +26,7 @@ os.environ.update(
         "NO_COLOR": "1",
         "_TYPER_FORCE_DISABLE_TERMINAL": "1",
         "TZ": "UTC",
+        "LC_ALL": "C.UTF-8",  # git's and the CLI's messages in English, text in UTF-8, on any host
         "CRUSTACEAN_SEMANTIC": "0",  # lexical search unless a test switches the extra on
     }
 )
@@ -55,6 +57,11 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CRUSTACEAN_CONFIG_DIR", str(tmp_path / "userconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # As on a host whose name has no domain: git never guesses an identity, so a test's own
+    # `git commit` without one fails on every machine, not only on some.
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.useConfigOnly")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "true")
     for var in ("CRUSTACEAN_WORKSPACE", "CRUSTACEAN_ORG_CONFIG", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     for var in [v for v in os.environ if v.startswith("CRUSTACEAN_") and "__" in v]:

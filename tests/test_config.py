@@ -18,6 +18,7 @@ from crustacean.config import (
 )
 from crustacean.errors import ConfigError
 from crustacean.ops.init import init_workspace
+from crustacean.workspace import Workspace
 
 
 def test_defaults_match_the_seeds() -> None:
@@ -316,3 +317,26 @@ def test_today_in_the_system_zone_is_the_date_tzlocal_gives(
         monkeypatch.undo()
         time_mod.tzset()
         tzlocal.reload_localzone()
+
+
+@pytest.mark.parametrize(
+    "deep",
+    [
+        "x = " + "[" * 3000 + "]" * 3000,
+        "x = " + "{a = " * 3000 + "1" + "}" * 3000,
+        "[" + ".".join(["a"] * 3000) + "]\nk = 1",
+    ],
+    ids=["arrays", "inline tables", "dotted table"],
+)
+def test_a_config_nested_thousands_of_levels_is_one_error_line(ws: Workspace, deep: str) -> None:
+    """Before: a RecursionError traceback from every command."""
+    toml = ws.root / "crustacean.toml"
+    toml.write_text(toml.read_text() + "\n" + deep + "\n")
+    before = snapshot(ws.root)
+    for command in (["status"], ["health"], ["search", "beans"]):
+        out = run_cli("-w", str(ws.root), *command, code=2)
+        assert "Traceback" not in out.output and "RecursionError" not in out.output
+        assert out.output.startswith(f"Error: {toml}: ") and out.output.count("\n") == 1
+        if "[" not in deep[:1]:  # tomllib itself recurses: arrays and inline tables
+            assert "config file is nested too deeply to read; " in out.output
+    assert snapshot(ws.root) == before

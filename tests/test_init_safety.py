@@ -185,3 +185,62 @@ def test_no_snapshot_commits_a_file_over_the_size_limit(tmp_path: Path) -> None:
             message="add two",
         )
     assert full.read_text().count("- line") == 40
+
+
+def test_an_init_stopped_before_its_baseline_commits_it_when_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: Ctrl-C during the adoption, then `init` again: the user's files were never
+    committed, so "the state before crustacean" could not be restored."""
+    from crustacean.store.versions import Git
+
+    root = tmp_path / "agent"
+    (root / "notes").mkdir(parents=True)
+    for i in range(30):
+        (root / f"notes/day-{i:02d}.md").write_text(f"# Day {i}\n\nThe user's own words.\n")
+
+    def pressed(self: Git, **kw: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as mp:
+        mp.setattr(Git, "commit_all", pressed)
+        stopped = run_cli("init", str(root), code=130)
+    assert stopped.output == (
+        "Interrupted; init stopped part way; run the same `crustacean init` again to finish it.\n"
+    )
+    assert (root / ".git").is_dir()  # the repository was made, with no commit
+    out = run_cli("init", str(root))
+    assert "Committed the files that were already here as the baseline." in out.stdout
+    first = git(root, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert "baseline of the files already here" in git(root, "log", "-1", "--format=%s", first)
+    tree = git(root, "ls-tree", "-r", "--name-only", first).split()
+    assert [p for p in tree if p.startswith("notes/")] == [
+        f"notes/day-{i:02d}.md" for i in range(30)
+    ]
+
+
+def test_init_source_on_an_existing_workspace_adds_the_source(ws: Workspace) -> None:
+    """Before: `init --source KIND` on a workspace was silently ignored."""
+    out = run_cli("init", str(ws.root), "--source", "claude_code")
+    assert "Added the --source table(s) to crustacean.toml." in out.stdout
+    sources = load_config(ws.root).settings.sources
+    assert [s.kind for s in sources] == ["claude_code"]
+    assert git(ws.root, "status", "--porcelain") == ""  # added as a version
+    again = run_cli("init", str(ws.root), "--source", "claude_code")
+    assert "Added the --source" not in again.stdout
+    assert len(load_config(ws.root).settings.sources) == 1
+
+
+def test_init_source_refuses_naming_the_table_when_the_file_cannot_take_it(
+    ws: Workspace,
+) -> None:
+    toml = ws.root / "crustacean.toml"
+    toml.write_text('sources = [{kind = "plain", path = "notes"}]\n' + toml.read_text())
+    git(ws.root, "-c", "user.name=Ada", "-c", "user.email=ada@example.org", "commit", "-qam", "x")
+    before = snapshot(ws.root)
+    out = run_cli("init", str(ws.root), "--source", "claude_code", code=2)
+    assert out.output.startswith(
+        "Error: crustacean.toml exists and cannot take a [[sources]] table as it is; add this "
+        'to it by hand:\n[[sources]]\nkind = "claude_code"\npath = "'
+    )
+    assert snapshot(ws.root) == before

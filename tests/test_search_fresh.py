@@ -82,7 +82,10 @@ def test_a_git_checkout_of_an_older_version_is_found(indexed: Workspace) -> None
     root = indexed.root
 
     def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+        """The user's own git, with an identity of its own: HOME is an empty tmp folder, and a
+        host name without a domain gives git no fallback."""
+        who = ["-c", "user.name=Ada", "-c", "user.email=ada@example.org"]
+        subprocess.run(["git", "-C", str(root), *who, *args], check=True, capture_output=True)
 
     git("add", "memory/notes/garden.md")
     git("commit", "-q", "-m", "garden v1")

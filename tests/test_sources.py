@@ -570,6 +570,25 @@ def test_since_skips_old_records_but_a_new_tool_result_keeps_its_tool_name(tmp_p
     assert got.cursor.offset == path.stat().st_size and got.bad_lines == 0
 
 
+def test_a_tool_result_read_after_a_cursor_keeps_its_tool_name(tmp_path: Path) -> None:
+    """Before: reading resumed after the tool call, so its result lost the tool's name."""
+    path = tmp_path / "s.jsonl"
+
+    def record(kind: str, ts: str, content: Any, uid: str) -> dict[str, Any]:
+        message = {"role": kind, "content": content}
+        return {"type": kind, "uuid": uid, "sessionId": "s", "timestamp": ts, "message": message}
+
+    call = {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls"}}
+    append(path, record("assistant", "2026-11-29T10:00:00Z", [call], "u1"))
+    first = read_new(path, "claude_code", None)
+    assert [m.text for m in first.messages] == ["[tool Bash ls]"]
+    result = {"type": "tool_result", "tool_use_id": "toolu_01", "content": "notes.md"}
+    append(path, record("user", "2026-11-29T10:01:00Z", [result], "u2"))
+    later = read_new(path, "claude_code", first.cursor)
+    assert not later.restarted
+    assert [m.text for m in later.messages] == ["[tool result Bash: notes.md]"]
+
+
 def test_plain_note_is_read_again_only_when_it_changed(tmp_path: Path) -> None:
     note = Path(shutil.copy(NOTES / "gift-ideas.txt", tmp_path / "gift-ideas.txt"))
     first = read_all(note, "plain")

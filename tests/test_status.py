@@ -284,3 +284,49 @@ def test_doctor_warns_about_claude_codes_memory_md_past_its_load_limit(
     if status == "warn":
         assert str(memory) in found.detail and "200 lines / 25 KB" in found.detail
         assert "short index" in found.fix
+
+
+KEY = "sk-ant-api03-" + "Q" * 40
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "key_status", "file_findings"),
+    [
+        (f"ANTHROPIC_API_KEY={KEY}\n", 0o600, "ok", [("ok", "is private and every line")]),
+        ("ANTHROPIC_API_KEY=sk-ant-...\n", 0o600, "fail", [("ok", "is private")]),
+        ("export ANTHROPIC_API_KEY='<your key>'\n", 0o600, "fail", [("ok", "is private")]),
+        (f"ANTHROPIC_API_KEY={KEY}\n", 0o644, "ok", [("warn", "can be read by other users")]),
+        (
+            f"# my key\n{KEY}\nANTHROPIC_API_KEY={KEY}\n",
+            0o640,
+            "ok",
+            [("warn", "(mode 640)"), ("warn", "line(s) 2 are not KEY=VALUE and are ignored")],
+        ),
+    ],
+    ids=["private", "placeholder", "bracketed placeholder", "world-readable", "unparsable line"],
+)
+def test_doctor_checks_the_key_file(
+    ws: Workspace,
+    tmp_path: Path,
+    text: str,
+    mode: int,
+    key_status: str,
+    file_findings: list[tuple[str, str]],
+) -> None:
+    """Before: ok for the guide's `sk-ant-...` and for an env file anyone could read."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "env").write_text(text)
+    (cfg / "env").chmod(mode)
+    report = doctor(ws.root, env={"CRUSTACEAN_CONFIG_DIR": str(cfg)})
+    key = next(f for f in report.findings if f.name == "api key for cron")
+    assert key.status == key_status
+    if key_status == "fail":
+        assert key.detail == f"the key in {cfg / 'env'} is a placeholder from a guide, not a key"
+        assert KEY not in key.detail + key.fix and report.failed
+    found = [f for f in report.findings if f.name == "key file"]
+    assert len(found) == len(file_findings)
+    for finding, (status, needle) in zip(found, file_findings, strict=True):
+        assert finding.status == status and needle in finding.detail, finding
+    if mode & 0o077:
+        assert found[0].fix == f"chmod 600 {cfg / 'env'}"

@@ -438,3 +438,18 @@ def test_random_writes_and_rollbacks_never_lose_a_byte_or_a_version(tmp_path: Pa
         assert sum(seen.values()) == OPS, seed
         assert seen["write"] > OPS / 3 and seen["rollback"] > 10 and seen["refused"] > 10, seen
     assert sum(sum(seen.values()) for seen in results.values()) >= 1_000
+
+
+def test_a_one_megabyte_version_message_is_one_bounded_line_in_history(ws: Workspace) -> None:
+    """Before: a 1 MB message was the commit subject and `history` printed 6.5 MB."""
+    huge = "The model wrote at length. " * 40_000  # ~1 MB, as a runaway model's message
+    Store(ws).write_context(
+        [{"path": "memory/notes/long.md", "mode": "create", "content": "x\n"}],
+        actor="curate",
+        message=huge,
+    )
+    out = run_cli("-w", str(ws.root), "history").stdout
+    assert len(out) < 4_000
+    assert f"… ({len(huge.strip()):,} chars)" in out  # git keeps it without the last space
+    data = json.loads(run_cli("-w", str(ws.root), "history", "--json").stdout)
+    assert len(data[0]["message"]) > 900_000  # the data keeps it whole

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from crustacean.workspace import CHECKED, MEMORY_HOMES, NOT_GIT, RECALLED, WRITABLE, Skip, walk
+from conftest import snapshot
+from crustacean.workspace import (
+    CHECKED,
+    MEMORY_HOMES,
+    NOT_GIT,
+    RECALLED,
+    WRITABLE,
+    Skip,
+    Workspace,
+    walk,
+)
 
 FILES = (
     "MEMORY.md",
@@ -68,3 +81,58 @@ def test_an_unreadable_folder_is_named_when_asked(tree: Path) -> None:
     assert list(walk(tree, RECALLED, "missing", problems)) == []
     assert problems and problems[0][0] == "missing/"
     assert list(walk(tree, RECALLED, "missing")) == []  # not asked: skipped quietly
+
+
+# ---------------------------------------------------------------- what no caller can read
+
+
+def odd_tree(root: Path) -> None:
+    """A symlink loop, a two-link loop and a FIFO, as `ln -s` and `mkfifo` make them."""
+    notes = root / "memory/notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    (notes / "self.md").symlink_to("self.md")
+    (notes / "a.md").symlink_to("b.md")
+    (notes / "b.md").symlink_to("a.md")
+    os.mkfifo(root / "memory/fifo.md")
+    (notes / "kept.md").write_text("# Kept\n\nThe beans are sown.\n")
+
+
+def test_symlink_loops_and_fifos_are_left_out_and_named(tmp_path: Path) -> None:
+    odd_tree(tmp_path)
+    problems: list[tuple[str, str]] = []
+    found = {rel for rel, _ in walk(tmp_path, CHECKED, problems=problems)}
+    assert found == {"memory/notes/kept.md"}
+    assert sorted(problems) == [
+        ("memory/fifo.md", "a FIFO; skipped"),
+        ("memory/notes/a.md", "a symlink loop; skipped"),
+        ("memory/notes/b.md", "a symlink loop; skipped"),
+        ("memory/notes/self.md", "a symlink loop; skipped"),
+    ]
+
+
+@pytest.mark.parametrize("command", [["health"], ["compile", "--plan"], ["calibrate", "--plan"]])
+def test_health_compile_and_calibrate_neither_crash_nor_hang_on_them(
+    ws: Workspace, command: list[str]
+) -> None:
+    """Before: `OSError: [Errno 40]` tracebacks, and health waiting forever on the FIFO. A
+    subprocess, so a hang would end at the (generous) safety timeout instead of never."""
+    odd_tree(ws.root)
+    before = memory(ws.root)
+    done = subprocess.run(
+        [sys.executable, "-m", "crustacean", "-w", str(ws.root), *command],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert "Traceback" not in done.stderr and "Errno" not in done.stdout + done.stderr
+    assert done.returncode in (0, 1), done.stderr
+    if command == ["health"]:
+        assert "memory/fifo.md: a FIFO; skipped" in done.stdout
+        assert "memory/notes/self.md: a symlink loop; skipped" in done.stdout
+    else:
+        assert memory(ws.root) == before
+
+
+def memory(root: Path) -> dict[str, str]:
+    """Every file but crustacean's own state (a plan may cache what it read there)."""
+    return {k: v for k, v in snapshot(root).items() if not k.startswith(".crustacean/")}

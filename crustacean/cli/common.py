@@ -10,7 +10,13 @@ import typer
 from typer.core import TyperGroup
 
 from crustacean.cli.output import console, err_console, print_json, safe, say, warn
-from crustacean.errors import EXIT_USAGE, CrustaceanError
+from crustacean.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CrustaceanError,
+    interrupted_line,
+    no_space,
+)
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -132,3 +138,11 @@ class CrustaceanGroup(TyperGroup):
             raise fail(str(e), e.exit_code) from None
         except typer.TyperException as e:
             raise usage_failure(e) from None
+        except KeyboardInterrupt as e:
+            err_console.print(interrupted_line(e), markup=False, soft_wrap=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as e:
+            full = no_space(e)
+            if full is None:
+                raise
+            raise fail(str(full), full.exit_code) from None

@@ -49,10 +49,22 @@ def _versions_table(versions: list[Version], tz: tzinfo) -> Table:
         Col("files", shrink=24, path=True),
     ]
     rows = [
-        [v.id[:12], local_time(v.time, tz), v.actor, v.message, path_list(v.files)]
+        [v.id[:12], local_time(v.time, tz), v.actor, _bounded(v.message), path_list(v.files)]
         for v in versions
     ]
     return fit_table(cols, rows)
+
+
+MESSAGE_SHOWN = 200
+
+
+def _bounded(message: str) -> str:
+    """A version's message as one line of at most MESSAGE_SHOWN characters: a 1 MB message
+    (a model's, say) made the listing print megabytes; `--json` keeps it whole."""
+    flat = " ".join(message[: MESSAGE_SHOWN * 4].split())
+    if len(flat) <= MESSAGE_SHOWN and len(message) <= MESSAGE_SHOWN * 4:
+        return flat
+    return f"{flat[: MESSAGE_SHOWN - 1]}… ({len(message):,} chars)"
 
 
 def show(

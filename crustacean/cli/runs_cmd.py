@@ -63,6 +63,14 @@ def show(
         console.print(_calls_table(rec))
     else:
         say("\nNo tool calls.")
+    _set_aside(rec)
+
+
+def _set_aside(rec: RunRecord) -> None:
+    if rec.set_aside:
+        say(f"\nSet aside ({len(rec.set_aside)}), the run went on without them:")
+        for item in rec.set_aside:
+            say(f"  {item.kind}: {item.reason}" + (f"\n    {item.text}" if item.text else ""))
 
 
 def _runs_table(found: list[RunRecord], tz: tzinfo) -> Table:

@@ -225,8 +225,8 @@ def render_section(stage: str) -> str:
     lines = [BEGIN, "## Your tools", ""]
     if c.forced:
         lines += [
-            f"You have no file tools. You answer with exactly one call to `{c.own_tool.name}`; "
-            "code writes the result.",
+            f"You have no file tools. You answer with one call to `{c.own_tool.name}` (and one "
+            "more only to correct what it refused); code writes the result.",
             "",
         ]
     for spec in tool_specs(stage):

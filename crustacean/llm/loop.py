@@ -143,8 +143,13 @@ def run_loop(
     price: PriceConfig,
     recorder: Recorder,
     on_turn: Callable[[Usage, float], None] | None = None,
+    on_send: Callable[[Usage, float], None] | None = None,
 ) -> LoopOutcome:
-    """Turn by turn until the model finishes, stops, or a budget ends the run as partial."""
+    """Turn by turn until the model finishes, stops, or a budget ends the run as partial.
+
+    `on_send` is told a request's estimated input before it is sent and told it back, negated,
+    once the response's real usage is known: a run killed while waiting still shows the
+    tokens it spent. A request that failed (an error, not a kill or Ctrl-C) is settled too."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": req.prompt}]
     out = LoopOutcome("ok", "end_turn")
     while True:
@@ -156,7 +161,18 @@ def run_loop(
                 "max_input_tokens",
                 f"stopped at {out.usage.total_input:,} input tokens (budget.max_input_tokens)",
             )
-        resp = create(**build_params(req, model, messages))
+        params = build_params(req, model, messages)
+        pending = Usage(input_tokens=len(json.dumps(params)) // 4)
+        if on_send:
+            on_send(pending, 0.0)  # tokens only: its cost is settled exactly after
+        try:
+            resp = create(**params)
+        except Exception:
+            if on_send:
+                on_send(_negated(pending), 0.0)
+            raise
+        if on_send:
+            on_send(_negated(pending), 0.0)
         out.turns += 1
         out.last_reply_stop = str(resp.stop_reason)
         used = usage_of(resp.usage)
@@ -182,6 +198,15 @@ def run_loop(
         done = _stop(out, resp.stop_reason)
         if done is not None:
             return done
+
+
+def _negated(usage: Usage) -> Usage:
+    return Usage(
+        -usage.input_tokens,
+        -usage.output_tokens,
+        -usage.cache_read_tokens,
+        -usage.cache_write_tokens,
+    )
 
 
 def _stop(out: LoopOutcome, reason: str | None) -> LoopOutcome | None:

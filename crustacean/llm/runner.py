@@ -128,6 +128,7 @@ class ModelSession:
             getattr(self.ws.settings.prices, self.tier),
             self.rec,
             on_turn=lambda u, c: _count(self.rec, u, c),
+            on_send=self.rec.add_usage,
         )
 
     def diff(self) -> str | None:

@@ -25,7 +25,9 @@ CATEGORIES = (
 RECORD_NOTES = ToolSpec(
     "record_notes",
     "Record the notable items of the new conversation text. Call it once, with every item; "
-    "an empty list is a fine answer when nothing is worth keeping.",
+    "an empty list is a fine answer when nothing is worth keeping. Items that cite no message "
+    "or hold a credential come back refused, each with why: call it once more with only those "
+    "items, corrected.",
     {
         "type": "object",
         "properties": {

@@ -4,6 +4,7 @@ of what is already there."""
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -162,6 +163,7 @@ def init_workspace(
                 actor="user", message="crustacean init: baseline of the files already here"
             )
             report.notes.append("Committed the files that were already here as the baseline.")
+        (root / PENDING).unlink(missing_ok=True)
     elif store.versioned:
         dirty = git.out("status", "--porcelain", "--untracked-files=normal").splitlines()
         if dirty:
@@ -169,6 +171,11 @@ def init_workspace(
                 f"{len(dirty)} path(s) had uncommitted changes; crustacean left them uncommitted."
             )
     found = sources or []
+    if sources and has_config:
+        added = _added_sources(root, ws, sources)
+        if added:
+            store.write_context(added, actor="user", message="crustacean init: add sources")
+            report.notes.append(f"Added the --source table(s) to {WORKSPACE_FILE}.")
     if sources is None and detect and not has_config:
         found = offered_sources(root, home)
         if len({src.kind for src in found}) > 1:
@@ -294,6 +301,34 @@ def _which_platform(found: list[SourceConfig]) -> str:
     )
 
 
+def _added_sources(root: Path, ws: Workspace, sources: list[SourceConfig]) -> list[Change]:
+    """`init --source KIND` on a workspace that has a config: the append that adds the
+    sources it lacks as [[sources]] tables, or a refusal naming the table to paste when the
+    file cannot take one (its `sources` are written another way)."""
+    have = {(s.kind, s.path) for s in ws.settings.sources}
+    missing = [s for s in sources if (s.kind, s.path) not in have]
+    if not missing:
+        return []
+    table = "\n".join(f'[[sources]]\nkind = "{s.kind}"\npath = "{s.path}"\n' for s in missing)
+    path = root / WORKSPACE_FILE
+    current = path.read_bytes()
+    body = ("" if current.endswith(b"\n") or not current else "\n") + "\n" + table
+    try:  # an inline `sources = [...]` cannot take a [[sources]] table after it
+        tomllib.loads((current + body.encode()).decode("utf-8"))
+    except ValueError:  # TOMLDecodeError and UnicodeDecodeError both
+        raise UsageError(
+            f"{WORKSPACE_FILE} exists and cannot take a [[sources]] table as it is; add this "
+            f"to it by hand:\n{table}"
+        ) from None
+    return [
+        Change(WORKSPACE_FILE, "append", content=body.encode(), expected_sha256=sha256_hex(current))
+    ]
+
+
+PENDING = f"{STATE_DIR}/init-baseline-pending"
+"""Made with the repository, removed once the baseline is committed: a rerun finishes it."""
+
+
 def _ensure_repo(git: Git, root: Path, report: InitReport) -> bool:
     """Make `root` a git repository of its own; say so when git is missing."""
     if not git_available():
@@ -308,6 +343,14 @@ def _ensure_repo(git: Git, root: Path, report: InitReport) -> bool:
             report.notes.append("The folder was inside another git repository; it now has its own.")
         git.init()
         new = True
+    elif git.head() is None and (root / PENDING).exists():
+        # Our own init stopped (a Ctrl-C during the adoption of a big folder) before its
+        # baseline: treated as new again, so the files already here are committed as the
+        # baseline the docs promise can be restored. A user's own empty repository is not.
+        new = True
+    if new:
+        (root / PENDING).parent.mkdir(parents=True, exist_ok=True)
+        (root / PENDING).touch()
     exclude = root / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     current = exclude.read_text("utf-8", "replace") if exclude.exists() else ""
@@ -444,6 +487,10 @@ def initialize(request: InitRequest, choose: Chooser | None = None) -> InitRepor
             chosen = choose(offered)
     if request.sample:
         return init_sample(request.directory or Path("."))
-    return init_workspace(
-        request.directory, request.daily_dir, detect=request.detect, sources=chosen
-    )
+    try:
+        return init_workspace(
+            request.directory, request.daily_dir, detect=request.detect, sources=chosen
+        )
+    except KeyboardInterrupt as e:
+        e.add_note("init stopped part way; run the same `crustacean init` again to finish it.")
+        raise

@@ -16,7 +16,7 @@ from typing import Any
 
 from crustacean.config import STAGES, load_config
 from crustacean.errors import CrustaceanError
-from crustacean.runs import RunRecord, list_runs
+from crustacean.runs import RunRecord, last_run, latest_run, list_runs
 from crustacean.schedule import next_slot
 from crustacean.workspace import WORKING_MEMORY, Workspace
 
@@ -137,11 +137,10 @@ def workspace_status(ws: Workspace, now: datetime) -> Status:
     from crustacean.store import Store, proposals
 
     runs = list_runs(ws, limit=10_000)
-    real = [r for r in runs if not r.dry_run]
     lines = []
     for stage in STAGES:
         cfg = getattr(ws.settings.stages, stage)
-        last = next((r for r in real if r.stage == stage), None)
+        last = last_run(runs, stage)
         lines.append(
             StageLine(
                 stage,
@@ -210,6 +209,7 @@ def doctor(
         return out
     out.findings.append(Finding("config", "ok", "every config layer is valid"))
     out.findings.append(_key_for_cron(ws, env))
+    out.findings += _key_file(ws, env)
     if ping:
         out.findings.append(_ping(ws, env))
     out.findings.append(_git())
@@ -223,7 +223,7 @@ def doctor(
 
 
 def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
-    from crustacean.config import KEY_ENV, TOKEN_ENV, URL_ENV, env_file_path
+    from crustacean.config import KEY_ENV, TOKEN_ENV, URL_ENV, env_file_path, is_placeholder_key
     from crustacean.errors import ConfigError
     from crustacean.llm.client import resolve_credentials
 
@@ -234,6 +234,13 @@ def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
         creds = resolve_credentials(ws.settings, cron_env)
     except ConfigError:
         creds = None
+    if creds is not None and is_placeholder_key(creds.key) and creds.source == str(file):
+        return Finding(
+            "api key for cron",
+            "fail",
+            f"the key in {file} is a placeholder from a guide, not a key",
+            f"replace it with your key from the Anthropic console: {KEY_ENV}=sk-ant-api03-…",
+        )
     if creds is not None:
         return Finding("api key for cron", "ok", f"a run under cron uses {creds.source}")
     if env.get(KEY_ENV):
@@ -249,6 +256,43 @@ def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
         "no API key in the env file or the environment",
         f"put {KEY_ENV}=... in {file} (mode 600), or set llm.base_url",
     )
+
+
+def _key_file(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
+    """The env file cron runs read: private to its owner (the guides' mode 600), and every
+    line a `KEY=VALUE` (another line is silently ignored, so a key on it is never used)."""
+    from crustacean.config import env_file_lines_unread, env_file_path
+
+    file = env_file_path(ws.settings, env)
+    try:
+        mode = file.stat().st_mode
+        text = file.read_text("utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as e:
+        return [Finding("key file", "fail", f"{file} cannot be read ({e})", "fix or remove it")]
+    out = []
+    if mode & 0o077:
+        out.append(
+            Finding(
+                "key file",
+                "warn",
+                f"{file} can be read by other users (mode {mode & 0o777:o})",
+                f"chmod 600 {file}",
+            )
+        )
+    unread = env_file_lines_unread(text)
+    if unread:
+        lines = ", ".join(map(str, unread[:5])) + (" …" if unread[5:] else "")
+        out.append(
+            Finding(
+                "key file",
+                "warn",
+                f"{file}: line(s) {lines} are not KEY=VALUE and are ignored",
+                "write each as KEY=VALUE (`export ` and quotes are fine), or `#` it out",
+            )
+        )
+    return out or [Finding("key file", "ok", f"{file} is private and every line is KEY=VALUE")]
 
 
 def _ping(ws: Workspace, env: Mapping[str, str]) -> Finding:
@@ -385,12 +429,20 @@ def _daemon() -> Finding:
 
 
 def _last_run(ws: Workspace, now: datetime) -> Finding:
-    runs = [r for r in list_runs(ws, limit=1) if not r.dry_run]
-    if not runs:
+    last = latest_run(ws)
+    if last is None:
         return Finding(
             "last run", "warn", "no run recorded yet", "run `crustacean tick`, or install cron"
         )
-    age = now - runs[0].started
+    when = f"{last.stage} at {last.started:%Y-%m-%d %H:%M}"
+    if last.status == "failed":
+        return Finding(
+            "last run",
+            "fail",
+            f"the last run ({when}) failed: {last.error or 'no error recorded'}",
+            f"see `crustacean runs show {last.id}`, fix what it names, then `crustacean tick`",
+        )
+    age = now - last.started
     if age > timedelta(days=1):
         return Finding(
             "last run",
@@ -398,9 +450,8 @@ def _last_run(ws: Workspace, now: datetime) -> Finding:
             f"the last run was {age.days} day(s) ago",
             "check cron: `crustacean cron show`, `crustacean doctor`",
         )
-    return Finding(
-        "last run", "ok", f"last run {runs[0].stage} at {runs[0].started:%Y-%m-%d %H:%M}"
-    )
+    interrupted = " (interrupted)" if last.status == "interrupted" else ""
+    return Finding("last run", "ok", f"last run {when}{interrupted}")
 
 
 def _lock(ws: Workspace) -> Finding:

@@ -29,9 +29,32 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 """A longer line is skipped (and counted bad) without ever being held whole in memory."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def encodable(text: str) -> str:
+    """`text` with every code point UTF-8 cannot encode (a lone surrogate: half of a UTF-16
+    pair a JavaScript agent cut inside an emoji, or a file name's undecodable byte) as U+FFFD,
+    so no message can break the request that carries it."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def encodable_data(value: Any) -> Any:
+    """`encodable` applied to every string (keys too) inside parsed JSON."""
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {encodable_data(k): encodable_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [encodable_data(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True)
 class Message:
-    """One normalized transcript message, ready to be shown to the collect model."""
+    """One normalized transcript message, ready to be shown to the collect model. Its strings
+    are made encodable here, whatever reader built it."""
 
     role: str
     text: str
@@ -43,6 +66,12 @@ class Message:
     source: str
     offset: int = 0
     """Byte offset where the message's line starts (a cursor can stop just before it)."""
+
+    def __post_init__(self) -> None:
+        for name in ("role", "text", "session", "id", "path", "source"):
+            value = getattr(self, name)
+            if not value.isascii():
+                object.__setattr__(self, name, encodable(value))
 
 
 @dataclass(frozen=True)
@@ -67,13 +96,15 @@ class Cursor:
 
 @dataclass(frozen=True)
 class ReadResult:
-    """What one `read_new` call found; `lines_read` counts the complete lines consumed."""
+    """What one `read_new` call found; `lines_read` counts the complete lines consumed.
+    `set_aside` names the first few bad lines (line number, why), for the run record."""
 
     messages: tuple[Message, ...]
     cursor: Cursor
     bad_lines: int
     restarted: bool
     lines_read: int = 0
+    set_aside: tuple[tuple[int, str], ...] = ()
 
 
 # ---------------------------------------------------------------- text
@@ -126,7 +157,7 @@ def finish_text(text: str, limit: int = MAX_TEXT) -> str:
     The text is cut to twice the limit before redaction so a huge message costs little, yet a
     secret straddling the final cut is still whole when the redactor sees it.
     """
-    return trim(redact(compact(text[: limit * 2])), limit)
+    return trim(redact(compact(encodable(text[: limit * 2]))), limit)
 
 
 def one_line(text: str, limit: int) -> str:
@@ -315,8 +346,10 @@ def head_lines(fh: BinaryIO, limit: int) -> list[bytes]:
 def decode_json_line(raw: bytes) -> Any:
     """Parse one line; raises ValueError for bad JSON or absurd nesting.
 
-    An undecodable byte becomes U+FFFD: one bad byte must not cost the whole message."""
+    An undecodable byte becomes U+FFFD: one bad byte must not cost the whole message; so does
+    an escaped lone surrogate (`"\\ud83d"`), which json.loads would keep as one."""
     try:
-        return json.loads(raw.decode("utf-8", "replace"))
+        data = json.loads(raw.decode("utf-8", "replace"))
     except RecursionError as exc:
         raise ValueError("JSON nested too deeply") from exc
+    return encodable_data(data) if _SURROGATE_ESCAPE.search(raw) else data

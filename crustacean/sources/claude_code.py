@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from crustacean.sources.base import (
+    MAX_LINE_BYTES,
     TOOL_LINE_MAX,
     Message,
     block_texts,
+    decode_json_line,
     finish_text,
     mtime_of,
     parse_time,
@@ -62,6 +64,8 @@ class ClaudeCodeParser:
         self.last_time = mtime_of(path)
         self.tool_names: dict[str, str] = {}
         self.since: datetime | None = None  # older records are skipped before any text work
+        self.fh = fh
+        self.looked_back = False
 
     def parse(self, record: Any, raw: bytes, line: int) -> list[Message] | None:
         """Messages of one parsed line; [] for other record types, None for a wrong shape."""
@@ -90,11 +94,28 @@ class ClaudeCodeParser:
             out.append(ctx.make("user", finish_text(ctx.prefix + text)))
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "tool_result":
-                name = self.tool_names.get(str(block.get("tool_use_id")), "")
+                name = self.tool_name(str(block.get("tool_use_id")))
                 line = tool_result_line(name, _result_text(block), block.get("is_error") is True)
                 if line:
                     out.append(ctx.make("tool", trim(ctx.prefix + line, TOOL_LINE_MAX + 11)))
         return out
+
+    def tool_name(self, use_id: str) -> str:
+        """The name of the tool call a result answers. When reading resumed mid-file the call
+        may lie before the cursor: the lines before are searched once for tool calls."""
+        if use_id not in self.tool_names and not self.looked_back:
+            self.looked_back = True
+            here = self.fh.tell()
+            self.fh.seek(0)
+            while self.fh.tell() < here and (raw := self.fh.readline(MAX_LINE_BYTES)):
+                if b'"tool_use"' in raw and raw.endswith(b"\n"):
+                    try:
+                        record = decode_json_line(raw)
+                        self._remember_tool_names(record["message"]["content"])
+                    except (ValueError, TypeError, KeyError):
+                        continue
+            self.fh.seek(here)
+        return self.tool_names.get(use_id, "")
 
     def _remember_tool_names(self, content: Any) -> None:
         for block in content if isinstance(content, list) else []:

@@ -53,7 +53,9 @@ def read_plain(path: Path, cursor: Cursor | None, *, since: datetime | None) -> 
             "user", finish_text(body), when, path.stem, digest, str(path), 1, source_label(path)
         )
         messages = (message,)
-    return ReadResult(messages, new_cursor, bad, cursor is not None, 1 if st.st_size else 0)
+    why = ((1, "binary, not text" if text is None else "bad UTF-8, replaced"),) if bad else ()
+    lines = 1 if st.st_size else 0
+    return ReadResult(messages, new_cursor, bad, cursor is not None, lines, why)
 
 
 def _unchanged(old: Cursor, new: Cursor) -> bool:

@@ -72,7 +72,9 @@ def read_new(
             head_hash=head_hash(fh, scan.end),
             lines=lines_before + scan.count,
         )
-    return ReadResult(tuple(scan.messages), cursor, scan.bad, restarted, scan.count)
+    return ReadResult(
+        tuple(scan.messages), cursor, scan.bad, restarted, scan.count, tuple(scan.set_aside)
+    )
 
 
 def resume_point(fh: BinaryIO, st: os.stat_result, cursor: Cursor | None) -> tuple[int, int, bool]:
@@ -94,6 +96,11 @@ class _Scan:
     messages: list[Message] = field(default_factory=list)
     bad: int = 0
     count: int = 0
+    set_aside: list[tuple[int, str]] = field(default_factory=list)
+
+
+SET_ASIDE_NAMED = 20
+"""How many bad lines of one file are named (line, why) for the run record; all are counted."""
 
 
 def _scan(
@@ -104,9 +111,11 @@ def _scan(
     for end, raw in complete_lines(fh, start):
         begin, scan.end = scan.end, end
         scan.count += 1
-        found = parse_line(parser, raw, lines_before + scan.count)
-        if found is None:
+        found = parse_line_or_why(parser, raw, lines_before + scan.count)
+        if isinstance(found, str):
             scan.bad += 1
+            if len(scan.set_aside) < SET_ASIDE_NAMED:
+                scan.set_aside.append((lines_before + scan.count, found))
             continue
         scan.messages.extend(
             replace(m, offset=begin) for m in found if since is None or m.timestamp >= since
@@ -127,11 +136,22 @@ def cursor_before(cursor: Cursor, message: Message) -> Cursor:
 
 def parse_line(parser: LineParser, raw: bytes | None, line: int) -> list[Message] | None:
     """One line through the parser; any surprise in the data is a bad line, not a crash."""
+    found = parse_line_or_why(parser, raw, line)
+    return None if isinstance(found, str) else found
+
+
+def parse_line_or_why(parser: LineParser, raw: bytes | None, line: int) -> list[Message] | str:
+    """`parse_line`, with why a bad line is bad instead of None."""
     if raw is None:
-        return None  # longer than MAX_LINE_BYTES
+        return f"longer than {base.MAX_LINE_BYTES // (1024 * 1024)} MB"
     if not raw.strip():
         return []
     try:
-        return parser.parse(decode_json_line(raw), raw, line)
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
-        return None
+        record = decode_json_line(raw)
+    except ValueError as exc:
+        return f"not JSON ({str(exc)[:80]})"
+    try:
+        found = parser.parse(record, raw, line)
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+        return f"unreadable record ({type(exc).__name__})"
+    return "not a record of this format" if found is None else found

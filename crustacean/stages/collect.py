@@ -30,13 +30,17 @@ from typing import Any, ClassVar
 
 from crustacean.clock import Clock
 from crustacean.errors import CrustaceanError, UsageError
+from crustacean.llm.loop import LoopOutcome
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome
 from crustacean.runs import RunRecord, RunRecorder
+from crustacean.sources import Message
 from crustacean.stages import collect_batch
 from crustacean.stages.collect_notes import (
     STAGE,
     Appended,
+    BadItem,
+    Bound,
     Chunk,
     Intake,
     Item,
@@ -85,6 +89,8 @@ class CollectResult(StageResult):
     duplicates: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
     unbound: int = 0
+    bogus_refs: int = 0
+    set_aside: int = 0
     copies: int = 0
     chunks: int = 0
     chunks_sent: int = 0
@@ -109,6 +115,8 @@ class CollectResult(StageResult):
             "duplicates": self.duplicates,
             "rejected": self.rejected,
             "attributed_to_chunk_session": self.unbound,
+            "bogus_refs": self.bogus_refs,
+            "set_aside": self.set_aside,
             "batch": self.batch,
             "bad_lines": self.bad_lines,
             "missing_sources": self.missing_sources,
@@ -154,6 +162,13 @@ class CollectResult(StageResult):
             lines.append(f"{n} item(s) rejected: {reason}")
         if self.unbound:
             lines.append(f"{self.unbound} item(s) cited no message; given to their chunk's session")
+        if self.set_aside:
+            lines.append(
+                f"{self.set_aside} item(s) set aside after one correction (kept in the run "
+                "record: `crustacean runs show`)"
+            )
+        if self.bogus_refs:
+            lines.append(f"{self.bogus_refs} reference(s) named no message of their chunk")
         if self.copies:
             lines.append(f"{self.copies} repeated message(s) in checkpoint/reset copies, sent once")
         batch = self.batch or {}
@@ -227,6 +242,9 @@ class Collect(Stage[None, CollectResult]):
             result.rejected = dict(fetched.rejected)
         if intake.bad_lines:
             rec.log(f"skipped {intake.bad_lines} unreadable transcript line(s)")
+        for f in intake.files:
+            for line, why in f.result.set_aside:
+                rec.set_aside("line", f"{f.path}:{line}: {why}")
         chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
         result.chunks = len(chunks)
         if not chunks:
@@ -247,6 +265,7 @@ class Collect(Stage[None, CollectResult]):
         asked = _ask(ws, session, rec, chunks, self.progress)
         result.chunks_sent = asked.sent
         result.unbound = asked.unbound
+        result.bogus_refs, result.set_aside = asked.bogus_refs, asked.set_aside
         result.rejected = dict(Counter(result.rejected) + asked.rejected)
         sent_ids = asked.sent_ids
         result.left_for_next_run = len(intake.messages) - len(sent_ids)
@@ -314,6 +333,47 @@ class Asked:
     items: list[Item] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
     unbound: int = 0
+    bogus_refs: int = 0
+    set_aside: int = 0
+
+
+_ANSWER_STANDS = ("max_turns", "max_input_tokens", "correction_failed")
+
+
+class Answer:
+    """One chunk's `record_notes` calls. Items that cite nothing valid or hold a credential are
+    refused in a tool result naming each and why, and the model may send them again corrected
+    once (the contract's one-turn recovery); the items that were fine are kept either way, and
+    what is still wrong after that is `bad`, to be set aside."""
+
+    def __init__(self, refs: dict[str, Message], tz: tzinfo) -> None:
+        self.refs, self.tz = refs, tz
+        self.bound = Bound()
+        self.bad: list[BadItem] = []
+        self.calls = 0
+
+    def record(self, inp: dict[str, Any]) -> ToolOutcome:
+        bound = bind_items(inp.get("items"), self.refs, self.tz)
+        self.calls += 1
+        self.bound.items += bound.items
+        self.bound.rejected += bound.rejected
+        self.bound.unbound += bound.unbound
+        self.bound.bogus_refs += bound.bogus_refs
+        self.bad = bound.bad
+        if bound.bad and self.calls == 1:
+            return ToolOutcome(refusal(bound.bad, len(bound.items)), True)
+        return ToolOutcome("Recorded.", False, finished="recorded")
+
+
+def refusal(bad: list[BadItem], kept: int) -> str:
+    """The tool result that lets the model correct its bad items in one turn."""
+    lines = [
+        f"{kept} item(s) recorded. {len(bad)} item(s) not recorded:",
+        *(f"- {b.line()}" for b in bad),
+        "Call record_notes once more with only these items, corrected; an item you cannot "
+        "correct, leave out.",
+    ]
+    return "\n".join(lines)
 
 
 def _ask(
@@ -341,38 +401,35 @@ def _ask(
         )
         if k and (left.max_turns <= 0 or estimate_tokens(ws, req) > left.max_input_tokens):
             return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(queue)} chunks)")
-        got: list[Any] = []
-
-        def record(inp: dict[str, Any], got: list[Any] = got) -> ToolOutcome:
-            got.append(inp.get("items"))
-            return ToolOutcome("Recorded.", False, finished="recorded")
-
+        answer = Answer(chunk.refs, ws.tz)
         try:
             limit = replace(left, max_input_tokens=max(1, left.max_input_tokens))
-            outcome = session.run(req, {"record_notes": record}, limit)
+            outcome = session.run(req, {"record_notes": answer.record}, limit)
         except CrustaceanError as e:
-            if not asked.sent:
+            if answer.calls:  # the correction's request failed: the first answer stands
+                rec.log(f"chunk {k + 1}: the correction was not answered ({e})")
+                outcome = LoopOutcome("partial", "correction_failed", error=str(e))
+            elif not asked.sent:
                 raise
-            return _stopped(asked, str(e))
+            else:
+                return _stopped(asked, str(e))
         if outcome.last_reply_stop == "max_tokens":  # the answer may be cut: not trusted
             if len(chunk.refs) < 2:
                 return _stopped(asked, "the answer for one message hit max_tokens")
             queue[k : k + 1] = _halves(chunk, ws.tz)
             rec.log(f"chunk {k + 1}: the answer hit max_tokens; sending it as two halves")
             continue
-        if outcome.status != "ok" or not got:
+        # A budget or an error that ends the correction leaves the first answer standing.
+        ended = outcome.status == "ok" or (answer.calls and outcome.stop in _ANSWER_STANDS)
+        if not ended or not answer.calls:
             return _stopped(asked, outcome.error or "the model did not call record_notes")
-        bound = bind_items(got[-1], chunk.refs, ws.tz)
-        if bound.fatal:
-            return Asked(
-                "failed",
-                f"chunk {k + 1}: {bound.fatal}; nothing was appended and no cursor moved, so "
-                "the next run sends it again",
-                0,
-            )
-        asked.items += bound.items
-        asked.rejected += bound.rejected
-        asked.unbound += bound.unbound
+        for bad in answer.bad:
+            rec.set_aside("item", f"chunk {k + 1}, {bad.reason}", bad.text)
+        asked.items += answer.bound.items
+        asked.rejected += answer.bound.rejected
+        asked.unbound += answer.bound.unbound
+        asked.bogus_refs += answer.bound.bogus_refs
+        asked.set_aside += len(answer.bad)
         asked.sent += 1
         asked.sent_ids += [m.id for m in chunk.refs.values()]
         k += 1
@@ -447,6 +504,8 @@ def _summary(result: CollectResult) -> str:
     if rejected:
         why = ", ".join(f"{n} {reason}" for reason, n in sorted(result.rejected.items()))
         parts.append(f"{rejected} rejected ({why})")
+    if result.set_aside:
+        parts.append(f"{result.set_aside} set aside")
     if result.left_for_next_run:
         parts.append(f"{result.left_for_next_run} message(s) left for the next run")
     return ", ".join(parts) + bad

@@ -180,11 +180,12 @@ def _append_batch(
         refs = {ref: _ref_message(data) for ref, data in refs_json.items()}
         raw = _notes(rec, answered.get(custom_id), session)
         bound = bind_items(raw, refs, ws.tz) if raw is not None else None
-        if bound is None or bound.fatal:
+        if bound is None:
             out.released_chunks += 1  # not marked collected: the next run sends it again
-            why = bound.fatal if bound else "no record_notes answer"
-            rec.log(f"batch {batch_id} {custom_id}: {why}; released for the next run")
+            rec.log(f"batch {batch_id} {custom_id}: no record_notes answer; released")
             continue
+        for bad in bound.bad:  # a batch has no conversation to correct them in
+            rec.set_aside("item", f"batch {batch_id} {custom_id}, {bad.reason}", bad.text)
         items += bound.items
         out.rejected += bound.rejected
         done += [m.id for m in refs.values()]

@@ -20,6 +20,7 @@ from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, min_cacheable_tokens
 from crustacean.llm.runner import model_for, plan_stage
 from crustacean.llm.stage_tools import CATEGORIES, RECORD_NOTES
+from crustacean.secrets import find_secrets, redact
 from crustacean.sources import Cursor, Message, ReadResult, cursor_before, discover, read_new
 from crustacean.sources.base import mtime_of
 from crustacean.sources.openclaw import is_copy
@@ -381,6 +382,19 @@ class Item:
     topic: str
 
 
+@dataclass(frozen=True)
+class BadItem:
+    """An item of the model's answer that cannot land as it is: its number in the answer, its
+    text and why; the model is told (and may correct it once), then it is set aside."""
+
+    n: int
+    text: str
+    reason: str
+
+    def line(self) -> str:
+        return f"item {self.n} ({trim_item(redact(self.text))!r}): {self.reason}"
+
+
 @dataclass
 class Bound:
     """What one chunk's answer gave: items bound to messages, and what was refused and why."""
@@ -388,7 +402,13 @@ class Bound:
     items: list[Item] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
     unbound: int = 0  # cited nothing valid; given to the chunk's only session
-    fatal: str | None = None
+    bad: list[BadItem] = field(default_factory=list)
+    bogus_refs: int = 0  # references naming no message of the chunk (next to valid ones too)
+
+
+def trim_item(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def clean_text(text: str) -> str:
@@ -415,20 +435,29 @@ def parse_when(value: object, tz: tzinfo) -> datetime | None:
 
 def cited(value: object, refs: Mapping[str, Message]) -> list[Message]:
     """The chunk's messages an item names (`m12`, `[m12]`, or a comma list)."""
+    return cited_and_bogus(value, refs)[0]
+
+
+def cited_and_bogus(value: object, refs: Mapping[str, Message]) -> tuple[list[Message], list[str]]:
+    """The chunk's messages an item names, and the names that name none of them."""
     names = value.split(",") if isinstance(value, str) else value
     if not isinstance(names, list):
-        return []
-    out = []
+        return [], [] if value is None else [str(value)[:40]]
+    out, bogus = [], []
     for name in names:
         match = _REF.match(str(name).strip()) if isinstance(name, str | int) else None
         ref = f"m{match.group(1)}" if match else ""
-        if ref in refs and refs[ref] not in out:
+        if ref not in refs:
+            bogus.append(str(name).strip()[:40])
+        elif refs[ref] not in out:
             out.append(refs[ref])
-    return out
+    return out, bogus
 
 
 def bind_items(raw: object, refs: Mapping[str, Message], tz: tzinfo) -> Bound:
-    """Validate the model's items and bind each to the messages it cites (pure)."""
+    """Validate the model's items and bind each to the messages it cites (pure). An item that
+    cites no message of a chunk of several sessions, or holds a credential, is `bad`: the rest
+    still land."""
     bound = Bound()
     if not isinstance(raw, list):
         bound.rejected["items was not a list"] += 1
@@ -445,14 +474,24 @@ def bind_items(raw: object, refs: Mapping[str, Message], tz: tzinfo) -> Bound:
         if not isinstance(text, str) or not clean_text(text):
             bound.rejected["no text"] += 1
             continue
-        sources = cited(entry.get("refs"), refs)
+        sources, bogus = cited_and_bogus(entry.get("refs"), refs)
+        bound.bogus_refs += len(bogus)
+        found = find_secrets(clean_text(text))
+        if found:
+            kinds = ", ".join(sorted({f.kind for f in found}))
+            why = f"its text holds a credential ({kinds}); give it again without the value"
+            bound.bad.append(BadItem(n, text, why))
+            continue
         if not sources:
             if len(sessions) != 1:
-                bound.fatal = (
-                    f"item {n} cites no message of its chunk, which holds {len(sessions)} "
-                    "sessions, so its session is unknown"
+                what = f"its refs ({', '.join(bogus)}) name" if bogus else "it cites"
+                why = (
+                    f"{what} no message of this text, which holds {len(sessions)} sessions, "
+                    "so its session is unknown; give the [mN] references of the messages it "
+                    "comes from"
                 )
-                return bound
+                bound.bad.append(BadItem(n, text, why))
+                continue
             sources = sorted(refs.values(), key=lambda m: m.timestamp)
             bound.unbound += 1
         bound.items.append(_item(entry, category, text, sources, tz))

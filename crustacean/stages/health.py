@@ -23,7 +23,7 @@ from crustacean.config import STAGES
 from crustacean.daily import dated_day, log_day
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
 from crustacean.markdown import count_lines, heading, link_targets, split_lines, split_sections
-from crustacean.runs import RunRecord, error_line, list_runs
+from crustacean.runs import RunRecord, counts_as_last, error_line, list_runs
 from crustacean.schedule import expected_slots, slot_at_or_after
 from crustacean.secrets import find_secrets
 from crustacean.stages.compile_plan import plan_empty_and_duplicates
@@ -155,7 +155,7 @@ def cadence(
     Fail when a stage's latest run failed or its last 3 due slots were all missed; warn on any
     other miss or failure.
     """
-    real = [r for r in runs if not r.dry_run]
+    real = [r for r in runs if counts_as_last(r)]  # runs.last_run's notion, for every stage
     if not real and since is None:
         return Check("cadence", "warn", "no runs recorded yet", figures={"runs": 0})
     anchor = since if since is not None else min(r.started for r in real)
@@ -514,9 +514,19 @@ def security(texts: Mapping[str, str]) -> Check:
 # ---------------------------------------------------------------------------- gathering
 
 
-def walk_files(root: Path) -> list[str]:
-    """Every file under root as a posix path, skipping git, crustacean state and tool caches."""
-    return sorted(rel for rel, entry in walk(root, CHECKED) if not entry.is_dir())
+def walk_files(root: Path, problems: list[tuple[str, str]] | None = None) -> list[str]:
+    """Every file under root as a posix path, skipping git, crustacean state and tool caches
+    (and what the walker leaves out: FIFOs, symlink loops, named in `problems`)."""
+    return sorted(
+        rel for rel, entry in walk(root, CHECKED, problems=problems) if not _is_dir(entry)
+    )
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # a symlink to a folder is not a file
+    except OSError:
+        return False
 
 
 def _read_text(root: Path, rel: str) -> str | None:
@@ -541,12 +551,14 @@ class _Files:
     root: Path
     paths: list[str]
     texts: dict[str, str]
+    skipped: list[str]
 
     @classmethod
     def read(cls, root: Path) -> _Files:
-        paths = walk_files(root)
+        problems: list[tuple[str, str]] = []
+        paths = walk_files(root, problems)
         texts = {p: t for p in paths if (t := _read_text(root, p)) is not None}
-        return cls(root, paths, texts)
+        return cls(root, paths, texts, [f"{rel}: {why}" for rel, why in problems])
 
     def exists(self, rel: str) -> bool:
         return not rel.startswith("..") and (self.root / rel).exists()
@@ -580,8 +592,8 @@ def _top_level(root: Path, daily_dir: str) -> list[str]:
                 continue
             if entry.is_dir():
                 out.append(rel + "/")
-            elif not (_is_index(rel) or dated_day(entry.name) is not None):
-                out.append(rel)
+            elif entry.is_file() and not (_is_index(rel) or dated_day(entry.name) is not None):
+                out.append(rel)  # a FIFO or a symlink loop is named by the frontmatter check
     return out
 
 
@@ -610,7 +622,7 @@ def _frontmatter_problems(files: _Files) -> tuple[list[str], int]:
             continue
         if doc.warning:
             problems.append(doc.warning)
-    return problems, len(paths)
+    return [*files.skipped, *problems], len(paths) + len(files.skipped)
 
 
 def _guarded(name: str, run: Callable[[], Check]) -> Check:
