@@ -287,6 +287,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # The tick and search memos (m008, m012) went with the start-up shortcuts that read
+        # them: a no-op tick decides early and a search runs through the app.
+        "m016_drop_memos",
+        """
+        DROP TABLE IF EXISTS tick_memo;
+        DROP TABLE IF EXISTS search_memo;
+        """,
+    ),
 ]
 
 
