@@ -16,7 +16,7 @@ Steps (a run lives in bench/qa_runs/<label>/, committed, so `score` reruns witho
 
     python -m bench.qa_bench generate --out /tmp/qa            # workspace + transcripts
     python -m bench.qa_bench run --out /tmp/qa --label before  # collect + curate via the relay
-    python -m bench.qa_bench answer-requests --out /tmp/qa --label before
+    python -m bench.qa_bench answer-requests --label before
     python -m bench.qa_bench score --label before
     python -m bench.qa_bench relay --dir D                     # just the relay server
 
@@ -233,11 +233,8 @@ def crustacean(
     *args: str, cwd: Path, env: dict[str, str] | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
     """The real CLI, as a user runs it, in an environment isolated from the host."""
-    full = {**os.environ, **ENV, **(env or {})}
-    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
-        full.pop(key, None)
     result = subprocess.run(
-        [str(BIN / "crustacean"), *args], cwd=cwd, env=full, capture_output=True, text=True
+        [str(BIN / "crustacean"), *args], cwd=cwd, env=_env(env), capture_output=True, text=True
     )
     if check and result.returncode != 0:
         raise SystemExit(f"crustacean {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
@@ -245,9 +242,11 @@ def crustacean(
 
 
 def isolate(base: Path) -> None:
-    """No host git identity, HOME or user config reaches the CLI."""
+    """No host git identity, HOME or user config reaches the CLI or git (kept in `_ISOLATION`,
+    not os.environ, so a test calling the bench changes nothing around it)."""
     (base / "home").mkdir(parents=True, exist_ok=True)
-    os.environ.update(
+    _ISOLATION.clear()
+    _ISOLATION.update(
         {
             "HOME": str(base / "home"),
             "GIT_CONFIG_NOSYSTEM": "1",
@@ -257,9 +256,20 @@ def isolate(base: Path) -> None:
             "GIT_AUTHOR_EMAIL": "bench@localhost",
             "GIT_COMMITTER_NAME": "bench",
             "GIT_COMMITTER_EMAIL": "bench@localhost",
+            "TZ": "UTC",
         }
     )
-    os.environ.pop("CRUSTACEAN_WORKSPACE", None)
+
+
+_ISOLATION: dict[str, str] = {}
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every process the bench starts."""
+    full = {**os.environ, **_ISOLATION, **ENV, **(extra or {})}
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CRUSTACEAN_WORKSPACE"):
+        full.pop(key, None)
+    return full
 
 
 def generate(out: Path, seed: int = 7, sessions: int | None = None) -> Path:
@@ -292,6 +302,7 @@ def generate(out: Path, seed: int = 7, sessions: int | None = None) -> Path:
         + f'\n[[sources]]\nkind = "claude_code"\npath = "{cc_dir.parent}"\n'
     )
     (out / "conversation.md").write_text(conversation_text(convo))
+    (out / "generated.json").write_text(json.dumps({"seed": seed, "sessions": sessions}) + "\n")
     (out / "questions.json").write_text(
         json.dumps([asdict(q) for q in questions(sessions)], indent=1) + "\n"
     )
@@ -336,11 +347,13 @@ def memory_files(ws: Path) -> dict[str, str]:
 
 def _git(ws: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", "-C", str(ws), *args], capture_output=True, text=True, check=True
+        ["git", "-C", str(ws), *args], capture_output=True, text=True, check=True, env=_env()
     ).stdout
 
 
-def run_pipeline(out: Path, folder: Path, *, announce: bool = True) -> dict[str, Any]:
+def run_pipeline(
+    out: Path, folder: Path, *, stages: Sequence[str] = ("collect", "curate"), announce: bool = True
+) -> dict[str, Any]:
     """collect (a backfill since the first session) then curate, both through the relay."""
     ws = out / "ws"
     isolate(out)
@@ -350,7 +363,8 @@ def run_pipeline(out: Path, folder: Path, *, announce: bool = True) -> dict[str,
         if announce:
             threading.Thread(target=_announce, args=(folder, stop), daemon=True).start()
         env = {"ANTHROPIC_BASE_URL": fake.url}
-        for stage, args in (("collect", ["--since", SINCE]), ("curate", [])):
+        for stage in stages:
+            args = ["--since", SINCE] if stage == "collect" else []
             done = crustacean(stage, *args, "--json", cwd=ws, env=env, check=False)
             record[stage] = {"exit": done.returncode, "output": _json_or_text(done.stdout)}
             if done.returncode not in (0,):
@@ -366,8 +380,8 @@ def _json_or_text(text: str) -> Any:
         return text
 
 
-def cmd_run(out: Path, label: str) -> None:
-    target = RUNS / label
+def cmd_run(out: Path, label: str, runs: Path = RUNS) -> None:
+    target = runs / label
     result = run_pipeline(out, target / "relay")
     (target / "run.json").write_text(json.dumps(result, indent=1) + "\n")
     memory = target / "memory"
@@ -375,7 +389,8 @@ def cmd_run(out: Path, label: str) -> None:
     for name, text in memory_files(out / "ws").items():
         (memory / name).parent.mkdir(parents=True, exist_ok=True)
         (memory / name).write_text(text)
-    shutil.copy(out / "questions.json", target / "questions.json")
+    for name in ("questions.json", "conversation.md", "generated.json"):
+        shutil.copy(out / name, target / name)
     print(f"recorded in {target}")
 
 
@@ -405,12 +420,8 @@ def search_workspace(files: dict[str, str], base: Path) -> Path:
     for name, text in files.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
-    subprocess.run(["git", "-C", str(ws), "add", "-A"], check=True, capture_output=True)
-    subprocess.run(
-        ["git", "-C", str(ws), "commit", "-qm", "bench: the memory to search"],
-        check=True,
-        capture_output=True,
-    )
+    _git(ws, "add", "-A")
+    _git(ws, "commit", "-qm", "bench: the memory to search")
     return ws
 
 
@@ -421,33 +432,36 @@ def search(ws: Path, question: str) -> str:
     return done.stdout.strip() or "(no results)"
 
 
-def answer_requests(out: Path, label: str) -> Path:
+def load_questions(target: Path) -> list[Question]:
+    rows = json.loads((target / "questions.json").read_text())
+    return [Question(**{**q, "sessions": tuple(q["sessions"])}) for q in rows]
+
+
+def answer_requests(label: str, runs: Path = RUNS) -> Path:
     """Write, per source, the prompt files an answerer reads (never the answers): (a) and (b)
     one file with the text and every question; (c) and (d) one file per question holding only
     that question's search result."""
-    target = RUNS / label
-    qs = [
-        Question(**{**q, "sessions": tuple(q["sessions"])})
-        for q in json.loads((target / "questions.json").read_text())
-    ]
+    target = runs / label
+    qs = load_questions(target)
     requests = target / "answer-requests"
     shutil.rmtree(requests, ignore_errors=True)
     requests.mkdir(parents=True)
     listing = "\n".join(f"- {q.id}: {q.question}" for q in qs)
     memory = _read_tree(target / "memory")
     memory_text = "\n\n".join(f"=== {name} ===\n{text}" for name, text in memory.items())
-    convo_text = (out / "conversation.md").read_text()
+    convo_text = (target / "conversation.md").read_text()
     for key, text in (("a", convo_text), ("b", memory_text)):
         (requests / f"{key}_{SOURCES[key]}.md").write_text(
             f"# Questions, answered from {SOURCE_TITLES[key]}\n\n{ANSWER_RULES}\n\n"
             f"<text>\n{text}\n</text>\n\n## Questions\n\n{listing}\n"
         )
-    isolate(out)
-    convo = conversation(sessions=max(max(q.sessions) for q in qs))
+    generated = json.loads((target / "generated.json").read_text())
+    convo = conversation(generated["seed"], generated["sessions"])
     for key, files in (("c", memory), ("d", verbatim_logs(convo))):
         folder = requests / f"{key}_{SOURCES[key]}"
         folder.mkdir()
         with tempfile.TemporaryDirectory() as tmp:
+            isolate(Path(tmp))
             ws = search_workspace(files, Path(tmp))
             for q in qs:
                 (folder / f"{q.id}.md").write_text(
@@ -458,8 +472,8 @@ def answer_requests(out: Path, label: str) -> Path:
     (requests / "README.md").write_text(
         "# For the answerer\n\nFor each source a, b, c, d: read only that source's request "
         "file(s) here, and write `../answers/<letter>.json` as one JSON object "
-        '{"question_id": "answer", ...} covering every question. Do not read anything else in '
-        "this repository (the questions' answers are kept beside this folder).\n"
+        '{"question_id": "answer", ...} covering every question. Read nothing outside this '
+        "folder.\n"
     )
     return requests
 
@@ -544,12 +558,9 @@ def score_table(qs: Sequence[Question], answers: dict[str, dict[str, str]]) -> s
     return "\n".join(lines)
 
 
-def cmd_score(label: str) -> str:
-    target = RUNS / label
-    qs = [
-        Question(**{**q, "sessions": tuple(q["sessions"])})
-        for q in json.loads((target / "questions.json").read_text())
-    ]
+def cmd_score(label: str, runs: Path = RUNS) -> str:
+    target = runs / label
+    qs = load_questions(target)
     answers = {}
     for key in SOURCES:
         path = target / "answers" / f"{key}.json"
@@ -576,7 +587,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--label", required=True)
     req = sub.add_parser("answer-requests", help="the answerer's prompt files")
-    req.add_argument("--out", type=Path, required=True)
     req.add_argument("--label", required=True)
     sc = sub.add_parser("score", help="token F1 of the recorded answers")
     sc.add_argument("--label", required=True)
@@ -592,7 +602,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.step == "run":
         cmd_run(args.out.resolve(), args.label)
     elif args.step == "answer-requests":
-        print(f"answer requests in {answer_requests(args.out.resolve(), args.label)}")
+        print(f"answer requests in {answer_requests(args.label)}")
     elif args.step == "score":
         print(cmd_score(args.label))
     else:
