@@ -58,6 +58,7 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
         ["--rounds", "1", "--runs", "2", "--messages", "8"],
         "tick: a whole one through the fake API, and a no-op one",
     ),
+    "qa_bench.py": ([], [], "the QA bench's recorded runs (a model in the loop), rescored"),
 }
 BUDGETED = (
     "store_bench.py",

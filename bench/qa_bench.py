@@ -19,6 +19,7 @@ Steps (a run lives in bench/qa_runs/<label>/, committed, so `score` reruns witho
     python -m bench.qa_bench answer-requests --label before
     python -m bench.qa_bench score --label before
     python -m bench.qa_bench relay --dir D                     # just the relay server
+    python bench/qa_bench.py                                   # report every recorded run
 
 `run` prints each request file as it appears; answer it by writing `NNN.response.json` (a
 Messages API response body: `{"content": [{"type": "tool_use", "name": ..., "input": ...}]}`).
@@ -53,6 +54,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fakeapi import FakeAnthropic
 
+from bench.common import count, data_size, row
 from bench.qa_data import FILLER, QUESTIONS, SESSIONS, Question, Session
 
 RUNS = REPO / "bench" / "qa_runs"
@@ -532,45 +534,195 @@ def score_one(q: Question, answer: str) -> float:
     return f1_multi(answer, q.answer) if q.kind == "multi" else f1(answer, q.answer)
 
 
+def by_kind(qs: Sequence[Question], scores: dict[str, float]) -> dict[str, float]:
+    """The mean score overall (`all`) and per question kind."""
+    out = {"all": sum(scores[q.id] for q in qs) / len(qs)}
+    for kind in KINDS:
+        ids = [q.id for q in qs if q.kind == kind]
+        if ids:
+            out[kind] = sum(scores[i] for i in ids) / len(ids)
+    return out
+
+
+def _table_row(name: str, means: dict[str, float], extra: str = "") -> str:
+    cells = [f"{means['all']:.3f}", *(f"{means[k]:.3f}" if k in means else "–" for k in KINDS)]
+    return f"| {name} | " + " | ".join(cells) + f" |{extra}"
+
+
+def f1_scores(
+    qs: Sequence[Question], answers: dict[str, dict[str, str]]
+) -> dict[str, dict[str, float]]:
+    """Per source answered: the mean F1 overall and per kind."""
+    return {
+        key: by_kind(qs, {q.id: score_one(q, answers[key].get(q.id, "")) for q in qs})
+        for key in SOURCES
+        if key in answers
+    }
+
+
 def score_table(qs: Sequence[Question], answers: dict[str, dict[str, str]]) -> str:
     """The markdown table: F1 overall and per kind for every source answered, and (b)/(a)."""
-    head = "| the answerer read | F1 | " + " | ".join(KINDS) + " |"
-    lines = [head, "|---|--:|" + "--:|" * len(KINDS)]
-    overall: dict[str, float] = {}
-    for key in SOURCES:
-        got = answers.get(key)
-        if got is None:
-            continue
-        scores = {q.id: score_one(q, got.get(q.id, "")) for q in qs}
-        overall[key] = sum(scores.values()) / len(qs)
-        per = []
-        for kind in KINDS:
-            ids = [q.id for q in qs if q.kind == kind]
-            per.append(f"{sum(scores[i] for i in ids) / len(ids):.3f}" if ids else "–")
-        lines.append(
-            f"| ({key}) {SOURCE_TITLES[key]} | {overall[key]:.3f} | " + " | ".join(per) + " |"
-        )
+    lines = [
+        "| the answerer read | F1 | " + " | ".join(KINDS) + " |",
+        "|---|--:|" + "--:|" * len(KINDS),
+    ]
+    means = f1_scores(qs, answers)
+    lines += [_table_row(f"({key}) {SOURCE_TITLES[key]}", m) for key, m in means.items()]
     counts = Counter(q.kind for q in qs)
     lines.append("")
     lines.append(f"{len(qs)} questions: " + ", ".join(f"{counts[k]} {k}" for k in KINDS) + ".")
-    if "a" in overall and "b" in overall and overall["a"]:
-        lines.append(f"Ratio (b)/(a): {overall['b'] / overall['a']:.2f}.")
+    if "a" in means and "b" in means and means["a"]["all"]:
+        lines.append(f"Ratio (b)/(a): {means['b']['all'] / means['a']['all']:.2f}.")
     return "\n".join(lines)
 
 
-def cmd_score(label: str, runs: Path = RUNS) -> str:
-    target = runs / label
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+
+def _spelled_dates(text: str) -> str:
+    """ISO days also written as 'D Month YYYY', the answers' form, so coverage can see them."""
+    return _ISO_DAY.sub(
+        lambda m: f"{m[0]} {int(m[3])} {datetime(2000, int(m[2]), 1):%B} {m[1]}", text
+    )
+
+
+def coverage(context: str, truth: str) -> float:
+    """The share of the answer's (stemmed, normalized) tokens found anywhere in the context: an
+    answerer-free upper bound on what it can say, not F1 (it cannot tell a fact from a
+    coincidence, nor resolve 'yesterday')."""
+    gold = _stem(normalize_answer(truth).split())
+    have = set(_stem(normalize_answer(_spelled_dates(context)).split()))
+    return sum(t in have for t in gold) / len(gold) if gold else 0.0
+
+
+def _contexts(requests: Path, key: str, qs: Sequence[Question]) -> dict[str, str]:
+    """What the answerer of source `key` reads for each question."""
+    name = f"{key}_{SOURCES[key]}"
+    if (requests / f"{name}.md").exists():
+        text = (requests / f"{name}.md").read_text()
+        inner = text.split("<text>\n", 1)[1].rsplit("\n</text>", 1)[0]
+        return {q.id: inner for q in qs}
+    out = {}
+    for q in qs:
+        text = (requests / name / f"{q.id}.md").read_text()
+        out[q.id] = text.split("<search-results>\n", 1)[1].rsplit("\n</search-results>", 1)[0]
+    return out
+
+
+def coverage_scores(target: Path) -> dict[str, tuple[dict[str, float], int]]:
+    """Per source: answer-token coverage overall and per kind, and the characters the answerer
+    reads a question, for a run whose answer requests are written (no answerer needed)."""
     qs = load_questions(target)
+    out = {}
+    for key in SOURCES:
+        ctx = _contexts(target / "answer-requests", key, qs)
+        means = by_kind(qs, {q.id: coverage(ctx[q.id], q.answer) for q in qs})
+        out[key] = (means, sum(len(c) for c in ctx.values()) // len(qs))
+    return out
+
+
+def coverage_table(label: str, runs: Path = RUNS) -> str:
+    """The coverage of every source as a markdown table."""
+    lines = [
+        "| the answerer reads | coverage | " + " | ".join(KINDS) + " | chars read a question |",
+        "|---|--:|" + "--:|" * len(KINDS) + "--:|",
+    ]
+    for key, (means, chars) in coverage_scores(runs / label).items():
+        lines.append(_table_row(f"({key}) {SOURCE_TITLES[key]}", means, f" {chars:,} |"))
+    return "\n".join(lines)
+
+
+def _answers(target: Path) -> dict[str, dict[str, str]]:
     answers = {}
     for key in SOURCES:
         path = target / "answers" / f"{key}.json"
         if path.exists():
             answers[key] = json.loads(path.read_text())
+    return answers
+
+
+def cmd_score(label: str, runs: Path = RUNS) -> str:
+    target = runs / label
+    answers = _answers(target)
     if not answers:
         raise SystemExit(f"no answers yet: write {target / 'answers'}/<a|b|c|d>.json first")
-    table = score_table(qs, answers)
+    table = score_table(load_questions(target), answers)
     (target / "score.md").write_text(table + "\n")
     return table
+
+
+def run_figures(target: Path) -> list[str]:
+    """What the recorded run's stages did, from its run records and relay files."""
+    record = json.loads((target / "run.json").read_text())
+    lines = []
+    collect = record.get("collect", {}).get("output")
+    if isinstance(collect, dict):
+        run = collect["run"]
+        budgets = [
+            json.loads(r.read_text()).get("max_tokens")
+            for r in sorted((target / "relay").glob("*.request.json"))
+            if "record_notes" in r.read_text()
+        ]
+        lines.append(
+            f"- collect: {collect['status']}, {collect['new_messages']} messages in "
+            f"{collect['chunks']} chunk(s), {collect['appended']} items appended; "
+            f"{run['usage']['output_tokens']:,} output tokens against max_tokens "
+            f"{', '.join(str(b) for b in budgets)}"
+        )
+    curate = record.get("curate", {}).get("output")
+    if isinstance(curate, dict):
+        routed = sum(curate.get("routed", {}).values())
+        skipped = sum(curate.get("skipped", {}).values())
+        lines.append(
+            f"- curate: {curate['status']}, {curate['run']['turns']} turns, "
+            f"{curate['entries']} entries: {routed} routed to {len(curate.get('routed', {}))} "
+            f"files, {skipped} skipped"
+        )
+    memory = _read_tree(target / "memory")
+    convo = (target / "conversation.md").read_text()
+    lines.append(
+        f"- the conversation: {len(convo):,} chars; the memory written: {len(memory)} files, "
+        f"{sum(len(t) for t in memory.values()):,} chars"
+    )
+    return lines
+
+
+def _rows(label: str, what: str, scores: dict[str, tuple[dict[str, float], int]]) -> None:
+    """One figure per source for `python -m bench`, against (a), the conversation itself."""
+    base = scores.get("a", ({"all": 0.0}, 0))[0]["all"]
+    for key, (means, _) in scores.items():
+        row(
+            f"QA run {label}: {what}, ({key}) {SOURCES[key]}",
+            means["all"],
+            baseline=base if key != "a" else None,
+            baseline_name="(a) the conversation itself" if key != "a" else "",
+            unit="share",
+        )
+
+
+def report(runs: Path = RUNS) -> str:
+    """Every recorded run, rescored without a model: how it was played (its NOTES.md), what the
+    stages did, answer-token coverage, and F1 once its answers are recorded."""
+    parts = []
+    for target in sorted(p for p in runs.iterdir() if (p / "run.json").exists()):
+        parts.append(f"### Run `{target.name}`\n")
+        if (target / "NOTES.md").exists():
+            parts.append((target / "NOTES.md").read_text().strip() + "\n")
+        parts.append("\n".join(run_figures(target)) + "\n")
+        if (target / "answer-requests").exists():
+            parts.append(coverage_table(target.name, runs) + "\n")
+            _rows(target.name, "answer-token coverage", coverage_scores(target))
+        if any((target / "answers").glob("*.json")):
+            parts.append("Token F1 of the answers:\n\n" + cmd_score(target.name, runs) + "\n")
+            answers = _answers(target)
+            f1s = f1_scores(load_questions(target), answers)
+            _rows(target.name, "token F1", {k: (m, 0) for k, m in f1s.items()})
+        else:
+            parts.append(
+                f"No answers recorded yet: an answerer writes `{target.name}/answers/<a|b|c|d>"
+                ".json` from `answer-requests/`, then `score` gives token F1.\n"
+            )
+    return "\n".join(parts)
 
 
 # ---------------------------------------------------------------- the command line
@@ -578,7 +730,7 @@ def cmd_score(label: str, runs: Path = RUNS) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="step", required=True)
+    sub = parser.add_subparsers(dest="step")  # none: report every recorded run
     gen = sub.add_parser("generate", help="workspace, transcripts and questions")
     gen.add_argument("--out", type=Path, required=True)
     gen.add_argument("--seed", type=int, default=7)
@@ -590,10 +742,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     req.add_argument("--label", required=True)
     sc = sub.add_parser("score", help="token F1 of the recorded answers")
     sc.add_argument("--label", required=True)
+    cov = sub.add_parser("coverage", help="answer tokens in each source's context (no answerer)")
+    cov.add_argument("--label", required=True)
     rel = sub.add_parser("relay", help="only the relay server, until interrupted")
     rel.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args(argv)
-    if args.step == "generate":
+    if args.step is None:
+        runs = sorted(p.name for p in RUNS.iterdir() if (p / "run.json").exists())
+        data_size(
+            f"{count(len(runs), 'recorded run')} ({', '.join(runs)}), {len(QUESTIONS)} "
+            f"questions over {len(SESSIONS)} sessions"
+        )
+        print(report())
+    elif args.step == "generate":
         ws = generate(args.out.resolve(), args.seed, args.sessions)
         print(
             f"workspace {ws}; {len(json.loads((args.out / 'questions.json').read_text()))} "
@@ -605,6 +766,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"answer requests in {answer_requests(args.label)}")
     elif args.step == "score":
         print(cmd_score(args.label))
+    elif args.step == "coverage":
+        print(coverage_table(args.label))
     else:
         with relay(args.dir.resolve()) as fake:
             print(fake.url, flush=True)

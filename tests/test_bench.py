@@ -27,6 +27,7 @@ SMALL = {
     "tick_bench.py": ["--rounds", "1", "--runs", "2", "--messages", "8"],
     "ui_bench.py": ["--files", "60", "--rounds", "1"],
     "curate_bench.py": ["--people", "2", "--entries", "1"],
+    "qa_bench.py": [],
 }
 
 

@@ -56,6 +56,21 @@ def test_multi_hop_scores_each_part_of_the_truth(
     assert qa_bench.f1_multi(prediction, truth) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(
+    ("context", "truth", "expected"),
+    [
+        ("- [fact] Maya went to the open studio on 2026-06-01.", "1 June 2026", 1.0),
+        ("They went to Tavira.", "Tavira, Portugal", 0.5),
+        ("He was so proud he cried.", "so proud he cried", 1.0),
+        ("", "three", 0.0),
+    ],
+)
+def test_coverage_counts_answer_tokens_in_the_context(
+    context: str, truth: str, expected: float
+) -> None:
+    assert qa_bench.coverage(context, truth) == pytest.approx(expected)
+
+
 def test_normalize_drops_articles_punctuation_and_case() -> None:
     assert qa_bench.normalize_answer("The Sign said: 'No dogs, and an owl!'") == (
         "sign said no dogs owl"
