@@ -45,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -482,24 +483,22 @@ def answer_requests(label: str, runs: Path = RUNS) -> Path:
 
 # ---------------------------------------------------------------- score
 
-_STEMMER: sqlite3.Connection | None = None
+_STEMMER = sqlite3.connect(":memory:", check_same_thread=False)
+_STEMMER.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter ascii')")
+_STEMMER.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+
+
+@cache
+def _stem_one(token: str) -> str:
+    _STEMMER.execute("DELETE FROM t")
+    _STEMMER.execute("INSERT INTO t(x) VALUES (?)", (token,))
+    return "".join(r[0] for r in _STEMMER.execute("SELECT term FROM v ORDER BY offset")) or token
 
 
 def _stem(tokens: list[str]) -> list[str]:
     """Porter stems, from SQLite's FTS5 `porter` tokenizer (the stdlib has no stemmer); the
     LoCoMo scorer uses NLTK's PorterStemmer, which agrees on ordinary English words."""
-    global _STEMMER
-    if _STEMMER is None:
-        _STEMMER = sqlite3.connect(":memory:")
-        _STEMMER.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter ascii')")
-        _STEMMER.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-    out = []
-    for token in tokens:
-        _STEMMER.execute("DELETE FROM t")
-        _STEMMER.execute("INSERT INTO t(x) VALUES (?)", (token,))
-        stems = [r[0] for r in _STEMMER.execute("SELECT term FROM v ORDER BY offset")]
-        out.append("".join(stems) or token)
-    return out
+    return [_stem_one(t) for t in tokens]
 
 
 def normalize_answer(text: str) -> str:

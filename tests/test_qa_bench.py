@@ -219,3 +219,41 @@ def test_score_reruns_from_a_recorded_run(tmp_path: Path) -> None:
     assert "3 questions: 1 single, 1 temporal, 1 multi." in table
     assert "Ratio (b)/(a): 0.43." in table
     assert (target / "score.md").read_text() == table + "\n"
+
+
+@pytest.mark.slow
+def test_answer_requests_give_each_source_its_text_and_never_the_answers(tmp_path: Path) -> None:
+    target = tmp_path / "runs" / "tiny"
+    (target / "memory/memory").mkdir(parents=True)
+    (target / "memory/memory/2026-06-02.md").write_text(
+        "# 2026-06-02\n\n### [19:14] Jonas's weekend\n\n- [person] Jonas has three kids.\n"
+    )
+    convo = qa_bench.conversation(7, 1)
+    (target / "conversation.md").write_text(qa_bench.conversation_text(convo))
+    (target / "generated.json").write_text(json.dumps({"seed": 7, "sessions": 1}))
+    picked = [q for q in QUESTIONS if q.id in ("s01", "s02", "t01")]  # t01: "1 June 2026"
+    rows = [{**q.__dict__, "sessions": list(q.sessions)} for q in picked]
+    (target / "questions.json").write_text(json.dumps(rows))
+    requests = qa_bench.answer_requests("tiny", runs=tmp_path / "runs")
+    names = sorted(p.relative_to(requests).as_posix() for p in requests.rglob("*.md"))
+    assert names == [
+        "README.md",
+        "a_conversation.md",
+        "b_memory.md",
+        "c_search_memory/s01.md",
+        "c_search_memory/s02.md",
+        "c_search_memory/t01.md",
+        "d_search_verbatim/s01.md",
+        "d_search_verbatim/s02.md",
+        "d_search_verbatim/t01.md",
+    ]
+    assert "The Salt Orchard by Ines Varga" in (requests / "a_conversation.md").read_text()
+    memory = (requests / "b_memory.md").read_text()
+    assert "Jonas has three kids." in memory and "Salt Orchard" not in memory
+    one = (requests / "c_search_memory/s02.md").read_text()
+    assert "- s02: How many children does Jonas have?" in one and "s01" not in one
+    assert "Jonas has three kids." in one
+    verbatim = (requests / "d_search_verbatim/s02.md").read_text()
+    assert "three kids under ten" in verbatim
+    for path in requests.rglob("*.md"):  # the dated answer is said only as "yesterday"
+        assert "1 June 2026" not in path.read_text(), path
