@@ -60,6 +60,7 @@ from bench.qa_data import FILLER, QUESTIONS, SESSIONS, Question, Session
 
 RUNS = REPO / "bench" / "qa_runs"
 BIN = Path(sys.executable).parent
+CLI = {"path": str(BIN / "crustacean")}  # `run --cli` points it at another checkout's
 SINCE = "2026-06-01"
 SEARCH_CHARS = 2_000
 SOURCES = {
@@ -237,7 +238,7 @@ def crustacean(
 ) -> subprocess.CompletedProcess[str]:
     """The real CLI, as a user runs it, in an environment isolated from the host."""
     result = subprocess.run(
-        [str(BIN / "crustacean"), *args], cwd=cwd, env=_env(env), capture_output=True, text=True
+        [CLI["path"], *args], cwd=cwd, env=_env(env), capture_output=True, text=True
     )
     if check and result.returncode != 0:
         raise SystemExit(f"crustacean {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
@@ -737,6 +738,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     run = sub.add_parser("run", help="collect + curate through the relay")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--label", required=True)
+    run.add_argument(
+        "--cli", type=Path, help="the crustacean executable to run (another checkout's venv)"
+    )
     req = sub.add_parser("answer-requests", help="the answerer's prompt files")
     req.add_argument("--label", required=True)
     sc = sub.add_parser("score", help="token F1 of the recorded answers")
@@ -760,6 +764,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "questions"
         )
     elif args.step == "run":
+        if args.cli:
+            CLI["path"] = str(args.cli.resolve())
         cmd_run(args.out.resolve(), args.label)
     elif args.step == "answer-requests":
         print(f"answer requests in {answer_requests(args.label)}")
@@ -770,6 +776,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         with relay(args.dir.resolve()) as fake:
             print(fake.url, flush=True)
+            print(
+                f"relay: run crustacean with ANTHROPIC_BASE_URL={fake.url}; answer each "
+                f"NNN.request.json in {args.dir} with NNN.response.json (Ctrl-C stops)",
+                file=sys.stderr,
+                flush=True,
+            )
             try:
                 while True:
                     time.sleep(3600)
