@@ -249,167 +249,101 @@ SESSIONS: tuple[Session, ...] = (
     ),
 )
 
-QUESTIONS: tuple[Question, ...] = (
-    Question(
-        "s01",
-        "single",
-        "What book was Jonas reading that his sister lent him?",
-        "The Salt Orchard by Ines Varga",
-        (1,),
-    ),
-    Question("s02", "single", "How many children does Jonas have?", "three", (1,)),
-    Question(
-        "s03",
-        "single",
-        "What did the sign at the farmers market say?",
-        "No dogs, except good ones",
-        (3,),
-    ),
-    Question(
-        "s04",
-        "single",
-        "How did Jonas feel at his brother's wedding?",
-        "left out, nobody asked him to give a speech",
-        (4,),
-    ),
-    Question(
-        "s05",
-        "single",
-        "What does Jonas think of Maya's plan to open a bakery?",
-        "brave, but she should keep two days a week at the agency for the first year",
-        (2,),
-    ),
-    Question(
-        "s06",
-        "single",
-        "In which part of town did Maya want to open her bakery?",
-        "Harbourside",
-        (2,),
-    ),
-    Question(
-        "s07",
-        "single",
-        "How long did Maya take to finish the half marathon?",
-        "1 hour 58 minutes",
-        (3,),
-    ),
-    Question(
-        "s08", "single", "How much is the monthly rent of the bakery's shop?", "2,400 euros", (4,)
-    ),
-    Question("s09", "single", "What name did Maya choose for the bakery?", "Crumb & Compass", (4,)),
-    Question(
-        "s10", "single", "What does Maya's mother think of the bakery plan?", "reckless", (6,)
-    ),
-    Question(
-        "s11",
-        "single",
-        "Where did Jonas's family go on holiday in August?",
-        "Tavira, Portugal",
-        (6,),
-    ),
-    Question("s12", "single", "Which of Jonas's children got stung by a jellyfish?", "Mats", (7,)),
-    Question(
-        "s13",
-        "single",
-        "What does the first poster for the bakery window say?",
-        "Bread for the whole street",
-        (7,),
-    ),
-    Question("s14", "single", "How much did the bakery's oven cost?", "6,800 euros", (7,)),
-    Question("s15", "single", "Who did Maya hire as her baker?", "Tomasz", (8,)),
-    Question(
-        "s16", "single", "How many cinnamon buns did the bakery sell on opening day?", "140", (9,)
-    ),
-    Question(
-        "s17", "single", "How did Jonas feel at Elsa's clarinet concert?", "so proud he cried", (8,)
-    ),
-    Question(
-        "s18",
-        "single",
-        "Where will Jonas work from November?",
-        "Spoke & Chain, the bike shop by the canal",
-        (10,),
-    ),
-    Question("s19", "single", "Which baking book is Maya reading?", "Flour Water Salt Yeast", (7,)),
-    Question(
-        "s20",
-        "single",
-        "How did Maya feel after the bakery's opening day?",
-        "exhausted but happy",
-        (9,),
-    ),
-    Question(
-        "s21",
-        "single",
-        "What does Jonas think of opening the bakery on Sundays?",
-        "a mistake, she needs one day off or she will burn out",
-        (9,),
-    ),
-    Question("s22", "single", "Where did Tomasz work before?", "Forno Verde", (8,)),
-    Question(
-        "s23", "single", "Which instrument did Elsa start lessons on in June?", "violin", (2,)
-    ),
-    Question(
-        "t01",
-        "temporal",
-        "When did Maya go to the open studio at the pottery place?",
-        "1 June 2026",
-        (1,),
-    ),
-    Question("t02", "temporal", "When did Maya run the half marathon?", "21 June 2026", (3,)),
-    Question("t03", "temporal", "When was Jonas's brother's wedding?", "4 July 2026", (4,)),
-    Question("t04", "temporal", "When did Maya's mother come to visit?", "31 July 2026", (5,)),
-    Question(
-        "t05", "temporal", "When did Maya sign the lease for the shop?", "8 August 2026", (6,)
-    ),
-    Question(
-        "t06", "temporal", "When did Jonas's family leave for Portugal?", "22 August 2026", (6,)
-    ),
-    Question("t07", "temporal", "When did Maya's bakery open?", "26 September 2026", (8, 9)),
-    Question("t08", "temporal", "When did Mats turn five?", "8 October 2026", (10,)),
-    Question("t09", "temporal", "When was Elsa's clarinet concert?", "11 September 2026", (8,)),
-    Question("t10", "temporal", "When did Elsa switch to the clarinet?", "mid July 2026", (5,)),
-    Question("m01", "multi", "Which instrument does Elsa play now?", "clarinet", (2, 5)),
-    Question("m02", "multi", "Which instrument did Elsa give up?", "violin", (2, 5)),
-    Question(
-        "m03",
-        "multi",
-        "How many days after the half marathon was Jonas's brother's wedding?",
-        "13 days",
-        (3, 4),
-    ),
-    Question(
-        "m04",
-        "multi",
-        "What is the name of Maya's bakery and in which part of town is it?",
-        "Crumb & Compass, Harbourside",
-        (2, 4),
-    ),
-    Question("m05", "multi", "How old was Mats when he was stung by a jellyfish?", "four", (7, 10)),
-    Question(
-        "m06",
-        "multi",
-        "Did Maya follow Jonas's advice about keeping her agency job?",
-        "yes, she went down to two days a week at the agency",
-        (2, 6),
-    ),
-    Question(
-        "m07", "multi", "In which town was Mats stung by a jellyfish?", "Tavira, Portugal", (6, 7)
-    ),
-    Question(
-        "m08",
-        "multi",
-        "How many weeks after signing the lease did the bakery open?",
-        "7 weeks",
-        (6, 8),
-    ),
-    Question(
-        "m09",
-        "multi",
-        "Do Jonas and Tomasz agree about opening the bakery on Sundays?",
-        "yes, both think it would be a mistake",
-        (9,),
-    ),
+# Two lines a question: `id | kind | evidence sessions | question`, then `= answer`.
+_QUESTION_TABLE = """
+s01 | single | 1 | What book was Jonas reading that his sister lent him?
+    = The Salt Orchard by Ines Varga
+s02 | single | 1 | How many children does Jonas have?
+    = three
+s03 | single | 3 | What did the sign at the farmers market say?
+    = No dogs, except good ones
+s04 | single | 4 | How did Jonas feel at his brother's wedding?
+    = left out, nobody asked him to give a speech
+s05 | single | 2 | What does Jonas think of Maya's plan to open a bakery?
+    = brave, but she should keep two days a week at the agency for the first year
+s06 | single | 2 | In which part of town did Maya want to open her bakery?
+    = Harbourside
+s07 | single | 3 | How long did Maya take to finish the half marathon?
+    = 1 hour 58 minutes
+s08 | single | 4 | How much is the monthly rent of the bakery's shop?
+    = 2,400 euros
+s09 | single | 4 | What name did Maya choose for the bakery?
+    = Crumb & Compass
+s10 | single | 6 | What does Maya's mother think of the bakery plan?
+    = reckless
+s11 | single | 6 | Where did Jonas's family go on holiday in August?
+    = Tavira, Portugal
+s12 | single | 7 | Which of Jonas's children got stung by a jellyfish?
+    = Mats
+s13 | single | 7 | What does the first poster for the bakery window say?
+    = Bread for the whole street
+s14 | single | 7 | How much did the bakery's oven cost?
+    = 6,800 euros
+s15 | single | 8 | Who did Maya hire as her baker?
+    = Tomasz
+s16 | single | 9 | How many cinnamon buns did the bakery sell on opening day?
+    = 140
+s17 | single | 8 | How did Jonas feel at Elsa's clarinet concert?
+    = so proud he cried
+s18 | single | 10 | Where will Jonas work from November?
+    = Spoke & Chain, the bike shop by the canal
+s19 | single | 7 | Which baking book is Maya reading?
+    = Flour Water Salt Yeast
+s20 | single | 9 | How did Maya feel after the bakery's opening day?
+    = exhausted but happy
+s21 | single | 9 | What does Jonas think of opening the bakery on Sundays?
+    = a mistake, she needs one day off or she will burn out
+s22 | single | 8 | Where did Tomasz work before?
+    = Forno Verde
+s23 | single | 2 | Which instrument did Elsa start lessons on in June?
+    = violin
+t01 | temporal | 1 | When did Maya go to the open studio at the pottery place?
+    = 1 June 2026
+t02 | temporal | 3 | When did Maya run the half marathon?
+    = 21 June 2026
+t03 | temporal | 4 | When was Jonas's brother's wedding?
+    = 4 July 2026
+t04 | temporal | 5 | When did Maya's mother come to visit?
+    = 31 July 2026
+t05 | temporal | 6 | When did Maya sign the lease for the shop?
+    = 8 August 2026
+t06 | temporal | 6 | When did Jonas's family leave for Portugal?
+    = 22 August 2026
+t07 | temporal | 8,9 | When did Maya's bakery open?
+    = 26 September 2026
+t08 | temporal | 10 | When did Mats turn five?
+    = 8 October 2026
+t09 | temporal | 8 | When was Elsa's clarinet concert?
+    = 11 September 2026
+t10 | temporal | 5 | When did Elsa switch to the clarinet?
+    = mid July 2026
+m01 | multi | 2,5 | Which instrument does Elsa play now?
+    = clarinet
+m02 | multi | 2,5 | Which instrument did Elsa give up?
+    = violin
+m03 | multi | 3,4 | How many days after the half marathon was Jonas's brother's wedding?
+    = 13 days
+m04 | multi | 2,4 | What is the name of Maya's bakery and in which part of town is it?
+    = Crumb & Compass, Harbourside
+m05 | multi | 7,10 | How old was Mats when he was stung by a jellyfish?
+    = four
+m06 | multi | 2,6 | Did Maya follow Jonas's advice about keeping her agency job?
+    = yes, she went down to two days a week at the agency
+m07 | multi | 6,7 | In which town was Mats stung by a jellyfish?
+    = Tavira, Portugal
+m08 | multi | 6,8 | How many weeks after signing the lease did the bakery open?
+    = 7 weeks
+m09 | multi | 9 | Do Jonas and Tomasz agree about opening the bakery on Sundays?
+    = yes, both think it would be a mistake
+"""
+_LINES = _QUESTION_TABLE.strip().splitlines()
+QUESTIONS: tuple[Question, ...] = tuple(
+    Question(qid, kind, question, answer.strip().removeprefix("= "), tuple(map(int, ns.split(","))))
+    for (qid, kind, ns, question), answer in zip(
+        ([cell.strip() for cell in line.split("|")] for line in _LINES[::2]),
+        _LINES[1::2],
+        strict=True,
+    )
 )
 
 # Small talk between the planted turns: (speaker, text) pairs, drawn seeded per session.
