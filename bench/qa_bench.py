@@ -386,6 +386,8 @@ def _json_or_text(text: str) -> Any:
 
 def cmd_run(out: Path, label: str, runs: Path = RUNS) -> None:
     target = runs / label
+    if (target / "relay").exists() and any((target / "relay").iterdir()):
+        raise SystemExit(f"{target} is recorded already; choose another --label")
     result = run_pipeline(out, target / "relay")
     (target / "run.json").write_text(json.dumps(result, indent=1) + "\n")
     memory = target / "memory"

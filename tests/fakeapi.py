@@ -578,6 +578,13 @@ class FakeAnthropic:
             if number is None:
                 number = self._relayed[text] = len(self._relayed) + 1
                 self.relay_dir.mkdir(parents=True, exist_ok=True)
+                if (self.relay_dir / f"{number:03d}.response.json").exists():
+                    return error(  # an earlier run's answer must not answer this request
+                        500,
+                        message=f"fake API: {self.relay_dir} already holds {number:03d}."
+                        "response.json from an earlier run; relay into an empty folder",
+                        retry_after_ms=None,
+                    )
                 temp = self.relay_dir / f".{number:03d}.request.json.tmp"
                 temp.write_text(text + "\n", encoding="utf-8")
                 temp.replace(self.relay_dir / f"{number:03d}.request.json")

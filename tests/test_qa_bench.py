@@ -241,3 +241,18 @@ def test_answer_requests_give_each_source_its_text_and_never_the_answers(tmp_pat
     assert "three kids under ten" in verbatim
     for path in requests.rglob("*.md"):  # the dated answer is said only as "yesterday"
         assert "1 June 2026" not in path.read_text(), path
+
+
+def test_relay_refuses_a_folder_holding_an_earlier_runs_answers(tmp_path: Path) -> None:
+    folder = tmp_path / "relay"
+    folder.mkdir()
+    (folder / "001.response.json").write_text('{"content": [{"type": "text", "text": "old"}]}')
+    with FakeAnthropic(relay_dir=folder) as fake:
+        client = anthropic.Anthropic(api_key="k", base_url=fake.url, max_retries=0)
+        with pytest.raises(anthropic.InternalServerError, match="from an earlier run"):
+            client.messages.create(
+                model="claude-haiku-5-5",
+                max_tokens=5,
+                messages=[{"role": "user", "content": "hello"}],
+            )
+    assert not (folder / "001.request.json").exists()
