@@ -702,11 +702,21 @@ def _rows(label: str, what: str, scores: dict[str, tuple[dict[str, float], int]]
         )
 
 
+def _recorded(runs: Path) -> list[Path]:
+    """The recorded runs, oldest first (by when their collect started)."""
+
+    def started(target: Path) -> str:
+        output = json.loads((target / "run.json").read_text()).get("collect", {}).get("output")
+        return output["run"]["started"] if isinstance(output, dict) else ""
+
+    return sorted((p for p in runs.iterdir() if (p / "run.json").exists()), key=started)
+
+
 def report(runs: Path = RUNS) -> str:
     """Every recorded run, rescored without a model: how it was played (its NOTES.md), what the
     stages did, answer-token coverage, and F1 once its answers are recorded."""
     parts = []
-    for target in sorted(p for p in runs.iterdir() if (p / "run.json").exists()):
+    for target in _recorded(runs):
         parts.append(f"### Run `{target.name}`\n")
         if (target / "NOTES.md").exists():
             parts.append((target / "NOTES.md").read_text().strip() + "\n")
@@ -732,6 +742,9 @@ def report(runs: Path = RUNS) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--cli", type=Path, help="the crustacean executable to run (default: this venv's)"
+    )
     sub = parser.add_subparsers(dest="step")  # none: report every recorded run
     gen = sub.add_parser("generate", help="workspace, transcripts and questions")
     gen.add_argument("--out", type=Path, required=True)
@@ -740,9 +753,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     run = sub.add_parser("run", help="collect + curate through the relay")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--label", required=True)
-    run.add_argument(
-        "--cli", type=Path, help="the crustacean executable to run (another checkout's venv)"
-    )
     req = sub.add_parser("answer-requests", help="the answerer's prompt files")
     req.add_argument("--label", required=True)
     sc = sub.add_parser("score", help="token F1 of the recorded answers")
@@ -752,8 +762,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     rel = sub.add_parser("relay", help="only the relay server, until interrupted")
     rel.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.cli:
+        CLI["path"] = str(args.cli.resolve())
     if args.step is None:
-        runs = sorted(p.name for p in RUNS.iterdir() if (p / "run.json").exists())
+        runs = [p.name for p in _recorded(RUNS)]
         data_size(
             f"{count(len(runs), 'recorded run')} ({', '.join(runs)}), {len(QUESTIONS)} "
             f"questions over {len(SESSIONS)} sessions"
@@ -766,8 +778,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             "questions"
         )
     elif args.step == "run":
-        if args.cli:
-            CLI["path"] = str(args.cli.resolve())
         cmd_run(args.out.resolve(), args.label)
     elif args.step == "answer-requests":
         print(f"answer requests in {answer_requests(args.label)}")
