@@ -59,6 +59,7 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
         "tick: a whole one through the fake API, and a no-op one",
     ),
     "fleet_bench.py": ([], ["--sizes", "3", "--sample", "2"], "a fleet's no-op ticks and state"),
+    "qa_bench.py": ([], [], "the QA bench's recorded runs (a model in the loop), rescored"),
 }
 BUDGETED = (
     "store_bench.py",

@@ -8,6 +8,12 @@ no secret travelled in a body. Streaming requests get SSE frames built from the 
     with FakeAnthropic() as fake:
         fake.enqueue(tool_use(("read_context_file", {"path": "README.md"})), text("done"))
         client = anthropic.Anthropic(api_key="test-key", base_url=fake.url)
+
+Relay mode (`FakeAnthropic(relay_dir=folder)`) answers from files instead of the script: each
+Messages API request is written to `folder/NNN.request.json` and the answer is whatever someone
+writes to `folder/NNN.response.json` (a Messages API response body; `id`, `model`, `usage` and
+`stop_reason` are filled in when missing), so a person or a session can play the model. A retry
+of a body already numbered gets the same number (and its answer, once written).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 DEFAULT_MODEL = "claude-haiku-5-5"
@@ -178,6 +185,26 @@ def delay(seconds: float, then: dict[str, Any] | ErrorItem | DropItem) -> DelayI
 def drop() -> DropItem:
     """Close the connection without a response (a connection error for the SDK)."""
     return DropItem()
+
+
+def relay_reply(reply: dict[str, Any], request_text: str = "") -> dict[str, Any]:
+    """A relayed response body made whole: the fields a person writing it may leave out, with
+    usage estimated at 4 characters a token so a run record shows plausible sizes."""
+    content = reply.get("content") or []
+    calls = any(b.get("type") == "tool_use" for b in content)
+    usage = {
+        "input_tokens": len(request_text) // 4,
+        "output_tokens": max(1, len(json.dumps(content, ensure_ascii=False)) // 4),
+    }
+    full = {
+        "type": "message",
+        "role": "assistant",
+        "stop_reason": "tool_use" if calls else "end_turn",
+        "stop_sequence": None,
+        **reply,
+    }
+    full["usage"] = _usage({**usage, **(reply.get("usage") or {})})
+    return full
 
 
 def find_key_leaks(fake: FakeAnthropic, key: str) -> list[str]:
@@ -338,8 +365,11 @@ class _Server(ThreadingHTTPServer):
 class FakeAnthropic:
     """The server: a context manager that starts on a free port and stops without hanging."""
 
-    def __init__(self) -> None:
+    def __init__(self, relay_dir: Path | None = None, relay_poll: float = 0.2) -> None:
         self.url = ""
+        self.relay_dir = relay_dir
+        self.relay_poll = relay_poll
+        self._relayed: dict[str, int] = {}  # request body text -> its number
         self.requests: list[Recorded] = []
         self._queue: deque[Item] = deque()
         self._lock = threading.Lock()
@@ -507,8 +537,15 @@ class FakeAnthropic:
 
     def _answer(self, h: _Handler, body: dict[str, Any], base: dict[str, str]) -> None:
         """Answer with the next scripted item, or a non-retryable 500 when the script ran out."""
-        with self._lock:
-            item = self._queue.popleft() if self._queue else None
+        item: Item | None
+        if self.relay_dir is not None:
+            item = self._relay(body)
+            if item is None:
+                h.close_connection = True  # shutting down: don't answer
+                return
+        else:
+            with self._lock:
+                item = self._queue.popleft() if self._queue else None
         if item is None:
             err = error(500, message="fake API: no scripted response left", retry_after_ms=None)
             h.send_json(500, err.payload(), {**base, "x-should-retry": "false"})
@@ -530,6 +567,38 @@ class FakeAnthropic:
                 h.send_sse(sse_frames(msg), base)
             else:
                 h.send_json(200, msg, base)
+
+    def _relay(self, body: dict[str, Any]) -> dict[str, Any] | ErrorItem | None:
+        """Write the request to the relay folder and wait for its response file (no deadline
+        but a day-long safety net: the one answering may take minutes); None when stopping."""
+        assert self.relay_dir is not None
+        text = json.dumps(body, indent=1, ensure_ascii=False)
+        with self._lock:
+            number = self._relayed.get(text)
+            if number is None:
+                number = self._relayed[text] = len(self._relayed) + 1
+                self.relay_dir.mkdir(parents=True, exist_ok=True)
+                if (self.relay_dir / f"{number:03d}.response.json").exists():
+                    return error(  # an earlier run's answer must not answer this request
+                        500,
+                        message=f"fake API: {self.relay_dir} already holds {number:03d}."
+                        "response.json from an earlier run; relay into an empty folder",
+                        retry_after_ms=None,
+                    )
+                temp = self.relay_dir / f".{number:03d}.request.json.tmp"
+                temp.write_text(text + "\n", encoding="utf-8")
+                temp.replace(self.relay_dir / f"{number:03d}.request.json")
+        answer = self.relay_dir / f"{number:03d}.response.json"
+        deadline = time.monotonic() + 86_400
+        while time.monotonic() < deadline:
+            try:
+                reply = json.loads(answer.read_text(encoding="utf-8"))
+            except (FileNotFoundError, ValueError):  # not written yet, or half written
+                if self._stopping.wait(self.relay_poll):
+                    return None
+                continue
+            return relay_reply(reply, text)
+        return error(504, message=f"fake API: nobody wrote {answer.name} within a day")
 
     def _complete(self, item: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         """Fill in what is only known when served: message id, echoed model, tool ids."""

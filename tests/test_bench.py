@@ -28,6 +28,7 @@ SMALL = {
     "ui_bench.py": ["--files", "60", "--rounds", "1"],
     "curate_bench.py": ["--people", "2", "--entries", "1"],
     "fleet_bench.py": ["--sizes", "3", "--sample", "2"],
+    "qa_bench.py": [],
 }
 
 
