@@ -7,6 +7,11 @@ p95, the baseline measured in the same run, the ratio, the bench), printed and w
 of the results with the date, CPU count, Python version, machine and each bench's data size.
 Below it come each bench's own output, as detail. A bench that fails gets a FAILED row, and the
 exit code is 1 once all have run.
+
+The run ends with the budgets (bench/BUDGETS.md): every row a bench checked (`common.budget`), in
+one table with ok or MISS. `--budgets` runs only the benches that check one, at full size (about
+2 minutes on 2 quiet CPUs, 9 at load 11). A MISS is a finding, not a failure: the exit code stays
+0.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # runnable as a script too
 
-from bench.common import ROWS_ENV
+from bench.common import BUDGET_HEADER, ROWS_ENV, budget_line, num
 
 RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "store_bench.py": ([], ["--reps", "2"], "write_context versions against git commit"),
@@ -54,6 +59,13 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
         "tick: a whole one through the fake API, and a no-op one",
     ),
 }
+BUDGETED = (
+    "store_bench.py",
+    "search_bench.py",
+    "runtime_bench.py",
+    "tick_bench.py",
+    "compile_bench.py",
+)
 
 
 class Outcome:
@@ -62,6 +74,7 @@ class Outcome:
     def __init__(self, name: str) -> None:
         self.name = name
         self.rows: list[dict[str, Any]] = []
+        self.budgets: list[dict[str, Any]] = []
         self.size = ""
         self.output = ""
         self.seconds = 0.0
@@ -87,6 +100,8 @@ def run_one(name: str, args: list[str]) -> Outcome:
         record = json.loads(line)
         if "size" in record:
             out.size = record["size"]
+        elif "budget" in record:
+            out.budgets.append(record["budget"])
         else:
             out.rows.append(record)
     out.output = done.stdout.strip()
@@ -95,18 +110,6 @@ def run_one(name: str, args: list[str]) -> Outcome:
         out.failure = f"FAILED (exit {done.returncode}): {last}"
         out.output += f"\n\n{out.failure}\n\n```\n{done.stderr.strip()[-3000:]}\n```"
     return out
-
-
-def num(value: float) -> str:
-    """Three significant figures or so, without scientific notation for big values."""
-    size = abs(value)
-    if size >= 100:
-        return f"{value:,.0f}"
-    if size >= 10:
-        return f"{value:.1f}"
-    if size >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
 
 
 def cell(value: float | None, unit: str) -> str:
@@ -137,14 +140,27 @@ def table(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def header(outcomes: list[Outcome], quick: bool) -> list[str]:
+def budgets(outcomes: list[Outcome]) -> str:
+    """Every budget row of the run, with its bench, and the count of misses."""
+    lines = [BUDGET_HEADER.replace(" ok |", " ok | bench |", 1) + "---|"]
+    for o in outcomes:
+        lines += [f"{budget_line(b)} `{o.name}` |" for b in o.budgets]
+        if o.failure and o.name in BUDGETED:
+            lines.append(f"| | {o.failure.replace('|', '/')} | | | | | MISS | `{o.name}` |")
+    rows = [b for o in outcomes for b in o.budgets]
+    missed = sum(not b["ok"] for b in rows)
+    return "\n".join([*lines, "", f"{len(rows)} budget rows, {missed} missed."])
+
+
+def header(outcomes: list[Outcome], quick: bool, subset: str) -> list[str]:
     """Date, CPUs, Python, machine, and the data each bench ran on."""
     sizes = [f"- `{o.name}` ({o.seconds:.0f} s): {o.size or RUNS[o.name][2]}" for o in outcomes]
     return [
         "# Benchmark results",
         "",
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `python -m bench"
-        f"{' --quick' if quick else ''}` on {os.cpu_count()} CPUs, Python "
+        f"{' --quick' if quick else ''}{subset}` on {os.cpu_count()} CPUs "
+        f"(load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}), Python "
         f"{platform.python_version()}, {platform.system()} {platform.machine()}. Every baseline "
         "was measured in the same run; a ratio is median / baseline unless it says otherwise.",
         "",
@@ -155,33 +171,50 @@ def header(outcomes: list[Outcome], quick: bool) -> list[str]:
     ]
 
 
-KEPT = "## Reliability"  # figures from the kill -9 suite (pytest), not from these benches
+KEPT = (  # sections a rerun must not drop: written by hand, not by this run
+    "## Before",  # the budgets of an earlier checkout, to compare with
+    "## Reliability",  # figures from the kill -9 suite (pytest), not from these benches
+)
 
 
 def _kept_sections(out: Path) -> str:
-    """The reliability section a rerun must not drop: the crash suite measures it, not bench."""
+    """The sections of `out` whose heading starts with one of KEPT, in their order."""
     try:
         text = out.read_text()
     except OSError:
         return ""
-    at = text.find("\n" + KEPT)
-    return "" if at < 0 else text[at:].rstrip("\n") + "\n"
+    sections = ("\n" + text).split("\n## ")[1:]
+    kept = [f"## {s.rstrip()}" for s in sections if f"## {s}".startswith(KEPT)]
+    return "".join(f"\n{s}\n" for s in kept)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny data: check they run")
+    parser.add_argument("--budgets", action="store_true", help="only the benches with budgets")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()
     outcomes = []
     for name, (full, quick, _what) in RUNS.items():
+        if args.budgets and name not in BUDGETED:
+            continue
         outcome = run_one(name, quick if args.quick else full)
         status = outcome.failure or f"{len(outcome.rows)} figures"
         print(f"{name}: {outcome.seconds:.0f} s, {status}", file=sys.stderr)
         outcomes.append(outcome)
-    combined = table(outcomes)
+    combined, summary = table(outcomes), budgets(outcomes)
     print(combined)
-    parts = [*header(outcomes, args.quick), combined]
+    print("\nBudgets (bench/BUDGETS.md):\n\n" + summary)
+    subset = " --budgets" if args.budgets else ""
+    parts = [
+        *header(outcomes, args.quick, subset),
+        "## Budgets",
+        "",
+        summary,
+        "",
+        "## Every figure",
+    ]
+    parts += ["", combined]
     for o in outcomes:
         parts += ["", f"## {RUNS[o.name][2]} (`bench/{o.name}`, {o.seconds:.0f} s)", "", o.output]
     kept = _kept_sections(args.out)

@@ -6,6 +6,7 @@ import json
 import os
 import statistics
 from pathlib import Path
+from typing import Any
 
 ROWS_ENV = "CRUSTACEAN_BENCH_ROWS"  # `python -m bench` sets it: one JSON line per figure goes here
 
@@ -83,3 +84,90 @@ def row(
             "note": note,
         }
     )
+
+
+BUDGET_HEADER = (
+    "| who waits | figure | value | baseline | ratio | budget | ok |\n|---|---|--:|---|--:|--:|---|"
+)
+
+
+def budget_line(record: dict[str, Any]) -> str:
+    """One budget row in the format every bench and the summary of `python -m bench` print:
+    who waits, the figure (and the statistic), its value, the baseline measured in the same run,
+    the ratio, the budget, and ok or MISS."""
+    unit = record["unit"]
+    cells = [
+        str(record["who"]),
+        f"{record['figure']} ({record['stat']})",
+        f"{num(record['value'])} {unit}",
+        f"{record['baseline_name']}: {num(record['baseline'])} {unit}",
+        f"{record['ratio']:.2f}x",
+        f"≤ {record['limit']:g}x" + (f", {record['also']}" if record["also"] else ""),
+        "ok" if record["ok"] else "MISS",
+    ]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def num(value: float) -> str:
+    """Three significant figures or so, without scientific notation for big values."""
+    size = abs(value)
+    if size >= 100:
+        return f"{value:,.0f}"
+    if size >= 10:
+        return f"{value:.1f}"
+    if size >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def budget(
+    who: str,
+    figure: str,
+    value: float,
+    baseline: float,
+    baseline_name: str,
+    limit: float,
+    *,
+    stat: str = "median",
+    unit: str = "ms",
+    also: str = "",
+    also_ok: bool = True,
+) -> dict[str, Any]:
+    """One row of bench/BUDGETS.md, checked: `value` (the figure's `stat`) against `limit` times
+    `baseline` (its median, measured in the same run, in `unit` too), plus an `also` condition
+    that must hold (`0 tokens`). Recorded for `python -m bench`'s summary and returned, so the
+    bench prints its rows with `budget_table`."""
+    ratio = value / baseline
+    record: dict[str, Any] = {
+        "who": who,
+        "figure": figure,
+        "stat": stat,
+        "value": value,
+        "baseline": baseline,
+        "baseline_name": baseline_name,
+        "unit": unit,
+        "ratio": ratio,
+        "limit": limit,
+        "also": also,
+        "ok": ratio <= limit and also_ok,
+    }
+    _emit({"budget": record})
+    return record
+
+
+def budget_table(records: list[dict[str, Any]]) -> str:
+    """The budget rows of one bench, under the common header."""
+    return "Budgets (bench/BUDGETS.md):\n\n" + "\n".join(
+        [BUDGET_HEADER, *(budget_line(r) for r in records)]
+    )
+
+
+def open_store(ws: Any) -> Any:
+    """The store's public face, `Store(ws)`, wherever this checkout keeps it: re-exported from
+    `crustacean.store` once it does, else `crustacean.store.write` (main before issue 31)."""
+    import crustacean.store
+
+    face = getattr(crustacean.store, "Store", None)
+    if face is None:
+        from crustacean.store.write import Store as face
+    return face(ws)

@@ -1,24 +1,27 @@
-"""Benchmark of `crustacean search`: latency against grep, incremental re-index, ranking quality.
+"""Benchmark of `crustacean search` and of what waits on 10,000 memories: latency against grep
+and `import typer`, the MCP tools, the SessionStart hook, incremental re-index, ranking quality.
 
 Run it with `python bench/search_bench.py [--files N] [--dir DIR]` (the project's venv). It
 generates a workspace (bench/generate.py: N memory files, default 10,000, plus 3 years of daily
 logs) in a temp folder, or reuses DIR when it already holds one, and measures:
 
 - the full index build (`SearchIndex.rebuild`);
-- ~30 queries of 1–3 words through `SearchIndex.search` in-process (as the MCP server runs it),
-  query only and with the freshness check `search` does by default, against `grep -rilF WORD`
-  (ripgrep if installed) over the same files, one process per query as a user would run it;
-- `crustacean search` end to end, one process per query (the console script, which answers a
-  plain search before the app loads: cli/search_fast.py), lexical and with the semantic extra;
+- ~30 queries of 1–3 words through `SearchIndex.search` in-process, query only and with the
+  freshness check `search` does by default, against `grep -rilF WORD` over the same files, one
+  process per query as a user would run it;
+- the MCP tools `search_memory` and `get_context` (with and without a topic) through an
+  in-process MCP client, one session, as an agent calls them mid-conversation;
+- `crustacean search` end to end and the SessionStart hook's whole command
+  (`crustacean -w WS context --format claude-hook`), one process each, interleaved with
+  `python -c 'import typer'`; `search` again with the semantic extra;
 - re-indexing after 10 files change (`update`) against a full rebuild;
 - ranking: 30 needles (a unique fact put into one section of a long file, queried by 2–3 of its
   words, one inflected) and the mean reciprocal rank in the top 10 of the right file and
   section, against plain BM25 over whole files (a second FTS5 table of whole files, same
   tokenizer, same quoting and OR fallback), where the right file alone counts as a hit.
 
-It prints one markdown table. Targets (issue 4): search p95 under a tenth of the grep time;
-re-index of 10 files under 5% of a full rebuild; (issue 23) `crustacean search` end to end p95
-below the grep median.
+It prints one markdown table, then its rows of bench/BUDGETS.md: the hook's median ≤ 3x the typer
+import's; `search` end to end p95 ≤ 3x it; each MCP tool call's p95 ≤ 0.2x the grep median.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -38,10 +40,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
-from bench.common import data_size, isolate, row
+from bench.common import budget, budget_table, data_size, isolate, row
 from bench.generate import WORDS, generate_workspace
 from crustacean.config import load_config
 from crustacean.recall.search import SearchIndex
@@ -171,9 +174,8 @@ def _queries(rng: random.Random, n: int) -> list[str]:
 
 
 def _grep_cmd(root: Path, word: str) -> list[str]:
+    """`grep -ril` over the workspace's markdown, its dot-folders (git, state) left out."""
     targets = sorted(str(p) for p in root.iterdir() if not p.name.startswith("."))
-    if shutil.which("rg"):
-        return ["rg", "-ilF", "--glob", "*.md", "--", word, *targets]
     return ["grep", "-rilF", "--include=*.md", "--exclude-dir=.*", "--", word, *targets]
 
 
@@ -194,23 +196,37 @@ def search_times(index: SearchIndex, queries: list[str], refresh: bool, rounds: 
     return per_query
 
 
-def mcp_search_times(ws: Workspace, queries: list[str]) -> list[float]:
-    """`search_memory` through an in-process MCP client, as an agent calls it mid-conversation:
-    one session, the first search (which refreshes the index) left out, the rest timed."""
+MCP_CALLS = 15  # get_context calls of each kind: ~0.1 s each on 10,000 memories
+
+
+def mcp_times(ws: Workspace, queries: list[str]) -> dict[str, list[float]]:
+    """Seconds per tool call through an in-process MCP client, as an agent calls them
+    mid-conversation: one session, the first call of each tool (which builds or refreshes its
+    index) left out; `search_memory` for every query, `get_context` with and without a topic."""
     import anyio
     from mcp import Client
 
     from crustacean.mcp_server import build_server
 
-    async def main() -> list[float]:
+    calls = {
+        "search_memory": [("search_memory", {"query": q, "limit": 10}) for q in queries],
+        "get_context": [("get_context", {"audience": "main"})] * MCP_CALLS,
+        "get_context, topic": [
+            ("get_context", {"audience": "main", "topic": q}) for q in queries[:MCP_CALLS]
+        ],
+    }
+
+    async def main() -> dict[str, list[float]]:
+        times: dict[str, list[float]] = {}
         async with Client(build_server(ws)) as client:
-            await client.call_tool("search_memory", {"query": queries[0]})
-            times = []
-            for q in queries:
-                start = time.perf_counter()
-                await client.call_tool("search_memory", {"query": q, "limit": 10})
-                times.append(time.perf_counter() - start)
-            return times
+            for name, todo in calls.items():
+                await client.call_tool(*todo[0])
+                times[name] = []
+                for tool, args in todo:
+                    start = time.perf_counter()
+                    await client.call_tool(tool, args)
+                    times[name].append(time.perf_counter() - start)
+        return times
 
     return anyio.run(main)
 
@@ -228,20 +244,34 @@ def reindex_times(
     return times
 
 
-def cli_times(root: Path, queries: list[str], pycache: Path, semantic: bool = False) -> list[float]:
-    """`crustacean search` end to end, one process per query, as a user runs it: the console
-    script, with its bytecode cached as an installed package has it (in `pycache`, whatever
-    PYTHONDONTWRITEBYTECODE says); `semantic` switches the extra on. The first, untimed, run
-    writes the bytecode, the memo of the config and, with the extra, the vectors."""
-    exe = [str(Path(sys.executable).parent / "crustacean"), "-w", str(root), "search"]
+TYPER = "`python -c 'import typer'`"
+HOOK = "the SessionStart hook's whole command"
+
+
+def cli_times(
+    root: Path, queries: list[str], pycache: Path, semantic: bool = False
+) -> dict[str, list[float]]:
+    """Seconds per fresh process, as a user or Claude Code runs them: `crustacean search` end to
+    end, one process per query, and (lexical only) the SessionStart hook's command and
+    `python -c 'import typer'`, interleaved so drift hits all alike. The console script runs
+    with its bytecode cached as an installed package has it (in `pycache`, whatever
+    PYTHONDONTWRITEBYTECODE says); `semantic` switches the extra on. Two untimed rounds first
+    write the bytecode, the indexes and, with the extra, the vectors."""
+    exe = [str(Path(sys.executable).parent / "crustacean"), "-w", str(root)]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env |= {"CRUSTACEAN_SEMANTIC": "1" if semantic else "0", "PYTHONPYCACHEPREFIX": str(pycache)}
-    for _ in range(2):
-        subprocess.run([*exe, queries[0]], capture_output=True, check=True, env=env)
-    return [
-        _time(lambda q=q: subprocess.run([*exe, q], capture_output=True, check=True, env=env))
-        for q in queries
-    ]
+    cmds: dict[str, Callable[[str], list[str]]] = {"search": lambda q: [*exe, "search", q]}
+    if not semantic:
+        cmds[HOOK] = lambda q: [*exe, "context", "--format", "claude-hook"]
+        cmds[TYPER] = lambda q: [sys.executable, "-c", "import typer"]
+    times: dict[str, list[float]] = {name: [] for name in cmds}
+    for i, q in enumerate([queries[0], queries[0], *queries]):
+        for name, cmd in cmds.items():
+            start = time.perf_counter()
+            subprocess.run(cmd(q), capture_output=True, check=True, env=env)
+            if i >= 2:
+                times[name].append(time.perf_counter() - start)
+    return times
 
 
 def semantic_installed() -> bool:
@@ -285,8 +315,8 @@ class Figures:
     quick: list[float] = field(default_factory=list)
     fresh: list[float] = field(default_factory=list)
     check: list[float] = field(default_factory=list)
-    mcp: list[float] = field(default_factory=list)
-    cli: list[float] = field(default_factory=list)
+    mcp: dict[str, list[float]] = field(default_factory=dict)
+    cli: dict[str, list[float]] = field(default_factory=dict)
     cli_semantic: list[float] = field(default_factory=list)
     grep: list[float] = field(default_factory=list)
     reindex: list[float] = field(default_factory=list)
@@ -310,13 +340,13 @@ def measure(root: Path, files: int, tmp: Path) -> Figures:
         fig.quick = search_times(index, queries, refresh=False, rounds=5)
         fig.fresh = search_times(index, queries, refresh=True, rounds=3)
         fig.check = [_time(index.update) for _ in range(5)]
-        fig.mcp = mcp_search_times(ws, queries)
-        fig.cli = cli_times(root, queries[:10], tmp / "pycache")
+        fig.mcp = mcp_times(ws, queries)
+        fig.cli = cli_times(root, queries[:20], tmp / "pycache")
         fig.tool, fig.grep = grep_times(root, queries)
         fig.reindex = reindex_times(index, root, memory, rng, rounds=5)
         fig.mrr_ours = mrr_chunked(index, needles)
     if semantic_installed():  # last: its vectors stay in the index of a reused --dir
-        fig.cli_semantic = cli_times(root, queries[:10], tmp / "pycache", semantic=True)
+        fig.cli_semantic = cli_times(root, queries[:10], tmp / "pycache", semantic=True)["search"]
     fig.mrr_base = mrr_whole_files(root, indexed, needles, tmp)
     return fig
 
@@ -331,7 +361,7 @@ def _row(figure: str, median: str, p95: str = "", baseline: str = "", ratio: str
 
 def _latency_row(name: str, times: list[float], grep: float, tool: str) -> str:
     med, p95 = statistics.median(times), _p95(times)
-    base = f"`{tool} -il`, one process per query"
+    base = f"`{tool} -ril`, one process per query"
     row(
         name,
         med * 1000,
@@ -363,10 +393,14 @@ def report(fig: Figures, memory_files: int) -> None:
     print(_latency_row("search, query only", fig.quick, grep, fig.tool))
     print(_latency_row("search with freshness check (default)", fig.fresh, grep, fig.tool))
     row("freshness check alone (no change)", check * 1000, _p95(fig.check) * 1000)
-    name = "MCP search_memory in a conversation (refreshes after its writes, else every 5 s)"
-    print(_latency_row(name, fig.mcp, grep, fig.tool))
     print(_row("freshness check alone (no change)", _ms(check), _ms(_p95(fig.check))))
-    print(_latency_row("`crustacean search` end to end (one process)", fig.cli, grep, fig.tool))
+    name = "MCP search_memory in a conversation (refreshes after its writes, else every 5 s)"
+    print(_latency_row(name, fig.mcp["search_memory"], grep, fig.tool))
+    print(_latency_row("MCP get_context (audience main)", fig.mcp["get_context"], grep, fig.tool))
+    name = "MCP get_context (audience main, a topic)"
+    print(_latency_row(name, fig.mcp["get_context, topic"], grep, fig.tool))
+    name = "`crustacean search` end to end (one process)"
+    print(_latency_row(name, fig.cli["search"], grep, fig.tool))
     if fig.cli_semantic:
         name = "`crustacean search` end to end, semantic extra on (one process)"
         print(_latency_row(name, fig.cli_semantic, grep, fig.tool))
@@ -385,6 +419,48 @@ def report(fig: Figures, memory_files: int) -> None:
     row(name, fig.mrr_ours, None, fig.mrr_base, "whole-file BM25", unit="MRR")
     ratio = f"{fig.mrr_ours / fig.mrr_base:.2f}×" if fig.mrr_base else "n/a"
     print(_row(name, f"{fig.mrr_ours:.3f}", "", f"{fig.mrr_base:.3f}", ratio))
+    print("\n" + budget_table(budgets(fig, memory_files)))
+
+
+def budgets(fig: Figures, memory_files: int) -> list[dict[str, Any]]:
+    """This bench's rows of bench/BUDGETS.md, in ms, against baselines of the same run."""
+    typer = statistics.median(fig.cli[TYPER]) * 1000
+    grep = statistics.median(fig.grep) * 1000
+    on = f"{memory_files:,} memories"
+    grep_name = "`grep -ril`, one process per query"
+    rows = [
+        budget(
+            "Claude Code at every session start",
+            f"{HOOK} (`context --format claude-hook`), {on}",
+            statistics.median(fig.cli[HOOK]) * 1000,
+            typer,
+            TYPER,
+            3,
+        ),
+        budget(
+            "a person or an agent at a shell",
+            f"`crustacean search` end to end, {on}",
+            _p95(fig.cli["search"]) * 1000,
+            typer,
+            TYPER,
+            3,
+            stat="p95",
+        ),
+    ]
+    for name, times in fig.mcp.items():
+        what = f"MCP {name.replace(', topic', ' with a topic')}, {on}"
+        rows.append(
+            budget(
+                "an agent's MCP tool call",
+                what,
+                _p95(times) * 1000,
+                grep,
+                grep_name,
+                0.2,
+                stat="p95",
+            )
+        )
+    return rows
 
 
 def main() -> None:

@@ -7,18 +7,17 @@ interleaved so drift hits both alike:
 - a one-file append through `Store.write_context` (one version), against writing the same bytes
   to the same file in the copy and running `git add <file>` and `git commit -q -m x`;
 - a 20-file version (20 appends in one call), against the same 20 appends then
-  `git add <20 files>` and `git commit -q -m x`;
-- the check for git's housekeeping the store makes after each version when nothing is due
-  (store/upkeep.py), against the `git maintenance run --auto --quiet` process `git commit`
-  starts after every commit.
+  `git add <20 files>` and `git commit -q -m x`.
+
+Both are rows of bench/BUDGETS.md (the stage that writes waits for them): median ≤ 2x the
+baseline's median.
 
 `write_context` does more than the baseline by design: it validates the whole call (path jail,
 policy, sha256, limits, secret scan), writes each file through a temp file with fsync and rename
 under a journal (the fsyncs of one call run together), and commits with plumbing (one git
 command, `update-index` on a copy of the user's index, read back to prove it staged exactly the
-call's bytes; the tree, the commit object and the ref update with its reflogs are written in
-Python exactly as `write-tree`, `commit-tree` and `update-ref` write them) so the user's staged
-work is never swept in, all under git's `index.lock`. The ratio says what those guarantees cost.
+call's bytes, then the tree, the commit and the ref update) so the user's staged work is never
+swept in, all under git's `index.lock`. The ratio says what those guarantees cost.
 Git runs with no system or global config in both cases. `--cpu` adds the CPU time per version
 (this process and its git children, from getrusage) for both sides.
 """
@@ -37,14 +36,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
-from bench.common import count, data_size, isolate, row
-
-if TYPE_CHECKING:
-    from crustacean.store.write import Store
+from bench.common import budget, budget_table, count, data_size, isolate, open_store, row
 
 N_FILES = 20
 ONE = "memory/notes/bench.md"
@@ -82,17 +78,16 @@ def _p95(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100, method="inclusive")[94]
 
 
-def _fresh_store(tmp: Path) -> Store:
+def _fresh_store(tmp: Path) -> Any:
     """A new workspace in `tmp` (git isolated from the user's config), and its store."""
     from crustacean.config import load_config
     from crustacean.ops.init import init_workspace
-    from crustacean.store.write import Store
     from crustacean.workspace import Workspace
 
     isolate(tmp)
     root = tmp / "ws"
     init_workspace(root)
-    return Store(Workspace(root, load_config(root)))
+    return open_store(Workspace(root, load_config(root)))
 
 
 def run(reps: int, warmup: int = 3) -> list[tuple[str, list[float], list[float]]]:
@@ -152,6 +147,21 @@ def table(results: list[tuple[str, list[float], list[float]]]) -> str:
     return "\n".join(rows)
 
 
+def budgets(results: list[tuple[str, list[float], list[float]]]) -> list[dict[str, Any]]:
+    """The stage that writes waits for each version: median ≤ 2x `git add` + `commit`."""
+    return [
+        budget(
+            "the stage that writes",
+            f"a {name} through `write_context`",
+            statistics.median(ours),
+            statistics.median(base),
+            "`git add` + `commit` of the same files",
+            2,
+        )
+        for name, ours, base in results
+    ]
+
+
 def cpu_table() -> str:
     """CPU per version, medians: this process (Python; ~0 for the baseline, which only
     starts git) and the git processes it ran."""
@@ -165,47 +175,6 @@ def cpu_table() -> str:
         total = statistics.median(s[0] + s[1] for s in samples)
         rows.append(f"| {name} | {me:.1f} | {kids:.1f} | {total:.1f} |")
     return "\n".join(rows)
-
-
-def upkeep_check(reps: int, versions: int = 10) -> tuple[list[float], list[float]]:
-    """What each version pays for git's housekeeping when nothing is due (the usual case):
-    the store's check after a version (store/upkeep.py), against the process `git commit`
-    starts after every commit (`git maintenance run --auto --quiet`), on a workspace with
-    `versions` versions; interleaved, ms."""
-    from crustacean.store import upkeep
-
-    tmp = Path(tempfile.mkdtemp(prefix="crustacean-bench-"))
-    try:
-        store = _fresh_store(tmp)
-        root = store.root
-        for i in range(versions):
-            change = {"path": ONE, "mode": "create" if i == 0 else "append", "content": LINE}
-            store.write_context([change], actor="user", message="bench: setup")
-
-        def ours() -> object:
-            return upkeep.after_commit(root, lambda: store.git.facts().upkeep, store.git.busy)
-
-        def git_commits() -> None:
-            _git(root, *upkeep.COMMAND)
-
-        a, b = [], []
-        for _ in range(reps):
-            a.append(_ms(ours))
-            b.append(_ms(git_commits))
-        return a, b
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def upkeep_table(ours: list[float], base: list[float]) -> str:
-    med, bmed = statistics.median(ours), statistics.median(base)
-    what = "`git maintenance run --auto --quiet`, as `git commit` runs it"
-    row("git housekeeping check after a version, nothing due", med, _p95(ours), bmed, what)
-    return (
-        "| figure | median ms | p95 ms | baseline median ms | ratio |\n|---|---:|---:|---:|---:|\n"
-        f"| housekeeping check, nothing due | {med:.3f} | {_p95(ours):.3f} | {bmed:.1f} "
-        f"| {med / bmed:.3f}x |\n\nBaseline: {what} after each commit."
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "on an identical plain repository.\n"
     )
     print(table(results))
-    print("\n" + upkeep_table(*upkeep_check(args.reps)))
+    print("\n" + budget_table(budgets(results)))
     if args.cpu:
         print("\n" + cpu_table())
     return 0

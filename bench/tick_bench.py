@@ -16,8 +16,9 @@ Run: `.venv/bin/python bench/tick_bench.py [--rounds 5] [--runs 15] [--messages 
 - No-op tick: the last round's workspace right after its tick, where every stage has just run, so
   nothing is due (the tick a cron line runs most of the time). RUNS ticks, interleaved with RUNS
   `python -c pass` and RUNS `python -c 'import typer'` (the baseline: the least a typer CLI
-  pays; the bar is 1.5x it). The fake server must get zero requests: a tick with nothing to do
-  costs no tokens.
+  pays). Cron waits for it every 15 minutes: the budget (bench/BUDGETS.md) is a median ≤ 3x the
+  typer import's and zero requests to the fake server: a tick with nothing to do costs no
+  tokens.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the 
 
 from fakeapi import FakeAnthropic, tool_use
 
-from bench.common import count, data_size, isolate, p95, row
+from bench.common import budget, budget_table, count, data_size, isolate, p95, row
 from crustacean.config import STAGES as STAGE_ORDER
 from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
@@ -227,8 +228,6 @@ def main() -> None:
         }
         ticks, bares, root = whole_ticks(fake, Path(tmp), args.rounds, args.messages, env)
         noop, passes, typers, requests, started = noop_ticks(fake, root, args.runs, env)
-    if requests:
-        raise SystemExit(f"the no-op ticks made {requests} model request(s); expected none")
     calls = int(ticks[0][2])
     wall, server = ms([t[0] for t in ticks]), ms([t[1] for t in ticks])
     net = ms([t[0] - t[1] for t in ticks])
@@ -273,6 +272,19 @@ def main() -> None:
             f"{med / b:.1f}x" if b else "",
         ]
         print("| " + " | ".join(cells) + " |")
+    noop_budget = budget(
+        "cron, every 15 minutes",
+        f"a no-op tick ({count(requests, 'model request')})",
+        statistics.median(noop_ms),
+        statistics.median(typer_ms),
+        "`python -c 'import typer'`",
+        3,
+        also="0 model requests",
+        also_ok=requests == 0,
+    )
+    print("\n" + budget_table([noop_budget]))
+    if requests:
+        raise SystemExit(f"the no-op ticks made {requests} model request(s); expected none")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout
 
-from bench.common import count, data_size, isolate, p95, row
+from bench.common import count, data_size, isolate, open_store, p95, row
 from bench.generate import generate_workspace
 
 
@@ -58,7 +58,6 @@ def _table(root: Path, rounds: int, files: int) -> str:
     from crustacean.recall.search import SearchIndex
     from crustacean.state import open_state
     from crustacean.store import history as hist
-    from crustacean.store.write import Store
     from crustacean.ui.security import Guard
     from crustacean.ui.server import UiContext, build_app
     from crustacean.workspace import Workspace
@@ -68,7 +67,7 @@ def _table(root: Path, rounds: int, files: int) -> str:
     client = TestClient(build_app(UiContext(root, [], guard)), base_url="http://127.0.0.1:8000")
     client.cookies.set(guard.cookie, guard.token)
     ws = Workspace(root, load_config(root))
-    store = Store(ws)
+    store = open_store(ws)
     folder = "memory/notes"
     with open_state(ws) as db, SearchIndex(ws, db) as index:
         index.update()  # both sides then search a built index

@@ -1,5 +1,5 @@
 """Allow `python -m crustacean`."""
 
-from crustacean.cli.entry import main
+from crustacean.cli.app import main
 
 main()

@@ -4,9 +4,10 @@ The one frontmatter reader (`read_front`): memories, the search index and plain 
 and parse a block here, so they agree on where a body starts and why a block is no metadata.
 
 A memory file is owned by its user, so reading never fails and writing never reformats: the
-frontmatter is split out by hand here, then parsed with a safe, bounded loader and edited line
-by line in crustacean/frontyaml.py, which is imported only once a block is parsed or written (a
-text without frontmatter, and a command that reads memories from the index, never load YAML).
+frontmatter block is found here (exact offsets), then read through python-frontmatter with a
+safe, bounded handler and edited line by line in crustacean/frontyaml.py, which is imported only
+once a block is parsed or written (a text without frontmatter, a block of plain `key: value`
+lines, and a command that reads memories from the index never load YAML).
 
 Invariant of a parsed document: `text == bom + (front or "") + body`, where `bom` is "\\ufeff"
 when the file starts with one. The BOM is an encoding mark, so it is in neither `front` nor `body`.
@@ -22,13 +23,13 @@ from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from crustacean.markdown import FRONT_FENCE
 from crustacean.tiers import TIERS
 
 MAX_DOC_BYTES = 1_000_000
 BOM = "\ufeff"
 KNOWN_KEYS = ("name", "source", "recorded", "tier", "tier_set")
 
-_FENCE = re.compile(r"---[ \t]*(?:\r?\n)?")
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
@@ -132,11 +133,11 @@ def _split(text: str) -> tuple[_Split | None, int | None]:
     pos, opened = len(bom), None
     for lineno, line in enumerate(_iter_lines(text[len(bom) :]), start=1):
         if opened is None:
-            if _FENCE.fullmatch(line):
+            if FRONT_FENCE.match(line):
                 opened = (pos + len(line), lineno)
             elif line.strip():
                 return None, None
-        elif _FENCE.fullmatch(line):
+        elif FRONT_FENCE.match(line):
             ystart, first = opened
             return _Split(len(bom), ystart, pos, pos + len(line), first + 1), None
         pos += len(line)
@@ -175,20 +176,24 @@ def read_front(text: str, *, as_body: str = "read as body") -> Front:
         # lazy: PyYAML and python-frontmatter, ~15 ms, only once a block is more than plain lines
         from crustacean.frontyaml import load_meta
 
-        meta, problem = load_meta(yaml_text, split.first_line, as_body)
+        meta, problem = load_meta(text[split.start : split.end], split.first_line, as_body)
         if problem is not None:
             return Front({}, None, skip, skip, problem)
     return Front(meta, text[split.start : split.end], split.start, split.end)
 
 
-# A frontmatter line read without YAML: a short plain key, one space, then a value YAML 1.1 can
-# only read one way: words that start with a letter (no bool or null word: YAML reads `yes` and
-# `off` as booleans), which are that string, or an ISO date, which is that date (an impossible
-# one stays a string, as frontyaml's loader keeps it). Anything else goes through YAML.
+# A frontmatter line read and edited without YAML: a short plain key, one space, then a plain
+# scalar of words (no quotes, flow, comment, anchor, tag or block marker: nothing YAML reads
+# otherwise than as written), "\n". The keys crustacean writes itself look like this. Its value
+# means one thing to YAML 1.1 when it is words that start with a letter and no bool or null word
+# (YAML reads `yes` and `off` as booleans), which are that string, or an ISO date, which is that
+# date (an impossible one stays a string, as frontyaml's loader keeps it). Anything else goes
+# through YAML.
 _PLAIN_LINE = re.compile(
     r"([A-Za-z_][A-Za-z0-9_]{0,63}): ([A-Za-z0-9](?:[A-Za-z0-9._/+-]|:(?=[A-Za-z0-9._/+-])"
     r"| (?=[A-Za-z0-9]))*)\n"
 )
+_PLAIN_BYTES = 4096  # a bigger block is not plain lines worth reading by hand
 _ISO_DAY = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null"})
 
@@ -197,7 +202,7 @@ def plain_meta(yaml_text: str) -> dict[str, Any] | None:
     """The mapping of a block of plain `key: value` lines exactly as the YAML loader reads it,
     without YAML (compile reads 10,000 memories' blocks: half a millisecond saved on each);
     None when any line is more than that, or a key repeats."""
-    if len(yaml_text) > 4096:
+    if len(yaml_text) > _PLAIN_BYTES:
         return None
     meta: dict[str, Any] = {}
     for line in _iter_lines(yaml_text):
@@ -321,14 +326,11 @@ def set_meta(doc: Document, updates: dict[str, Any]) -> str:
     return doc.text[: split.ystart] + yaml_text + doc.text[split.yend :]
 
 
-# A frontmatter line set_plain_meta can edit without YAML: a short plain key, one space, a plain
-# scalar of words (no quotes, flow, comment, anchor, tag or block marker: nothing YAML reads
-# otherwise than as written), "\n". The keys crustacean writes itself look like this.
-_PLAIN_ENTRY = re.compile(
-    r"([A-Za-z_][A-Za-z0-9_]{0,63}): [A-Za-z0-9](?:[A-Za-z0-9._/+-]|:(?=[A-Za-z0-9._/+-])"
-    r"| (?=[A-Za-z0-9]))*\n"
-)
-_PLAIN_WORD = re.compile(r"(?!(?:y|n|yes|no|on|off|true|false|null)$)[a-z][a-z_]{0,31}")
+_PLAIN_WORD = re.compile(r"[a-z][a-z_]{0,31}")  # a key or value set_plain_meta writes
+
+
+def _plain_word(word: str) -> bool:
+    return bool(_PLAIN_WORD.fullmatch(word)) and word not in _YAML_WORDS
 
 
 def set_plain_meta(text: str, key: str, value: str) -> str | None:
@@ -336,7 +338,7 @@ def set_plain_meta(text: str, key: str, value: str) -> str | None:
     YAML when the file has no block or a block of plain `key: value` lines only (compile sets
     thousands of tiers in one pass; the YAML edit and its checks cost half a millisecond each).
     None when the text is anything else: the caller then goes through `set_meta`."""
-    if not (_PLAIN_WORD.fullmatch(key) and _PLAIN_WORD.fullmatch(value)):
+    if not (_plain_word(key) and _plain_word(value)):
         return None
     if "\r" in text or "\x00" in text or len(text) > MAX_DOC_BYTES:
         return None
@@ -348,12 +350,12 @@ def set_plain_meta(text: str, key: str, value: str) -> str | None:
         skip = len(BOM) if text.startswith(BOM) else 0
         return text[:skip] + "---\n" + entry + "---\n" + text[skip:]
     yaml_text = text[split.ystart : split.yend]
-    if len(yaml_text) > 4096:
+    if len(yaml_text) > _PLAIN_BYTES:
         return None
     lines = _LINE.findall(yaml_text)
     keys = []
     for line in lines:
-        m = _PLAIN_ENTRY.fullmatch(line)
+        m = _PLAIN_LINE.fullmatch(line)
         if m is None:
             return None
         keys.append(m.group(1))

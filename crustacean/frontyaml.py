@@ -4,10 +4,13 @@ Kept apart from crustacean/documents.py so that finding where a block ends, and 
 with no frontmatter (or from the index), does not import PyYAML and python-frontmatter (~15 ms
 at start-up): documents.py imports this module on the first block it parses or edits.
 
-python-frontmatter's `dumps` would sort keys, strip the body and drop the final newline
-(STACK.md §5), so only its YAML handler is used. An alias bomb (a few hundred bytes that expand
-to millions of values) is refused before it is built: a block that would expand past
-MAX_FRONT_VALUES values or MAX_FRONT_DEPTH levels is reported as over the limit, not parsed.
+A block is read the ordinary way, `frontmatter.parse(block, handler=HANDLER)`, with a handler
+whose boundary is markdown.py's frontmatter fence and whose `load` is bounded: an alias bomb (a few
+hundred bytes that expand to millions of values) is refused before it is built, and a block
+that is no mapping raises rather than reading as `{}`. Where a block starts and ends (the BOM,
+an unclosed block, exact offsets for line-preserving edits) documents.py finds itself, as
+python-frontmatter strips the text and the body; its `dumps` would also sort keys and drop the
+final newline (STACK.md §5), so writing is the line edits below.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from collections.abc import Iterator
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
+import frontmatter
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from crustacean.markdown import FRONT_FENCE
 
 MAX_FRONT_VALUES = 10_000  # values a frontmatter block may expand to, aliases followed
 MAX_FRONT_DEPTH = 64  # nesting levels, aliases followed (a self-referencing alias is infinite)
@@ -51,8 +57,26 @@ def _lenient_timestamp(loader: yaml.SafeLoader, node: ScalarNode) -> Any:
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
 
 
-class FrontmatterOverLimit(Exception):
+class FrontmatterProblem(Exception):
+    """Why a block is no metadata: at `line` (0-based in the handler's text, whose line 0 is
+    the opening fence's), `what` is wrong."""
+
+    def __init__(self, line: int, what: str) -> None:
+        super().__init__(what)
+        self.line, self.what = line, what
+
+    def says(self, as_body: str) -> str:
+        return f"{self.what}; {as_body} only"
+
+
+class FrontmatterOverLimit(FrontmatterProblem):
     """A frontmatter block that would expand past the limits; it is reported, never built."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(1, what)
+
+    def says(self, as_body: str) -> str:
+        return f"frontmatter {self.what}, over the limit; not parsed, {as_body}"
 
 
 class BoundedYAMLHandler(YAMLHandler):
@@ -62,8 +86,24 @@ class BoundedYAMLHandler(YAMLHandler):
     explodes is everything after (walking, dumping, indexing the values). The composed graph is
     measured first, each shared node once, and only a block inside the limits is built."""
 
-    def load(self, fm: str, **kwargs: object) -> Any:
-        return self.compose_bounded(fm)[1]
+    FM_BOUNDARY = FRONT_FENCE
+
+    def load(self, fm: str, **kwargs: object) -> dict[str, Any]:
+        """The mapping (empty for an empty block); raises FrontmatterProblem for anything else."""
+        try:
+            node, data = self.compose_bounded(fm)
+        except FrontmatterProblem:
+            raise
+        except _YAML_FAILURES as e:
+            what = f"frontmatter is not valid YAML ({_problem(e)})"
+            raise FrontmatterProblem(_error_line(e, fm), what) from None
+        if data is None and node is None:
+            return {}
+        if not isinstance(data, dict):
+            kind = "a list" if isinstance(data, list) else f"a single value ({_kind(data)})"
+            line = node.start_mark.line if node is not None else 1
+            raise FrontmatterProblem(line, f"frontmatter is {kind}, not a mapping of keys")
+        return data
 
     def compose_bounded(self, fm: str) -> tuple[Node | None, Any]:
         if len(fm) > MAX_FRONT_BYTES:
@@ -108,22 +148,14 @@ def _measure(node: Node, seen: dict[int, tuple[int, int]], depth: int) -> tuple[
 HANDLER = BoundedYAMLHandler()
 
 
-def load_meta(yaml_text: str, first_line: int, as_body: str) -> tuple[dict[str, Any], str | None]:
-    """The mapping, or ({}, "line N: what is wrong; read as body only")."""
+def load_meta(block: str, first_line: int, as_body: str) -> tuple[dict[str, Any], str | None]:
+    """The mapping of a `---` block whose first YAML line is file line `first_line`, or
+    ({}, "line N: what is wrong; read as body only")."""
     try:
-        node, data = HANDLER.compose_bounded(yaml_text)
-    except FrontmatterOverLimit as e:
-        return {}, f"line {first_line}: frontmatter {e}, over the limit; not parsed, {as_body}"
-    except _YAML_FAILURES as e:
-        line = first_line + _error_line(e, yaml_text)
-        return {}, f"line {line}: frontmatter is not valid YAML ({_problem(e)}); {as_body} only"
-    if data is None and node is None:
-        return {}, None
-    if not isinstance(data, dict):
-        line = first_line + (node.start_mark.line if node is not None else 0)
-        kind = "a list" if isinstance(data, list) else f"a single value ({_kind(data)})"
-        return {}, f"line {line}: frontmatter is {kind}, not a mapping of keys; {as_body} only"
-    return data, None
+        meta, _ = frontmatter.parse(block, handler=HANDLER)
+    except FrontmatterProblem as e:
+        return {}, f"line {first_line - 1 + e.line}: {e.says(as_body)}"
+    return meta, None
 
 
 def _kind(value: Any) -> str:

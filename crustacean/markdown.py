@@ -1,7 +1,14 @@
-"""Markdown as the stages read it: lines, ATX headings, `##`/`###` sections and local links.
+"""Markdown as crustacean reads it: lines, ATX headings, fenced code, sections and local links.
 
-Pure text functions, no I/O. Compile cuts MEMORY.md along these sections and health checks the
-same sections and links, so both read a file's structure the same way.
+Pure text functions, no I/O, and the one home of the heading and fence rules: compile cuts
+MEMORY.md along these sections, health checks the same sections and links, search titles each
+line with its heading path and curate reads a daily log's blocks, all through `headings`, so
+they agree on what a section is. The rules are CommonMark's, line by line (no list or quote
+containers): a heading is 0-3 spaces, 1-6 `#`, then a space, a tab or the end of the line, and
+an optional closing run of `#`; a fence is 0-3 spaces and 3 or more backticks or tildes (a
+backtick fence's info string holds no backtick), closed by a line of only the same character,
+at least as many. A fence never closed runs to the end of the text. A frontmatter block's
+`---` fence is here too (`FRONT_FENCE`).
 """
 
 from __future__ import annotations
@@ -11,9 +18,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*")
 _CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})(.*)")
+# A frontmatter fence line: `---`, trailing blanks, the line's end. documents.py finds a block
+# with it and python-frontmatter splits one with it (frontyaml's handler): the same YAML.
+FRONT_FENCE = re.compile(r"^---[ \t]*(?=\r?\n|\Z)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Heading:
+    """An ATX heading outside fenced code: its 0-based line index, level and text."""
+
+    line: int
+    level: int
+    text: str
 
 
 @dataclass(frozen=True)
@@ -39,40 +58,58 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
-def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(line, level, text) of every ATX heading outside fenced code."""
-    found = []
+def heading(line: str) -> tuple[int, str] | None:
+    """(level, text) when `line` alone is an ATX heading (`## Plans ##` is (2, "Plans")); None
+    for anything else, `#hashtag` included. Whether it sits in fenced code is `headings`' part."""
+    m = _HEADING.fullmatch(line.rstrip("\r\n"))
+    if m is None:
+        return None
+    return len(m.group(1)), _CLOSING.sub("", m.group(2) or "").strip()
+
+
+def code_lines(lines: list[str]) -> list[bool]:
+    """For each line, whether it is fenced code: a fence line or a line between two."""
+    out = []
     fence = ""
-    for i, raw in enumerate(lines):
-        line = raw.rstrip("\r\n")
-        if mark := _FENCE.match(line):
-            token = mark.group(1)
-            if not fence:
-                fence = token
-            elif (
-                token[0] == fence[0]
-                and len(token) >= len(fence)
-                and not line.strip().strip(token[0])
-            ):
-                fence = ""
+    for raw in lines:
+        m = _FENCE.fullmatch(raw.rstrip("\r\n"))
+        if m is not None and not fence:
+            fence = m.group(1)
+        elif m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            fence = "" if not m.group(2).strip() else fence
+        elif not fence:
+            out.append(False)
             continue
-        if not fence and (head := _HEADING.match(line)):
-            text = _CLOSING.sub("", head.group(2) or "").strip()
-            found.append((i, len(head.group(1)), text))
+        out.append(True)
+    return out
+
+
+def headings(lines: list[str]) -> list[Heading]:
+    """Every ATX heading outside fenced code, in order (`lines` with or without endings)."""
+    found = []
+    for i, (line, code) in enumerate(zip(lines, code_lines(lines), strict=True)):
+        if not code and (head := heading(line)) is not None:
+            found.append(Heading(i, *head))
     return found
+
+
+def first_heading(text: str) -> str:
+    """The text of a document's first heading of any level, or ""."""
+    found = headings(text.split("\n"))
+    return found[0].text if found else ""
 
 
 def split_sections(text: str) -> list[Section]:
     """The `##` and `###` sections in document order. A section runs to the next heading of its
     level or higher (`#` ends both); headings inside fenced code do not count."""
     lines = split_lines(text)
-    heads = _headings(lines)
+    heads = headings(lines)
     sections = []
-    for n, (start, level, heading) in enumerate(heads):
-        if level not in (2, 3):
+    for n, head in enumerate(heads):
+        if head.level not in (2, 3):
             continue
-        end = next((i for i, lvl, _ in heads[n + 1 :] if lvl <= level), len(lines))
-        sections.append(Section(heading, level, start, end))
+        end = next((h.line for h in heads[n + 1 :] if h.level <= head.level), len(lines))
+        sections.append(Section(head.text, head.level, head.line, end))
     return sections
 
 
@@ -83,18 +120,14 @@ def split_sections(text: str) -> list[Section]:
 _LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^\"'\n]*[\"'])?\s*\)")
 _POINTER = re.compile(r"→[^`\n]*`([^`\n]+)`")
 _SCHEME = re.compile(r"^[A-Za-z][\w+.-]*:")
-_CODE_FENCE = re.compile(r"^\s*(```|~~~)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 
 
 def link_targets(text: str, pointers: bool = False) -> Iterator[tuple[int, str]]:
     """(line, target) of every local link outside code; with `pointers`, `→ … \\`path\\`` too."""
-    fenced = False
-    for n, line in enumerate(text.splitlines(), 1):
-        if _CODE_FENCE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
+    lines = text.splitlines()
+    for n, (line, code) in enumerate(zip(lines, code_lines(lines), strict=True), 1):
+        if code:
             continue
         for target in _LINK.findall(_INLINE_CODE.sub("", line)):
             if not _SCHEME.match(target) and not target.startswith("#"):

@@ -37,8 +37,8 @@ from crustacean.recall.context import ContextRequest, build_context
 from crustacean.recall.memories import MEMORY_ROOTS
 from crustacean.recall.search import SearchRequest, find
 from crustacean.state import open_state
+from crustacean.store import Store
 from crustacean.store.reads import list_page, read_range
-from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 ACTOR = "mcp"

@@ -9,7 +9,7 @@ records and runs what is due, and `stages/health.py` counts the slots a stage mi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
@@ -17,22 +17,17 @@ from croniter import croniter
 
 LATE_AFTER = timedelta(minutes=30)  # a slot run later than this after its time was "missed"
 COUNT_CAP = 100  # missed slots are counted up to here (a sleeping laptop, every 2 hours)
-FOREVER = datetime.max.replace(tzinfo=UTC)  # a disabled stage's answer never expires by itself
 
 
 @dataclass(frozen=True)
 class Due:
-    """Whether one stage is due now, the slot it would cover, and why (one line).
-
-    `holds_until`: a not-due answer stays exactly this (reason included) until then, which lets
-    a no-op tick be answered from memory (crustacean/ops/tick_memo.py); None when it may not."""
+    """Whether one stage is due now, the slot it would cover, and why (one line)."""
 
     stage: str
     slot: datetime | None
     due: bool
     reason: str
     catching_up: bool = False
-    holds_until: datetime | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -135,9 +130,7 @@ def stage_due(
             )
         if latest <= last_ok:
             upcoming = next_slot(expr, now, tz)
-            return Due(
-                stage, None, False, f"not due: next slot {fmt(upcoming, tz)}", False, upcoming
-            )
+            return Due(stage, None, False, f"not due: next slot {fmt(upcoming, tz)}")
         missed = slots_between(expr, last_ok, now, tz)
         since = f"last ok run {_utc(last_ok).astimezone(tz):%Y-%m-%d %H:%M}"
         return Due(stage, latest, True, _due_reason(latest, now, missed, since, tz), missed > 1)
@@ -145,7 +138,7 @@ def stage_due(
         return Due(stage, latest, True, f"due: never ran; latest slot {fmt(latest, tz)}")
     first = next_slot(expr, created, tz)
     if first > now:
-        return Due(stage, None, False, f"never ran: first slot {fmt(first, tz)}", False, first)
+        return Due(stage, None, False, f"never ran: first slot {fmt(first, tz)}")
     missed = slots_between(expr, created, now, tz)
     since = f"never ran; workspace started {_utc(created).astimezone(tz):%Y-%m-%d %H:%M}"
     return Due(stage, latest, True, _due_reason(latest, now, missed, since, tz), missed > 1)
@@ -166,6 +159,6 @@ def due_stages(
     return [
         stage_due(stage, expr, now, last_ok.get(stage), tz, created)
         if enabled.get(stage, True)
-        else Due(stage, None, False, "disabled", False, FOREVER)
+        else Due(stage, None, False, "disabled")
         for stage, expr in schedules.items()
     ]

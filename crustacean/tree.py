@@ -1,8 +1,6 @@
 """Walking the workspace: one walker, and every caller's skip rule beside it.
 
-Stdlib only and no dataclasses, so the shell's lean search (cli/search_fast.py) can walk the
-tree without loading the config schema that crustacean.workspace brings (it re-exports all of
-this).
+crustacean.workspace re-exports all of this.
 """
 
 from __future__ import annotations
@@ -10,14 +8,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-
-TYPE_CHECKING = False  # typing's import is ~3 ms of a shell search (crustacean/lean.py)
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from pathlib import Path
-    from typing import NamedTuple
-else:
-    from crustacean.lean import NamedTuple
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
 
 STATE_DIR = ".crustacean"
 TRASH_DIR = "archive/trash"

@@ -79,9 +79,12 @@ def commands() -> list[Command]:
 
     def walk(cmd: Any, path: tuple[str, ...]) -> Iterator[Command]:
         yield Command(path, cmd)
-        for name, sub in getattr(cmd, "commands", {}).items():
-            if not sub.hidden:
-                yield from walk(sub, (*path, name))
+        if hasattr(cmd, "list_commands"):  # a group: its commands as click looks them up
+            ctx = typer.Context(cmd, info_name=cmd.name)
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                if not sub.hidden:
+                    yield from walk(sub, (*path, name))
 
     return list(walk(typer.main.get_command(app), ()))
 

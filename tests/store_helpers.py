@@ -50,7 +50,7 @@ def git(root: Path, *args: str) -> str:
 # tests and the git tests start it with `python -c`.
 KILL_AT = """
 import os, signal, sys
-from crustacean.store import write as files
+from crustacean.store import apply as files
 point = {point!r}
 def hook(path):
     if (point == "first" and not path.startswith(":")) or path == point:

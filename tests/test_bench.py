@@ -1,4 +1,5 @@
-"""Every benchmark the README lists still runs: each once, on tiny data, and emits its rows."""
+"""Every benchmark the README lists still runs: each once, on tiny data, and emits its rows; the
+benches that check a row of bench/BUDGETS.md emit it, and `python -m bench` sums them up."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,12 +36,71 @@ def test_the_readme_lists_every_benchmark() -> None:
     assert on_disk == set(SMALL) and all(f"bench/{name}" in readme for name in on_disk)
 
 
-def test_python_m_bench_runs_each_bench_at_its_quick_size() -> None:
+def _bench_main() -> Any:
     spec = importlib.util.spec_from_file_location("bench_main", REPO / "bench" / "__main__.py")
     assert spec is not None and spec.loader is not None
     main = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(main)
+    return main
+
+
+def _common() -> Any:
+    """bench/common.py, imported as the benches import it (`_bench_main` puts the checkout on
+    sys.path, as running bench/__main__.py does)."""
+    _bench_main()
+    return importlib.import_module("bench.common")
+
+
+def test_python_m_bench_runs_each_bench_at_its_quick_size() -> None:
+    main = _bench_main()
     assert {name: quick for name, (_, quick, _) in main.RUNS.items()} == SMALL
+
+
+def test_budgets_md_names_every_bench_that_checks_a_row() -> None:
+    table = (REPO / "bench" / "BUDGETS.md").read_text().split("## How")[0]
+    checked = {
+        line.rsplit("`bench/", 1)[1].split("`")[0]
+        for line in table.splitlines()[2:]
+        if line.startswith("| ") and "`bench/" in line
+    }
+    assert checked == set(_bench_main().BUDGETED) and checked <= set(SMALL)
+
+
+def test_the_summary_lists_every_budget_row_with_ok_or_miss(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two benches' rows, one met and one missed, and a budgeted bench that crashed."""
+    main, common = _bench_main(), _common()
+    monkeypatch.setenv(common.ROWS_ENV, str(tmp_path / "rows.jsonl"))
+    met = common.budget(
+        "cron, every 15 minutes",
+        "a no-op tick",
+        90.0,
+        60.0,
+        "`import typer`",
+        3,
+        also="0 model requests",
+    )
+    missed = common.budget(
+        "an agent's MCP tool call", "MCP get_context", 40.0, 80.0, "`grep -ril`", 0.2, stat="p95"
+    )
+    emitted = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert [r["budget"] for r in emitted] == [met, missed]
+    assert (met["ok"], met["ratio"], missed["ok"], missed["ratio"]) == (True, 1.5, False, 0.5)
+    tick, store, search = (
+        main.Outcome(n) for n in ("tick_bench.py", "store_bench.py", "search_bench.py")
+    )
+    tick.budgets, search.budgets = [met], [missed]
+    store.failure = "FAILED (exit 1): boom"
+    lines = main.budgets([tick, store, search]).splitlines()
+    assert lines[0].startswith("| who waits | figure | value | baseline | ratio | budget | ok |")
+    assert lines[2] == (
+        "| cron, every 15 minutes | a no-op tick (median) | 90.0 ms | `import typer`: 60.0 ms "
+        "| 1.50x | ≤ 3x, 0 model requests | ok | `tick_bench.py` |"
+    )
+    assert "FAILED (exit 1): boom" in lines[3] and "`store_bench.py`" in lines[3]
+    assert lines[4].endswith("| 0.50x | ≤ 0.2x | MISS | `search_bench.py` |")
+    assert lines[-1] == "2 budget rows, 1 missed."
 
 
 @pytest.mark.slow
@@ -60,8 +121,25 @@ def test_benchmark_runs_on_tiny_data(name: str, tmp_path: Path) -> None:
     assert "| figure |" in done.stdout or "|---|" in done.stdout
     records = [json.loads(line) for line in rows.read_text().splitlines()]
     sizes = [r["size"] for r in records if "size" in r]
-    figures = [r for r in records if "size" not in r]
+    figures = [r for r in records if "size" not in r and "budget" not in r]
     assert len(sizes) == 1 and figures, records
     for r in figures:
         assert r["figure"] and isinstance(r["median"], int | float) and r["unit"], r
         assert r["baseline"] is None or r["ratio"] is not None, r
+    budgets = [r["budget"] for r in records if "budget" in r]
+    assert bool(budgets) == (name in _bench_main().BUDGETED)
+    for b in budgets:  # the bench printed each in the common format too
+        assert b["who"] and b["baseline"] > 0 and isinstance(b["ok"], bool), b
+        assert _common().budget_line(b) in done.stdout, b
+
+
+def test_a_rerun_keeps_the_before_and_reliability_sections(tmp_path: Path) -> None:
+    """They are written by hand (an earlier checkout's budgets, the crash suite's figures)."""
+    out = tmp_path / "RESULTS.md"
+    out.write_text(
+        "# Benchmark results\n\n## Budgets\n\nnew\n\n## Before (main at abc1234)\n\n| old |\n\n"
+        "## store (`bench/store_bench.py`)\n\nx\n\n## Reliability: kill -9\n\n### trials\n\ny\n"
+    )
+    assert _bench_main()._kept_sections(out) == (
+        "\n## Before (main at abc1234)\n\n| old |\n\n## Reliability: kill -9\n\n### trials\n\ny\n"
+    )

@@ -346,7 +346,7 @@ def test_a_failed_append_leaves_the_cursor_so_nothing_is_lost(
         notes(item("fact", "Ana likes tea.", "m1")),
         notes(item("fact", "Ana likes tea.", "m1")),
     )
-    from crustacean.store import write as files
+    from crustacean.store import apply as files
 
     monkeypatch.setattr(files, "_FAULT_HOOK", lambda p: (_ for _ in ()).throw(OSError("disk")))
     with pytest.raises(OSError):

@@ -580,7 +580,7 @@ def test_plain_blocks_are_read_without_yaml_as_yaml_reads_them(text: str, fast: 
     got = plain_meta(text)
     assert (got is not None) == fast
     if got is not None:
-        want, problem = load_meta(text, 2, "read as body")
+        want, problem = load_meta(f"---\n{text}---\n", 2, "read as body")
         assert problem is None
         assert [(k, type(v), v) for k, v in got.items()] == [
             (k, type(v), v) for k, v in want.items()
@@ -646,8 +646,45 @@ def test_a_block_read_without_yaml_is_what_yaml_reads(text: str) -> None:
 
     got = plain_meta(text)
     if got is not None:
-        want, problem = load_meta(text, 2, "read as body")
+        want, problem = load_meta(f"---\n{text}---\n", 2, "read as body")
         assert problem is None
         assert [(k, type(v), v) for k, v in got.items()] == [
             (k, type(v), v) for k, v in want.items()
         ]
+
+
+# --- python-frontmatter reads the blocks, with the bounded handler ----------------------------
+
+THROUGH_THE_LIBRARY = [
+    "---\nname: x\ntier: hot\n---\nbody\n",
+    "---\nname: 'x: y'\nlist: [1, 2]\n---\n\nbody\n",
+    "\n---  \r\nname: x\r\n---\r\nbody",
+    "---\nnote: |\n  ----\n  kept\n---\n",  # a longer dash run in the YAML is no fence
+]
+
+
+@pytest.mark.parametrize("text", THROUGH_THE_LIBRARY)
+def test_frontmatter_parse_with_the_handler_reads_what_documents_reads(text: str) -> None:
+    import frontmatter
+
+    from crustacean.frontyaml import HANDLER
+
+    meta, _ = frontmatter.parse(text, handler=HANDLER)
+    assert parse_document(text, P).meta == meta != {}
+
+
+def test_the_handler_refuses_what_the_library_would_read_as_no_keys() -> None:
+    import frontmatter
+    from frontmatter.default_handlers import YAMLHandler
+
+    from crustacean.frontyaml import HANDLER, FrontmatterOverLimit, FrontmatterProblem
+
+    assert frontmatter.parse("---\n- a\n---\n", handler=YAMLHandler())[0] == {}
+    with pytest.raises(FrontmatterProblem, match="is a list"):
+        frontmatter.parse("---\n- a\n---\n", handler=HANDLER)
+    bomb = "---\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefg", "bcdefgh", strict=False)
+    )
+    with pytest.raises(FrontmatterOverLimit, match="10,000 values"):
+        frontmatter.parse(bomb + "---\n", handler=HANDLER)

@@ -340,3 +340,18 @@ def test_cli_indents_details_and_exits_1_on_a_failure(ws: Workspace) -> None:
     assert "MEMORY.md:" in out and "→ nowhere.md" in out
     detail = next(line for line in out.splitlines() if "→ nowhere.md" in line)
     assert detail.startswith("        ")
+
+
+@pytest.mark.parametrize(
+    ("log", "empty"),
+    [
+        ("# 2026-11-26\n\n## Morning ##\n", True),
+        ("# 2026-11-26\n<!-- nothing yet -->\n", True),
+        ("# 2026-11-26\n#garden moved the beds to the south side\n", False),  # a tag, not a heading
+        ("#\n##\n", True),
+    ],
+)
+def test_an_empty_daily_log_is_headings_only_by_markdowns_rule(log: str, empty: bool) -> None:
+    logs = {date(2026, 11, d): log if d == 26 else "- said something\n" for d in range(20, 30)}
+    check = h.daily_logs(logs, date(2026, 11, 30))
+    assert (check.figures["empty"] == ["2026-11-26"]) == empty

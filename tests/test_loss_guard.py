@@ -12,7 +12,8 @@ import pytest
 from conftest import snapshot
 from crustacean.errors import LimitError
 from crustacean.store.changes import sha256_hex
-from crustacean.store.write import Store, lost_lines
+from crustacean.store.loss import lost_lines
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 RUN = "run-1"

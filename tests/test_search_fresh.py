@@ -175,7 +175,7 @@ def test_an_unreadable_file_is_tried_again_on_every_check(
 
 
 def test_the_shell_searchs_mark_is_the_indexs_mark(indexed: Workspace) -> None:
-    """cli/search_fast.py checks with scan_mark, the index records disk_mark: one number."""
+    """scan_mark (the mark from the disk alone) is the mark the index records: one number."""
     from crustacean.recall.search_read import scan_mark
 
     put(indexed, "memory/notes/b.MD", "# B\n")

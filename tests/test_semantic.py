@@ -269,3 +269,32 @@ def test_the_vector_matrix_is_kept_in_files_named_by_its_version(
     with SearchIndex(ws) as index:  # unreadable files: rebuilt from state.db
         assert index.search("cat")[0].path == "memory/notes/cats.md"
         assert index.search("dog")[0].path == "memory/notes/pets.md"
+
+
+def test_the_installed_wordllama_has_the_layout_semantic_reads() -> None:
+    """semantic.py reads wordllama's bundled files, not its API (ARCHITECTURE.md says why):
+    this names what changed when an installed wordllama no longer looks like that."""
+    import importlib.metadata
+    import importlib.util
+    import json
+    import struct
+
+    version = importlib.metadata.version("wordllama")
+    assert version.startswith("0.4."), f"wordllama {version}: the extra pins >=0.4,<0.5"
+    spec = importlib.util.find_spec("wordllama")
+    assert spec is not None and spec.submodule_search_locations
+    pkg = Path(next(iter(spec.submodule_search_locations)))
+    weights, tokenizer = pkg / semantic._WEIGHTS, pkg / semantic._TOKENIZER
+    assert weights.is_file(), f"wordllama {version} bundles no {semantic._WEIGHTS}"
+    assert tokenizer.is_file(), f"wordllama {version} bundles no {semantic._TOKENIZER}"
+    with open(weights, "rb") as fh:
+        (length,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(length))
+    assert semantic._TENSOR in header, f"{weights.name} holds {sorted(header)}"
+    tensor = header[semantic._TENSOR]
+    assert tensor["dtype"] in ("F16", "F32") and tensor["shape"][1] == 256, tensor
+    import numpy as np
+
+    config = json.loads(tokenizer.read_bytes())
+    assert semantic._pack(config, np) is not None, "the tokenizer is no longer Llama's BPE"
+    assert config["model"]["vocab"] and len(config["model"]["vocab"]) == tensor["shape"][0]

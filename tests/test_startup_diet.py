@@ -1,40 +1,41 @@
-"""Start-up keeps its diet: what the quick commands and the root listing never import, and a root
-listing built from the summaries that is byte for byte the one built from the commands."""
+"""Start-up decides early: a no-op tick returns before the stages and the model SDK load, and a
+command's annotations are evaluated once (typer reads each signature twice)."""
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import inspect
 import io
 import json
-import os
+import re
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
-from crustacean.cli import lazy, output
-from crustacean.cli.app import COMMANDS, HELP, SUMMARIES, app
+from crustacean.cli import output
+from crustacean.cli.app import COMMANDS, app
+from crustacean.config import STAGES
+from crustacean.runs import RunRecorder
 from crustacean.workspace import Workspace
 
-# Imported at exit by the child; argv after the file name is the command line.
+# Writes the modules imported at exit to argv[1]; argv after it is the command line.
 _CHILD = (
     "import atexit, json, sys\n"
     "out = sys.argv[1]\n"
     "atexit.register(lambda: open(out, 'w').write(json.dumps(sorted(sys.modules))))\n"
     "sys.argv = ['crustacean', *sys.argv[2:]]\n"
-    "from crustacean.cli.entry import main\n"
+    "from crustacean.cli.app import main\n"
     "main()\n"
 )
-HEAVY = {"yaml", "frontmatter", "rich", "pydantic", "crustacean.frontyaml"}
 
 
 def modules_after(
-    argv: list[str], cwd: Path, tmp_path: Path, env: dict[str, str] | None = None
+    argv: list[str], cwd: Path, tmp_path: Path
 ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """The child's result and every module it had imported when it exited."""
     out = tmp_path / "modules.json"
@@ -44,95 +45,49 @@ def modules_after(
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
     )
-    assert done.returncode == (2 if not argv and env is None else 0), done.stderr[-2000:]
     return done, set(json.loads(out.read_text()))
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [["paths"], ["context", "--for", "main"], ["context", "--format", "claude-hook"]],
-    ids=["paths", "context", "hook"],
-)
-def test_the_quick_commands_load_no_heavy_module(
-    ws: Workspace, tmp_path: Path, argv: list[str]
-) -> None:
-    """Output to a pipe: rich is not needed to print plain lines, YAML not to read a workspace
-    whose files have no frontmatter, pydantic not to coerce plain parameters."""
-    done, loaded = modules_after(argv, ws.root, tmp_path)
-    assert done.stdout
-    assert "typer" in loaded and not loaded & HEAVY, loaded & HEAVY
-
-
-@pytest.mark.parametrize(
-    "argv", [["--help"], [], ["help"], ["-h"]], ids=["--help", "bare", "help", "-h"]
-)
-def test_the_root_listing_imports_no_command_module(
-    ws: Workspace, tmp_path: Path, argv: list[str]
-) -> None:
-    done, loaded = modules_after(argv, ws.root, tmp_path)
-    assert "paths" in done.stdout and "runs" in done.stdout
-    commands = {f"crustacean.cli.{module}" for _, module, _ in (*COMMANDS, HELP)}
-    commands -= {"crustacean.cli.help_cmd"} if argv == ["help"] else set()
-    cores = {m for m in loaded if m.split(".")[1:2] in (["recall"], ["store"], ["stages"])}
-    assert not loaded & commands and not cores, (loaded & commands) | cores
-
-
-def test_tab_completion_with_no_prefix_imports_no_command_module(
-    ws: Workspace, tmp_path: Path
-) -> None:
-    env = {**os.environ, "_CRUSTACEAN_COMPLETE": "complete_zsh"}
-    env["_TYPER_COMPLETE_ARGS"] = "crustacean "
-    done, loaded = modules_after([], ws.root, tmp_path, env=env)
-    assert '"paths":"Print every location' in done.stdout
-    assert not loaded & {f"crustacean.cli.{module}" for _, module, _ in (*COMMANDS, HELP)}
-
-
-def test_the_quick_commands_modules_keep_their_annotations_evaluated() -> None:
-    """typer reads each built command's signature twice; string annotations (`from __future__
-    import annotations`) are compiled and evaluated on every read, ~1 ms a command a run."""
-    import importlib
-
-    for name in ("app", "help_cmd", "config_cmd", "context_cmd", "search_cmd", "tick_cmd"):
-        module = importlib.import_module(f"crustacean.cli.{name}")
-        assert not hasattr(module, "annotations"), name
-
-
-# ---------------------------------------------------------------- the listing, old way and new
-
-
-def _help(argv: list[str], columns: int) -> str:
-    result = CliRunner().invoke(app, argv, prog_name="crustacean", env={"COLUMNS": str(columns)})
-    return f"{result.exit_code}\n{result.output}"
-
-
-def _completions(incomplete: str) -> list[tuple[str, str | None]]:
-    root = typer.main.get_command(app)
-    ctx = root.make_context("crustacean", [], resilient_parsing=True)
-    return [(item.value, item.help) for item in root.shell_complete(ctx, incomplete)]
-
-
-@pytest.mark.parametrize("columns", [60, 80, 200])
-@pytest.mark.parametrize("argv", [["--help"], [], ["help"]], ids=["--help", "bare", "help"])
-def test_the_root_listing_is_the_one_built_from_every_command(
-    monkeypatch: pytest.MonkeyPatch, argv: list[str], columns: int
-) -> None:
-    new = _help(argv, columns)
-    completions = [_completions(prefix) for prefix in ("", "c", "r")]
-    monkeypatch.setattr(lazy.LazyCommands, "listing", lambda self: contextlib.nullcontext())
-    assert new == _help(argv, columns)  # built the old way: every command imported and built
-    assert completions == [_completions(prefix) for prefix in ("", "c", "r")]
+def test_a_no_op_tick_decides_before_loading_the_stages(ws: Workspace, tmp_path: Path) -> None:
+    """Every stage ran a minute ago: the tick says so, and neither a stage nor the SDK loaded."""
+    toml = ws.root / "crustacean.toml"
+    text = re.sub(r'(?m)^(# )?timezone = ""', 'timezone = "UTC"', toml.read_text(), count=1)
+    toml.write_text(text)
+    for stage in STAGES:
+        with RunRecorder(ws, stage, clock=lambda: datetime.now(UTC) - timedelta(minutes=1)) as rec:
+            rec.finish("ok", summary="test: just ran")
+    done, loaded = modules_after(["tick"], ws.root, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("not due (next slot") == len(STAGES), done.stdout
+    assert not {m for m in loaded if m.startswith(("anthropic", "crustacean.stages."))}
 
 
 def test_each_summary_is_the_first_paragraph_of_its_commands_help() -> None:
+    """The root listing shows COMMANDS' summaries without importing a command: each is what
+    the command's own help begins with, so the two cannot drift apart."""
     root: Any = typer.main.get_command(app)
-    assert list(SUMMARIES) == [name for name, _, _ in COMMANDS] + ["help"]
-    for name, summary in SUMMARIES.items():
-        built = root.commands[name]
+    ctx = root.make_context("crustacean", [], resilient_parsing=True)
+    for name, _, summary in COMMANDS:
+        built = root.get_command(ctx, name)
         assert inspect.cleandoc(built.help or "").split("\n\n")[0] == summary, name
         assert not built.short_help and not built.deprecated and not built.hidden, name
         assert not getattr(built, "rich_help_panel", None), name
+
+
+def test_the_root_listing_imports_no_command_module(ws: Workspace, tmp_path: Path) -> None:
+    done, loaded = modules_after(["--help"], ws.root, tmp_path)
+    assert "paths" in done.stdout and "runs" in done.stdout
+    modules = {f"crustacean.cli.{where.split(':')[0]}" for _, where, _ in COMMANDS}
+    assert not loaded & modules, loaded & modules
+
+
+def test_the_command_modules_keep_their_annotations_evaluated() -> None:
+    """typer reads each built command's signature twice; string annotations (`from __future__
+    import annotations`) are compiled and evaluated on every read."""
+    for name in ("app", "help_cmd", "config_cmd", "context_cmd", "search_cmd", "tick_cmd"):
+        module = importlib.import_module(f"crustacean.cli.{name}")
+        assert not hasattr(module, "annotations"), name
 
 
 # ---------------------------------------------------------------- plain text without rich

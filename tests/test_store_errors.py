@@ -25,8 +25,8 @@ from crustacean.errors import (
     VersionError,
     WriteError,
 )
+from crustacean.store import apply as store_files
 from crustacean.store import history as hist
-from crustacean.store import write as store_files
 from crustacean.store.versions import Git
 from crustacean.store.write import Store
 from crustacean.workspace import Workspace
@@ -607,8 +607,8 @@ def test_failure_in_a_batched_call_restores_everything(
 ) -> None:
     """The renames of a large call run at once: a failure stops the ones not started, and every
     file is restored as before (the folders made for new files stay, empty)."""
+    from crustacean.store.apply import RENAME_LANES_FROM
     from crustacean.store.parallel import LANES
-    from crustacean.store.write import RENAME_LANES_FROM
 
     root = seeded.root
     assert len(MANY) >= RENAME_LANES_FROM
@@ -699,8 +699,8 @@ def test_a_batched_call_makes_its_files_durable_at_once_before_any_rename(
 ) -> None:
     """A call of many new files syncs their temp files with one syncfs per filesystem, while
     none is renamed yet and before the journal is in place; then it lands as usual."""
+    from crustacean.store.apply import SYNC_ONCE_FROM
     from crustacean.store.atomic import FilesystemSync
-    from crustacean.store.write import SYNC_ONCE_FROM
 
     root, real = seeded.root, FilesystemSync.sync
     assert len(MANY) - len(MIXED) >= SYNC_ONCE_FROM  # its creates alone
@@ -825,8 +825,9 @@ CRASH_SCRIPT = textwrap.dedent(
     import json, os, sys
     from pathlib import Path
     from crustacean.config import load_config
-    from crustacean.store import write as files
+    from crustacean.store import apply as files
     from crustacean.store.versions import Git
+    from crustacean.store.write import Store
     from crustacean.workspace import Workspace
 
     root, where, changes = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
@@ -843,7 +844,7 @@ CRASH_SCRIPT = textwrap.dedent(
             real(self, *a, **kw)
             os._exit(9)
         Git.commit_paths = commit_then_die
-    store = files.Store(Workspace(root, load_config(root)))
+    store = Store(Workspace(root, load_config(root)))
     store.write_context(changes, actor="user", message="crash test")
     sys.exit(0)
     """

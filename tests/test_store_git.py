@@ -12,6 +12,7 @@ import signal
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,10 @@ from store_helpers import KILL_AT
 from test_mcp import call, payload
 
 from conftest import run_cli, snapshot
+from crustacean.errors import VersionError
 from crustacean.store import versions
+from crustacean.store.versions import Git
+from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 EXE = str(Path(sys.executable).parent / "crustacean")
@@ -148,7 +152,7 @@ def killed_cli(root: Path, point: str, *args: str) -> None:
 def test_a_kill_between_the_commit_and_the_index_is_repaired_by_the_next_write(
     ws: Workspace,
 ) -> None:
-    from crustacean.store.write import INDEX_SYNC
+    from crustacean.store.apply import INDEX_SYNC
 
     killed_cli(ws.root, INDEX_SYNC, "remember", "tea", "Alice drinks green tea.")
     assert "green tea" in git(ws.root, "show", "HEAD:memory/lessons/tea.md")  # committed
@@ -544,7 +548,7 @@ def test_only_the_changed_lines_are_scanned_and_the_verdict_is_the_whole_files(
 ) -> None:
     """Without a PEM block nearby, _new_secret reads only the changed lines; it refuses exactly
     when the whole files hold more credentials of a kind after the change than before."""
-    from crustacean.store.write import _new_secret
+    from crustacean.store.plan import _new_secret
 
     old, new = "".join(before).encode(), "".join(after).encode()
     assert (_new_secret(old, new)[1] is None) == (_new_secret_wide(old, new) is None)
@@ -591,3 +595,270 @@ def test_a_large_commit_packs_its_blobs_and_holds_what_git_add_would(
     git(twin, "add", "-A", "--", *paths)
     assert git(twin, "write-tree").strip() == ours
     assert git(root, "cat-file", "-p", f"{commit}:memory/notes/crlf.txt") == "one\ntwo\n"
+
+
+# ------------------------------------------------------------------ 10. the version git makes
+
+NOTE = "memory/notes/fast.md"
+
+
+@pytest.fixture
+def store(ws: Workspace) -> Store:
+    s = Store(ws)
+    s.write_context(
+        [{"path": NOTE, "mode": "create", "content": "# fast\n"}], actor="user", message="setup"
+    )
+    return s
+
+
+def append(store: Store, text: str, path: str = NOTE) -> str | None:
+    change = {"path": path, "mode": "append", "content": text}
+    return store.write_context([change], actor="curate", message="fast: append").version
+
+
+def assert_sound(root: Path) -> None:
+    """What git itself says of the repository: no error, no warning, a reflog naming HEAD."""
+    fsck = subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True, text=True)
+    said = (fsck.stdout + fsck.stderr).splitlines()
+    # a commit no ref names (a kill before HEAD moved leaves one, as a killed git does) is
+    # not a fault: gc prunes it
+    assert fsck.returncode == 0 and all(s.startswith("dangling commit ") for s in said), said
+    head = git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "reflog", "-n1", "--format=%H").strip() == head
+
+
+def assert_index_follows_head(root: Path, path: str) -> None:
+    assert (
+        git(root, "ls-files", "-s", "--", path).split()[:2]
+        == git(root, "ls-tree", "HEAD", "--", path).split()[0:3:2]
+    )
+
+
+def spy_git(monkeypatch: pytest.MonkeyPatch, events: list[str]) -> None:
+    """Record the git subcommand of every `Git.run` from now on."""
+    real = Git.run
+
+    def run(self: Git, *args: str, **kw: object):  # type: ignore[no-untyped-def]  # a spy with git's own signature
+        events.append(versions._subcommand(args))
+        return real(self, *args, **kw)  # type: ignore[arg-type]  # passes git's keyword arguments through
+
+    monkeypatch.setattr(Git, "run", run)
+
+
+def test_a_version_holds_the_calls_files_on_head_and_the_index_follows(store: Store) -> None:
+    root = store.root
+    version = append(store, "- one line\n")
+    assert version == git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "reflog", "-n1", "--format=%H %gs") == f"{version} crustacean curate\n"
+    assert git(root, "log", "-1", "--format=%an <%ae>|%cn") == (
+        "crustacean curate <crustacean@localhost>|crustacean curate\n"
+    )
+    assert git(root, "show", f"HEAD:{NOTE}") == "# fast\n- one line\n"
+    assert git(root, "diff", "--name-only", "HEAD~1", "HEAD").split() == [NOTE]
+    assert git(root, "diff", "--cached", "--name-only") == ""  # the user's index is HEAD's
+    assert git(root, "status", "--porcelain") == ""
+    assert_index_follows_head(root, NOTE)
+    assert_sound(root)
+    assert not [p for p in (root / ".crustacean").iterdir() if p.name.startswith("index-")]
+
+
+def _staged_other(root: Path) -> None:
+    (root / "USER.md").write_text("staged by the user\n")
+    git(root, "add", "USER.md")
+
+
+def _intent_to_add(root: Path) -> None:
+    (root / "later.md").write_text("not yet\n")
+    git(root, "add", "-N", "later.md")
+
+
+STATES = {
+    "staged-other-file": _staged_other,
+    "assume-unchanged": lambda r: git(r, "update-index", "--assume-unchanged", NOTE),
+    "skip-worktree": lambda r: git(r, "update-index", "--skip-worktree", NOTE),
+    "mode-change": lambda r: (r / NOTE).chmod(0o755),
+    "packed-objects": lambda r: git(r, "gc", "-q"),
+    "packed-refs": lambda r: git(r, "pack-refs", "--all", "--prune"),
+    "no-index": lambda r: (r / ".git/index").unlink(),
+    "intent-to-add": _intent_to_add,
+}
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_the_version_is_the_calls_whatever_the_users_index_holds(store: Store, state: str) -> None:
+    root = store.root
+    append(store, "- before\n")
+    STATES[state](root)
+    staged = git(root, "diff", "--cached", "--name-only").split()
+    before = git(root, "rev-parse", "HEAD").strip()
+    append(store, "- after\n")
+    assert git(root, "rev-parse", "HEAD~1").strip() == before
+    assert git(root, "show", f"HEAD:{NOTE}") == (root / NOTE).read_text()
+    assert git(root, "diff", "--name-only", "HEAD~1", "HEAD").split() == [NOTE]  # nothing else
+    mode = git(root, "ls-tree", "HEAD", "--", NOTE).split()[0]
+    assert mode == ("100755" if state == "mode-change" else "100644")
+    assert_index_follows_head(root, NOTE)
+    if state != "no-index":  # what the user staged stays staged, and only that
+        assert git(root, "diff", "--cached", "--name-only").split() == staged
+    assert_sound(root)
+
+
+def test_a_linked_worktree_gets_its_versions_on_its_own_branch(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    from crustacean.config import load_config
+
+    main = git(ws.root, "rev-parse", "HEAD").strip()
+    linked = tmp_path / "linked"
+    git(ws.root, "worktree", "add", "-q", "-b", "side", str(linked))
+    store = Store(Workspace(linked, load_config(linked)))
+    assert store.versioned
+    version = append(store, "- from the linked worktree\n")
+    assert git(linked, "rev-parse", "HEAD").strip() == version
+    assert git(linked, "symbolic-ref", "--short", "HEAD").strip() == "side"
+    assert git(ws.root, "rev-parse", "HEAD").strip() == main  # the main worktree's is as it was
+    assert git(linked, "status", "--porcelain") == ""
+    assert_index_follows_head(linked, NOTE)
+
+
+def test_the_files_folders_are_synced_before_head_moves(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folders' fsyncs run while git works, but HEAD moves only after they are done."""
+    from crustacean.store import apply as write
+
+    events: list[str] = []
+    real_sync = write.fsync_dir
+
+    def sync(folder: Path) -> None:
+        real_sync(folder)
+        events.append(f"synced {folder.relative_to(store.root).as_posix()}")
+
+    monkeypatch.setattr(write, "fsync_dir", sync)
+    spy_git(monkeypatch, events)
+    append(store, "- durable\n")
+    assert "synced .crustacean" in events[: events.index("update-index")]  # the journal's
+    assert events.index("synced memory/notes") < events.index("update-ref")
+
+
+def test_a_file_that_cannot_be_written_leaves_nothing_behind(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One temp file of a call fails while the others are written at once: the error is
+    raised, no file changed, no temp file and no journal is left, and no version is made."""
+    from crustacean.store import apply as write
+
+    root = store.root
+    names = [f"memory/notes/n{i}.md" for i in range(4)]
+    store.write_context(
+        [{"path": p, "mode": "create", "content": "x\n"} for p in names],
+        actor="user",
+        message="setup",
+    )
+    before, head = snapshot(root), git(root, "rev-parse", "HEAD")
+    real = write.synced_temp
+
+    def flaky(path: Path, data: bytes, mode: int | None) -> str:
+        if path.name == "n2.md":
+            raise OSError(28, "No space left on device")
+        return real(path, data, mode)
+
+    monkeypatch.setattr(write, "synced_temp", flaky)
+    with pytest.raises(OSError, match="No space left"):
+        store.write_context(
+            [{"path": p, "mode": "append", "content": "y\n"} for p in names],
+            actor="curate",
+            message="doomed",
+        )
+    assert snapshot(root) == before
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_disk_waits_run_together_and_report_every_failure() -> None:
+    from crustacean.store.parallel import all_at_once, start
+
+    assert all_at_once([lambda i=i: i * i for i in range(20)]) == [i * i for i in range(20)]
+    boom = OSError("disk")
+
+    def fail() -> int:
+        raise boom
+
+    out = all_at_once([lambda: 1, fail, lambda: 3], keep_going=True)
+    assert out == [1, boom, 3]
+    ran: list[int] = []
+    with pytest.raises(OSError, match="disk"):
+        all_at_once([lambda: ran.append(1), fail, lambda: ran.append(3)])
+    assert sorted(ran) == [1, 3]  # every job ran before the error was raised
+    wait = start(fail)
+    with pytest.raises(OSError, match="disk"):
+        wait()
+    wait()  # a second wait returns at once
+
+
+def test_a_config_change_is_seen_by_the_next_version_of_the_same_store(store: Store) -> None:
+    """A long-lived store (the MCP server's) reads the config each version."""
+    root = store.root
+    append(store, "- one\n")
+    git(root, "config", "i18n.commitEncoding", "ISO-8859-1")
+    append(store, "- two\n")
+    assert "\nencoding ISO-8859-1\n" in git(root, "cat-file", "commit", "HEAD")
+
+
+def _take_the_branch_lock(root: Path) -> None:
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    (root / ".git" / f"{branch}.lock").write_text("another git's\n")
+
+
+def _move_the_branch(root: Path) -> None:
+    git(root, "update-ref", "HEAD", "HEAD~1")
+
+
+def _commit_meanwhile(root: Path) -> None:
+    """Another tool's commit, which needs no index (the store holds git's index lock)."""
+    theirs = git(root, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "theirs").strip()
+    git(root, "update-ref", "HEAD", theirs)
+
+
+@pytest.mark.parametrize("race", [_take_the_branch_lock, _move_the_branch, _commit_meanwhile])
+def test_a_lock_taken_or_head_moved_meanwhile_fails_the_write_cleanly(
+    store: Store, monkeypatch: pytest.MonkeyPatch, race: Callable[[Path], None]
+) -> None:
+    """Between the commit object and the ref update another git takes the branch's lock or
+    moves it (the user's own commit): git's update-ref refuses, the write fails, nothing
+    changed, and what the other git did is kept."""
+    from crustacean.store import apply as write
+
+    root = store.root
+    append(store, "- one\n")
+    before = (root / NOTE).read_bytes()
+    head: list[str] = []
+
+    def hook(point: str) -> None:
+        if point == versions.COMMIT_WRITTEN:
+            race(root)
+            head.append(git(root, "rev-parse", "HEAD").strip())
+
+    monkeypatch.setattr(write, "_FAULT_HOOK", hook)
+    with pytest.raises(VersionError, match="update-ref failed"):
+        append(store, "- two\n")
+    assert (root / NOTE).read_bytes() == before
+    assert git(root, "rev-parse", "HEAD").strip() == head[0]  # as the other git left it
+    assert not (root / ".crustacean/journal.json").exists()
+
+
+def test_a_kill_between_the_commit_and_heads_move_leaves_the_workspace_as_before(
+    ws: Workspace,
+) -> None:
+    """SIGKILL after `commit-tree`, before `update-ref`: HEAD never moved, the next run undoes
+    the killed write's files, git finds nothing wrong, and the next write is a version."""
+    root = ws.root
+    head = git(root, "rev-parse", "HEAD").strip()
+    killed_cli(root, versions.COMMIT_WRITTEN, "remember", "tea", "Alice drinks green tea.")
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    run_cli("-w", str(root), "remember", "coffee", "Bob drinks coffee.")
+    assert not (root / "memory/lessons/tea.md").exists()
+    assert "memory/lessons/tea.md" not in git(root, "ls-tree", "-r", "--name-only", "HEAD")
+    assert "coffee" in git(root, "show", "HEAD:memory/lessons/coffee.md")
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "diff", "--cached", "--name-only") == ""
+    assert_sound(root)

@@ -17,12 +17,12 @@ from crustacean.errors import (
     interrupted_line,
     no_space,
 )
-from crustacean.workspace import Workspace, load_for, open_workspace
 
 if TYPE_CHECKING:
     from rich.text import Text
 
     from crustacean.config import LoadedConfig
+    from crustacean.workspace import Workspace
 
 __all__ = ["console", "err_console", "print_json", "safe", "say", "warn"]
 
@@ -35,6 +35,9 @@ class AppState:
     overrides: list[str] = field(default_factory=list)
 
     def open(self) -> Workspace:
+        # lazy: the config schema, ~25 ms, is for commands that open a workspace, not --help
+        from crustacean.workspace import open_workspace
+
         ws = open_workspace(self.workspace, self.overrides)
         for warning in ws.config.warnings:
             warn(f"Warning: {warning}")
@@ -42,6 +45,9 @@ class AppState:
 
     def load(self) -> LoadedConfig:
         """The config of the workspace here, or of none (`config show` works outside one)."""
+        # lazy: as in open()
+        from crustacean.workspace import load_for
+
         loaded = load_for(self.workspace, self.overrides)
         for warning in loaded.warnings:
             warn(f"Warning: {warning}")

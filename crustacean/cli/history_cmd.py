@@ -9,9 +9,9 @@ import typer
 
 from crustacean.cli.common import console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
+from crustacean.store import Store
 from crustacean.store import history as hist
 from crustacean.store.versions import Version
-from crustacean.store.write import Store
 
 if TYPE_CHECKING:
     from rich.table import Table

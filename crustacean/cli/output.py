@@ -92,7 +92,8 @@ def _plain_stream(stderr: bool) -> TextIO | None:
 class _LazyConsole:
     """Stands for an adaptive Console until something prints what rich would change; then it is
     made, once. Plain text to a pipe (`paths`, `say`, an error line) is written as rich would
-    write it, without importing rich (~15 ms of every such command's start-up)."""
+    write it, without importing rich. Kept for the start-up budget (≤ 3x `import typer`):
+    rich.console costs ~0.37x of that import, which would take `paths` from 2.9x to ~3.3x."""
 
     _stderr: bool
     _real: Console | None

@@ -1,5 +1,4 @@
-"""Workspace text as a terminal may show it, stdlib only: output.py and the shell's lean search
-(search_fast.py, which prints without typer or rich) escape every printed line through this."""
+"""Workspace text as a terminal may show it: output.py escapes every printed line through this."""
 
 from __future__ import annotations
 

@@ -9,10 +9,9 @@ import typer
 
 from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
-from crustacean.store import proposals
+from crustacean.store import Store, proposals
 from crustacean.store import review as store_review
 from crustacean.store.proposals import Proposal
-from crustacean.store.write import Store
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -5,9 +5,8 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import console, print_json, say, state, warn
+from crustacean.cli.common import console, print_json, safe, say, state, warn
 from crustacean.cli.output import progress
-from crustacean.cli.search_fast import NO_MATCHES, hit_blocks, note, report_lines
 from crustacean.recall.search import Hit, IndexStats, SearchIndex, SearchRequest, find
 
 
@@ -56,7 +55,6 @@ def search(
     """Search the workspace's markdown; print path#lines, score and snippet per hit."""
     request = SearchRequest(" ".join(words), n, budget_chars, raw, path_prefix, archive)
     ws = state(ctx).open()
-    note(ws.root, ws.settings.workspace.timezone, bool(ws.config.warnings))
     with progress("Indexing", enabled=not as_json) as report:
         found = find(
             ws, request, now=datetime.now(UTC), record="search" if record else None, progress=report
@@ -81,18 +79,26 @@ def index(
 
 
 def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
-    """One line per hit; with a budget, each hit's lines follow it, indented (the shell's lean
-    search prints the same blocks: search_fast.py)."""
+    """One line per hit; with a budget, each hit's lines follow it, indented."""
     if as_json:
         print_json([h.to_json() for h in hits])
         return
     if not hits:
-        say(NO_MATCHES)
-    for block in hit_blocks(hits, full=full):
+        say("No matches.")
+    for h in hits:
+        where = safe(f"{h.path}#L{h.start_line}-L{h.end_line}")
+        if full:
+            when = f"  ({h.when})" if h.when else ""
+            text = "\n".join(f"    {safe(line)}" for line in h.text.split("\n"))
+            block = f"{where}  {h.score:.2f}{when}\n{text}"
+        else:
+            block = f"{where}  {h.score:.2f}  {safe(h.snippet)}"
         console.print(block, markup=False, soft_wrap=True)
 
 
 def _report(stats: IndexStats) -> None:
     """Name the files search could not use, so nobody assumes the index is complete."""
-    for line in report_lines(stats.skipped, stats.warnings):
-        warn(line)
+    for p, r in stats.skipped:
+        warn(f"Skipped: {p} ({r})")
+    for p, r in stats.warnings:
+        warn(f"Warning: {p}: {r}")

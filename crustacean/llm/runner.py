@@ -17,8 +17,8 @@ from crustacean.llm.client import ModelClient, resolve_credentials
 from crustacean.llm.loop import LoopOutcome, StageRequest, build_params, run_loop, tool_specs
 from crustacean.llm.tools import ToolExecutor, ToolSpec
 from crustacean.runs import RunRecorder
+from crustacean.store import Store
 from crustacean.store.overlay import OverlayStore
-from crustacean.store.write import Store
 from crustacean.usage import Usage, cost
 from crustacean.workspace import Workspace
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crustacean.errors import CrustaceanError
-from crustacean.store.write import Store, WriteResult
+from crustacean.store import Store, WriteResult
 
 MODES_ALL = ("create", "append", "edit", "overwrite", "delete", "move")
 CHANGE_SCHEMA: dict[str, Any] = {

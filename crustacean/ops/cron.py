@@ -21,7 +21,7 @@ from pathlib import Path
 
 from crustacean.config import CONFIG_DIR_ENV, KEY_ENV, STAGES, env_file_path, user_config_dir
 from crustacean.errors import ConfigError, CrustaceanError, UsageError
-from crustacean.workspace import Workspace
+from crustacean.workspace import STATE_DIR, Workspace
 
 CRON_PATH = "/usr/local/bin:/usr/bin:/bin"
 LOG_NAME = "cron.log"
@@ -165,7 +165,7 @@ def _q(value: str | Path) -> str:
 def command(ws: Workspace | Path, args: list[str], python: str) -> str:
     """The shell command of one line: absolute paths, own PATH, output appended to the log."""
     root = _root(ws)
-    log = root / ".crustacean" / "logs" / LOG_NAME
+    log = root / STATE_DIR / "logs" / LOG_NAME
     cfg = user_config_dir().expanduser().absolute()
     run = " ".join(_q(a) for a in [python, "-m", "crustacean", "-w", str(root), *args])
     return f"cd {_q(root)} && PATH={CRON_PATH} {CONFIG_DIR_ENV}={_q(cfg)} {run} >> {_q(log)} 2>&1"
@@ -384,7 +384,7 @@ def systemd_units(
     every_schedule(every)  # same range check as cron
     enabled_stages(ws)
     root, name = _root(ws), unit_name(ws)
-    log = root / ".crustacean" / "logs" / LOG_NAME
+    log = root / STATE_DIR / "logs" / LOG_NAME
     cfg = user_config_dir().expanduser().absolute()
     argv = [str(Path(python).absolute()), "-m", "crustacean", "-w", str(root), *TICK_ARGS]
     service = (

@@ -19,10 +19,10 @@ from crustacean.config import (
 )
 from crustacean.errors import UsageError
 from crustacean.ops.system_docs import upgrade_docs
+from crustacean.store import Store
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.scan import LeftOut, check_file, with_left_out_block
 from crustacean.store.versions import Git, git_available
-from crustacean.store.write import Store
 from crustacean.workspace import (
     FOUNDATION_FILES,
     LAYOUT_DIRS,

@@ -131,8 +131,7 @@ def cron_state(ws: Workspace) -> str:
 
 def workspace_status(ws: Workspace, now: datetime) -> Status:
     from crustacean.recall.memories import load_memories
-    from crustacean.store import proposals
-    from crustacean.store.write import Store
+    from crustacean.store import Store, proposals
 
     runs = list_runs(ws, limit=10_000)
     lines = []

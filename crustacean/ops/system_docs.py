@@ -13,9 +13,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from crustacean.store import proposals
+from crustacean.store import Store, proposals
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.write import Store
 from crustacean.workspace import PIPELINE_DOCS, SYSTEM_DIR, data_dir
 
 VERSIONS_FILE = "versions.json"

@@ -23,12 +23,15 @@ from crustacean.errors import (
     UsageError,
 )
 from crustacean.ops.cron import LOG_NAME, rotate_log
-from crustacean.ops.tick_memo import last_ok_rows, note_quiet
-from crustacean.runs import error_line
 from crustacean.schedule import Due, due_stages, fmt
-from crustacean.stages import registry
 from crustacean.state import from_db_time, open_state
 from crustacean.workspace import Workspace
+
+RAN_STATUSES = ("ok", "skipped", "partial")  # a run that counts as ran
+_LAST_OK_SQL = (
+    "SELECT stage, max(started) FROM run_records WHERE dry_run = 0 AND status IN "
+    f"({', '.join('?' for _ in RAN_STATUSES)}) GROUP BY stage ORDER BY stage"
+)
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def last_ok_runs(ws: Workspace) -> dict[str, datetime | None]:
 
     `runs.last_runs` gives only the latest run, which may have failed, so this asks directly."""
     with open_state(ws) as db:
-        rows = last_ok_rows(db.conn)
+        rows = db.conn.execute(_LAST_OK_SQL, RAN_STATUSES).fetchall()
     return {stage: from_db_time(started) for stage, started in rows}
 
 
@@ -150,6 +153,11 @@ def run_due(
 ) -> tuple[str | None, str | None]:
     """Run one stage; (status, error line). A stage's own error fails only that stage;
     LockedError propagates (the run was refused before any record was written)."""
+    # lazy: the stages, the model SDK and the run records' redaction load only when a stage is
+    # due, so a no-op tick (cron's usual one) decides and returns without them
+    from crustacean.runs import error_line
+    from crustacean.stages import registry
+
     try:
         record = registry.stage(stage).run(ws, env=env, clock=clock).record
     except LockedError:
@@ -163,6 +171,9 @@ def run_due(
 
 def preview_stage(ws: Workspace, stage: str, clock: Clock) -> Preview:
     """Ask the stage itself for its plan (no call, nothing written, no run recorded)."""
+    # lazy: as in run_due, only a plan loads the stages
+    from crustacean.stages import registry
+
     result = registry.stage(stage).run(ws, plan=True, clock=clock)
     summary, plan = result.plan_line(), result.plan
     if plan is None:
@@ -209,9 +220,6 @@ def tick(
     result = TickResult(dry_run=dry_run, plan=plan)
     now = clock()
     dues = plan_tick(ws, now)
-    holds = [d.holds_until for d in dues]
-    if not plan and all(h is not None for h in holds):  # nothing due, nothing will run
-        note_quiet(now, min(h for h in holds if h is not None))
     for due in dues:
         if plan:
             preview = None if due.reason == "disabled" else preview_stage(ws, due.stage, clock)
@@ -228,6 +236,9 @@ def tick(
         try:
             status, error = run_due(ws, due.stage, env, clock)
         except LockedError as e:
+            # lazy: as in run_due (a stage was due)
+            from crustacean.runs import error_line
+
             result.locked = True
             status, error = None, error_line(e)
         result.outcomes.append(StageOutcome(due.stage, due, status, error))

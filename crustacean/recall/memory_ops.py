@@ -13,9 +13,9 @@ from crustacean.documents import DocumentSkipped, new_document, read_document, s
 from crustacean.errors import UsageError
 from crustacean.recall.memories import MemoryDoc, is_memory_path, load_memories
 from crustacean.state import open_state
+from crustacean.store import Store, WriteResult
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.paths import jail
-from crustacean.store.write import Store, WriteResult
 from crustacean.tiers import TIERS, Recalls, Rules, TierDecision, next_tier, plan_tiers
 from crustacean.workspace import Workspace
 

@@ -35,8 +35,7 @@ file (an edit in place changes no folder's mtime, so folder mtimes cannot vouch 
 in them) and hashes the scan into one number (`disk_mark`); when it equals the mark stored with
 the last update, nothing is compared row by row, read or written.
 
-The read half (ranking, windows, hits, the mark) is search_read.py, stdlib only: a shell search
-(cli/search_fast.py) runs the same check and query there before the app loads.
+The read half (ranking, windows, hits, the mark) is search_read.py.
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ from pathlib import Path
 from types import TracebackType
 
 from crustacean.documents import Front, read_front
+from crustacean.markdown import headings
 from crustacean.recall.search_query import MAX_TERMS, parse_query
 from crustacean.recall.search_read import _MATRICES as _MATRICES  # a test clears the cache
 from crustacean.recall.search_read import (
@@ -103,8 +103,6 @@ TITLE_SEP = " › "
 SCAFFOLD_NAMES = ("agents.md", "claude.md")
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
 
 
@@ -152,20 +150,17 @@ def _body_start(text: str, front: Front) -> int:
 
 
 def _heading_paths(lines: list[str], start: int) -> list[tuple[str, ...]]:
-    """Each line's heading path (outermost first), cut at ATX headings outside code fences."""
+    """Each line's heading path (outermost first), cut at `markdown.headings`."""
     paths: list[tuple[str, ...]] = []
     stack: list[tuple[int, str]] = []
-    fence: str | None = None
-    for i in range(start, len(lines)):
-        opened = _FENCE.match(lines[i])
-        if opened:
-            fence = None if fence == opened.group(1) else fence or opened.group(1)
-        m = None if fence or opened else _HEADING.match(lines[i])
-        if m and m.group(2):
-            while stack and stack[-1][0] >= len(m.group(1)):
+    heads = {h.line: h for h in headings(lines[start:])}
+    for i in range(len(lines) - start):
+        head = heads.get(i)
+        if head is not None:
+            while stack and stack[-1][0] >= head.level:
                 stack.pop()
-            stack.append((len(m.group(1)), m.group(2).strip()))
-        paths.append(tuple(t for _, t in stack))
+            stack.append((head.level, head.text))
+        paths.append(tuple(t for _, t in stack if t))
     return paths
 
 
@@ -377,31 +372,9 @@ class SearchIndex(IndexReader):
 
     # ------------------------------------------------------------ searching
 
-    def search(
-        self,
-        query: str,
-        limit: int | None = None,
-        *,
-        raw: bool = False,
-        path_prefix: str | None = None,
-        include_archive: bool = False,
-        refresh: bool = True,
-        budget_chars: int | None = None,
-        now: datetime | None = None,
-    ) -> list[Hit]:
-        """`IndexReader.search`, after bringing the index up to date unless `refresh=False`."""
-        check_request(query, limit, budget_chars)
-        if refresh:
-            self.update()
-        return super().search(
-            query,
-            limit,
-            raw=raw,
-            path_prefix=path_prefix,
-            include_archive=include_archive,
-            budget_chars=budget_chars,
-            now=now,
-        )
+    def refresh(self) -> None:
+        """Bring the index up to date before a search (`IndexReader.search`'s `refresh`)."""
+        self.update()
 
     def ranking(self, topic: str, now: datetime, n: int = TOPIC_LINES) -> Ranking:
         """The best `n` lines for a topic (live files, no scaffold), for `context --topic`."""

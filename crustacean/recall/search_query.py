@@ -19,12 +19,7 @@ import functools
 import re
 from collections.abc import Callable
 from datetime import date, timedelta
-
-TYPE_CHECKING = False  # typing's import is ~3 ms of a shell search (crustacean/lean.py)
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from crustacean.lean import NamedTuple
+from typing import NamedTuple
 
 MAX_TERMS = 32
 _STOP_TEXT = """

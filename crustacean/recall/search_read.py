@@ -1,8 +1,6 @@
 """Reading the search index: the freshness mark, ranking, windows and hits (search.py writes it).
 
-Stdlib only at import (the semantic extra is loaded by `semantic.load()` when a query asks),
-with tuples and plain classes rather than dataclasses, so the shell's lean search
-(cli/search_fast.py) answers a query without the config schema, yaml, typer or rich. Every
+The semantic extra is loaded by `semantic.load()` when a query asks. Every
 rule of what is indexed, how lines rank and what a hit holds is in search.py's docstring;
 this module is its read half, and search.py re-exports what it names.
 """
@@ -18,21 +16,16 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
+from hashlib import blake2b
 from itertools import combinations
 from operator import itemgetter
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from crustacean import daily
 from crustacean.errors import SearchQueryError
-from crustacean.lean import blake2b
 from crustacean.recall.search_query import Query, Term, fts_string, parse_query
 from crustacean.tree import RECALLED, stat_markdown
-
-TYPE_CHECKING = False  # typing's import is ~3 ms of a shell search (crustacean/lean.py)
-if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any, NamedTuple
-else:
-    from crustacean.lean import NamedTuple
 
 TITLE_WEIGHT = 0.6
 CONTEXT_BEFORE = 0
@@ -335,13 +328,17 @@ class IndexReader:
         raw: bool = False,
         path_prefix: str | None = None,
         include_archive: bool = False,
+        refresh: bool = True,
         budget_chars: int | None = None,
         now: datetime | None = None,
     ) -> list[Hit]:
         """Best windows first: at most `limit` (10, or `MAX_HITS` with a budget) and, with
         `budget_chars`, at most that many characters of text. `now` dates "last week" and
-        such. A `path_prefix` under archive/ implies `include_archive`."""
+        such. A `path_prefix` under archive/ implies `include_archive`. `refresh` brings the
+        index up to date first where the reader can (`SearchIndex`; a bare reader only reads)."""
         check_request(query, limit, budget_chars)
+        if refresh:
+            self.refresh()
         prefix = (path_prefix or "").removeprefix("./").lstrip("/")
         archive = include_archive or prefix.startswith(ARCHIVE.rstrip("/"))
         scope = self._scope(prefix, archive)
@@ -353,6 +350,9 @@ class IndexReader:
             ranked = self.rank(parsed, scope, CANDIDATES * cap)
             marks = _marks(parsed)
         return self._windows(ranked, cap, budget_chars, marks)
+
+    def refresh(self) -> None:
+        """Nothing here: the index is read as it is (`SearchIndex` updates it)."""
 
     def _scope(self, prefix: str, archive: bool) -> _Scope:
         """Scaffold files only under a prefix; the archive only when asked."""

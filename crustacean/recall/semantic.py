@@ -29,14 +29,10 @@ import itertools
 import os
 import re
 import sys
-
-from crustacean.lean import blake2b
-
-TYPE_CHECKING = False  # imported by every search (to ask `wanted()`): only what it needs
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from pathlib import Path
-    from typing import Any
+from collections.abc import Callable
+from hashlib import blake2b
+from pathlib import Path
+from typing import Any
 
 WEIGHT = 1.0
 DENSE_TOP = 300  # lines the dense side adds to the lexical candidates

@@ -22,9 +22,8 @@ from crustacean.llm.tools import ToolOutcome, write_call
 from crustacean.stages.health import Health, check_workspace
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import open_state
-from crustacean.store import proposals
+from crustacean.store import Store, proposals
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.write import Store
 from crustacean.workspace import FOUNDATION_FILES, Workspace, stage_doc
 
 STAGE = "calibrate"

@@ -61,7 +61,7 @@ from crustacean.stages.collect_notes import (
 )
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
-from crustacean.store.write import Store
+from crustacean.store import Store
 from crustacean.workspace import Workspace
 
 # ------------------------------------------------------------ the run

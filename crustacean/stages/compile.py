@@ -41,9 +41,9 @@ from crustacean.stages.compile_plan import (
 from crustacean.stages.curate import backfilled_days, uncurated
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import open_state
+from crustacean.store import Store, common_prefix
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.overlay import OverlayStore
-from crustacean.store.write import Store, common_prefix
 from crustacean.tiers import Rules, next_change, plan_tiers
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Progress, Workspace, stage_doc
 

@@ -29,8 +29,8 @@ from crustacean import __version__
 from crustacean.recall.memories import MEMORY_ROOTS, is_memory_path, load_memories, read_memory
 from crustacean.stages.compile_plan import _is_empty
 from crustacean.state import open_state
+from crustacean.store import Store, walk_entries
 from crustacean.store.changes import sha256_hex
-from crustacean.store.write import Store, walk_entries
 from crustacean.tiers import Memory
 from crustacean.workspace import Workspace
 

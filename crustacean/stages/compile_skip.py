@@ -23,7 +23,7 @@ from datetime import datetime, time, timedelta
 from crustacean import __version__
 from crustacean.stages.compile_inputs import CachedInputs
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
-from crustacean.store.write import Store
+from crustacean.store import Store
 from crustacean.workspace import Workspace
 
 FORMAT = "compile-skip-2"  # bump when what the fingerprint covers changes

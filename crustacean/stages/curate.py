@@ -27,11 +27,12 @@ from crustacean.documents import parse_document
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
+from crustacean.markdown import first_heading, headings
 from crustacean.recall.memories import memory_paths
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
+from crustacean.store import Store
 from crustacean.store.changes import Change, sha256_hex
-from crustacean.store.write import Store
 from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"
@@ -43,7 +44,7 @@ ALWAYS_HANDED = ("memory/README.md", "knowledge/README.md", "MEMORY.md")
 _NAME_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’-]{2,}")
 _CHANNELS = frozenset({"telegram", "discord", "slack", "email", "whatsapp", "signal", "g"})
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
-_BLOCK = re.compile(r"^#{2,4}\s+(?P<head>.+)$")
+BLOCK_LEVELS = (2, 3, 4)  # `## …` to `#### …`: the headings that start a daily log's block
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,11 @@ def entry_id(day: str, text: str) -> str:
 def parse_entries(day: str, text: str) -> list[Entry]:
     """Every bullet of a daily log, with the `### [HH:MM] topic` block it sits in."""
     entries, block = [], ""
-    for n, line in enumerate(text.splitlines(), 1):
-        head = _BLOCK.match(line)
-        if head:
-            block = head["head"].strip()
+    lines = text.splitlines()
+    blocks = {h.line: h.text for h in headings(lines) if h.level in BLOCK_LEVELS}
+    for n, line in enumerate(lines, 1):
+        if n - 1 in blocks:
+            block = blocks[n - 1]
             continue
         bullet = _BULLET.match(line)
         if bullet:
@@ -188,9 +190,7 @@ def destination_labels(ws: Workspace, store: Store) -> dict[str, str]:
     for rel in memory_paths(ws.root)[:MAP_LIMIT]:
         data = store.read_bytes(rel) or b""
         doc = parse_document(data[:4096].decode("utf-8", "replace"), rel)
-        heading = next(
-            (x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), ""
-        )
+        heading = first_heading(doc.body)
         labels[rel] = str(doc.meta.get("name") or heading)
     return labels
 
@@ -487,7 +487,7 @@ def _split(rel: str) -> tuple[str, str, str]:
 
 def _title(store: Store, rel: str) -> str:
     doc = parse_document((store.read_bytes(rel) or b"")[:4096].decode("utf-8", "replace"), rel)
-    heading = next((x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), "")
+    heading = first_heading(doc.body)
     return str(doc.meta.get("name") or heading)[:80]
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from crustacean.config import STAGES
 from crustacean.daily import dated_day, log_day
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
-from crustacean.markdown import count_lines, link_targets, split_lines, split_sections
+from crustacean.markdown import count_lines, heading, link_targets, split_lines, split_sections
 from crustacean.runs import RunRecord, counts_as_last, error_line, list_runs
 from crustacean.schedule import expected_slots, slot_at_or_after
 from crustacean.secrets import find_secrets
@@ -248,7 +248,7 @@ def _content_lines(text: str) -> list[str]:
     return [
         line
         for line in text.splitlines()
-        if line.strip() and not line.lstrip().startswith(("#", "---", "<!--"))
+        if line.strip() and heading(line) is None and not line.lstrip().startswith(("---", "<!--"))
     ]
 
 

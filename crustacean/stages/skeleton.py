@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from crustacean.clock import Clock, wall_clock
 from crustacean.llm.runner import ModelSession, RunPlan
 from crustacean.runs import RunRecord, RunRecorder
-from crustacean.store.write import Store
+from crustacean.store import Store
 from crustacean.workspace import Workspace
 
 

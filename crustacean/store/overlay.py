@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from crustacean.store.changes import unified_diff
+from crustacean.store.changes import sha256_hex, unified_diff
+from crustacean.store.files import FileContent, FileInfo
 from crustacean.store.paths import jail
-from crustacean.store.write import FileContent, FileInfo, Store, WriteResult, _hashes, new_id
+from crustacean.store.plan import Plan
+from crustacean.store.write import Store, WriteResult, new_id
 
 
 class OverlayStore(Store):
@@ -32,8 +34,6 @@ class OverlayStore(Store):
     def read_context_file(self, path: str) -> FileContent:
         rel = jail(self.root, path)
         if rel in self.overlay and self.overlay[rel] is not None:
-            from crustacean.store.changes import sha256_hex
-
             data = self.overlay[rel] or b""
             return FileContent(rel, data.decode("utf-8", "replace"), sha256_hex(data))
         return super().read_context_file(path)
@@ -85,3 +85,8 @@ class OverlayStore(Store):
             (path, Store.read_bytes(self, path), self.overlay[path])
             for path in sorted(self.overlay)
         )
+
+
+def _hashes(plan: Plan, touched: list[str]) -> dict[str, str | None]:
+    """Each changed file's new sha256, so the next change to it needs no second read."""
+    return {p: None if plan.after[p] is None else sha256_hex(plan.after[p] or b"") for p in touched}

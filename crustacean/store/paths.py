@@ -13,8 +13,9 @@ import stat
 from pathlib import Path, PurePath, PurePosixPath
 
 from crustacean.errors import PathError
+from crustacean.tree import STATE_DIR
 
-PROTECTED_TOP = (".git", ".crustacean")
+PROTECTED_TOP = (".git", STATE_DIR)
 MAX_PATH_BYTES = 1024
 MAX_NAME_BYTES = 200  # the file system allows 255; the store's temp names need the rest
 
@@ -117,7 +118,7 @@ def _has_drive(text: str) -> bool:
 
 
 def _refuse_protected(parts: list[str], raw: object) -> None:
-    if parts[0] in PROTECTED_TOP or parts[0].casefold() == ".crustacean":  # same folder on macOS
+    if parts[0] in PROTECTED_TOP or parts[0].casefold() == STATE_DIR:  # same folder on macOS
         raise PathError(
             f"path {raw!r} is inside {parts[0]}/, which crustacean never writes; "
             "choose a path outside it."

@@ -1,40 +1,48 @@
-"""Versions in git, through the git CLI.
+"""Versions in git, through the git CLI: git writes every object, ref and index.
 
 Each applied `write_context` call becomes exactly one commit: HEAD's tree plus the files the call
-changed, nothing else, built with plumbing on a copy of the user's index or a private one (in a
-plain repository the tree, commit and ref are written by gitwrite exactly as git writes them).
-The user's staged or unstaged edits to other files are never swept in. The user's own index is
+changed, nothing else. The files are staged on a private index read from HEAD (`read-tree`,
+`update-index`), and `write-tree`, `commit-tree` and `update-ref` with HEAD's old value make the
+version, so a commit the user made meanwhile fails the write instead of being overwritten. The
+user's staged or unstaged edits to other files are never swept in. The user's own index is
 updated for the call's files under git's own `index.lock`, so their next `git commit` keeps the
-write instead of undoing it.
+write instead of undoing it. After a version, git's own auto maintenance runs as `git commit`
+runs it.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 import logging
 import os
 import shutil
-import stat
 import subprocess
+import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from crustacean.errors import LockedError, RepoBusyError, VersionError
-from crustacean.store import gitread, gitwrite
+from crustacean.tree import STATE_DIR
 
 EMAIL = "crustacean@localhost"
 TRAILER_ACTOR = "Crustacean-Actor"
 TRAILER_RUN = "Crustacean-Run"
 TRAILER_CALL = "Crustacean-Call"
-PACK_FROM = 128  # files in a commit from which their blobs go into one pack (over fast-import's
-# default unpackLimit, 100, below which it writes loose objects anyway)
+PACK_FROM = 128  # files in a commit from which git stores their blobs in one pack, not loose
+COMMIT_WRITTEN = ":commit-written"  # the fault point between the commit object and HEAD's move
+MAINTENANCE = ("maintenance", "run", "--auto", "--quiet")  # what `git commit` runs after a commit
+# The config a version reads: signing (`commit-tree` ignores commit.gpgsign) and the upkeep after.
+SETTINGS = r"^(commit\.gpgsign|maintenance\.auto|gc\.pruneexpire)$"
 INDEX_LOCK_WAIT = 10.0  # seconds a write waits for another git command to release index.lock
 LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacean holding it
+VERSION_INDEX = "crustacean-index"  # in the git folder: the private index versions are staged on
+VERSION_INDEX_OF = "crustacean-index.head"  # ... and the commit whose tree it holds
 # The git states a write must not step into: what is in the git folder, and what it means.
 IN_PROGRESS = (
     ("MERGE_HEAD", "a merge"),
@@ -45,17 +53,6 @@ IN_PROGRESS = (
     ("BISECT_LOG", "a bisect"),
 )
 log = logging.getLogger(__name__)
-
-
-def _unrecorded(err: OSError) -> VersionError:
-    return VersionError(
-        f"the version could not be recorded ({err.strerror or err}: {err.filename}), so the "
-        "write was undone. Run `git status` in the workspace to see why."
-    )
-
-
-def _lone_surrogate(text: str) -> bool:
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
 def _no_fault(step: str) -> None:
@@ -81,6 +78,33 @@ class Version:
         return {**self.__dict__, "time": self.time.isoformat()}
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What the repository's git config says about a version and the upkeep after it."""
+
+    sign: bool = False  # commit.gpgsign, honoured as `git commit` would
+    maintain: bool = True  # maintenance.auto: false, and `git commit` starts none
+    prune_now: bool = False  # gc.pruneExpire=now: unsafe next to the next write (git's docs)
+
+
+def blob_id(data: bytes, like: str) -> str:
+    """The id git gives `data` as a blob, in the hash of the repository `like` comes from: how
+    the store tells the user's bytes from HEAD's without a git process per file."""
+    algo = hashlib.sha1 if len(like) == 40 else hashlib.sha256
+    return algo(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """The git command `args` run, past any `-c key=value` before it (for messages)."""
+    words = iter(args)
+    for word in words:
+        if word == "-c":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return "git"
+
+
 class LookUp(enum.Enum):
     """Sentinel: find HEAD yourself (an enum member, so `is` narrows it away for the checker)."""
 
@@ -94,7 +118,7 @@ class Git:
         self.root = root
         self._git_dir: Path | None = None
         self._index_fd: int | None = None  # set while this object holds index.lock
-        self._config: gitwrite.ConfigCache | None = None
+        self.settings = Settings()  # as the last version read them
 
     def run(
         self,
@@ -115,7 +139,7 @@ class Git:
         if check and proc.returncode != 0:
             detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise VersionError(
-                f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}. "
+                f"git {_subcommand(args)} failed: {detail[-1] if detail else proc.returncode}. "
                 "Run `git status` in the workspace to see why."
             )
         return proc
@@ -193,10 +217,6 @@ class Git:
             )
 
     def head(self) -> str | None:
-        git_dir = gitread.plain_git_dir(self.root)
-        fast = gitread.read_head(git_dir) if git_dir is not None else None
-        if fast is not None:  # the update-ref of a commit still checks HEAD did not move
-            return fast
         proc = self.run("rev-parse", "--verify", "-q", "HEAD", check=False)
         return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
@@ -214,15 +234,9 @@ class Git:
         return {p: sha for p, (_, sha) in self.tree_entries(rev, list(paths)).items()}
 
     def tree_entries(self, rev: str, paths: list[str]) -> dict[str, tuple[bytes, str]]:
-        """`(mode, id)` of each path in commit `rev`, as `git ls-tree` lists them; read from
-        the object files when they are loose (what the store just wrote is)."""
+        """`(mode, id)` of each path in commit `rev`, as `git ls-tree` lists them."""
         if not paths:
             return {}
-        git_dir = gitread.plain_git_dir(self.root)
-        if git_dir is not None:
-            fast = gitread.tree_entries(git_dir, rev, paths)
-            if fast is not None:
-                return fast
         out = self.run("ls-tree", "-z", "--full-tree", rev, "--", *paths).stdout
         entries: dict[str, tuple[bytes, str]] = {}
         for entry in out.split(b"\0"):
@@ -254,29 +268,16 @@ class Git:
         trailers: dict[str, str],
         now: datetime | None = None,
         parent: str | LookUp | None = LookUp.HEAD,
-        reuse_index: Path | None = None,
-        expect: Mapping[str, str | None] | None = None,
         before_ref: Callable[[], None] | None = None,
         fault: Callable[[str], None] | None = None,
     ) -> str:
         """Commit the working-tree state of `paths` on top of HEAD; return the new commit id.
 
-        `parent` is HEAD when the caller already knows it (saves a git call); the ref update
-        still checks HEAD did not move meanwhile. `reuse_index` is a private copy of the
-        user's index and `expect` each path's new blob id (None: removed): the tree is built
-        on that copy when it proves to be the parent's tree with exactly `expect` applied, and
-        the copy then holds the version, ready to become the user's index (no `read-tree`, no
-        second `update-index`). Otherwise the copy is deleted, and the tree is built from the
-        parent's tree on a fresh private index as always. `before_ref` runs just before HEAD
-        moves (the caller's files become durable meanwhile); `fault` is called at each step
-        of the commit and the ref update (the crash tests kill the process there).
-
-        In a plain repository the tree (see `_reused_tree`), the commit object and the ref
-        update (HEAD.lock, the branch's lock, the reflogs) are written here exactly as git
-        writes them (gitwrite); anything unusual, or a surprise under the locks, and git's
-        `write-tree`/`commit-tree`/`update-ref` do it.
+        `parent` is HEAD when the caller already knows it (saves a git call); `update-ref`
+        still checks HEAD did not move meanwhile, and fails the write if it did. `before_ref`
+        runs just before HEAD moves (the caller's files become durable meanwhile); `fault` is
+        called between the commit object and the ref update (the crash tests kill there).
         """
-        paths = sorted(set(paths))
         env = {
             "GIT_AUTHOR_NAME": f"crustacean {actor}",
             "GIT_AUTHOR_EMAIL": EMAIL,
@@ -287,98 +288,48 @@ class Git:
             stamp = f"{int(now.timestamp())} +0000"
             env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
         head = self.head() if parent is LookUp.HEAD else parent
-        tree = None
-        if reuse_index is not None:
-            tree = self._reused_tree(reuse_index, paths, head, expect or {})
-        if tree is None:
-            index = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
-            index.parent.mkdir(exist_ok=True)
-            try:
-                on = {"GIT_INDEX_FILE": str(index)}
-                self.run("read-tree", *([head] if head else ["--empty"]), env=on)
-                tree = self._write_tree(index, paths)
-            finally:
-                index.unlink(missing_ok=True)
+        index = self.git_dir / VERSION_INDEX
+        tree = self._tree(index, head, sorted(set(paths)))
+        self.settings = self.read_settings()
         body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
-        step = fault or _no_fault
-        reflog = f"crustacean {actor}"
-        facts = self.facts()
-        fast = self._fast_dir(facts, head, env, body, now)
-        ident = gitwrite.env_ident(
-            env, gitwrite.stamp(None if now is None else int(now.timestamp()))
-        )
-        if fast is not None and head is not None and not facts.sign:
-            text = gitwrite.commit_bytes(tree, [head], ident, body.encode())
-            try:
-                commit = gitwrite.write_object(fast, b"commit", text, facts)
-            except OSError as err:
-                raise _unrecorded(err) from err
-        else:
-            parents = ["-p", head] if head else []
-            sign = ["-S"] if facts.sign else []  # commit-tree ignores commit.gpgsign
-            commit = self.out("commit-tree", tree, *parents, *sign, env=env, input=body.encode())
-        step(gitwrite.COMMIT_WRITTEN)
+        parents = ["-p", head] if head else []
+        sign = ["-S"] if self.settings.sign else []  # commit-tree ignores commit.gpgsign
+        commit = self.out("commit-tree", tree, *parents, *sign, env=env, input=body.encode())
+        (fault or _no_fault)(COMMIT_WRITTEN)
         if before_ref is not None:
             before_ref()
-        if fast is not None and head is not None:
-            try:
-                gitwrite.update_head(fast, commit, head, ident, reflog, facts, step)
-                return commit
-            except gitwrite.Fallback as why:
-                log.debug("git moves HEAD itself: %s", why)
-            except OSError as err:
-                raise _unrecorded(err) from err
         ref_env = {k: v for k, v in env.items() if k.startswith("GIT_COMMITTER_")}
+        reflog = f"crustacean {actor}"
         self.run("update-ref", "-m", reflog, "HEAD", commit, head or "0" * 40, env=ref_env)
+        index.with_name(VERSION_INDEX_OF).write_text(commit)  # the next version starts here
         return commit
 
-    def facts(self) -> gitwrite.Facts:
-        """The effective git config's say on writing versions, re-read when it changes."""
-        if self._config is None:
-            self._config = gitwrite.ConfigCache(self.root, self.git_dir)
-        return self._config.facts(self.run)
-
-    def _fast_dir(
-        self,
-        facts: gitwrite.Facts,
-        head: str | None,
-        env: Mapping[str, str],
-        body: str,
-        now: datetime | None,
-    ) -> Path | None:
-        """The git folder when this commit and its ref update can be written without git
-        (see gitwrite); None when anything about them is unusual."""
-        git_dir = gitread.plain_git_dir(self.root)
-        if git_dir is None or head is None or len(head) != 40:
-            return None
-        why = gitwrite.unusual(git_dir, facts)
-        if not why and not gitwrite.plain_ident(env["GIT_COMMITTER_NAME"], EMAIL):
-            why = "an actor name git would rewrite"
-        if not why and ("\0" in body or _lone_surrogate(body)):
-            why = "a message that is not plain UTF-8"
-        if not why and now is not None and now.timestamp() < 0:
-            why = "a date before 1970"
-        if why:
-            log.debug("git writes this version itself: %s", why)
-            return None
-        return git_dir
-
-    def _write_tree(self, index: Path, paths: list[str]) -> str:
-        """Stage the working-tree state of `paths` into `index` and write its tree."""
+    def _tree(self, index: Path, head: str | None, paths: list[str]) -> str:
+        """`head`'s tree with the working-tree state of `paths`, staged on the private `index`.
+        The index is read from `head` (`read-tree`) unless it holds the version it was left
+        at and that is `head` (the usual case: the store made the last version). Callers hold
+        the store's write lock, so any lock git left on the index is a killed git's."""
+        mark = index.with_name(VERSION_INDEX_OF)
+        try:
+            fresh = head is not None and mark.read_text() == head
+        except OSError:
+            fresh = False
+        mark.unlink(missing_ok=True)  # until HEAD names this version, the index is unknown
+        index.with_name(index.name + ".lock").unlink(missing_ok=True)
         env = {"GIT_INDEX_FILE": str(index)}
-        self._stage_all(env, paths)
+        if not fresh:
+            self.run("read-tree", *([head] if head else ["--empty"]), env=env)
+        self._stage(env, paths)
         return self.out("write-tree", env=env)
 
-    def _stage_all(self, env: dict[str, str], paths: list[str]) -> None:
-        """Stage the working-tree state of `paths`: many as one pack, the rest one by one."""
-        if len(paths) >= PACK_FROM:
-            paths = self._stage_packed(env, paths)
-        if paths:
-            self._stage(env, paths)
-
     def _stage(self, env: dict[str, str], paths: list[str]) -> None:
-        """`git update-index --add --remove`: git hashes each file and writes it loose."""
+        """`git update-index --add --remove`: git hashes each file as `git add` would (filters,
+        modes, links). From PACK_FROM files a bigFileThreshold of one byte makes git stream every
+        blob it stores unchanged into one pack, not a loose object each (one file, a folder
+        entry and a rename apiece, then gc's work)."""
+        many = ["-c", "core.bigFileThreshold=1"] if len(paths) >= PACK_FROM else []
         added = self.run(
+            *many,
             "update-index",
             "--add",
             "--remove",
@@ -391,90 +342,67 @@ class Git:
             detail = added.stderr.decode("utf-8", "replace").strip().splitlines()[0]
             raise VersionError(f"git cannot version this change ({detail}); rename the file.")
 
-    def _stage_packed(self, env: dict[str, str], paths: list[str]) -> list[str]:
-        """Stage the plain files among many paths as one pack: `git fast-import` writes every
-        blob into one file (a loose object is a file, a folder entry and a rename each), then
-        one `update-index --index-info` names them. Only where git stores the bytes as they
-        are: a regular, non-executable file whose id `git hash-object` (filters, attributes
-        and line endings applied) agrees with. The paths left to `_stage` are returned."""
-        if self.run("config", "--bool", "core.filemode", check=False).stdout.strip() == b"false":
-            return paths  # git keeps an index entry's mode then: only update-index knows it
-        plain: dict[str, bytes] = {}
-        for p in paths:
-            full = self.root / p
-            try:
-                st = full.lstat()
-                if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o111:
-                    plain[p] = full.read_bytes()
-            except OSError:
-                continue
-        if len(plain) < PACK_FROM:
-            return paths
-        names = list(plain)
-        listed = b"".join(n.encode("utf-8", "surrogateescape") + b"\n" for n in names)
-        if any("\n" in n for n in names):
-            return paths  # hash-object reads one path a line
-        theirs = self.run("hash-object", "--stdin-paths", input=listed).stdout.split()
-        ids = {n: gitread.blob_id(plain[n], "0" * 40) for n in names}
-        same = [n for n, t in zip(names, theirs, strict=True) if t.decode() == ids[n]]
-        stream = b"".join(b"blob\ndata %d\n%s\n" % (len(plain[n]), plain[n]) for n in same)
-        self.run("fast-import", "--quiet", "--depth=0", "--done", input=stream + b"done\n")
-        info = b"".join(
-            b"100644 %s\t%s\0" % (ids[n].encode(), n.encode("utf-8", "surrogateescape"))
-            for n in same
+    def read_settings(self) -> Settings:
+        """The config a version needs, in one `git config` (it may change between versions);
+        a flag that is set is read back typed by git, so git's own boolean rules apply."""
+        proc = self.run("config", "-z", "--get-regexp", SETTINGS, check=False)
+        if proc.returncode > 1:  # 1: none set; more: git cannot read its config, and says why
+            self.run("config", "--list")
+        found: dict[str, str] = {}
+        for item in proc.stdout.split(b"\0"):
+            if item:
+                key, _, value = item.decode("utf-8", "replace").partition("\n")
+                found[key] = value
+
+        def flag(key: str, default: bool) -> bool:
+            return default if key not in found else self.out("config", "--bool", key) == "true"
+
+        return Settings(
+            sign=flag("commit.gpgsign", False),
+            maintain=flag("maintenance.auto", True),
+            prune_now=found.get("gc.pruneexpire", "").strip().lower() == "now",
         )
-        self.run("update-index", "-z", "--index-info", env=env, input=info)
-        staged = set(same)
-        return [p for p in paths if p not in staged]
 
-    def _reused_tree(
-        self, index: Path, paths: list[str], head: str | None, expect: Mapping[str, str | None]
-    ) -> str | None:
-        """The version's tree, staged on the user's index copy, when the copy then holds
-        exactly `expect` for the call's paths: built here from `head`'s tree (gitwrite), or
-        else written by git from the copy when that proves to be `head`'s tree with `expect`
-        applied. Either way nothing the user staged, skipped or marked assume-unchanged
-        changes what the version holds. None (and the copy deleted) when that is not shown."""
-        git_dir = gitread.plain_git_dir(self.root)
-        tree = None
-        if head is not None and git_dir is not None and set(expect) == set(paths):
-            try:
-                self._stage_all({"GIT_INDEX_FILE": str(index)}, paths)
-                tree = self._tree_here(git_dir, index, head, expect)
-                if tree is None:
-                    tree = self.out("write-tree", env={"GIT_INDEX_FILE": str(index)})
-            except VersionError:
-                tree = None  # e.g. an unmerged entry elsewhere in their index: build from HEAD
-            if tree is not None and not gitread.tree_is(git_dir, head, tree, expect):
-                tree = None
-        if tree is None:
-            index.unlink(missing_ok=True)
-        return tree
-
-    def _tree_here(
-        self, git_dir: Path, index: Path, head: str, expect: Mapping[str, str | None]
-    ) -> str | None:
-        """`head`'s tree with the call's entries as `update-index` staged them in `index`,
-        written here when they are exactly `expect`; None when git's write-tree must say."""
-        facts = self.facts()
-        if not facts.plain_index or len(head) != 40 or gitwrite.unusual(git_dir, facts):
-            return None
-        try:
-            modes = gitwrite.staged(index.read_bytes(), expect)
-            if modes is None:
-                return None
-            changes = {
-                p: None if blob is None or modes[p] is None else (modes[p] or b"", blob)
-                for p, blob in expect.items()
-            }
-            return gitwrite.tree_with(git_dir, head, changes, facts)
-        except (gitread.NotHere, OSError) as why:
-            log.debug("git writes the tree itself: %s", why)
-            return None
-
-    def signs_commits(self) -> bool:
-        """`commit.gpgsign`, honoured as `git commit` would (plumbing ignores it on purpose)."""
-        return self.facts().sign
+    def maintain(self) -> str:
+        """After a version, `git maintenance run --auto --quiet`, as `git commit` runs it: git
+        decides whether anything is due, takes its own lock, and detaches a gc by its
+        `gc.autoDetach` (on unless the user turned it off), so the next write never waits on
+        it. The store calls this once its write lock is released. Nothing runs when the
+        config turns it off, while the user's merge or rebase is in progress, or with
+        `gc.pruneExpire=now` (a prune then may take the next version's new objects). Never
+        raises: the version is safe already. Returns what happened, for the log and the tests."""
+        if not self.settings.maintain or self.settings.prune_now:
+            return ""
+        if self.busy() is not None:
+            return ""
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        try:  # stderr to a file, not a pipe: a detached gc that keeps it open never holds us
+            with tempfile.TemporaryFile() as err:
+                code = subprocess.run(
+                    ["git", *MAINTENANCE],
+                    cwd=self.root,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    check=False,
+                ).returncode
+                err.seek(0)
+                said = err.read().decode("utf-8", "replace").strip().splitlines()
+        except OSError as why:
+            log.warning("git's housekeeping after a version could not start (%s); kept", why)
+            return ""
+        if code == 0:
+            return "ran"
+        why_lines = [x for x in said if x.startswith(("error:", "fatal:"))] or said[-1:]
+        detail = why_lines[0] if why_lines else f"exit code {code}"
+        log.warning(
+            "git's housekeeping after a version failed (%s); the version is kept. Run "
+            "`git maintenance run --auto` in %s to see why.",
+            detail,
+            self.root,
+        )
+        return f"failed: {detail}"
 
     # ------------------------------------------------------------ the user's index
 
@@ -487,7 +415,7 @@ class Git:
             yield
             return
         lock = self.git_dir / "index.lock"
-        owner = self.root / ".crustacean" / LOCK_OWNER
+        owner = self.root / STATE_DIR / LOCK_OWNER
         owner.parent.mkdir(exist_ok=True)
         previous = _owner_pid(owner)  # a crustacean killed while holding the lock names itself
         owner.write_text(str(os.getpid()))
@@ -520,68 +448,30 @@ class Git:
                 lock.unlink(missing_ok=True)
             owner.unlink(missing_ok=True)
 
-    def index_copy(self) -> Path | None:
-        """A private copy of the user's index for `commit_paths(reuse_index=...)`, or None
-        when they have none. Needs index_locked() held, so no git command replaces the index
-        meanwhile. A hard link where the filesystem allows: git never writes an index in place
-        (it writes a lock file and renames it), so the user's index is never changed through it."""
-        if self._index_fd is None or self._index_fd < 0:
-            raise RuntimeError("index_copy needs index_locked() held")
-        index = self.git_dir / "index"
-        tmp = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
-        try:
-            os.link(index, tmp)
-        except FileNotFoundError:
-            return None
-        except OSError:  # no hard links here: a byte copy
-            try:
-                shutil.copyfile(index, tmp)
-            except FileNotFoundError:
-                return None
-        return tmp
-
-    def install_index(self, copy: Path) -> None:
-        """Make `copy` (built by `commit_paths(reuse_index=copy)`) the user's index: renamed
-        over it while git's lock is held, then the lock is given back."""
-        if self._index_fd is None or self._index_fd < 0:
-            raise RuntimeError("install_index needs index_locked() held")
-        try:
-            os.replace(copy, self.git_dir / "index")  # git wrote it, with git's own permissions
-        except OSError:  # another filesystem than .git: its bytes go through git's lock file
-            try:
-                data = copy.read_bytes()
-            finally:
-                copy.unlink(missing_ok=True)
-            self._replace_index(data)
-            return
-        copy.unlink(missing_ok=True)  # gone unless it was still a link to the index itself
-        self._index_fd, fd = -1, self._index_fd
-        os.close(fd)
-        (self.git_dir / "index.lock").unlink(missing_ok=True)
-
     def sync_index(self, commit: str, paths: Iterable[str]) -> None:
         """Make the user's index hold `commit`'s version of `paths` (every other entry, their
         staged work included, stays as it was), then commit git's lock over the index."""
         if self._index_fd is None or self._index_fd < 0:
             raise RuntimeError("sync_index needs index_locked() held")
-        paths = sorted(set(paths))
         index = self.git_dir / "index"
-        tmp = self.root / ".crustacean" / f"index-{uuid.uuid4().hex}"
+        tmp = self.root / STATE_DIR / f"index-{uuid.uuid4().hex}"
         env = {"GIT_INDEX_FILE": str(tmp)}
         try:
             if index.is_file():
                 shutil.copyfile(index, tmp)
             else:  # no index yet: start from the commit, not from empty (all would be "deleted")
                 self.run("read-tree", commit, env=env)
-            have = self.tree_entries(commit, paths)
-            info = b"".join(
-                (b"%s %s" % (have[p][0], have[p][1].encode()) if p in have else b"0 " + b"0" * 40)
-                + b"\t"
-                + p.encode("utf-8", "surrogateescape")
-                + b"\0"
-                for p in paths
+            listed = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in set(paths))
+            self.run(
+                "--literal-pathspecs",
+                "reset",
+                "-q",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                commit,
+                env=env,
+                input=listed,
             )
-            self.run("update-index", "-z", "--index-info", env=env, input=info)
             data = tmp.read_bytes()
         finally:
             tmp.unlink(missing_ok=True)
@@ -651,9 +541,6 @@ class Git:
 
     def show(self, rev: str) -> str:
         return self.out("show", "--stat", "--patch", "--format=fuller", self.resolve(rev))
-
-    def message_of(self, rev: str) -> str:
-        return self.out("log", "-1", "--format=%B", rev)
 
 
 def _owner_pid(owner: Path) -> int | None:

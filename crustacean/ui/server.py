@@ -40,10 +40,9 @@ from crustacean.recall.memory_ops import memory_tier
 from crustacean.recall.search import SearchIndex
 from crustacean.runs import get_run, list_runs
 from crustacean.state import open_state
+from crustacean.store import Store, proposals, review
 from crustacean.store import history as hist
-from crustacean.store import proposals, review
 from crustacean.store.changes import Change, unified_diff
-from crustacean.store.write import Store
 from crustacean.ui import render, views
 from crustacean.ui.security import Guard, GuardMiddleware
 from crustacean.workspace import Workspace, open_workspace

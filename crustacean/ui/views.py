@@ -14,9 +14,9 @@ from typing import Generic, TypeVar
 
 from crustacean.config import STAGES
 from crustacean.recall.memories import is_memory_path
+from crustacean.store import FileInfo
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.versions import TRAILER_CALL, TRAILER_RUN, Version
-from crustacean.store.write import FileInfo
 from crustacean.tiers import default_tier
 from crustacean.workspace import FOUNDATION_FILES
 

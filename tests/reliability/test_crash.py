@@ -450,7 +450,7 @@ def test_crash_curate_long(ws: Workspace, echo_api: EchoFake) -> None:
 
 KILL_IN_WRITE = """
 import os, signal, sys
-from crustacean.store import write as files
+from crustacean.store import apply as files
 files._FAULT_HOOK = lambda path: os.kill(os.getpid(), signal.SIGKILL)
 from crustacean.cli.app import app
 sys.argv = {argv!r}
@@ -551,7 +551,7 @@ def test_kills_at_the_index_sync_point_lose_nothing(
     """Each trial: collect is killed after its version is committed but before the user's index
     follows; the next run repairs the index, and the user's own `git add USER.md && git commit`
     keeps every collected line in HEAD."""
-    from crustacean.store.write import INDEX_SYNC
+    from crustacean.store.apply import INDEX_SYNC
 
     transcript = setup_collect(ws, tmp_path)
     written: list[str] = []
@@ -648,7 +648,7 @@ def test_compile_killed_in_its_batched_archive_loses_nothing(
     """compile's archive moves 40 logs in one call, renamed on several threads: a kill after the
     first file, or at a given archived or removed file, leaves every file as before or as after;
     the next run undoes the call from its journal and archives them all, each exactly once."""
-    from crustacean.store.write import RENAME_LANES_FROM
+    from crustacean.store.apply import RENAME_LANES_FROM
 
     logs = _old_logs(ws, 40)
     assert 2 * len(logs) >= RENAME_LANES_FROM
@@ -676,7 +676,7 @@ def test_compile_killed_once_its_batch_is_durable_loses_nothing(
     """A call of many files writes their temp files unsynced and syncs them at once: a kill just
     after that sync (before the journal is in place) leaves every log where it was, whole; the
     next run removes the temp files and archives every log exactly once."""
-    from crustacean.store.write import SYNC_ONCE_FROM, TEMPS_DURABLE
+    from crustacean.store.apply import SYNC_ONCE_FROM, TEMPS_DURABLE
 
     logs = _old_logs(ws, 40)
     assert len(logs) >= SYNC_ONCE_FROM

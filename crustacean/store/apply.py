@@ -1,0 +1,534 @@
+"""Applying a planned call: the journal, the files, the version, and undoing a killed call.
+
+The journal (the files' bytes before the call) is durable before any file is renamed into place;
+a failure midway restores what the call had written, and a kill midway is undone by the next
+call (`Applier.recover`). The version is committed last (`Applied.commit`); a commit that fails
+puts every file back.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from filelock import FileLock
+from filelock import Timeout as LockTimeout
+
+from crustacean.errors import LockedError
+from crustacean.store.atomic import (
+    FilesystemSync,
+    atomic_write,
+    fsync_dir,
+    fsync_file,
+    synced_temp,
+    unsynced_temp,
+)
+from crustacean.store.changes import sha256_hex
+from crustacean.store.parallel import all_at_once, start
+from crustacean.store.plan import Plan
+from crustacean.store.scan import guard_snapshot
+from crustacean.store.versions import (
+    LOCK_OWNER,
+    TRAILER_ACTOR,
+    TRAILER_CALL,
+    TRAILER_RUN,
+    Git,
+    blob_id,
+    clear_stale_index_lock,
+)
+from crustacean.workspace import NOT_GIT, Workspace, walk
+
+if TYPE_CHECKING:
+    from filelock import AcquireReturnProxy
+
+WRITE_LOCK_SECONDS = 60.0
+INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
+RENAME_LANES_FROM = 32  # files in a call from which they are renamed on several threads
+SYNC_ONCE_FROM = 32  # new files in a call from which their temp files are synced at once
+TEMPS_DURABLE = ":temps-durable"  # the fault point between that sync and the journal's rename
+
+
+class Applier:
+    """Applies one store's planned calls and repairs what a killed call left."""
+
+    def __init__(self, ws: Workspace, git: Git, read_bytes: Callable[[str], bytes | None]):
+        self.ws = ws
+        self.root = ws.root
+        self.git = git
+        self.read_bytes = read_bytes
+        self._versioned: bool | None = None
+
+    @property
+    def versioned(self) -> bool:
+        if self._versioned is None:
+            self._versioned = self.git.is_repo() and self._is_top()
+        return self._versioned
+
+    def _is_top(self) -> bool:
+        top = self.git.out("rev-parse", "--show-toplevel")
+        return Path(top).resolve() == self.root.resolve()
+
+    # ------------------------------------------------------------ one call
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[bool]:
+        """The store's write lock, held for one call, after any killed call was undone and a
+        stale ref lock cleared; True when the user's merge or rebase is under way (then
+        nothing is repaired, and only a proposal may be queued)."""
+        with self._lock():
+            busy = self.versioned and self.git.busy() is not None
+            if not busy:  # mid-merge nothing is repaired or written; proposals still queue
+                self.recover()
+                if self.versioned and _head_locked(self.git.git_dir):
+                    _clear_stale_ref_locks(self.root)  # a killed run's ref lock must not block
+            yield busy
+
+    def apply(self, plan: Plan, touched: list[str], call_id: str, actor: str) -> Applied:
+        """The call's files in place under its journal, after a snapshot of the user's own
+        edits to them when versioned; `Applied.commit` then makes the version. Git's index
+        lock is held from the snapshot until the commit has brought the user's index along."""
+        sha256 = {p: _sha_or_none(plan.after[p]) for p in touched}
+        held = contextlib.ExitStack()
+        if not self.versioned:
+            self._apply(plan, touched, call_id, None, None, sha256)
+            return Applied(self, plan, touched, call_id, sha256, None, None, lambda: None, held)
+        held.enter_context(self.git.index_locked())
+        with contextlib.ExitStack() as failing:
+            failing.push(held)  # released here only when the call fails before its commit
+            base = self.git.head()
+            snapshot = self._snapshot_dirty(plan, actor, base)
+            head = snapshot or base
+            settle = self._apply(plan, touched, call_id, head, base, sha256, settle_later=True)
+            failing.pop_all()
+        return Applied(self, plan, touched, call_id, sha256, head, snapshot, settle, held)
+
+    def _lock(self) -> FileLock:
+        self.ws.state_dir.mkdir(exist_ok=True)
+        return _TimedLock(self.ws.state_dir / "write.lock")
+
+    @property
+    def journal_path(self) -> Path:
+        return self.ws.state_dir / "journal.json"
+
+    def _apply(
+        self,
+        plan: Plan,
+        touched: list[str],
+        call_id: str,
+        head: str | None,
+        base: str | None,
+        sha256: dict[str, str | None],
+        *,
+        settle_later: bool = False,
+    ) -> Callable[[], None]:
+        """Journal, then the files. The folders' fsyncs that make the renames durable run in
+        the background with `settle_later` (the caller waits on the returned call before its
+        commit), else before returning."""
+        originals = {
+            p: plan.before.get(p) if p in plan.before else self.read_bytes(p) for p in touched
+        }
+        journal = {
+            "call_id": call_id,
+            "head": head,  # the parent of the version (a snapshot, or HEAD as it was)
+            "base": base,  # HEAD before the call
+            "originals": {
+                p: None if b is None else base64.b64encode(b).decode() for p, b in originals.items()
+            },
+            # what the call leaves on disk: a file that holds neither this nor its original
+            # after a crash was edited since, and is kept
+            "after": sha256,
+        }
+        # The journal's and every new file's bytes go to synced temp files at once (the disk
+        # commits concurrent fsyncs together; a call of many files syncs them all with one
+        # syncfs once they are written); the journal is renamed into place and its
+        # folder synced before any file is renamed. The folders new files need are made first
+        # (an archive pass fills dozens of new month folders); a file whose folder cannot be
+        # made is written in order, as _put does, and fails there.
+        ready, made = _make_folders(
+            {(self.root / p).parent for p in touched if plan.after[p] is not None}
+        )
+        early = [
+            p for p in touched if plan.after[p] is not None and (self.root / p).parent in ready
+        ]
+        modes = {p: self._mode_for(p) for p in early}
+        entry = json.dumps(journal).encode()
+        # Many files: written to the page cache, then made durable at once (one syncfs), still
+        # all before the journal is in place and any file is renamed (see atomic.py)
+        batch = FilesystemSync.open(ready) if len(early) >= SYNC_ONCE_FROM else None
+        try:
+            temp = unsynced_temp if batch is not None else synced_temp
+            jobs: list[Callable[[], object]] = [
+                partial(synced_temp, self.journal_path, entry, None)
+            ]
+            jobs += [partial(temp, self.root / p, plan.after[p] or b"", modes[p]) for p in early]
+            results = all_at_once(jobs, keep_going=True)
+            written = [r for r in results if isinstance(r, str)]
+            failed = [r for r in results if isinstance(r, BaseException)]
+            if failed:
+                _drop(written)
+                raise failed[0]
+            temps = {p: str(r) for p, r in zip(early, results[1:], strict=True)}
+            try:
+                if batch is not None:
+                    _sync_batch(list(temps.values()), batch)
+                    _fault_point(TEMPS_DURABLE)
+                os.replace(str(results[0]), self.journal_path)
+            except BaseException:
+                _drop(written)
+                raise
+        finally:
+            if batch is not None:
+                batch.close()
+        fsync_dir(self.journal_path.parent)
+        try:
+            if len(touched) < RENAME_LANES_FROM:
+                for path in touched:
+                    self._place(path, plan.after[path], temps)
+            else:  # a rename waits on the file system's journal: many wait at once, but
+                # every removal after every write, so a move's bytes are at their target
+                # before they leave their source, as in the one-by-one order above
+                for removing in (False, True):
+                    group = [p for p in touched if (plan.after[p] is None) == removing]
+                    jobs = [partial(self._place, p, plan.after[p], temps) for p in group]
+                    all_at_once(jobs, stop_early=True)
+        except BaseException:
+            _drop(temps.values())
+            self.restore(originals)
+            self.journal_path.unlink(missing_ok=True)
+            raise
+        folders = {(self.root / p).parent for p in touched} | made
+        settle = start(partial(all_at_once, [partial(fsync_dir, f) for f in folders]))
+        if not settle_later:
+            settle()
+        return settle
+
+    def _place(self, path: str, data: bytes | None, temps: dict[str, str]) -> None:
+        """One file of a call into place: its synced temp file renamed over it, or written in
+        order by _put (a delete, a file whose folder was missing). Threads may run it at once
+        (each pops only its own temp, and a temp not yet renamed stays in `temps`)."""
+        tmp = temps.get(path)
+        if tmp is not None:
+            os.replace(tmp, self.root / path)
+            del temps[path]
+        else:
+            self._put(path, data)
+        _fault_point(path)
+
+    def _mode_for(self, path: str) -> int:
+        """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
+        try:
+            return stat.S_IMODE(os.stat(os.path.join(self.root, path)).st_mode)
+        except FileNotFoundError:
+            return 0o666 & ~_umask()
+
+    def _put(self, path: str, data: bytes | None) -> None:
+        full = self.root / path
+        if data is None:
+            full.unlink(missing_ok=True)  # the bytes live on at the move/trash target written first
+        else:
+            full.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(full, data, sync_dir=False, mode=self._mode_for(path))
+
+    def restore(self, originals: dict[str, bytes | None]) -> None:
+        for path, data in originals.items():
+            self._put(path, data)
+
+    def read_journal(self) -> dict[str, bytes | None]:
+        data = json.loads(self.journal_path.read_bytes())
+        return {p: None if b is None else base64.b64decode(b) for p, b in data["originals"].items()}
+
+    def repair(self) -> tuple[bool, list[str]]:
+        """Before a run reads anything: finish or undo a call a kill interrupted, and remove the
+        temp files and stale git locks a kill left, so no run ever trusts half-written bytes."""
+        with self._lock():
+            stray = [p for p in _stray_temp_files(self.root)]
+            for path in stray:
+                (self.root / path).unlink(missing_ok=True)
+            if self.versioned and self.git.busy() is not None:
+                return False, stray  # the user's merge or rebase is theirs: touch nothing
+            stray += _clear_stale_ref_locks(self.root)
+            if self.versioned:
+                lock = self.git.git_dir / "index.lock"
+                if lock.exists() and clear_stale_index_lock(self.root, lock, _dead_owner(self)):
+                    stray.append(".git/index.lock")
+            undone = self.recover()
+        return undone, stray
+
+    def recover(self) -> bool:
+        """Finish a call a crash interrupted: undo its files unless its version was committed,
+        keep (and version as the user's) any file edited since the crash, and bring the user's
+        index in line with HEAD for the call's files. True when something was undone."""
+        if not self.journal_path.exists():
+            return False
+        try:
+            data = json.loads(self.journal_path.read_bytes())
+            originals = self.read_journal()
+        except (OSError, ValueError, KeyError):
+            self.journal_path.unlink(missing_ok=True)  # torn before any file was touched
+            return False
+        if self.versioned and self.git.busy() is not None:
+            return False  # left for after the user's merge or rebase
+        base = data.get("base", data.get("head"))
+        committed = False
+        if self.versioned and self.git.head() not in (None, data.get("head")):
+            committed = self.git.committed_call(data["call_id"], data.get("head"))
+        after: dict[str, str | None] = data.get("after", {})
+        undone, edited = False, []
+        for path, original in originals.items():
+            disk = self.read_bytes(path)
+            if path in after and _sha_or_none(disk) != after[path]:
+                if disk != original:
+                    edited.append(path)  # changed since the crash: never overwritten
+            elif not committed and disk != original:
+                self._put(path, original)
+                undone = True
+        _drop(str(t) for t in _call_temps(self.root, originals))  # files it had not renamed yet
+        if self.versioned:
+            with self.git.index_locked():
+                head = self.git.head()
+                if edited and head is not None:
+                    head = self.git.commit_paths(
+                        edited,
+                        actor="user",
+                        message="snapshot of edits made after an interrupted write",
+                        trailers={TRAILER_ACTOR: "user"},
+                        parent=head,
+                    )
+                if head is not None and head != base:  # HEAD moved: the index must follow
+                    self.git.sync_index(head, list(originals))
+        self.journal_path.unlink(missing_ok=True)
+        return undone
+
+    def _snapshot_dirty(self, plan: Plan, actor: str, head: str | None) -> str | None:
+        """Commit the user's uncommitted edits to files this call replaces, so none is lost."""
+        if head is None:
+            return None
+        touched = set(plan.touched)  # a property that compares every file: once, not per file
+        existing = [p for p, b in plan.before.items() if b is not None and p in touched]
+        head_ids = self.git.blob_ids(head, existing)
+        dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
+        if not dirty:
+            return None
+        guard_snapshot(
+            {p: plan.before[p] or b"" for p in dirty}, self.ws.settings.store.max_snapshot_bytes
+        )
+        return self.git.commit_paths(
+            dirty,
+            actor="user",
+            message=f"snapshot of uncommitted edits before a {actor} write",
+            trailers={TRAILER_ACTOR: "user"},
+            parent=head,
+        )
+
+
+class Applied:
+    """A call whose files are in place, waiting for its version."""
+
+    def __init__(
+        self,
+        applier: Applier,
+        plan: Plan,
+        touched: list[str],
+        call_id: str,
+        sha256: dict[str, str | None],  # each touched file's new hash; None: gone
+        head: str | None,
+        snapshot: str | None,
+        settle: Callable[[], None],
+        held: contextlib.ExitStack,
+    ) -> None:
+        self.applier, self.git = applier, applier.git
+        self.plan, self.touched, self.call_id, self.sha256 = plan, touched, call_id, sha256
+        self.head, self.snapshot, self.settle, self.held = head, snapshot, settle, held
+
+    def commit(self, actor: str, message: str, run_id: str | None) -> str | None:
+        """The version (None when the workspace is not versioned), then the user's index,
+        and git's index lock released. A failure puts back every file the call had written."""
+        with self.held:
+            return self._commit(actor, message, run_id)
+
+    def _commit(self, actor: str, message: str, run_id: str | None) -> str | None:
+        if not self.applier.versioned:
+            self.applier.journal_path.unlink(missing_ok=True)
+            return None
+        touched, call_id = self.touched, self.call_id
+        head, snapshot, settle = self.head, self.snapshot, self.settle
+        try:
+            trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
+            version = self.git.commit_paths(
+                touched,
+                actor=actor,
+                message=message,
+                trailers=trailers,
+                parent=head,
+                before_ref=settle,  # the renames are on disk before HEAD names the version
+                fault=_fault_point,
+            )
+            settle()
+        except BaseException:
+            settle()
+            self.applier.restore(self.applier.read_journal())
+            if snapshot is not None:  # the user's snapshot did land: the index follows it
+                with contextlib.suppress(Exception):  # never hide why the commit failed
+                    self.git.sync_index(snapshot, touched)
+            self.applier.journal_path.unlink(missing_ok=True)
+            raise
+        _fault_point(INDEX_SYNC)
+        self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        self.applier.journal_path.unlink(missing_ok=True)
+        return version
+
+
+_TEMP_NAME = re.compile(
+    r"^\..+\.[a-z0-9_]{8}\.tmp$"  # atomic_write's mkstemp names
+    r"|^index-[0-9a-f]{32}(\.lock)?$"  # the private git index of a killed commit
+)
+
+
+def _call_temps(root: Path, paths: Iterable[str]) -> list[Path]:
+    """The synced temp files a killed call left next to its own files (see `_apply`)."""
+    by_folder: dict[Path, set[str]] = {}
+    for path in paths:
+        full = root / path
+        by_folder.setdefault(full.parent, set()).add(f".{full.name[:200]}.")
+    found = []
+    for folder, prefixes in by_folder.items():
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".tmp") and name[:-12] in prefixes and _TEMP_NAME.match(name):
+                found.append(folder / name)
+    return found
+
+
+def _stray_temp_files(root: Path) -> list[str]:
+    return [
+        rel
+        for rel, entry in walk(root, NOT_GIT)
+        if _TEMP_NAME.match(entry.name) and not entry.is_dir()
+    ]
+
+
+def _head_locked(git_dir: Path) -> bool:
+    """The locks a commit's `update-ref HEAD` needs; two stats, cheap enough for every write."""
+    head = git_dir / "HEAD"
+    try:
+        ref = head.read_text("utf-8").removeprefix("ref: ").strip()
+    except OSError:
+        return False
+    return (git_dir / "HEAD.lock").exists() or (git_dir / f"{ref}.lock").exists()
+
+
+def _clear_stale_ref_locks(root: Path, wait: float = 2.0) -> list[str]:
+    """A kill during `git update-ref` leaves `HEAD.lock`/`refs/**.lock`, and git then refuses
+    every commit. A ref update lasts milliseconds, so a lock still there after `wait` seconds
+    (while we hold the store's write lock) is stale."""
+    import time
+
+    git_dir = root / ".git"
+    if not git_dir.is_dir():
+        return []
+    locks = [p for p in (git_dir / "HEAD.lock", *git_dir.glob("refs/**/*.lock")) if p.is_file()]
+    deadline = time.monotonic() + wait
+    while locks and time.monotonic() < deadline:
+        time.sleep(0.1)
+        locks = [p for p in locks if p.is_file()]
+    for lock in locks:
+        lock.unlink(missing_ok=True)
+    return [p.relative_to(root).as_posix() for p in locks]
+
+
+def _dead_owner(store: Applier) -> int | None:
+    """The pid a killed crustacean left in the index lock's owner file, if any."""
+    try:
+        return int((store.ws.state_dir / LOCK_OWNER).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _sha_or_none(data: bytes | None) -> str | None:
+    return None if data is None else sha256_hex(data)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where /proc allows (threads may write)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _git_blob_id(data: bytes) -> str:
+    return blob_id(data, "0" * 40)
+
+
+def _make_folders(folders: set[Path]) -> tuple[set[Path], set[Path]]:
+    """Make each missing folder (with its parents): the folders that are there now, and the
+    folders that gained an entry (a new subfolder), whose fsync makes that entry durable."""
+    ready, made = set(), set()
+    for folder in folders:
+        missing = []
+        up = folder
+        while not up.is_dir():
+            missing.append(up)
+            if up.parent == up:
+                break
+            up = up.parent
+        if missing:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError:  # a file where a folder should be: _put says so in order
+                continue
+            made |= {m.parent for m in missing}
+        ready.add(folder)
+    return ready, made
+
+
+def _sync_batch(temps: list[str], batch: FilesystemSync) -> None:
+    """The temp files of a call onto the disk: one syncfs per filesystem, or, when that fails
+    (it cannot say which file's data was lost), an fsync of each file, raising its error."""
+    if not batch.sync():
+        all_at_once([partial(fsync_file, t) for t in temps])
+
+
+def _drop(temps: Iterable[str]) -> None:
+    for tmp in list(temps):
+        Path(tmp).unlink(missing_ok=True)
+
+
+class _TimedLock(FileLock):
+    """The store's write lock: writers queue briefly, then fail with a clear error."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path), timeout=WRITE_LOCK_SECONDS)
+
+    def acquire(self, *args: Any, **kwargs: Any) -> AcquireReturnProxy[Self]:
+        try:
+            return super().acquire(*args, **kwargs)
+        except LockTimeout:
+            raise LockedError(
+                "another crustacean writer held the workspace for over a minute; try again."
+            ) from None
+
+
+_FAULT_HOOK: Callable[[str], None] | None = None
+
+
+def _fault_point(path: str) -> None:
+    """Tests set `_FAULT_HOOK` to fail between two files of one call."""
+    if _FAULT_HOOK is not None:
+        _FAULT_HOOK(path)
