@@ -355,7 +355,7 @@ def test_a_request_names_the_zone_and_its_max_tokens_follow_its_chunk(ws: Worksp
     big = replace(small, text="x" * 60_000)
     assert build_request(ws, small).max_tokens == MIN_OUTPUT
     assert build_request(ws, big).max_tokens == 9_000
-    assert "Times are in the workspace's zone, UTC (UTC+00:00)." in build_request(ws, small).prompt
+    assert "in the workspace's zone, UTC (UTC+00:00)." in build_request(ws, small).prompt
 
 
 def test_bind_items_refuses_to_guess_across_sessions_or_to_keep_a_credential() -> None:

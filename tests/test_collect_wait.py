@@ -130,5 +130,29 @@ def test_max_wait_hours_zero_never_waits(
     assert scheduled(eager, env, NOW).record.status == "ok"
 
 
-def test_worth_a_call_is_five_times_the_fixed_prefix(ws: Workspace) -> None:
-    assert worth_a_call(ws) == 5 * prefix_chars(ws) and prefix_chars(ws) > 4_000
+def test_worth_a_call_is_six_times_the_fixed_prefix(ws: Workspace) -> None:
+    assert worth_a_call(ws) == 6 * prefix_chars(ws) and prefix_chars(ws) > 4_000
+
+
+def test_a_scheduled_run_sends_its_full_chunks_and_lets_a_small_tail_wait(
+    live: tuple[Workspace, dict[str, str]], fake_api: FakeAnthropic
+) -> None:
+    ws, env = live
+    folder = ws.root.parent / "openclaw/agents/main/sessions"
+    (folder / "old.jsonl").unlink()
+    start = NOW - H
+    head = {"type": "session", "version": 3, "id": "long", "timestamp": stamp(start)}
+    lines = [json.dumps(head)]
+    for i in range(24):  # about 70,000 characters: a full chunk and a small tail
+        text = f"note-{i} " + "the garden budget and the lease " * 90
+        moment = start + timedelta(seconds=i)
+        record = {"type": "message", "id": f"l{i}", "timestamp": stamp(moment)}
+        message = {"role": "user", "content": [{"type": "text", "text": text}]}
+        lines.append(json.dumps(record | {"message": message}))
+    (folder / "long.jsonl").write_text("\n".join(lines) + "\n")
+    fake_api.enqueue(noted, noted)
+    first = scheduled(ws, env, NOW)
+    assert first.record.status == "ok" and first.chunks_sent == 1 and len(fake_api.messages()) == 1
+    assert first.left_for_next_run > 0 and first.waiting
+    rest = collect(ws, env=env, clock=lambda: NOW)  # manual: the tail goes now
+    assert rest.new_messages == first.left_for_next_run and len(fake_api.messages()) == 2

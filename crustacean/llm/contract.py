@@ -78,18 +78,15 @@ CONTRACTS: dict[str, Contract] = {
             (),
             True,
             before=(
-                "reads each transcript's new lines since its cursor, keeps every message once "
-                "(copies in other files and already-collected messages are dropped), drops "
-                "filtered noise, and redacts anything that looks like a credential",
-                "gives every message a reference (`m12`) and its local time, and packs them "
-                "into chunks under the run's budget, each headed by its session; a later chunk "
-                "of a run is shown what the earlier ones noted for its days",
+                "reads each transcript's new lines since its cursor, keeps each message once, "
+                "drops noise and redacts credentials",
+                "numbers the messages (`m12`) and packs them into chunks under the run's budget; "
+                "a later chunk of a run is shown what the earlier ones noted for its days",
             ),
             after=(
-                "files each item under the day and time of the first message its `refs` cite "
-                "(when it was said), with that message's session and provenance, adds the "
-                "event's day (`when`) to its text and its `date_doubt` and `conflicts` as "
-                "markers, and appends it to that day's log, grouped by conversation, in one "
+                "files each item under the day and time of the first message its `refs` cite, "
+                "with its session and provenance, adds the event's day (`when`) to its text and "
+                "`date_doubt` and `conflicts` as markers, and appends it to that day's log in one "
                 "version (you never write a file)",
                 "merges items the day's log already holds, then advances each cursor only past "
                 "the messages that were sent",

@@ -261,12 +261,12 @@ class Collect(Stage[None, CollectResult]):
         for f in intake.files:
             for line, why in f.result.set_aside:
                 rec.set_aside("line", f"{f.path}:{line}: {why}")
-        waits = self._waits(ws, intake, now)
-        if waits is not None:
+        chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
+        chunks, waits = self._held(ws, chunks, now)
+        if waits is not None and not chunks:
             result.waiting = waits
             status = "ok" if fetched is not None and fetched.append.appended else "skipped"
             return Finish(result, status, f"{_summary(result)}; {waits}", diff=False)
-        chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
         result.chunks = len(chunks)
         if not chunks:
             if not dry_run:
@@ -286,6 +286,7 @@ class Collect(Stage[None, CollectResult]):
         asked = _ask(ws, session, rec, chunks, self.progress)
         result.chunks_sent = asked.sent
         result.near_output_budget = asked.near_budget
+        result.waiting = waits
         result.unbound = asked.unbound
         result.bogus_refs, result.set_aside = asked.bogus_refs, asked.set_aside
         result.rejected = dict(Counter(result.rejected) + asked.rejected)
@@ -313,13 +314,24 @@ class Collect(Stage[None, CollectResult]):
             finish_batch(db, run.id, cursors, sent_ids, now)
         return Finish(result, asked.status, _summary(result), asked.error)
 
-    def _waits(self, ws: Workspace, intake: Intake, now: datetime) -> str | None:
-        """Why a scheduled run lets its few new messages wait (None: send them now)."""
-        if self.hold is None or self.since is not None or not intake.messages:
-            return None
-        chars = sum(len(m.text) for m in intake.messages)
-        oldest = min(m.timestamp for m in intake.messages)
-        return self.hold(now, chars, oldest, worth_a_call(ws))
+    def _held(
+        self, ws: Workspace, chunks: list[Chunk], now: datetime
+    ) -> tuple[list[Chunk], str | None]:
+        """The chunks a scheduled run sends now, and why the rest waits: a last chunk too
+        small to be worth its own call waits for more text (its cursor does not move past
+        it), unless it waited long enough already."""
+        if self.hold is None or self.since is not None:
+            return chunks, None
+        worth, waits = worth_a_call(ws), None
+        while chunks:
+            tail = list(chunks[-1].refs.values())
+            chars = sum(len(m.text) for m in tail)
+            why = self.hold(now, chars, min(m.timestamp for m in tail), worth)
+            if why is None:
+                break
+            waits = why
+            chunks = chunks[:-1]
+        return chunks, waits
 
 
 def collect(

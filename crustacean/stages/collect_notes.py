@@ -32,11 +32,11 @@ STAGE = "collect"
 LOOKBACK = timedelta(days=2)  # upstream: read the last ~2 days; the cursor saves re-reading
 UNTAGGED = {"fact"}
 CHUNK_CHARS = 60_000  # fewer, larger requests: the fixed prefix is paid once per chunk
-EARLIER_CHARS = 12_000  # the items earlier chunks of the run gave for the chunk's days
+EARLIER_CHARS = 6_000  # the items earlier chunks of the run gave for the chunk's days
 OUTPUT_PER_TOKEN = 0.6  # output budget per token of chunk text: room for one item per fact
 MIN_OUTPUT, MAX_OUTPUT = 4096, 32_000
 NEAR_BUDGET = 0.8  # an answer using this share of its max_tokens is logged in the run record
-WORTH_A_CALL = 5  # a scheduled run waits until the new text is this many times the prefix
+WORTH_A_CALL = 6  # a scheduled run waits until the new text is this many times the prefix
 PLAUSIBLE_BEFORE = timedelta(days=2 * 366)  # a `when` this long before the first message is absurd
 PLAUSIBLE_AFTER = timedelta(days=20 * 366)  # ... or this long after its message
 ID_RETENTION = timedelta(days=400)  # ids of collected messages: a --since backfill skips them
@@ -377,12 +377,10 @@ def build_request(ws: Workspace, chunk: Chunk, earlier: str = "") -> StageReques
         else ""
     )
     prompt = (
-        "New conversation text since the last run follows. Each message is one line: its "
-        "reference, its local time, who spoke, the text (`m12 09:01 user: …`), under a "
-        f"`-- YYYY-MM-DD Mon` line for its day. Times are in the workspace's zone, "
-        f"{zone_line(ws.tz, first)}. Record every concrete fact worth remembering with one call "
-        "to record_notes, one fact per item, each with the references of the messages it "
-        "comes from.\n\n"
+        "New conversation text since the last run follows, one message a line "
+        f"(`m12 09:01 user: …`), in the workspace's zone, {zone_line(ws.tz, first)}. Record "
+        "every concrete fact worth remembering with one call to record_notes, one fact per "
+        "item, each citing its messages.\n\n"
         f"<transcripts>\n{chunk.text}\n</transcripts>{noted}"
     )
     model = model_for(ws, STAGE)[0]
