@@ -176,6 +176,7 @@ def header(outcomes: list[Outcome], quick: bool, subset: str) -> list[str]:
 KEPT = (  # sections a rerun must not drop: written by hand, not by this run
     "## Before",  # the budgets of an earlier checkout, to compare with
     "## Reliability",  # figures from the kill -9 suite (pytest), not from these benches
+    "## Collect cost",  # before and after of collect's cost work (issue 34), kept by hand
 )
 
 

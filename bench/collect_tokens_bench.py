@@ -1,7 +1,22 @@
-"""Benchmark what collect sends for what is new: tokens on an OpenClaw folder full of copies, and
-the batch path's cost against the direct path for the same backfill.
+"""Benchmark what collect sends for what is new: a 2-hourly increment, a backlog with copies, the
+batch path's cost, and the month's cost of a fixed synthetic agent.
 
-Run: `.venv/bin/python bench/collect_tokens_bench.py [--sessions 12] [--messages 150]`. The folder
+Run: `.venv/bin/python bench/collect_tokens_bench.py [--sessions 12] [--messages 150]`.
+
+- **2-hourly increment** (the fixed synthetic agent): 20 OpenClaw sessions a day (08:00 to 20:40,
+  one every 40 minutes, 20 messages a minute apart: user lines of ~150 characters, assistant
+  lines of ~450), over 3 days; the files grow as the messages happen and `tick` runs every 2
+  hours (curate, compile and calibrate disabled), through the end of day 3 plus 14 hours so
+  everything is collected. Input tokens per new transcript token are every request's system text,
+  tools and prompt (characters / 4) over the distinct messages' text (/ 4). Target ≤ 1.3.
+- **Month's cost** at list prices (`[prices]`): collect's USD from its run records over the 3 days,
+  × 10; curate's share is the items collect appended a month × curate's USD per routed entry, with
+  curate's tokens per routed entry measured as it is by `bench/curate_bench.py`'s "handed
+  destinations" request (its uncached tokens billed as cache writes, the rest as cache reads,
+  plus 80 output tokens per entry). The scripted model notes one item per 8 messages.
+  Target < $3 (compile's and calibrate's weekly and monthly runs are not in it).
+
+The backlog folder
 is shaped like a real `agents/<id>/sessions/` one: SESSIONS live files of MESSAGES messages each
 (about 400 characters, over the last day), and beside each a `.jsonl.reset.<ts>` copy of its
 first half and three `.checkpoint.<uuid>.jsonl` copies of growing prefixes, so most messages sit
@@ -38,7 +53,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the 
 from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import count, data_size, isolate, row
-from crustacean.config import load_config
+from crustacean.config import PricesConfig, load_config
 from crustacean.ops.init import init_workspace
 from crustacean.stages.collect import collect
 from crustacean.workspace import Workspace
@@ -103,6 +118,126 @@ def build(folder: Path, sessions: int, messages: int, copies: bool) -> int:
     return chars
 
 
+# ------------------------------------------------------------ the synthetic agent
+
+AGENT_START = datetime(2026, 12, 7, 0, 0, tzinfo=UTC)  # a Monday
+AGENT_DAYS = 3
+SESSIONS_A_DAY, TURNS = 20, 20
+ITEM_EVERY = 8  # the scripted model notes one item per this many messages
+
+
+def agent_lines() -> dict[str, list[tuple[datetime, str]]]:
+    """Every session's (time, JSONL line), sessions over the waking hours of AGENT_DAYS days."""
+    rng = random.Random(5)
+    out: dict[str, list[tuple[datetime, str]]] = {}
+    for day in range(AGENT_DAYS):
+        for s in range(SESSIONS_A_DAY):
+            start = AGENT_START + timedelta(days=day, hours=8, minutes=40 * s)
+            lines = []
+            for i in range(TURNS):
+                words = 25 if i % 2 == 0 else 75
+                text = f"d{day}s{s}m{i} " + " ".join(rng.choice(WORDS) for _ in range(words))
+                moment = start + timedelta(minutes=i)
+                record = {
+                    "type": "message",
+                    "id": f"e{i}",
+                    "parentId": None,
+                    "timestamp": stamp(moment),
+                    "message": {"role": "user" if i % 2 == 0 else "assistant", "content": text},
+                }
+                lines.append((moment, json.dumps(record) + "\n"))
+            out[f"day{day}-s{s:02d}"] = lines
+    return out
+
+
+def agent_text_chars(sessions: dict[str, list[tuple[datetime, str]]]) -> int:
+    return sum(
+        len(json.loads(line)["message"]["content"]) for s in sessions.values() for _, line in s
+    )
+
+
+def grow(folder: Path, sessions: dict[str, list[tuple[datetime, str]]], now: datetime) -> None:
+    """Each session's file as it stands at `now` (lines only ever appended)."""
+    for name, lines in sessions.items():
+        due = [line for moment, line in lines if moment <= now]
+        if not due:
+            continue
+        path = folder / f"{name}.jsonl"
+        head = {"type": "session", "version": 3, "id": name, "timestamp": stamp(lines[0][0])}
+        text = json.dumps(head) + "\n" + "".join(due)
+        if not path.exists() or path.stat().st_size != len(text.encode()):
+            path.write_text(text)
+            os.utime(path, (now.timestamp(), now.timestamp()))  # as if written at `now`
+
+
+def increment_run(fake: FakeAnthropic, tmp: Path) -> dict[str, float]:
+    """`tick` every 2 hours over the synthetic agent's days; what collect sent and cost."""
+    from crustacean.ops.tick import tick
+    from crustacean.runs import list_runs
+
+    root, folder = tmp / "agent" / "ws", tmp / "agent" / "openclaw" / "agents/main/sessions"
+    folder.mkdir(parents=True)
+    sessions = agent_lines()
+    init_workspace(root, detect=False)
+    toml = root / "crustacean.toml"
+    toml.write_text(
+        toml.read_text() + f'\n[[sources]]\nkind = "openclaw"\npath = "{folder.parents[2]}"\n'
+    )
+    env = {"ANTHROPIC_API_KEY": "bench-key", "ANTHROPIC_BASE_URL": fake.url}
+    off = [f"stages.{s}.enabled=false" for s in ("curate", "compile", "calibrate")]
+    ws = Workspace(root, load_config(root, env=env, overrides=["workspace.timezone=UTC", *off]))
+    before = len(fake.requests)
+    moment, end = AGENT_START, AGENT_START + timedelta(days=AGENT_DAYS, hours=14)
+    ticks = 0
+    while moment <= end:
+        grow(folder, sessions, moment)
+        fake.enqueue(*[dense_reply] * 50)
+        tick(ws, env=env, clock=lambda at=moment: at)
+        with fake._lock:
+            fake._queue.clear()
+        moment += timedelta(hours=2)
+        ticks += 1
+    bodies = [r.body for r in fake.requests[before:] if r.path == "/v1/messages"]
+    runs = [r for r in list_runs(ws, limit=10_000, stage="collect") if not r.dry_run]
+    appended = sum(
+        int(line.startswith("- "))
+        for p in (root / "memory").glob("2026-*.md")
+        for line in p.read_text().splitlines()
+    )
+    return {
+        "sent_chars": sum(sent_chars(b) for b in bodies),
+        "new_chars": agent_text_chars(sessions),
+        "requests": len(bodies),
+        "ticks": ticks,
+        "calls_runs": sum(1 for r in runs if r.turns),
+        "usd": sum(r.cost_usd for r in runs),
+        "items": appended,
+    }
+
+
+def dense_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """One item per ITEM_EVERY messages, citing them; billed the request's real size."""
+    refs = re.findall(r"^\[?(m\d+)\b.*?(?:user|assistant): (\S+)", prompt_text(body), re.M)
+    items = [
+        {"category": "fact", "text": f"The garden budget came up ({tag}).", "refs": [ref]}
+        for ref, tag in refs[::ITEM_EVERY]
+    ]
+    usage = {"input_tokens": sent_chars(body) // 4, "output_tokens": 40 * len(items)}
+    return tool_use(("record_notes", {"items": items}), usage=usage)
+
+
+def curate_usd_per_entry(tmp: Path) -> tuple[float, float]:
+    """Curate's (input tokens, USD) per routed entry, as curate is (its own bench's request)."""
+    from bench.curate_bench import measure
+
+    got = measure(tmp, 10, 2, "handed destinations")
+    price = PricesConfig().mid  # list prices of the mid tier
+    uncached = got["uncached_per_entry"]
+    cached = got["per_entry"] - uncached
+    usd = (uncached * price.cache_write + cached * price.cache_read + 80 * price.output) / 1e6
+    return got["per_entry"], usd
+
+
 def prompt_text(body: dict[str, Any]) -> str:
     content = body["messages"][0]["content"]
     return content if isinstance(content, str) else content[0]["text"]
@@ -110,7 +245,7 @@ def prompt_text(body: dict[str, Any]) -> str:
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
     """One item per ten messages, citing them; billed the request's real size."""
-    refs = re.findall(r"^\[(m\d+) ", prompt_text(body), re.M)
+    refs = re.findall(r"^\[?(m\d+)\b", prompt_text(body), re.M)
     items = [{"category": "fact", "text": f"Item from {ref}.", "refs": [ref]} for ref in refs[::10]]
     usage = {"input_tokens": sent_chars(body) // 4, "output_tokens": 40 * len(items)}
     return tool_use(("record_notes", {"items": items}), usage=usage)
@@ -181,7 +316,14 @@ def main() -> None:
             _, batch_usd, batch_requests = collect_all(fake, batch_root, batch=True)
             with sqlite3.connect(batch_root / ".crustacean/state.db") as db:
                 left = db.execute("SELECT count(*) FROM collect_sent_batches").fetchone()[0]
+            agent = increment_run(fake, tmp)
+        curate_tokens, curate_entry_usd = curate_usd_per_entry(tmp / "curate")
     ratio, bare_ratio = sent / new_chars, bare_sent / bare_chars
+    inc_ratio = agent["sent_chars"] / agent["new_chars"]
+    month_collect = agent["usd"] / AGENT_DAYS * 30
+    month_items = agent["items"] / AGENT_DAYS * 30
+    month_curate = month_items * curate_entry_usd
+    month = month_collect + month_curate
     size = (
         f"{count(args.sessions, 'session')} × {count(args.messages, 'message')} "
         f"({new_chars / 4:,.0f} new transcript tokens), each message in {spread:.1f} files"
@@ -203,7 +345,40 @@ def main() -> None:
         unit="USD",
         note=f"{count(batch_requests, 'batch request')}; {left} batch(es) left open",
     )
-    print(f"Data: {size}.\n")
+    agent_size = (
+        f"synthetic agent: {SESSIONS_A_DAY} sessions × {TURNS} messages a day over {AGENT_DAYS} "
+        f"days ({agent['new_chars'] / 4:,.0f} transcript tokens), tick every 2 h"
+    )
+    data_size(agent_size)
+    row(
+        "collect: input tokens per new transcript token, 2-hourly increments",
+        inc_ratio,
+        unit="tokens/token",
+        note=f"{agent['requests']:.0f} requests in {agent['ticks']:.0f} ticks; target ≤ 1.3",
+    )
+    row(
+        "month at list prices, synthetic agent: collect + curate's share",
+        month,
+        unit="USD",
+        note=f"collect ${month_collect:.2f}, curate ${month_curate:.2f}; target < $3",
+    )
+    print(f"Data: {agent_size}; backlog: {size}.\n")
+    print("| figure | value | target |")
+    print("|---|---|---|")
+    print(
+        f"| input tokens per new transcript token, 2-hourly increments | {inc_ratio:.3f} | ≤ 1.3 |"
+    )
+    print(f"| input tokens per new transcript token, backlog (copies) | {ratio:.3f} | ≤ 1.3 |")
+    print(
+        f"| collect requests for the agent's {AGENT_DAYS} days | {agent['requests']:.0f} "
+        f"({agent['ticks']:.0f} ticks) | |"
+    )
+    print(f"| collect, a month | ${month_collect:.3f} | |")
+    print(
+        f"| curate's share, a month: {month_items:,.0f} items × {curate_tokens:,.0f} input "
+        f"tokens/entry (${curate_entry_usd:.5f}) | ${month_curate:.2f} | |"
+    )
+    print(f"| month, collect + curate | ${month:.2f} | < $3 |\n")
     print("| figure | value | baseline | ratio |")
     print("|---|---|---|---|")
     print(

@@ -223,6 +223,19 @@ class ContextConfig:
 
 
 @dataclass(frozen=True)
+class CollectConfig:
+    """[collect]: how long a scheduled collect lets a small increment wait."""
+
+    max_wait_hours: float = _opt(
+        12.0,
+        "a scheduled collect (tick, cron) with less new text than is worth a call waits for "
+        "more, up to this many hours after its oldest new message (0 = never waits); a manual "
+        "`crustacean collect` always runs now",
+        "nonnegf",
+    )
+
+
+@dataclass(frozen=True)
 class CurateConfig:
     """[curate]: how many days curate reads."""
 
@@ -289,6 +302,7 @@ class Settings:
     llm: LlmConfig = field(default_factory=LlmConfig)
     prices: PricesConfig = field(default_factory=PricesConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
+    collect: CollectConfig = field(default_factory=CollectConfig)
     curate: CurateConfig = field(default_factory=CurateConfig)
     compile: CompileConfig = field(default_factory=CompileConfig)
     mcp: McpConfig = field(default_factory=McpConfig)

@@ -139,7 +139,7 @@ def cite_first_of(sessions: list[str]) -> Any:
 
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         section = prompt_of(body).split("<transcripts>")[1].split("</transcripts>")[0]
-        found = re.findall(r"^## .*? · session (\S+)\n\[(m\d+) ", section, re.MULTILINE)
+        found = re.findall(r"^## .*? · session (\S+)\n-- .*\n(m\d+) ", section, re.MULTILINE)
         firsts = {session: ref for session, ref in reversed(found)}
         return notes(*[item("fact", f"Fact from {s}.", firsts[s]) for s in sessions if s in firsts])
 
@@ -227,7 +227,7 @@ def test_items_go_to_the_day_they_happened_and_duplicates_drop(setup: dict[str, 
     assert result.duplicates == 1
 
 
-def test_bad_items_are_rejected_with_reasons_and_times_come_from_the_messages(
+def test_bad_items_are_rejected_with_reasons_and_event_dates_are_data(
     setup: dict[str, Any],
 ) -> None:
     s, fake = setup, setup["fake"]
@@ -236,19 +236,25 @@ def test_bad_items_are_rejected_with_reasons_and_times_come_from_the_messages(
             item("gossip", "bad category", "m1"),
             {"category": "fact", "refs": ["m1"]},
             "not even a dict",
-            item("fact", "From the future.", "m1", when="2031-01-01 00:00"),
+            item("plan", "Move to Porto.", "m1", when="2031-01-01 00:00"),
+            item("fact", "Went to the support group.", "m2", when="2026-11-29"),
             item("fact", "From the past.", "m2", when="1999-01-01 00:00"),
             item("fact", "Garbled time.", "m3", when="yesterday-ish"),
-        )
+        ),
+        notes(item("fact", "Garbled time.", "m3")),  # the correction: when left out
     )
     result = run(s)
     assert result.rejected == {"unknown category": 1, "no text": 1, "not an object": 1}
     assert result.appended == 3 and result.record.status == "ok"
     assert "3 rejected (1 no text, 1 not an object, 1 unknown category)" in result.record.summary
+    refusal = json.dumps(fake.messages()[1].body)
+    assert "years before this workspace's first message" in refusal
+    assert "its when 'yesterday-ish' is not a date" in refusal
     log = (s["ws"].root / "memory/2026-11-30.md").read_text()
-    assert "From the future." in log and "Garbled time." in log and "From the past." in log
+    assert "- [plan] Move to Porto. (on 2031-01-01)" in log and "Garbled time." in log
+    assert "- Went to the support group. (on 2026-11-29)" in log and "From the past." not in log
     names = "".join(p.name for p in (s["ws"].root / "memory").iterdir())
-    assert "2031" not in names and "1999" not in names
+    assert "2031" not in names and "1999" not in names and "2026-11-29" not in names
 
 
 def test_zero_items_still_moves_the_cursor(setup: dict[str, Any]) -> None:

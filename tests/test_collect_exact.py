@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -21,10 +22,18 @@ from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
 from crustacean.sources import Message
 from crustacean.stages.collect import CollectResult, Progress, collect
 from crustacean.stages.collect_notes import (
+    MAX_OUTPUT,
+    MIN_OUTPUT,
+    Chunk,
+    Item,
     bind_items,
     build_chunks,
+    build_request,
+    bullet,
     clean_text,
+    event_day,
     normalize,
+    output_budget,
     parse_when,
 )
 from crustacean.workspace import Workspace
@@ -93,7 +102,7 @@ def echo(body: dict[str, Any]) -> dict[str, Any]:
     """A model that notes every `note-N` it is shown, citing the message it is in (no session
     label, no time), and bills the tokens it was really sent."""
     first: dict[str, str] = {}
-    for ref, word in re.findall(r"^\[(m\d+) [^\]]*\].*?(note-\d+)", section(body), re.M):
+    for ref, word in re.findall(r"^(m\d+) \d\d:\d\d .*?(note-\d+)", section(body), re.M):
         first.setdefault(word, ref)
     items = [{"category": "fact", "text": f"Noted {w}.", "refs": [r]} for w, r in first.items()]
     return notes(*items, body=body)
@@ -133,8 +142,8 @@ def test_two_sessions_in_one_run_with_a_model_that_gives_no_session_label(
     assert "Noted note-1." in alpha.split("### ")[0] and "Noted note-2." in beta.split("### ")[0]
     assert f"source={coach}" in log and "### [09:00]" in log and "### [09:30]" in log
     body = fake_api.messages()[0].body
-    assert "## openclaw:main · session alpha\n[m1 2026-11-30 09:00] user:" in section(body)
-    assert "## openclaw:coach · session beta\n[m2 2026-11-30 09:30] user:" in section(body)
+    assert "## openclaw:main · session alpha\n-- 2026-11-30 Mon\nm1 09:00 user:" in section(body)
+    assert "## openclaw:coach · session beta\n-- 2026-11-30 Mon\nm2 09:30 user:" in section(body)
     assert run(live(ws, env), env).record.status == "skipped"
 
 
@@ -221,19 +230,13 @@ REFS = {"m1": msg(1, "a", 0), "m2": msg(2, "a", 5), "m3": msg(3, "b", 30)}
         ({"category": "fact", "text": "t", "refs": ["m3"]}, "b", "09:30", None),
         ({"category": "fact", "text": "t", "refs": "[m2]"}, "a", "09:05", None),
         ({"category": "fact", "text": "t", "refs": ["M2", "m1"]}, "a", "09:00", None),
-        (
+        (  # a `when` on the message's own day: filed as said, no event day
             {"category": "fact", "text": "t", "refs": ["m1", "m2"], "when": "2026-11-30 09:03"},
-            "a",
-            "09:03",
-            None,
-        ),
-        (
-            {"category": "fact", "text": "t", "refs": ["m1"], "when": "1999-01-01 00:00"},
             "a",
             "09:00",
             None,
         ),
-        (
+        (  # an event years ahead is still an event: filed when said
             {"category": "fact", "text": "t", "refs": ["m3"], "when": "2031-01-01T00:00:00Z"},
             "b",
             "09:30",
@@ -257,6 +260,102 @@ def test_bind_items_table(
     (item,) = bound.items
     assert (item.session, item.when.strftime("%H:%M")) == (session, hhmm)
     assert item.path == f"/t/{session}.jsonl"
+
+
+SAID = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, None),
+        ("", None),
+        ("2026-11-30 18:00", None),  # the message's own day: no event day
+        ("2026-11-29", date(2026, 11, 29)),  # "yesterday": before its message, kept
+        ("2026-12-04 15:00", date(2026, 12, 4)),  # a plan: after it
+        ("2025-03-01", date(2025, 3, 1)),  # before the first message, but not by years
+        ("2031-01-01T00:00:00Z", date(2031, 1, 1)),
+        ("2023-06-01", "years before this workspace's first message (2026-01-03)"),
+        ("2099-01-01", "decades after its message (2026-11-30)"),
+        ("2026-02-30", "is not a date"),
+        ("yesterday", "is not a date"),
+    ],
+)
+def test_event_day_keeps_past_and_future_and_refuses_only_absurd_dates(
+    value: object, expected: object
+) -> None:
+    got = event_day(value, SAID, UTC, date(2026, 1, 3))
+    if isinstance(expected, str):
+        assert isinstance(got, str) and expected in got and "\n" not in got
+    else:
+        assert got == expected
+
+
+def test_a_when_before_its_message_is_kept_and_dated_and_an_absurd_one_is_bad() -> None:
+    entries = [
+        {"category": "fact", "text": "Went to the support group.", "refs": ["m1"]}
+        | {"when": "2026-11-29"},
+        {"category": "fact", "text": "Grandma was born.", "refs": ["m1"], "when": "1931-05-02"},
+    ]
+    bound = bind_items(entries, REFS, UTC, date(2026, 11, 1))
+    (kept,) = bound.items
+    assert kept.when == REFS["m1"].timestamp and kept.event == date(2026, 11, 29)
+    assert bullet(kept) == "- Went to the support group. (on 2026-11-29)"
+    (bad,) = bound.bad
+    assert bad.n == 2 and "leave when out and say the date in the text" in bad.reason
+
+
+@pytest.mark.parametrize(
+    ("fields", "line"),
+    [
+        ({}, "- [plan] 2026-12-18 — Book the room"),
+        ({"event": date(2026, 12, 18)}, "- [plan] 2026-12-18 — Book the room"),  # date in text
+        ({"event": date(2026, 12, 19)}, "- [plan] 2026-12-18 — Book the room (on 2026-12-19)"),
+        (
+            {"date_doubt": "a Friday three weeks away: 12-18 or 12-25"},
+            "- [plan] 2026-12-18 — Book the room (date uncertain: a Friday three weeks away: "
+            "12-18 or 12-25)",
+        ),
+        (
+            {"conflicts": "said the small room on 2026-11-03"},
+            "- [plan] 2026-12-18 — Book the room (conflicts with: said the small room on "
+            "2026-11-03)",
+        ),
+    ],
+)
+def test_bullet_carries_the_event_day_and_the_doubt_and_conflict_markers(
+    fields: dict[str, Any], line: str
+) -> None:
+    base = Item("plan", "2026-12-18 — Book the room", SAID, "a", "oc", "/t/a.jsonl", "")
+    assert bullet(replace(base, **fields)) == line
+
+
+def test_lesson_is_a_category_and_doubt_and_conflicts_are_read() -> None:
+    entry = {"category": "lesson", "text": "Check the zone first.", "refs": ["m1"]}
+    entry |= {"date_doubt": " 12-18  or 12-25 ", "conflicts": "said violin"}
+    (item,) = bind_items([entry], REFS, UTC).items
+    assert (item.category, item.date_doubt, item.conflicts) == (
+        "lesson",
+        "12-18 or 12-25",
+        "said violin",
+    )
+
+
+@pytest.mark.parametrize(
+    ("chars", "budget"),
+    [(0, MIN_OUTPUT), (20_000, MIN_OUTPUT), (40_000, 6_000), (60_000, 9_000), (10**6, MAX_OUTPUT)],
+)
+def test_the_output_budget_scales_with_the_chunk(chars: int, budget: int) -> None:
+    assert output_budget("x" * chars) == budget
+
+
+def test_a_request_names_the_zone_and_its_max_tokens_follow_its_chunk(ws: Workspace) -> None:
+    t = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    small = Chunk("m1 09:00 user: hi", {"m1": Message("user", "hi", t, "a", "a/1", "/a", 1, "oc")})
+    big = replace(small, text="x" * 60_000)
+    assert build_request(ws, small).max_tokens == MIN_OUTPUT
+    assert build_request(ws, big).max_tokens == 9_000
+    assert "in the workspace's zone, UTC (UTC+00:00)." in build_request(ws, small).prompt
 
 
 def test_bind_items_refuses_to_guess_across_sessions_or_to_keep_a_credential() -> None:
@@ -430,6 +529,33 @@ def big_transcript(tmp_path: Path, count: int, size: int = 2900, now: datetime =
     (sessions_dir(tmp_path) / "big.jsonl").write_text("".join(lines))
 
 
+def test_a_later_chunk_is_shown_what_the_earlier_chunks_noted_for_its_days(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    big_transcript(tmp_path, 40)  # about 116,000 characters: two chunks, one day
+    fake_api.enqueue(echo, echo)
+    result = run(live(ws, env), env)
+    assert result.record.status == "ok" and result.chunks_sent == 2
+    first, second = (m.body for m in fake_api.messages())
+    assert "<noted-earlier-this-run>" not in json.dumps(first)
+    noted = json.dumps(second).split("<noted-earlier-this-run>")[1].split("</noted-")[0]
+    assert "-- 2026-11-29" in noted and "- Noted note-0." in noted
+    assert "already-in-daily-logs" not in json.dumps(second)  # the day's log is not re-sent
+
+
+def test_an_answer_near_its_output_budget_is_said_in_the_run_record(
+    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    big_transcript(tmp_path, 2)
+    reply = tool_use(("record_notes", {"items": []}), usage={"output_tokens": 4000})
+    fake_api.enqueue(reply)
+    result = run(live(ws, env), env)
+    assert result.near_output_budget == 1 and result.to_json()["near_output_budget"] == 1
+    assert "1 answer(s) came close to their output budget" in "\n".join(result.fates())
+    log = (ws.logs_dir / f"{result.record.id}.log").read_text()
+    assert "chunk 1: the answer used 4,000 of its 4,096 output tokens (max_tokens)" in log
+
+
 def test_a_transcript_larger_than_the_run_budget_is_collected_over_two_runs(
     ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
@@ -504,8 +630,9 @@ def test_every_chunk_starts_with_its_session_header() -> None:
     assert len(chunks) >= 3
     for chunk in chunks:
         assert chunk.text.startswith("## oc · session ")
+        assert chunk.text.split("\n")[1] == "-- 2026-11-30 Mon"  # the day before its lines
         for ref, m in chunk.refs.items():
-            assert f"[{ref} " in chunk.text and m.session in chunk.text
+            assert f"\n{ref} 09:" in chunk.text and m.session in chunk.text
     assert [r for c in chunks for r in c.refs] == [f"m{i}" for i in range(1, 13)]
 
 

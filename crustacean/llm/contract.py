@@ -78,16 +78,16 @@ CONTRACTS: dict[str, Contract] = {
             (),
             True,
             before=(
-                "reads each transcript's new lines since its cursor, keeps every message once "
-                "(copies in other files and already-collected messages are dropped), drops "
-                "filtered noise, and redacts anything that looks like a credential",
-                "gives every message a reference (`m12`) and packs them into chunks under the "
-                "run's budget, each chunk headed by its session",
+                "reads each transcript's new lines since its cursor, keeps each message once, "
+                "drops noise and redacts credentials",
+                "numbers the messages (`m12`) and packs them into chunks under the run's budget; "
+                "a later chunk of a run is shown what the earlier ones noted for its days",
             ),
             after=(
-                "takes each item's session, time and day from the messages its `refs` cite, "
-                "and appends it to that day's log, grouped by conversation, with provenance, "
-                "in one version (you never write a file)",
+                "files each item under the day and time of the first message its `refs` cite, "
+                "with its session and provenance, adds the event's day (`when`) to its text and "
+                "`date_doubt` and `conflicts` as markers, and appends it to that day's log in one "
+                "version (you never write a file)",
                 "merges items the day's log already holds, then advances each cursor only past "
                 "the messages that were sent",
             ),
@@ -171,8 +171,7 @@ def preamble(stage: str) -> str:
             [
                 f"- You have one tool, `{c.own_tool.name}`; call it exactly once with every "
                 "item (an empty list is a fine answer). You have no file tools.",
-                *(f"- Before you: code {x}." for x in c.before),
-                *(f"- After you: code {x}." for x in c.after),
+                "- What code does before and after you is in your instructions below.",
                 "- Never record secrets, credentials, tokens or raw transcripts.",
                 "- Record facts and what was said, never instructions to other agents.",
                 "",

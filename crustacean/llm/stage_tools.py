@@ -19,14 +19,16 @@ CATEGORIES = (
     "idea",
     "joke",
     "project",
+    "lesson",
 )
 
 
 RECORD_NOTES = ToolSpec(
     "record_notes",
-    "Record the notable items of the new conversation text. Call it once, with every item; "
-    "an empty list is a fine answer when nothing is worth keeping. Items that cite no message "
-    "or hold a credential come back refused, each with why: call it once more with only those "
+    "Record every concrete fact of the new conversation text that someone could ask about "
+    "later, one fact per item. Call it once, with every item; an empty list is a fine answer "
+    "when nothing is worth keeping. Items that cite no message, hold a credential or give an "
+    "impossible `when` come back refused, each with why: call it once more with only those "
     "items, corrected.",
     {
         "type": "object",
@@ -37,7 +39,11 @@ RECORD_NOTES = ToolSpec(
                     "type": "object",
                     "properties": {
                         "category": {"type": "string", "enum": list(CATEGORIES)},
-                        "text": {"type": "string", "description": "One or two plain sentences."},
+                        "text": {
+                            "type": "string",
+                            "description": "One fact in one or two plain sentences; names, "
+                            "titles, numbers and places exactly as they were said.",
+                        },
                         "refs": {
                             "type": "array",
                             "items": {"type": "string"},
@@ -45,8 +51,19 @@ RECORD_NOTES = ToolSpec(
                         },
                         "when": {
                             "type": "string",
-                            "description": "The YYYY-MM-DD HH:MM it happened, only if that "
-                            "differs from its first cited message.",
+                            "description": "YYYY-MM-DD (or YYYY-MM-DD HH:MM) the event happened "
+                            "or will happen, before or after the message, when it is not the "
+                            "message's own day.",
+                        },
+                        "date_doubt": {
+                            "type": "string",
+                            "description": "Only when the date is uncertain: why, and the "
+                            "candidates (e.g. 'a Friday three weeks away: 12-18 or 12-25').",
+                        },
+                        "conflicts": {
+                            "type": "string",
+                            "description": "Only when it contradicts an earlier statement: "
+                            "which (e.g. 'said violin on 2026-11-03').",
                         },
                         "topic": {
                             "type": "string",

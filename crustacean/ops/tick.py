@@ -8,9 +8,9 @@ and says what each did.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
-from typing import Any
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any
 
 from crustacean.clock import Clock, wall_clock
 from crustacean.config import STAGES
@@ -26,6 +26,9 @@ from crustacean.ops.cron import LOG_NAME, rotate_log
 from crustacean.schedule import Due, due_stages, fmt
 from crustacean.state import from_db_time, open_state
 from crustacean.workspace import Workspace
+
+if TYPE_CHECKING:  # the stages load only when one is due
+    from crustacean.stages.skeleton import Stage
 
 RAN_STATUSES = ("ok", "skipped", "partial")  # a run that counts as ran
 _LAST_OK_SQL = (
@@ -145,6 +148,39 @@ def plan_tick(ws: Workspace, now: datetime) -> list[Due]:
         raise ConfigError(f"{e} Fix it in crustacean.toml.") from None
 
 
+def collect_waits(
+    now: datetime, new_chars: int, oldest: datetime, worth_chars: int, max_wait: timedelta
+) -> str | None:
+    """Why a scheduled collect lets its new text wait (None: run now). A call repeats a fixed
+    prefix, so a few new messages wait until their text is worth a call, but never longer
+    than `max_wait` after the oldest of them (pure)."""
+    if max_wait <= timedelta(0) or new_chars >= worth_chars or now - oldest >= max_wait:
+        return None
+    by = oldest + max_wait
+    return (
+        f"waiting for more text: {new_chars:,} new characters, a call is worth {worth_chars:,}; "
+        f"sent by {by:%Y-%m-%d %H:%M} UTC at the latest (collect.max_wait_hours)"
+    )
+
+
+def scheduled_stage(ws: Workspace, stage: str) -> Stage[Any, Any]:
+    """The stage as tick runs it: collect with its batching rule, the others as they are."""
+    # lazy: as in run_due
+    from crustacean.stages import registry
+
+    found = registry.stage(stage)
+    if stage != "collect":
+        return found
+    from crustacean.stages.collect import Collect
+
+    if not isinstance(found, Collect):
+        return found
+    wait = timedelta(hours=ws.settings.collect.max_wait_hours)
+    return replace(
+        found, hold=lambda now, chars, oldest, worth: collect_waits(now, chars, oldest, worth, wait)
+    )
+
+
 def run_due(
     ws: Workspace,
     stage: str,
@@ -156,10 +192,9 @@ def run_due(
     # lazy: the stages, the model SDK and the run records' redaction load only when a stage is
     # due, so a no-op tick (cron's usual one) decides and returns without them
     from crustacean.runs import error_line
-    from crustacean.stages import registry
 
     try:
-        record = registry.stage(stage).run(ws, env=env, clock=clock).record
+        record = scheduled_stage(ws, stage).run(ws, env=env, clock=clock).record
     except LockedError:
         raise
     except Exception as e:  # a failing stage must not block the others

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from typing import Any, ClassVar
 
 from crustacean.clock import Clock
@@ -37,6 +37,7 @@ from crustacean.runs import RunRecord, RunRecorder
 from crustacean.sources import Message
 from crustacean.stages import collect_batch
 from crustacean.stages.collect_notes import (
+    NEAR_BUDGET,
     STAGE,
     Appended,
     BadItem,
@@ -52,16 +53,17 @@ from crustacean.stages.collect_notes import (
     collected_ids,
     cursors_after,
     direct_marker,
+    earlier_items,
     estimate_tokens,
     finish_batch,
+    first_day,
     gather,
-    known_days,
     recover_batches,
     save_pending,
+    worth_a_call,
 )
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
-from crustacean.store import Store
 from crustacean.workspace import Workspace
 
 # ------------------------------------------------------------ the run
@@ -78,6 +80,9 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress], None]
+Hold = Callable[[datetime, int, datetime, int], str | None]
+"""A scheduled run's batching rule: (now, new characters, oldest new message, characters worth
+a call) -> why it waits, or None to run now (`ops.tick.collect_waits`)."""
 
 
 @dataclass(kw_only=True)
@@ -97,6 +102,8 @@ class CollectResult(StageResult):
     left_for_next_run: int = 0
     waiting_in_batch: int = 0
     batch: dict[str, Any] | None = None
+    near_output_budget: int = 0
+    waiting: str | None = None
     bad_lines: int = 0
     missing_sources: list[str] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
@@ -118,6 +125,8 @@ class CollectResult(StageResult):
             "bogus_refs": self.bogus_refs,
             "set_aside": self.set_aside,
             "batch": self.batch,
+            "near_output_budget": self.near_output_budget,
+            "waiting_for_more_text": self.waiting,
             "bad_lines": self.bad_lines,
             "missing_sources": self.missing_sources,
             "recovered": self.recovered,
@@ -169,6 +178,11 @@ class CollectResult(StageResult):
             )
         if self.bogus_refs:
             lines.append(f"{self.bogus_refs} reference(s) named no message of their chunk")
+        if self.near_output_budget:
+            lines.append(
+                f"{self.near_output_budget} answer(s) came close to their output budget "
+                "(max_tokens): see `crustacean runs show`"
+            )
         if self.copies:
             lines.append(f"{self.copies} repeated message(s) in checkpoint/reset copies, sent once")
         batch = self.batch or {}
@@ -207,13 +221,15 @@ def _intake_result(intake: Intake, recovered: list[str] | None = None) -> Collec
 
 @dataclass(frozen=True)
 class Collect(Stage[None, CollectResult]):
-    """Collect's options: a backfill `since`, one `source`, a Message Batch, a progress display."""
+    """Collect's options: a backfill `since`, one `source`, a Message Batch, a progress display,
+    and for a scheduled run (tick) the rule that lets a small increment wait for more text."""
 
     name: ClassVar[str] = STAGE
     since: datetime | None = None
     source: str | None = None
     batch: bool = False
     progress: ProgressFn | None = None
+    hold: Hold | None = None
 
     def prepare(self, ws: Workspace, now: datetime, *, dry_run: bool) -> None:
         if self.batch and dry_run:
@@ -246,6 +262,11 @@ class Collect(Stage[None, CollectResult]):
             for line, why in f.result.set_aside:
                 rec.set_aside("line", f"{f.path}:{line}: {why}")
         chunks = build_chunks(intake.messages, ws.tz, chunk_limit(ws))
+        chunks, waits = self._held(ws, chunks, now)
+        if waits is not None and not chunks:
+            result.waiting = waits
+            status = "ok" if fetched is not None and fetched.append.appended else "skipped"
+            return Finish(result, status, f"{_summary(result)}; {waits}", diff=False)
         result.chunks = len(chunks)
         if not chunks:
             if not dry_run:
@@ -264,6 +285,8 @@ class Collect(Stage[None, CollectResult]):
             return Finish(result, status, _summary(result), error, diff=False)
         asked = _ask(ws, session, rec, chunks, self.progress)
         result.chunks_sent = asked.sent
+        result.near_output_budget = asked.near_budget
+        result.waiting = waits
         result.unbound = asked.unbound
         result.bogus_refs, result.set_aside = asked.bogus_refs, asked.set_aside
         result.rejected = dict(Counter(result.rejected) + asked.rejected)
@@ -290,6 +313,25 @@ class Collect(Stage[None, CollectResult]):
         if not dry_run:
             finish_batch(db, run.id, cursors, sent_ids, now)
         return Finish(result, asked.status, _summary(result), asked.error)
+
+    def _held(
+        self, ws: Workspace, chunks: list[Chunk], now: datetime
+    ) -> tuple[list[Chunk], str | None]:
+        """The chunks a scheduled run sends now, and why the rest waits: a last chunk too
+        small to be worth its own call waits for more text (its cursor does not move past
+        it), unless it waited long enough already."""
+        if self.hold is None or self.since is not None:
+            return chunks, None
+        worth, waits = worth_a_call(ws), None
+        while chunks:
+            tail = list(chunks[-1].refs.values())
+            chars = sum(len(m.text) for m in tail)
+            why = self.hold(now, chars, min(m.timestamp for m in tail), worth)
+            if why is None:
+                break
+            waits = why
+            chunks = chunks[:-1]
+        return chunks, waits
 
 
 def collect(
@@ -335,6 +377,7 @@ class Asked:
     unbound: int = 0
     bogus_refs: int = 0
     set_aside: int = 0
+    near_budget: int = 0
 
 
 _ANSWER_STANDS = ("max_turns", "max_input_tokens", "correction_failed")
@@ -346,14 +389,14 @@ class Answer:
     once (the contract's one-turn recovery); the items that were fine are kept either way, and
     what is still wrong after that is `bad`, to be set aside."""
 
-    def __init__(self, refs: dict[str, Message], tz: tzinfo) -> None:
-        self.refs, self.tz = refs, tz
+    def __init__(self, refs: dict[str, Message], tz: tzinfo, first: date | None) -> None:
+        self.refs, self.tz, self.first = refs, tz, first
         self.bound = Bound()
         self.bad: list[BadItem] = []
         self.calls = 0
 
     def record(self, inp: dict[str, Any]) -> ToolOutcome:
-        bound = bind_items(inp.get("items"), self.refs, self.tz)
+        bound = bind_items(inp.get("items"), self.refs, self.tz, self.first)
         self.calls += 1
         self.bound.items += bound.items
         self.bound.rejected += bound.rejected
@@ -390,10 +433,11 @@ def _ask(
     asked = Asked("ok", None, 0)
     turns0, input0 = rec.record.turns, _input_used(rec.record)
     queue = list(chunks)
+    first = first_day(ws, (m for c in chunks for m in c.refs.values()))
     k = 0
     while k < len(queue):
         chunk = queue[k]
-        req = build_request(ws, chunk.text, known_days(ws, session.store.read_bytes, chunk))
+        req = build_request(ws, chunk, earlier_items(asked.items, chunk, ws.tz))
         left = replace(
             budget,
             max_turns=budget.max_turns - (rec.record.turns - turns0),
@@ -401,7 +445,7 @@ def _ask(
         )
         if k and (left.max_turns <= 0 or estimate_tokens(ws, req) > left.max_input_tokens):
             return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(queue)} chunks)")
-        answer = Answer(chunk.refs, ws.tz)
+        answer = Answer(chunk.refs, ws.tz, first)
         try:
             limit = replace(left, max_input_tokens=max(1, left.max_input_tokens))
             outcome = session.run(req, {"record_notes": answer.record}, limit)
@@ -423,6 +467,12 @@ def _ask(
         ended = outcome.status == "ok" or (answer.calls and outcome.stop in _ANSWER_STANDS)
         if not ended or not answer.calls:
             return _stopped(asked, outcome.error or "the model did not call record_notes")
+        if outcome.usage.output_tokens >= NEAR_BUDGET * req.max_tokens:
+            asked.near_budget += 1
+            rec.log(
+                f"chunk {k + 1}: the answer used {outcome.usage.output_tokens:,} of its "
+                f"{req.max_tokens:,} output tokens (max_tokens); items may have been left out"
+            )
         for bad in answer.bad:
             rec.set_aside("item", f"chunk {k + 1}, {bad.reason}", bad.text)
         asked.items += answer.bound.items
@@ -462,8 +512,7 @@ def _plan(ws: Workspace, intake: Intake, batch: bool) -> CollectResult:
     result.chunks = len(chunks)
     if not chunks:
         return result
-    read = Store(ws).read_bytes
-    plans = [plan_stage(ws, build_request(ws, c.text, known_days(ws, read, c))) for c in chunks]
+    plans = [plan_stage(ws, build_request(ws, c)) for c in chunks]
     factor = 0.5 if batch else 1.0
     first = plans[0]
     result.plan = replace(

@@ -32,7 +32,6 @@ from crustacean.stages.collect_notes import (
     build_request,
     estimate_tokens,
     finish_batch,
-    known_days,
     save_pending,
 )
 from crustacean.state import StateDB
@@ -102,7 +101,7 @@ def submit(
     budget = ws.settings.budget
     requests, chosen, tokens = [], {}, 0
     for k, chunk in enumerate(chunks):
-        req = build_request(ws, chunk.text, known_days(ws, session.store.read_bytes, chunk))
+        req = build_request(ws, chunk)  # a batch's chunks are answered at once: none sees another
         est = estimate_tokens(ws, req)
         if k and (tokens + est > budget.max_input_tokens or k >= budget.max_turns):
             break

@@ -10,14 +10,14 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
 from crustacean import daily
 from crustacean.config import SourceConfig
 from crustacean.errors import UsageError
-from crustacean.llm.loop import StageRequest, min_cacheable_tokens
+from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
 from crustacean.llm.runner import model_for, plan_stage
 from crustacean.llm.stage_tools import CATEGORIES, RECORD_NOTES
 from crustacean.secrets import find_secrets, redact
@@ -31,9 +31,14 @@ from crustacean.workspace import Workspace, stage_doc
 STAGE = "collect"
 LOOKBACK = timedelta(days=2)  # upstream: read the last ~2 days; the cursor saves re-reading
 UNTAGGED = {"fact"}
-CHUNK_CHARS = 60_000
-KNOWN_DAYS_CHARS = 12_000
-WHEN_SLACK = timedelta(minutes=1)  # the transcript shows times to the minute
+CHUNK_CHARS = 60_000  # fewer, larger requests: the fixed prefix is paid once per chunk
+EARLIER_CHARS = 6_000  # the items earlier chunks of the run gave for the chunk's days
+OUTPUT_PER_TOKEN = 0.6  # output budget per token of chunk text: room for one item per fact
+MIN_OUTPUT, MAX_OUTPUT = 4096, 32_000
+NEAR_BUDGET = 0.8  # an answer using this share of its max_tokens is logged in the run record
+WORTH_A_CALL = 6  # a scheduled run waits until the new text is this many times the prefix
+PLAUSIBLE_BEFORE = timedelta(days=2 * 366)  # a `when` this long before the first message is absurd
+PLAUSIBLE_AFTER = timedelta(days=20 * 366)  # ... or this long after its message
 ID_RETENTION = timedelta(days=400)  # ids of collected messages: a --since backfill skips them
 _REF = re.compile(r"^\[?\s*m(\d+)\s*\]?$", re.IGNORECASE)
 _LEAD = re.compile(
@@ -293,10 +298,14 @@ def _head(m: Message) -> str:
     return f"## {m.source} · session {m.session}"
 
 
+def _day_line(day: date) -> str:
+    return f"-- {day.isoformat()} {day.strftime('%a')}"
+
+
 def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]:
-    """Session blocks of `[m12 YYYY-MM-DD HH:MM] role: text` lines, packed under `limit`
-    characters; every chunk starts with the header of the session it opens with, and a
-    session split across chunks gets its header again."""
+    """Session blocks of `m12 HH:MM role: text` lines under a `-- YYYY-MM-DD Mon` line per
+    day (local time), packed under `limit` characters; every chunk starts with the header of
+    the session it opens with, and a session split across chunks gets its header again."""
     sessions: dict[tuple[str, str], list[Message]] = defaultdict(list)
     for m in messages:
         sessions[(m.source, m.session)].append(m)
@@ -305,11 +314,11 @@ def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]
     refs: dict[str, Message] = {}
     size, n = 0, 0
     for group in sessions.values():
-        opened = False
+        opened, day = False, None
         for m in group:
             n += 1
-            stamp = m.timestamp.astimezone(tz).strftime("%Y-%m-%d %H:%M")
-            line = f"[m{n} {stamp}] {m.role}: {m.text}"
+            local = m.timestamp.astimezone(tz)
+            line = f"m{n} {local:%H:%M} {m.role}: {m.text}"
             if lines and size + len(line) + 1 > limit:
                 out.append(Chunk("\n".join(lines), refs))
                 lines, refs, size, opened = [], {}, 0, False
@@ -317,7 +326,11 @@ def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]
                 head = ("\n" if lines else "") + _head(m)
                 lines.append(head)
                 size += len(head) + 1
-                opened = True
+                opened, day = True, None
+            if local.date() != day:
+                day = local.date()
+                lines.append(_day_line(day))
+                size += len(lines[-1]) + 1
             lines.append(line)
             refs[f"m{n}"] = m
             size += len(line) + 1
@@ -326,25 +339,49 @@ def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]
     return out
 
 
-def known_days(ws: Workspace, read: Callable[[str], bytes | None], chunk: Chunk) -> str:
-    """The daily logs of the (latest two) days the chunk's messages fall on."""
-    days = sorted({m.timestamp.astimezone(ws.tz).date() for m in chunk.refs.values()})[-2:]
-    parts = []
-    for day in days:
-        data = read(ws.daily_log(day))
-        if data:
-            parts.append(f"### {ws.daily_log(day)}\n" + data.decode("utf-8", "replace"))
-    return "\n\n".join(parts)[-KNOWN_DAYS_CHARS:]
+def earlier_items(items: list[Item], chunk: Chunk, tz: tzinfo) -> str:
+    """What earlier chunks of this run noted for the days this chunk's messages fall on, so
+    the model does not note a fact twice and can mark a contradiction (the daily logs of
+    earlier runs are not sent: their messages are never sent again, and code merges repeats)."""
+    days = {m.timestamp.astimezone(tz).date() for m in chunk.refs.values()}
+    by_day: dict[date, list[str]] = defaultdict(list)
+    for item in items:
+        said = item.when.astimezone(tz).date()
+        if said in days:
+            by_day[said].append(bullet(item))
+    parts = [f"-- {day.isoformat()}\n" + "\n".join(by_day[day]) for day in sorted(by_day)]
+    return "\n".join(parts)[-EARLIER_CHARS:]
 
 
-def build_request(ws: Workspace, chunk: str, known: str) -> StageRequest:
+def zone_line(tz: tzinfo, moment: datetime) -> str:
+    """The workspace's zone, as the request names it (times in the text are local)."""
+    local = moment.astimezone(tz)
+    offset = local.strftime("%z")
+    name = getattr(tz, "key", None) or local.tzname() or "UTC"
+    return f"{name} (UTC{offset[:3]}:{offset[3:]})"
+
+
+def output_budget(text: str) -> int:
+    """max_tokens for a chunk: in proportion to its text, so a dense chunk has room for one
+    item per fact (the model pays only for what it writes)."""
+    return max(MIN_OUTPUT, min(MAX_OUTPUT, int(len(text) / 4 * OUTPUT_PER_TOKEN)))
+
+
+def build_request(ws: Workspace, chunk: Chunk, earlier: str = "") -> StageRequest:
+    first = min((m.timestamp for m in chunk.refs.values()), default=datetime.now(UTC))
+    noted = (
+        f"\n\n<noted-earlier-this-run>\n{earlier}\n</noted-earlier-this-run>\n"
+        "These came from earlier text of this run: do not note them again; mark a new item "
+        "that contradicts one in `conflicts`."
+        if earlier
+        else ""
+    )
     prompt = (
-        "New conversation text since the last run follows. Every message starts with its "
-        "reference, like [m12 2026-11-30 09:01]. Record what is worth remembering with one call "
-        "to record_notes; give each item the references of the messages it comes from. Skip "
-        "anything already in the daily logs shown after it.\n\n"
-        f"<transcripts>\n{chunk}\n</transcripts>\n\n"
-        f"<already-in-daily-logs>\n{known or '(nothing yet)'}\n</already-in-daily-logs>"
+        "New conversation text since the last run follows, one message a line "
+        f"(`m12 09:01 user: …`), in the workspace's zone, {zone_line(ws.tz, first)}. Record "
+        "every concrete fact worth remembering with one call to record_notes, one fact per "
+        "item, each citing its messages.\n\n"
+        f"<transcripts>\n{chunk.text}\n</transcripts>{noted}"
     )
     model = model_for(ws, STAGE)[0]
     return StageRequest(
@@ -354,10 +391,28 @@ def build_request(ws: Workspace, chunk: str, known: str) -> StageRequest:
         tools=(),
         extra_tools=(RECORD_NOTES,),
         tool_choice={"type": "tool", "name": RECORD_NOTES.name},
-        max_tokens=4096,
+        max_tokens=output_budget(chunk.text),
         cache_prompt=False,  # each chunk is sent once: only the stable prefix is worth caching
         min_cache_tokens=min_cacheable_tokens(model),
     )
+
+
+def prefix_chars(ws: Workspace) -> int:
+    """The characters every request repeats: preamble, COLLECT.md and the tool's schema."""
+    params = build_params(build_request(ws, Chunk("", {})), "", [])
+    return len(params["system"][0]["text"]) + len(json.dumps(params["tools"]))
+
+
+def worth_a_call(ws: Workspace) -> int:
+    """How much new text a scheduled run waits for: the prefix is then a small share."""
+    return WORTH_A_CALL * prefix_chars(ws)
+
+
+def first_day(ws: Workspace, messages: Iterable[Message]) -> date | None:
+    """The workspace's first message: its oldest daily log or the oldest message at hand."""
+    days = [d for p in (ws.root / ws.daily_dir).glob("*.md") if (d := daily.log_day(p.name))]
+    days += [m.timestamp.astimezone(ws.tz).date() for m in messages]
+    return min(days, default=None)
 
 
 def chunk_limit(ws: Workspace) -> int:
@@ -373,6 +428,9 @@ def estimate_tokens(ws: Workspace, req: StageRequest) -> int:
 
 @dataclass(frozen=True)
 class Item:
+    """One note: filed under the day and time it was said (`when`, its first cited message);
+    `event` is the day it happened when that is another day."""
+
     category: str
     text: str
     when: datetime
@@ -380,6 +438,9 @@ class Item:
     source: str
     path: str
     topic: str
+    event: date | None = None
+    date_doubt: str = ""
+    conflicts: str = ""
 
 
 @dataclass(frozen=True)
@@ -422,7 +483,8 @@ def normalize(text: str) -> str:
 
 
 def parse_when(value: object, tz: tzinfo) -> datetime | None:
-    """A time the model gave: `Z` and offsets are instants; a bare time is workspace time."""
+    """A time the model gave: `Z` and offsets are instants; a bare time (or a bare date, at
+    midnight) is workspace time."""
     if not isinstance(value, str):
         return None
     text = re.sub(r"^m\d+\s+", "", value.strip().strip("[]").strip())
@@ -431,6 +493,29 @@ def parse_when(value: object, tz: tzinfo) -> datetime | None:
     except ValueError:
         return None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=tz)).astimezone(UTC)
+
+
+def event_day(value: object, said: datetime, tz: tzinfo, first: date | None) -> date | str | None:
+    """The day an item's `when` names (None: none given, or the message's own day), or why it
+    is refused: only a date that is no date, or one outside any plausible range (years before
+    the workspace's first message, or decades after the message) is; past and future are both
+    fine (pure)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    when = parse_when(value, tz)
+    shown = trim_item(str(value), 30)
+    if when is None:
+        return f"its when {shown!r} is not a date; give YYYY-MM-DD (or YYYY-MM-DD HH:MM)"
+    day, own = when.astimezone(tz).date(), said.astimezone(tz).date()
+    floor = min(first or own, own) - PLAUSIBLE_BEFORE
+    if day < floor:
+        return (
+            f"its when {day} is years before this workspace's first message "
+            f"({first or own}); leave when out and say the date in the text"
+        )
+    if day > own + PLAUSIBLE_AFTER:
+        return f"its when {day} is decades after its message ({own}); check the year"
+    return None if day == own else day
 
 
 def cited(value: object, refs: Mapping[str, Message]) -> list[Message]:
@@ -454,10 +539,13 @@ def cited_and_bogus(value: object, refs: Mapping[str, Message]) -> tuple[list[Me
     return out, bogus
 
 
-def bind_items(raw: object, refs: Mapping[str, Message], tz: tzinfo) -> Bound:
+def bind_items(
+    raw: object, refs: Mapping[str, Message], tz: tzinfo, first: date | None = None
+) -> Bound:
     """Validate the model's items and bind each to the messages it cites (pure). An item that
-    cites no message of a chunk of several sessions, or holds a credential, is `bad`: the rest
-    still land."""
+    cites no message of a chunk of several sessions, holds a credential or gives an absurd
+    `when` (before `first`, the workspace's first day, by years) is `bad`: the rest still
+    land."""
     bound = Bound()
     if not isinstance(raw, list):
         bound.rejected["items was not a list"] += 1
@@ -494,27 +582,34 @@ def bind_items(raw: object, refs: Mapping[str, Message], tz: tzinfo) -> Bound:
                 continue
             sources = sorted(refs.values(), key=lambda m: m.timestamp)
             bound.unbound += 1
-        bound.items.append(_item(entry, category, text, sources, tz))
+        said = min(sources, key=lambda m: m.timestamp)
+        event = event_day(entry.get("when"), said.timestamp, tz, first)
+        if isinstance(event, str):
+            bound.bad.append(BadItem(n, text, event))
+            continue
+        bound.items.append(_item(entry, category, text, said, event))
     return bound
 
 
+def _short(value: object, limit: int) -> str:
+    return " ".join(value.split())[:limit] if isinstance(value, str) else ""
+
+
 def _item(
-    entry: dict[str, Any], category: str, text: str, sources: list[Message], tz: tzinfo
+    entry: dict[str, Any], category: str, text: str, said: Message, event: date | None
 ) -> Item:
-    first = min(sources, key=lambda m: m.timestamp)
-    last = max(m.timestamp for m in sources)
-    when = parse_when(entry.get("when"), tz)
-    if when is None or not first.timestamp - WHEN_SLACK <= when <= last + WHEN_SLACK:
-        when = first.timestamp  # a time outside the cited messages is not trusted
-    topic = entry.get("topic") if isinstance(entry.get("topic"), str) else ""
+    """Filed under the day and time of its first cited message: when it was said."""
     return Item(
         category,
         clean_text(text),
-        when,
-        first.session,
-        first.source,
-        first.path,
-        " ".join(str(topic).split())[:60],
+        said.timestamp,
+        said.session,
+        said.source,
+        said.path,
+        _short(entry.get("topic"), 60),
+        event,
+        clean_text(_short(entry.get("date_doubt"), 160)),
+        clean_text(_short(entry.get("conflicts"), 160)),
     )
 
 
@@ -530,7 +625,17 @@ class Appended:
 
 
 def bullet(item: Item) -> str:
-    return f"- {item.text}" if item.category in UNTAGGED else f"- [{item.category}] {item.text}"
+    """The log line: its text carries the event's day when that is another day than the one
+    it was said on, and the markers curate and compile read: `(date uncertain: …)`,
+    `(conflicts with: …)`."""
+    text = item.text
+    if item.event is not None and item.event.isoformat() not in text:
+        text += f" (on {item.event.isoformat()})"
+    if item.date_doubt:
+        text += f" (date uncertain: {item.date_doubt})"
+    if item.conflicts:
+        text += f" (conflicts with: {item.conflicts})"
+    return f"- {text}" if item.category in UNTAGGED else f"- [{item.category}] {text}"
 
 
 def append_changes(
@@ -553,7 +658,7 @@ def append_changes(
         for session, group in grouped[day].items():
             fresh = []
             for item in group:
-                key = normalize(item.text)
+                key = normalize(bullet(item))
                 if key in have:
                     out.duplicates += 1
                     continue
