@@ -663,3 +663,68 @@ def test_an_index_built_before_line_search_is_rebuilt(ws: Workspace) -> None:
     conn.close()
     [hit] = search(ws, "wombats")
     assert (hit.path, hit.start_line) == ("memory/notes/a.md", 3)
+
+
+# ---------------------------------------------------------------- round two (issue 38)
+
+
+def _log(ws: Workspace, day: str, turns: list[str]) -> None:
+    body = "".join(f"- **{t.split(': ', 1)[0]}**: {t.split(': ', 1)[1]}\n" for t in turns)
+    write(ws, f"memory/{day}.md", f"# {day}\n\n### [19:05] evening\n\n{body}")
+
+
+FILLER_TURNS = [
+    "Ana: How was your weekend, Joe?",
+    "Joe: Pretty quiet, I mostly stayed home.",
+    "Ana: Work has been busy, we have a deadline on Friday.",
+    "Joe: Did you try that new ramen place near the station?",
+]
+
+
+def test_an_answer_that_repeats_no_word_of_the_question_is_found_with_its_question(
+    ws: Workspace,
+) -> None:
+    for i in range(8):
+        _log(ws, f"2026-03-{10 + i}", FILLER_TURNS * 3)
+    turns = [
+        *FILLER_TURNS,
+        "Joe: I still want to hear all about the honeymoon.",
+        "Ana: Crete was magical, we swam every morning.",
+        *FILLER_TURNS,
+    ]
+    _log(ws, "2026-03-20", turns)
+    hits = search(ws, "Where did Ana go on the honeymoon", limit=3)
+    assert any("Crete" in h.text for h in hits[:2])
+
+
+def test_n_10_hits_are_the_first_ten_of_n_30(ws: Workspace) -> None:
+    for i in range(12):
+        turns = [
+            f"Ana: The otter by the bridge again, day {i}?" if k % 5 == 0 else t
+            for k, t in enumerate(FILLER_TURNS * 6)
+        ]
+        _log(ws, f"2026-04-{10 + i}", turns)
+    for query in ("otter bridge", "Ana otter weekend", "otter"):
+        ten, thirty = search(ws, query, limit=10), search(ws, query, limit=30)
+        assert len(ten) == 10 and ten == thirty[:10]
+
+
+def test_a_question_mark_anywhere_in_a_line_brings_the_next_turn(ws: Workspace) -> None:
+    turns = ["Joe: How did the interview go? I thought of you all day.", "Ana: Hired on the spot."]
+    _log(ws, "2026-03-20", [*FILLER_TURNS, *turns, *FILLER_TURNS])
+    (hit,) = search(ws, "interview", limit=1)
+    assert hit.text.endswith("Hired on the spot.")
+
+
+def test_a_relative_date_with_no_log_in_range_is_searched_as_words(ws: Workspace) -> None:
+    _log(ws, "2025-02-03", ["Ana: I have been sleeping badly recently.", *FILLER_TURNS])
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    (hit, *_) = search(ws, "sleeping recently", now=now)
+    assert "recently" in hit.snippet and hit.path == "memory/2025-02-03.md"
+
+
+def test_a_hyphenated_word_the_text_never_holds_is_searched_as_its_parts(ws: Workspace) -> None:
+    write(ws, "memory/notes/code.md", "# Code\n\nShe loves programming in Rust.\n")
+    assert paths(search(ws, "programming-related questions")) == ["memory/notes/code.md"]
+    write(ws, "memory/notes/mail.md", "# Mail\n\nCheck the e-mail first.\n")
+    assert paths(search(ws, "e-mail")) == ["memory/notes/mail.md"]  # held: a phrase still

@@ -62,6 +62,7 @@ FIND_THE_REST = (
     "or `crustacean search WORDS` in a shell."
 )
 MAX_FOLDERS = 8  # folders named in the "Not loaded" list; the rest are counted together
+WHOLE_OVERHEAD = 1000  # headings, notes and the "Not loaded" list, within a whole budget
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class Caps:
     budget_chars: int
     foundation_chars: int
     listed_paths: int = 5  # context.not_loaded_paths
+    whole: bool = False  # budget_chars bounds the whole output (asked for), not the memories
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,19 @@ class Context:
                 out.append((path, why))
         return out
 
+    def within(self, limit: int) -> Context:
+        """This context fitted so that its markdown, headings and notes included, is at most
+        `limit` characters (`--budget-chars`): entries kept most needed first, as in a hook."""
+        budget = limit
+        fitted = self
+        for _ in range(6):
+            fitted = self._fitted(budget, limit, "--budget-chars")
+            over = len(fitted.to_markdown()) - limit
+            if over <= 0:
+                return fitted
+            budget -= over + 100
+        return fitted
+
     def to_claude_hook(self, limit: int = 9500) -> str:
         """The JSON a Claude Code SessionStart hook prints (REFERENCE.md §3.2), at most `limit`
         characters in all: entries go in whole, most needed first (`_hook_rank`), while they
@@ -200,9 +215,9 @@ class Context:
             budget -= len(out) - limit + 100  # JSON escapes (\n, quotes) took the difference
         return out
 
-    def _fitted(self, budget: int, limit: int) -> Context:
+    def _fitted(self, budget: int, limit: int, cap: str = "context.hook_chars") -> Context:
         """This context with entries cut or left out so its markdown is at most `budget`."""
-        why = f"over context.hook_chars {limit}"
+        why = f"over {cap} {limit}"
         every = sorted(self.entries, key=_hook_rank)
         worst = replace(
             self,
@@ -223,7 +238,7 @@ class Context:
         for e in deferred:  # then the head of the first foundation file that did not fit
             if e.section == "foundation" and room >= 600:
                 kept.append(replace(e, text=_cut(e.text, room - len(e.path) - 120, e.path)))
-                left.append((e.path, f"cut to fit context.hook_chars {limit}"))
+                left.append((e.path, f"cut to fit {cap} {limit}"))
                 room = 0
             else:
                 left.append((e.path, why))
@@ -401,6 +416,8 @@ def _assemble(
             continue
         used += len(doc.text)
         entries.append(Entry(rel, "foundation", rel, doc.text, why))
+    if caps.whole:  # what the foundation took is not left for memories and found lines
+        caps = replace(caps, budget_chars=max(caps.budget_chars - used - WHOLE_OVERHEAD, 0))
     scanned = ranking.index.scanned if ranking is not None else None
     mems, bad = load_memories(ws, bodies=False, topic=ranking is not None, scanned=scanned)
     problems += bad
@@ -512,6 +529,7 @@ class ContextRequest:
             self.budget_chars or s.memory.budget_chars,
             s.context.foundation_chars,
             s.context.not_loaded_paths,
+            whole=self.budget_chars is not None,
         )
 
 
@@ -520,6 +538,8 @@ def build_context(ws: Workspace, request: ContextRequest, now: datetime) -> Cont
     from crustacean.state import open_state
 
     ctx = assemble(ws, parse_for(request.audience), request.topic, request.caps(ws), now)
+    if request.budget_chars is not None:
+        ctx = ctx.within(request.budget_chars)
     if ctx.memory_paths:
         with open_state(ws) as db:
             db.record_recalls(ctx.memory_paths, now, "context")

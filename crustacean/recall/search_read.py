@@ -24,7 +24,14 @@ from typing import Any, NamedTuple
 
 from crustacean import daily
 from crustacean.errors import SearchQueryError
-from crustacean.recall.search_query import Query, Term, fts_string, parse_query
+from crustacean.recall.search_query import (
+    STOP_WORDS,
+    Query,
+    Term,
+    fts_string,
+    parse_query,
+    split_words,
+)
 from crustacean.tree import RECALLED, stat_markdown
 
 TITLE_WEIGHT = 0.6
@@ -37,6 +44,9 @@ MAX_BUDGET_CHARS = 50_000
 MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giving up
 CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
 TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
+COMMON_SHARE = 0.2  # a word held by more of the lines than this only breaks ties in the tiers
+PAIR_WEIGHT = 0.5  # a line holding the words only with the line before it (its question)
+GROW_FROM = 100  # windows grow from the best lines only, so `-n` changes no hit's lines
 SNIPPET_CHARS = 200
 ARCHIVE = "archive/"
 # Each file's lines get contiguous rowids in one of three partitions, so leaving the scaffold
@@ -118,6 +128,7 @@ class Word(NamedTuple):
     title: set[int]  # lines whose heading or file name holds it
     weight: float
     shares: dict[int, float] | None = None  # CJK: the share of the word's pieces a line holds
+    common: bool = False  # held by more than COMMON_SHARE of the lines: a tie-breaker only
 
 
 Ranked = tuple[int, float, float]  # rowid, score, share of the query's words the line holds
@@ -126,8 +137,9 @@ Ranked = tuple[int, float, float]  # rowid, score, share of the query's words th
 class Scored:
     """A query's words with their lines; `ranked()` orders the lines (pure)."""
 
-    def __init__(self, words: list[Word] | None = None) -> None:
+    def __init__(self, words: list[Word] | None = None, firsts: set[int] | None = None) -> None:
         self.words = words if words is not None else []
+        self.firsts = firsts  # each file's first rowid: no pair across two files
 
     def ranked(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
         """The n best lines: all the words first, then most (by the words' IDF)."""
@@ -138,29 +150,66 @@ class Scored:
         return self._summed(keep, n)
 
     def _tiers(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
-        """Set algebra, word subsets biggest first: cheap however many lines hold a word."""
-        words, m = self.words, len(self.words)
+        """Set algebra, word subsets biggest first: cheap however many lines hold a word.
+
+        Common words (`Word.common`) are left out of the subsets and order the lines of one
+        subset instead. A line also holds, at `PAIR_WEIGHT`, the words of the line before it:
+        a question and its answer scored as one, returned as the answer (when the answer holds
+        some query word itself: often only the speaker's name)."""
+        words = self.words
         held = [w.body | w.title for w in words]
         if keep is not None:
             held = [{r for r in lines if keep(r)} for lines in held]
-        combos = [c for k in range(m, 0, -1) for c in combinations(range(m), k)]
+        core = [i for i, w in enumerate(words) if not w.common] or list(range(len(words)))
+        common = [i for i in range(len(words)) if i not in core]
+        m = len(core)
+        firsts = self.firsts or set()
+        paired = {i: held[i] | ({r + 1 for r in held[i]} - firsts) for i in core}
+        if keep is not None:
+            paired = {i: {r for r in lines if keep(r)} for i, lines in paired.items()}
+        combos = [c for k in range(m, 0, -1) for c in combinations(core, k)]
         combos.sort(key=lambda c: (-len(c), -sum(words[i].weight for i in c)))
         out: list[Ranked] = []
         seen: set[int] = set()
         for combo in combos:
-            order = sorted(combo, key=lambda i: len(held[i]))
-            lines = held[order[0]].intersection(*(held[i] for i in order[1:])) - seen
+            order = sorted(combo, key=lambda i: len(paired[i]))
+            lines = paired[order[0]].intersection(*(paired[i] for i in order[1:])) - seen
             if not lines:
                 continue
             share = len(combo) / m
             base = sum(words[i].weight for i in combo) * share * share
-            in_body = lines.intersection(*(words[i].body for i in combo))
-            for group, score in ((in_body, base), (lines - in_body, base * TITLE_WEIGHT)):
-                out += [(r, score, share) for r in sorted(group)[: n - len(out)]]
+            whole = lines.intersection(*(held[i] for i in combo))
+            in_body = whole.intersection(*(words[i].body for i in combo))
+            pair = {r for r in lines - whole if any(r in h for h in held)}  # holds some word
+            pair = pair if PAIR_WEIGHT > 0 else set()
+            groups = (
+                (in_body, base),
+                (whole - in_body, base * TITLE_WEIGHT),
+                (pair, base * PAIR_WEIGHT),
+            )
+            for group, score in groups:
+                for r in self._ordered(group, common, held, n - len(out)):
+                    out.append((r, score, share))
             if len(out) >= n:
                 break
             seen |= lines
         return out
+
+    def _ordered(
+        self, group: set[int], common: list[int], held: list[set[int]], n: int
+    ) -> list[int]:
+        """The best n lines of one score: by the common words they hold, then in file order
+        (BM25 as the tie-break measured worse on bench/recall_bench.py, and 3x slower)."""
+        if not group or n <= 0:
+            return []
+        weights = [(held[i], self.words[i].weight) for i in common]
+        if not weights or len(group) == 1:
+            return sorted(group)[:n]
+
+        def key(r: int) -> tuple[float, int]:
+            return (-sum(w for lines, w in weights if r in lines), r)
+
+        return heapq.nsmallest(n, group, key=key)
 
     def _summed(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
         """IDF held times the squared share of the words held: for CJK pieces, or many words."""
@@ -343,11 +392,12 @@ class IndexReader:
         archive = include_archive or prefix.startswith(ARCHIVE.rstrip("/"))
         scope = self._scope(prefix, archive)
         cap = limit or (MAX_HITS if budget_chars else 10)
+        depth = CANDIDATES * max(cap, MAX_HITS)  # the same lines however many hits are asked
         if raw:
-            ranked, marks = self._raw(query, scope, CANDIDATES * cap), query
+            ranked, marks = self._raw(query, scope, depth), query
         else:
             parsed = parse_query(query, self.today(now or datetime.now(UTC)))
-            ranked = self.rank(parsed, scope, CANDIDATES * cap)
+            ranked = self.rank(parsed, scope, depth)
             marks = _marks(parsed)
         return self._windows(ranked, cap, budget_chars, marks)
 
@@ -414,16 +464,26 @@ class IndexReader:
         return ranked[:n]
 
     def _scored(self, query: Query, scope: _Scope) -> Scored:
-        """Every line holding a query word; a date is one more word, held by that day's lines."""
+        """Every line holding a query word; a date is one more word, held by that day's lines.
+
+        A date no daily log falls in matches nothing: its words ("recently", "last year") are
+        searched as words instead. A joined word ("programming-related") the text never holds
+        as a phrase is searched as its parts."""
         conn = self.conn
         total = next_rowid(conn, 0)  # about the number of lines: all the IDF needs
-        scored = Scored([self._word(term, scope, total) for term in query.terms])
+        words = [w for term in query.terms for w in self._words(term, scope, total)]
+        firsts = {r for (r,) in conn.execute("SELECT first_rowid FROM search_files")}
+        scored = Scored(words, firsts)
         if query.dates is not None:
             spans = conn.execute(
                 "SELECT first_rowid, lines FROM search_files WHERE day BETWEEN ? AND ? "
                 "AND lines > 0 AND first_rowid < ?",
                 (query.dates.first.isoformat(), query.dates.last.isoformat(), scope.top),
             ).fetchall()
+            if not spans:
+                terms = [t for t in split_words(query.date_words) if t.text not in STOP_WORDS]
+                scored.words += [w for t in terms for w in self._words(t, scope, total)]
+                return scored
             dated: set[int] = set()
             for first, count in spans:
                 dated.update(range(first, first + count))
@@ -432,6 +492,15 @@ class IndexReader:
                 dated &= set().union(*(w.body | w.title for w in scored.words))
             scored.words.append(Word(dated, set(), idf(total, rows)))
         return scored
+
+    def _words(self, term: Term, scope: _Scope, total: int) -> list[Word]:
+        """One term's word, or a joined word's parts when no line holds it as a phrase."""
+        word = self._word(term, scope, total)
+        parts = term.text.split()
+        if term.cjk or len(parts) < 2 or word.body or word.title:
+            return [word]
+        kept = [p for p in parts if p not in STOP_WORDS] or parts
+        return [self._word(Term(p, (fts_string(p),)), scope, total) for p in kept]
 
     def _word(self, term: Term, scope: _Scope, total: int) -> Word:
         conn = self.conn
@@ -444,7 +513,8 @@ class IndexReader:
         piece = term.pieces[0]
         body = {r for (r,) in conn.execute(sql, (f"body : {piece}",))}
         title = {r for (r,) in conn.execute(sql, (f"title : {piece}",))}
-        return Word(body, title, idf(total, len(body | title)))
+        found = len(body | title)
+        return Word(body, title, idf(total, found), common=found > COMMON_SHARE * total)
 
     def _cjk_rowids(self, piece: str, scope: _Scope) -> set[int]:
         """Lines holding a CJK piece: the trigram index for 3+ characters, LIKE below that."""
@@ -484,17 +554,21 @@ class IndexReader:
         self, ranked: list[tuple[int, float]], limit: int, budget: int | None, marks: str
     ) -> list[Hit]:
         """Each best line with its neighbours, merged with any window it touches, in rank
-        order until `limit` windows or the budget is reached; no line twice."""
+        order until `limit` windows or the budget is reached; no line twice.
+
+        Only the best `GROW_FROM` lines grow a window they touch; after them a line opens its
+        own. So a window's lines do not depend on how many windows are asked for: `-n 10`'s
+        hits are the first ten of `-n 30`'s."""
         windows: list[_Window] = []
         owner: dict[int, _Window] = {}
         used = skips = 0
-        for rowid, score in ranked:
+        for k, (rowid, score) in enumerate(ranked):
             if rowid in owner:
                 continue
             rows = self._rows(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER)
             if rowid not in rows:
                 continue
-            after = QUESTION_AFTER if rows[rowid].body.rstrip().endswith("?") else CONTEXT_AFTER
+            after = QUESTION_AFTER if "?" in rows[rowid].body else CONTEXT_AFTER
             rows = {r: row for r, row in rows.items() if r <= rowid + after}
             path = rows[rowid].path
             new = {r: row for r, row in rows.items() if row.path == path and r not in owner}
@@ -510,7 +584,7 @@ class IndexReader:
                 for w in windows
                 if any(w is n for n in near) and w.path == path and len(w.rows) < WINDOW_LINES
             ]
-            if touching:
+            if touching and k < GROW_FROM:
                 target = touching[0]
                 for other in touching[1:]:
                     target.rows.update(other.rows)
@@ -519,7 +593,7 @@ class IndexReader:
                         owner[r] = target
                 target.rows.update(new)
             else:
-                if len(windows) >= limit:
+                if len(windows) >= limit and k >= GROW_FROM:
                     break
                 target = _Window(path, score, rowid, dict(new))
                 windows.append(target)
@@ -528,7 +602,7 @@ class IndexReader:
             used += cost
             if budget is not None and used >= budget:
                 break
-        return [self._hit(w, marks) for w in windows]
+        return [self._hit(w, marks) for w in windows[:limit]]
 
     def _hit(self, w: _Window, marks: str) -> Hit:
         ordered = [w.rows[r] for r in sorted(w.rows)]
