@@ -374,6 +374,7 @@ def test_hit_json_has_the_tool_fields() -> None:
         "snippet": "[x]",
         "text": "x\ny",
         "when": "2026-03-04 10:05",
+        "shares_words": True,
     }
 
 
@@ -396,7 +397,8 @@ def test_cli_prints_path_lines_score_and_snippet(ws: Workspace) -> None:
 
 
 def test_cli_says_no_matches(ws: Workspace) -> None:
-    assert run_cli("-w", str(ws.root), "search", "zzzyzx").stdout == "No matches.\n"
+    no_match = "No good match in the workspace; try other words, or fewer.\n"
+    assert run_cli("-w", str(ws.root), "search", "zzzyzx").stdout == no_match
 
 
 def test_cli_json_and_n(ws: Workspace) -> None:
@@ -405,7 +407,8 @@ def test_cli_json_and_n(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "search", "marmot", "--json", "-n", "2")
     data = json.loads(result.stdout)
     assert len(data) == 2
-    assert set(data[0]) == {"path", "start_line", "end_line", "score", "snippet", "text", "when"}
+    keys = {"path", "start_line", "end_line", "score", "snippet", "text", "when", "shares_words"}
+    assert set(data[0]) == keys
     assert json.loads(run_cli("-w", str(ws.root), "search", "zzzyzx", "--json").stdout) == []
 
 
@@ -728,3 +731,16 @@ def test_a_hyphenated_word_the_text_never_holds_is_searched_as_its_parts(ws: Wor
     assert paths(search(ws, "programming-related questions")) == ["memory/notes/code.md"]
     write(ws, "memory/notes/mail.md", "# Mail\n\nCheck the e-mail first.\n")
     assert paths(search(ws, "e-mail")) == ["memory/notes/mail.md"]  # held: a phrase still
+
+
+def test_below_the_floor_search_says_there_is_no_good_match(ws: Workspace) -> None:
+    for i in range(20):
+        _log(ws, f"2026-03-{10 + i}", FILLER_TURNS * 4)  # Ana or Joe on every line
+    root = str(ws.root)
+    no_match = "No good match in the workspace; try other words, or fewer.\n"
+    assert run_cli("-w", root, "search", "xyzzyqq").stdout == no_match
+    assert run_cli("-w", root, "search", "Ana", "xyzzyqq").stdout == no_match  # only common
+    out = run_cli("-w", root, "search", "--json", "Joe", "xyzzyqq")
+    assert json.loads(out.stdout) == [] and "No good match" in out.stderr
+    (hit, *_) = search(ws, "Ana deadline")
+    assert hit.shares_words and hit.to_json()["shares_words"] is True

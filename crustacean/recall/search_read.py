@@ -45,7 +45,7 @@ MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giv
 CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
 TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
 COMMON_SHARE = 0.2  # a word held by more of the lines than this only breaks ties in the tiers
-PAIR_WEIGHT = 0.5  # a line holding the words only with the line before it (its question)
+PAIR_WEIGHT = 0.3  # a line holding the words only with the line before it (its question)
 GROW_FROM = 100  # windows grow from the best lines only, so `-n` changes no hit's lines
 SNIPPET_CHARS = 200
 ARCHIVE = "archive/"
@@ -68,7 +68,8 @@ class Hit(NamedTuple):
     """One window of lines. `score`: higher is better; lines are 1-based and inclusive.
 
     `text` holds the window's lines (blank lines left out), `snippet` its best line on one line
-    with the matched words in [brackets], `when` the date and `[HH:MM]` heading of a daily log.
+    with the matched words in [brackets], `when` the date and `[HH:MM]` heading of a daily log,
+    `shares_words` whether any line of it holds a word of the query.
     """
 
     path: str
@@ -78,6 +79,7 @@ class Hit(NamedTuple):
     snippet: str
     text: str = ""
     when: str | None = None
+    shares_words: bool = True  # False: found by meaning alone (the semantic extra)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -88,6 +90,7 @@ class Hit(NamedTuple):
             "snippet": self.snippet,
             "text": self.text,
             "when": self.when,
+            "shares_words": self.shares_words,
         }
 
 
@@ -230,6 +233,9 @@ class Scored:
             add(w.title - w.body, w.weight * TITLE_WEIGHT, 1.0)
             add(w.title & w.body, w.weight * TITLE_WEIGHT, 0.0)  # the word counts once
         m = len(self.words)
+        rare = [w.body | w.title for w in self.words if not w.common]
+        if rare and len(rare) < m:  # a line holding only common words is no match
+            score = {r: s for r, s in score.items() if any(r in lines for lines in rare)}
         final = [
             (r, s * (held[r] / m) ** 2, held[r] / m)
             for r, s in score.items()
@@ -456,9 +462,10 @@ class IndexReader:
                 if k < len(ids) and ids[k] == r:
                     fused[r] += semantic.WEIGHT * float(cos[k])
         top = np.argpartition(-cos, min(semantic.DENSE_TOP, len(cos) - 1))[: semantic.DENSE_TOP]
+        floor = 0.0 if lexical else semantic.ALONE_FLOOR  # no word held anywhere: a high bar
         for k in top:
             r = int(ids[k])
-            if cos[k] > 0 and r not in fused:
+            if cos[k] > floor and r not in fused:
                 fused[r] = semantic.WEIGHT * float(cos[k])
         ranked = sorted(fused.items(), key=lambda p: (-p[1], p[0]))
         return ranked[:n]
@@ -618,6 +625,9 @@ class IndexReader:
             except sqlite3.OperationalError:
                 got = None
             snippet = got[0] if got else snippet
+            shares = got is not None or self._holds(marks, min(w.rows), max(w.rows))
+        else:
+            shares = True
         day = log_day(w.path)
         at = _TIME.search(best.title) if day else None
         when = f"{day} {at.group(1)}" if at else day
@@ -629,7 +639,16 @@ class IndexReader:
             _snippet(snippet),
             "\n".join(row.body for row in ordered),
             when,
+            shares,
         )
+
+    def _holds(self, marks: str, first: int, last: int) -> bool:
+        """Whether a line from `first` to `last` holds a word of the query."""
+        sql = "SELECT 1 FROM search_lines WHERE search_lines MATCH ? AND rowid BETWEEN ? AND ?"
+        try:
+            return self.conn.execute(sql, (marks, first, last)).fetchone() is not None
+        except sqlite3.OperationalError:
+            return True
 
 
 _MATRICES: dict[str, tuple[int, Any, Any]] = {}  # state.db path: (version, rowids, vectors)
