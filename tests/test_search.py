@@ -744,3 +744,13 @@ def test_below_the_floor_search_says_there_is_no_good_match(ws: Workspace) -> No
     assert json.loads(out.stdout) == [] and "No good match" in out.stderr
     (hit, *_) = search(ws, "Ana deadline")
     assert hit.shares_words and hit.to_json()["shares_words"] is True
+
+
+def test_template_text_left_as_init_wrote_it_is_never_returned(ws: Workspace) -> None:
+    assert "episodic memory" in (ws.root / "MEMORY.md").read_text("utf-8")  # init's template
+    assert search(ws, "episodic memory") == []
+    text = (ws.root / "MEMORY.md").read_text("utf-8")
+    write(ws, "MEMORY.md", text + "\n- Episodic memory of the Lisbon trip: see memory/notes.\n")
+    assert [h.snippet for h in search(ws, "episodic memory")] == [
+        "- [Episodic] [memory] of the Lisbon trip: see [memory]/notes."
+    ]

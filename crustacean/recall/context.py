@@ -8,6 +8,9 @@ The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
   archive never. Lessons are presented as settled rulings;
 - caps: `max_entries` memories, newest first, then `budget_chars` over the memory section.
   Foundation files and daily logs have their own budget (`context.foundation_chars`).
+  `--budget-chars` asked for (CLI, hook, MCP) bounds the whole output instead, headings and
+  notes included: the foundation first (at most half of it with a topic, so the topic's lines
+  have room), memories and found lines in what is left, then fitted as a hook is (`within`).
 - anything cut is listed (counts per folder and the first few paths, so the list stays small on
   10,000 memories), so the agent never assumes its memory is complete, with how to find the rest.
 - `--format claude-hook` fits the whole output under `context.hook_chars`: Claude Code saves a
@@ -401,6 +404,9 @@ def _assemble(
     not_loaded: list[tuple[str, str]] = []
     problems: list[tuple[str, str]] = []
     used = 0
+    room = caps.foundation_chars
+    if caps.whole and topic:  # a topic asked within a whole budget: half of it is the topic's
+        room = min(room, caps.budget_chars // 2)
     for rel, why in _foundation_paths(ws, audience, now):
         if not (ws.root / rel).is_file():
             continue  # a missing file is normal (no log yet today); nothing to load
@@ -411,8 +417,9 @@ def _assemble(
             continue
         if not doc.text.strip():
             continue
-        if used + len(doc.text) > caps.foundation_chars:
-            not_loaded.append((rel, f"over context.foundation_chars {caps.foundation_chars}"))
+        if used + len(doc.text) > room:
+            cap = "context.foundation_chars" if room == caps.foundation_chars else "half the budget"
+            not_loaded.append((rel, f"over {cap} {room}"))
             continue
         used += len(doc.text)
         entries.append(Entry(rel, "foundation", rel, doc.text, why))

@@ -45,6 +45,7 @@ MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giv
 CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
 TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
 COMMON_SHARE = 0.2  # a word held by more of the lines than this only breaks ties in the tiers
+COMMON_LINES = 50  # ... and by at least this many (in a small workspace every word is "common")
 PAIR_WEIGHT = 0.3  # a line holding the words only with the line before it (its question)
 GROW_FROM = 100  # windows grow from the best lines only, so `-n` changes no hit's lines
 SNIPPET_CHARS = 200
@@ -521,7 +522,8 @@ class IndexReader:
         body = {r for (r,) in conn.execute(sql, (f"body : {piece}",))}
         title = {r for (r,) in conn.execute(sql, (f"title : {piece}",))}
         found = len(body | title)
-        return Word(body, title, idf(total, found), common=found > COMMON_SHARE * total)
+        common = found > COMMON_SHARE * total and found >= COMMON_LINES
+        return Word(body, title, idf(total, found), common=common)
 
     def _cjk_rowids(self, piece: str, scope: _Scope) -> set[int]:
         """Lines holding a CJK piece: the trigram index for 3+ characters, LIKE below that."""
