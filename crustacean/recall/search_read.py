@@ -47,6 +47,7 @@ TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 
 COMMON_SHARE = 0.2  # a word held by more of the lines than this only breaks ties in the tiers
 COMMON_LINES = 50  # ... and by at least this many (in a small workspace every word is "common")
 PAIR_WEIGHT = 0.3  # a line holding the words only with the line before it (its question)
+PAIR_DEFER = 1  # ... ranks after the lines holding one word fewer themselves
 GROW_FROM = 100  # windows grow from the best lines only, so `-n` changes no hit's lines
 SNIPPET_CHARS = 200
 ARCHIVE = "archive/"
@@ -175,7 +176,17 @@ class Scored:
         combos.sort(key=lambda c: (-len(c), -sum(words[i].weight for i in c)))
         out: list[Ranked] = []
         seen: set[int] = set()
+        later: list[tuple[int, set[int], float, float]] = []  # pairs: (size, lines, score, share)
+
+        def add(group: set[int], score: float, share: float) -> None:
+            for r in self._ordered(group - taken, common, held, n - len(out)):
+                out.append((r, score, share))
+                taken.add(r)
+
+        taken: set[int] = set()
         for combo in combos:
+            while later and later[0][0] - PAIR_DEFER > len(combo):  # a tier smaller first
+                add(*later.pop(0)[1:])
             order = sorted(combo, key=lambda i: len(paired[i]))
             lines = paired[order[0]].intersection(*(paired[i] for i in order[1:])) - seen
             if not lines:
@@ -184,19 +195,18 @@ class Scored:
             base = sum(words[i].weight for i in combo) * share * share
             whole = lines.intersection(*(held[i] for i in combo))
             in_body = whole.intersection(*(words[i].body for i in combo))
-            pair = {r for r in lines - whole if any(r in h for h in held)}  # holds some word
-            pair = pair if PAIR_WEIGHT > 0 else set()
-            groups = (
-                (in_body, base),
-                (whole - in_body, base * TITLE_WEIGHT),
-                (pair, base * PAIR_WEIGHT),
-            )
-            for group, score in groups:
-                for r in self._ordered(group, common, held, n - len(out)):
-                    out.append((r, score, share))
+            add(in_body, base, share)
+            add(whole - in_body, base * TITLE_WEIGHT, share)
+            if PAIR_WEIGHT > 0:
+                pair = {r for r in lines - whole if any(r in h for h in held)}  # holds a word
+                later.append((len(combo), pair, base * PAIR_WEIGHT, share))
             if len(out) >= n:
                 break
-            seen |= lines
+            seen |= whole
+        for _, group, score, share in later:
+            if len(out) >= n:
+                break
+            add(group, score, share)
         return out
 
     def _ordered(
