@@ -48,7 +48,7 @@ COMMON_SHARE = 0.2  # a word held by more of the lines than this only breaks tie
 COMMON_LINES = 50  # ... and by at least this many (in a small workspace every word is "common")
 PAIR_WEIGHT = 0.3  # a line holding the words only with the line before it (its question)
 PAIR_DEFER = 1  # ... ranks after the lines holding one word fewer themselves
-GROW_FROM = 100  # windows grow from the best lines only, so `-n` changes no hit's lines
+GROW_FROM = 30  # windows grow from the best lines only, so `-n` changes no hit's lines
 SNIPPET_CHARS = 200
 ARCHIVE = "archive/"
 # Each file's lines get contiguous rowids in one of three partitions, so leaving the scaffold
@@ -198,7 +198,8 @@ class Scored:
             add(in_body, base, share)
             add(whole - in_body, base * TITLE_WEIGHT, share)
             if PAIR_WEIGHT > 0:
-                pair = {r for r in lines - whole if any(r in h for h in held)}  # holds a word
+                cand = lines - whole
+                pair = set().union(*(cand & h for h in held))  # holding a query word itself
                 later.append((len(combo), pair, base * PAIR_WEIGHT, share))
             if len(out) >= n:
                 break
@@ -212,18 +213,25 @@ class Scored:
     def _ordered(
         self, group: set[int], common: list[int], held: list[set[int]], n: int
     ) -> list[int]:
-        """The best n lines of one score: by the common words they hold, then in file order
-        (BM25 as the tie-break measured worse on bench/recall_bench.py, and 3x slower)."""
+        """The best n lines of one score: by the common words they hold (the subsets of them,
+        heaviest first, as set algebra), then in file order. BM25 as the tie-break measured
+        worse on bench/recall_bench.py, and 3x slower."""
         if not group or n <= 0:
             return []
-        weights = [(held[i], self.words[i].weight) for i in common]
-        if not weights or len(group) == 1:
-            return sorted(group)[:n]
-
-        def key(r: int) -> tuple[float, int]:
-            return (-sum(w for lines, w in weights if r in lines), r)
-
-        return heapq.nsmallest(n, group, key=key)
+        if not common or len(group) == 1:
+            return heapq.nsmallest(n, group)
+        weight = self.words
+        subsets = [c for k in range(len(common), -1, -1) for c in combinations(common, k)]
+        subsets.sort(key=lambda c: -sum(weight[i].weight for i in c))  # a superset first
+        out: list[int] = []
+        left = set(group)
+        for sub in subsets:
+            bucket = left.intersection(*(held[i] for i in sub))
+            out += heapq.nsmallest(n - len(out), bucket)
+            left -= bucket
+            if len(out) >= n or not left:
+                break
+        return out
 
     def _summed(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
         """IDF held times the squared share of the words held: for CJK pieces, or many words."""
@@ -385,6 +393,7 @@ class IndexReader:
         self.conn = conn
         self.db_path = db_path
         self.today = today
+        self._first_rowids: tuple[object, set[int]] | None = None
 
     def search(
         self,
@@ -490,8 +499,7 @@ class IndexReader:
         conn = self.conn
         total = next_rowid(conn, 0)  # about the number of lines: all the IDF needs
         words = [w for term in query.terms for w in self._words(term, scope, total)]
-        firsts = {r for (r,) in conn.execute("SELECT first_rowid FROM search_files")}
-        scored = Scored(words, firsts)
+        scored = Scored(words, self._firsts() if len(words) > 1 else None)
         if query.dates is not None:
             spans = conn.execute(
                 "SELECT first_rowid, lines FROM search_files WHERE day BETWEEN ? AND ? "
@@ -510,6 +518,16 @@ class IndexReader:
                 dated &= set().union(*(w.body | w.title for w in scored.words))
             scored.words.append(Word(dated, set(), idf(total, rows)))
         return scored
+
+    def _firsts(self) -> set[int]:
+        """Each file's first rowid (no pair of lines across two files), kept while the index's
+        mark of the disk is the same."""
+        row = self.conn.execute("SELECT value FROM search_meta WHERE key = 'disk'").fetchone()
+        mark = row[0] if row else None
+        if mark is None or self._first_rowids is None or self._first_rowids[0] != mark:
+            got = {r for (r,) in self.conn.execute("SELECT first_rowid FROM search_files")}
+            self._first_rowids = (mark, got)
+        return self._first_rowids[1]
 
     def _words(self, term: Term, scope: _Scope, total: int) -> list[Word]:
         """One term's word, or a joined word's parts when no line holds it as a phrase."""
@@ -569,6 +587,20 @@ class IndexReader:
         )
         return {r: _Row(p, int(n), t, b) for r, p, n, t, b in rows}
 
+    def _rows_of(self, rowids: Iterable[int]) -> dict[int, _Row]:
+        """The rows of these lines and of the line after each, in one query."""
+        want = sorted({r + d for r in rowids for d in range(-CONTEXT_BEFORE, QUESTION_AFTER + 1)})
+        out: dict[int, _Row] = {}
+        for k in range(0, len(want), 500):
+            chunk = want[k : k + 500]
+            rows = self.conn.execute(
+                "SELECT rowid, path, line, title, body FROM search_lines "
+                f"WHERE rowid IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            out.update((r, _Row(p, int(n), t, b)) for r, p, n, t, b in rows)
+        return out
+
     def _windows(
         self, ranked: list[tuple[int, float]], limit: int, budget: int | None, marks: str
     ) -> list[Hit]:
@@ -581,10 +613,15 @@ class IndexReader:
         windows: list[_Window] = []
         owner: dict[int, _Window] = {}
         used = skips = 0
+        near_best = self._rows_of(r for r, _ in ranked[:GROW_FROM])  # one query, not a hundred
         for k, (rowid, score) in enumerate(ranked):
             if rowid in owner:
                 continue
-            rows = self._rows(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER)
+            if k < GROW_FROM:
+                span = range(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER + 1)
+                rows = {r: near_best[r] for r in span if r in near_best}
+            else:
+                rows = self._rows(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER)
             if rowid not in rows:
                 continue
             after = QUESTION_AFTER if "?" in rows[rowid].body else CONTEXT_AFTER
@@ -597,12 +634,10 @@ class IndexReader:
                 if skips > MAX_SKIPS:
                     break
                 continue
-            near = [owner[x] for r in new for x in (r - 1, r + 1) if x in owner]
-            touching = [
-                w
-                for w in windows
-                if any(w is n for n in near) and w.path == path and len(w.rows) < WINDOW_LINES
-            ]
+            near = {id(w): w for r in new for x in (r - 1, r + 1) if (w := owner.get(x))}
+            touching = [w for w in near.values() if w.path == path and len(w.rows) < WINDOW_LINES]
+            if len(touching) > 1:
+                touching.sort(key=windows.index)  # the first window made takes the others
             if touching and k < GROW_FROM:
                 target = touching[0]
                 for other in touching[1:]:
