@@ -418,7 +418,9 @@ class IndexReader:
         archive = include_archive or prefix.startswith(ARCHIVE.rstrip("/"))
         scope = self._scope(prefix, archive)
         cap = limit or (MAX_HITS if budget_chars else 10)
-        depth = CANDIDATES * max(cap, MAX_HITS)  # the same lines however many hits are asked
+        # the lexical ranking is the same list however deep; the fused one is not: a fixed depth
+        fused = semantic_on()
+        depth = CANDIDATES * (max(cap, MAX_HITS) if fused else max(cap, 10))
         if raw:
             ranked, marks = self._raw(query, scope, depth), query
         else:
@@ -588,16 +590,15 @@ class IndexReader:
         return {r: _Row(p, int(n), t, b) for r, p, n, t, b in rows}
 
     def _rows_of(self, rowids: Iterable[int]) -> dict[int, _Row]:
-        """The rows of these lines and of the line after each, in one query."""
-        want = sorted({r + d for r in rowids for d in range(-CONTEXT_BEFORE, QUESTION_AFTER + 1)})
+        """The rows of these lines and of the line after each, in one statement of rowid
+        ranges (FTS5 reads a range directly; `rowid IN (…)` would scan)."""
+        spans = sorted({(r - CONTEXT_BEFORE, r + QUESTION_AFTER) for r in rowids})
         out: dict[int, _Row] = {}
-        for k in range(0, len(want), 500):
-            chunk = want[k : k + 500]
-            rows = self.conn.execute(
-                "SELECT rowid, path, line, title, body FROM search_lines "
-                f"WHERE rowid IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
+        one = "SELECT rowid, path, line, title, body FROM search_lines WHERE rowid BETWEEN ? AND ?"
+        for k in range(0, len(spans), 50):
+            chunk = spans[k : k + 50]
+            sql = " UNION ALL ".join([one] * len(chunk))
+            rows = self.conn.execute(sql, [x for span in chunk for x in span])
             out.update((r, _Row(p, int(n), t, b)) for r, p, n, t, b in rows)
         return out
 
@@ -766,6 +767,13 @@ def _vectors_missing(conn: sqlite3.Connection) -> bool:
         return False
     sql = "SELECT 1 FROM search_files WHERE lines > 0 AND vectors = 0 LIMIT 1"
     return conn.execute(sql).fetchone() is not None and semantic.load() is not None
+
+
+def semantic_on() -> bool:
+    """Whether searches fuse the semantic extra's cosines (loaded once per process)."""
+    from crustacean.recall import semantic
+
+    return semantic.wanted() and semantic.load() is not None
 
 
 def _marks(query: Query) -> str:
