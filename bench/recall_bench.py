@@ -260,7 +260,8 @@ def report(run: Run, sessions: int) -> None:
         for k in ("all kinds", "answer", "reworded"):
             name = f"recall, {m} chars ({k})"
             ours_share, base_share = run.ours.share(k, m), run.base.share(k, m)
-            row(name, ours_share, None, base_share, "one-line BM25", unit="share")
+            base = base_share or None  # one-line BM25 finds no answer: no ratio to show
+            row(name, ours_share, None, base, "one-line BM25" if base else "", unit="share")
     row(
         f"recall, context --topic: some evidence within {CONTEXT_CHARS:,} chars",
         run.context.share("all kinds", "some"),

@@ -169,7 +169,10 @@ class Scored:
         common = [i for i in range(len(words)) if i not in core]
         m = len(core)
         firsts = self.firsts or set()
-        paired = {i: held[i] | ({r + 1 for r in held[i]} - firsts) for i in core}
+        if len(words) > 1 and PAIR_WEIGHT > 0:  # one word: a pair line would hold none itself
+            paired = {i: held[i] | ({r + 1 for r in held[i]} - firsts) for i in core}
+        else:
+            paired = {i: held[i] for i in core}
         if keep is not None:
             paired = {i: {r for r in lines if keep(r)} for i, lines in paired.items()}
         combos = [c for k in range(m, 0, -1) for c in combinations(core, k)]
