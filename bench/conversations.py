@@ -233,6 +233,7 @@ ANSWER = (
         "How big was the crowd at {A}'s celebration?",
     ),
 )
+FACTS = ((SINGLE, "single", "reworded"), (ANSWER, "answer", "paraphrase"))
 SLOT_FACTS: dict[str, tuple[str, ...]] = {
     "animal": ("puppy", "kitten", "rabbit"),
     "pet": ("Biscuit", "Pepper", "Juniper", "Mochi", "Waffles", "Clementine", "Pickle", "Nori"),
@@ -412,22 +413,16 @@ def generate(root: Path, seed: int = 7, sessions: int = 40, turns: int = 24) -> 
         a, b = pair.split("-")
         for person, other in ((a, b), (b, a)):
             names = {"A": person, "B": other}
-            # single facts and reworded ones: each template once per person, half of each
-            for k, (question, lines, reworded) in enumerate(SINGLE):
-                values = {slot: fresh(slot) for slot in SLOT_FACTS}
-                text = [line.format(**names, **values) for line in lines]
-                s = rng.choice(sess)
-                kind = "single" if (k + len(person)) % 2 else "reworded"
-                asked = (question if kind == "single" else reworded).format(**names, **values)
-                marks.append((kind, asked, [(s, plant(s, text))]))
-            # answers that repeat none of the question's words: half asked as said, half reworded
-            for k, (question, lines, reworded) in enumerate(ANSWER):
-                values = {slot: fresh(slot) for slot in SLOT_FACTS}
-                text = [line.format(**names, **values) for line in lines]
-                s = rng.choice(sess)
-                kind = "answer" if (k + len(person)) % 2 else "paraphrase"
-                asked = (question if kind == "answer" else reworded).format(**names, **values)
-                marks.append((kind, asked, [(s, plant(s, text))]))
+            # single facts and reworded ones, then answers that repeat none of the question's
+            # words and their paraphrases: each template once per person, half of each kind
+            for templates, said, other_words in FACTS:
+                for k, (question, lines, reworded) in enumerate(templates):
+                    values = {slot: fresh(slot) for slot in SLOT_FACTS}
+                    text = [line.format(**names, **values) for line in lines]
+                    s = rng.choice(sess)
+                    kind = said if (k + len(person)) % 2 else other_words
+                    asked = (question if kind == said else reworded).format(**names, **values)
+                    marks.append((kind, asked, [(s, plant(s, text))]))
             # spread: two of the topics, over two or three sessions each
             for question, templates, details in rng.sample(SPREAD, 3):
                 picks = rng.sample(range(len(sess)), rng.choice((2, 3)))
