@@ -23,10 +23,17 @@ word, held by the lines of the daily logs of those days. CJK pieces and queries 
 `raw=True` passes FTS5 syntax through (phrases, `NEAR`, `title:word`, prefix `word*`), ranked by
 BM25.
 
-Hits: the best lines; a line that asks something (ends with "?") comes with the next one
+Words held by more than a fifth of the lines (a speaker's name) leave the subsets and order the
+lines of one subset instead. A line also holds, at `PAIR_WEIGHT`, the words of the line before it
+(a question and its answer scored as one document, returned as the answering line), ranked after
+the lines holding one word fewer themselves. A line holding only common words is no match; with
+the semantic extra, a query no line holds a word of gets dense hits only at `ALONE_FLOOR`.
+
+Hits: the best lines; a line that asks something (holds a "?") comes with the next one
 (`QUESTION_AFTER`: the answer is often the turn after the one a question's words match). A
 window touching or overlapping another one of the same file is merged into it (up to
-`WINDOW_LINES`), so no line comes back twice. `budget_chars` fills that many characters of
+`WINDOW_LINES`; only the best `GROW_FROM` lines merge, so `-n 10`'s hits are the first ten of
+`-n 30`'s), so no line comes back twice. `budget_chars` fills that many characters of
 window text in rank order (a window that would overflow is skipped), so an agent asks for "the
 best 2,000 characters", not "10 hits".
 
