@@ -55,7 +55,7 @@ case "$BIN" in /*) ;; *) BIN=crustacean ;; esac
 HERE=$(pwd)
 step "Done. The sample is in $HERE. Next, in your shell:"
 echo "  cd '$HERE'"
-for next in "history" "search garden compost" "context --for main" "help"; do
+for next in "history" "search waitlist demo" "context --for main" "help"; do
     echo "  '$BIN' $next"
 done
 if [ "$BIN" != crustacean ]; then

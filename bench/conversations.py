@@ -15,7 +15,11 @@ find its evidence. Planted facts come with questions of four kinds:
 - `when`: "when did …" (the answer is the session's date), or a question about a recurring
   activity scoped by a date ("on 3 May 2023", "2023-05-03", "in May 2023", "last week");
 - `reworded`: a single fact asked in other words than the evidence's (synonyms, no shared
-  content word but the person's name).
+  content word but the person's name);
+- `answer`: the other person asks or says something in the question's words, and the person's
+  reply (the evidence) shares none of them: not always a line ending with "?" (a question
+  mid-line, or a remark the reply answers);
+- `paraphrase`: the same exchanges asked in other words than either turn's.
 
 Every question names its evidence as (path, 1-based line). The same seed gives the same bytes.
 """
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-KINDS = ("single", "spread", "when", "reworded")
+KINDS = ("single", "spread", "when", "reworded", "answer", "paraphrase")
 PEOPLE = (
     ("Caroline", "Melanie"),
     ("Priya", "Joe"),
@@ -177,6 +181,59 @@ SINGLE = (
         "What award did {A} get for a picture?",
     ),
 )
+# (question, [the other person's turn, the reply: the evidence], paraphrase); the reply repeats
+# none of the question's content words, only the speaker's name is on its line.
+ANSWER = (
+    (
+        "How did {A}'s job interview go?",
+        [
+            "Q:{B}: How did the job interview go? I was thinking of you all day.",
+            "{A}: They offered it to me on the spot, I start in {month}.",
+        ],
+        "Was {A} hired after meeting the recruiters?",
+    ),
+    (
+        "Where did {A} go on the honeymoon?",
+        [
+            "Q:{B}: I still want to hear all about the honeymoon.",
+            "{A}: {island} was magical, we swam every morning.",
+        ],
+        "Which place did {A} travel to after getting married?",
+    ),
+    (
+        "What sport does {A}'s son play at school?",
+        [
+            "Q:{B}: Does your son play any sport at school? He seems so energetic.",
+            "{A}: {sport}, he trains twice a week and loves it.",
+        ],
+        "Which game is {A}'s boy on a team for?",
+    ),
+    (
+        "Why did {A} cancel the camping trip?",
+        [
+            "Q:{B}: Shame about the camping trip being cancelled.",
+            "{A}: The forecast showed {storm} all weekend, not worth the risk.",
+        ],
+        "What made {A} call off sleeping in a tent outdoors?",
+    ),
+    (
+        "What is {A} allergic to?",
+        [
+            "Q:{B}: Wait, what are you allergic to again? I want to get the menu right.",
+            "{A}: {allergen}, even a trace makes my throat swell.",
+        ],
+        "Which food gives {A} a bad reaction?",
+    ),
+    (
+        "How many people came to {A}'s birthday party?",
+        [
+            "Q:{B}: So how many people turned up to your birthday party in the end?",
+            "{A}: About {count}, more than I expected, the flat was packed.",
+        ],
+        "How big was the crowd at {A}'s celebration?",
+    ),
+)
+FACTS = ((SINGLE, "single", "reworded"), (ANSWER, "answer", "paraphrase"))
 SLOT_FACTS: dict[str, tuple[str, ...]] = {
     "animal": ("puppy", "kitten", "rabbit"),
     "pet": ("Biscuit", "Pepper", "Juniper", "Mochi", "Waffles", "Clementine", "Pickle", "Nori"),
@@ -191,6 +248,12 @@ SLOT_FACTS: dict[str, tuple[str, ...]] = {
     "novel": ("The Salt Road", "Glass Orchard", "Nine Lanterns", "Winter Harbour"),
     "charity": ("Open Kitchen", "Paws Rescue", "Green Streets", "Reading Buddies"),
     "prize": ("first place", "a runner-up medal", "the judges' award", "a gift voucher"),
+    "month": ("March", "April", "June", "September", "October"),
+    "island": ("Crete", "Madeira", "Sardinia", "Mallorca", "Corsica", "Gozo"),
+    "sport": ("Hockey", "Rugby", "Basketball", "Volleyball", "Badminton", "Fencing"),
+    "storm": ("thunderstorms", "gales", "heavy snow", "hailstorms"),
+    "allergen": ("Peanuts", "Shellfish", "Sesame", "Kiwi", "Walnuts", "Mustard seeds"),
+    "count": ("forty", "thirty", "fifty", "twenty-five", "sixty"),
 }
 # (topic question, reworded, evidence turns: one per session, `{x}` a fresh detail each time)
 SPREAD = (
@@ -350,14 +413,16 @@ def generate(root: Path, seed: int = 7, sessions: int = 40, turns: int = 24) -> 
         a, b = pair.split("-")
         for person, other in ((a, b), (b, a)):
             names = {"A": person, "B": other}
-            # single facts and reworded ones: each template once per person, half of each
-            for k, (question, lines, reworded) in enumerate(SINGLE):
-                values = {slot: fresh(slot) for slot in SLOT_FACTS}
-                text = [line.format(**names, **values) for line in lines]
-                s = rng.choice(sess)
-                kind = "single" if (k + len(person)) % 2 else "reworded"
-                asked = (question if kind == "single" else reworded).format(**names, **values)
-                marks.append((kind, asked, [(s, plant(s, text))]))
+            # single facts and reworded ones, then answers that repeat none of the question's
+            # words and their paraphrases: each template once per person, half of each kind
+            for templates, said, other_words in FACTS:
+                for k, (question, lines, reworded) in enumerate(templates):
+                    values = {slot: fresh(slot) for slot in SLOT_FACTS}
+                    text = [line.format(**names, **values) for line in lines]
+                    s = rng.choice(sess)
+                    kind = said if (k + len(person)) % 2 else other_words
+                    asked = (question if kind == said else reworded).format(**names, **values)
+                    marks.append((kind, asked, [(s, plant(s, text))]))
             # spread: two of the topics, over two or three sessions each
             for question, templates, details in rng.sample(SPREAD, 3):
                 picks = rng.sample(range(len(sess)), rng.choice((2, 3)))

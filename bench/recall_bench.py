@@ -2,18 +2,19 @@
 
 Run it with `python bench/recall_bench.py [--sessions N] [--seed S]` (the project's venv). It
 initializes a workspace in a temp folder and writes generated conversations into it as daily logs
-(bench/conversations.py: four pairs of people, N sessions each, planted facts and questions of
-four kinds: single, spread, when, reworded). For each question it walks the ranked hits of
-`SearchIndex.search`, counting each line's characters (line + newline), and stops at the budget;
-a question scores "some" when one of its evidence lines was reached and "all" when every one was,
-at 1,000, 2,000 and 4,000 characters and in the top 10 hits with no budget. The baseline, run on
-the same files in the same process, is one-line BM25: every line of every file search indexes is
-its own FTS5 row (same porter tokenizer), queried by the question's words ORed, one line a hit.
-It also reports the size of the hits (lines), the share of questions whose evidence lines
-`context --topic QUESTION` puts within its first 8,000 characters, and the mean query time.
-The main table is lexical search (the default install); when the `semantic` extra is installed
-the same questions run again with it, and a second table shows both. No language model
-anywhere; the same seed gives the same figures.
+(bench/conversations.py: four pairs of people, N sessions each, planted facts and questions of six
+kinds: single, spread, when, reworded, answer, paraphrase). For each question it walks the ranked
+hits of `SearchIndex.search`, counting each line's characters (line + newline), and stops at the
+budget; a question scores "some" when one of its evidence lines was reached and "all" when every one
+was, at 1,000, 2,000 and 4,000 characters and in the top 10 hits with no budget. The baseline, run
+on the same files in the same process, is one-line BM25: every line of every file search indexes is
+its own FTS5 row (same porter tokenizer), queried by the question's words ORed, one line a hit. It
+also reports the size of the hits (lines), the share of questions whose evidence lines `context
+--topic QUESTION` puts within its first 8,000 characters, the same share when `--budget-chars 8000`
+bounds the output (where the code takes it: its length is reported), and the mean query time. The
+main table is lexical search (the default install); when the `semantic` extra is installed the same
+questions run again with it, and a second table shows both. No language model anywhere; the same
+seed gives the same figures.
 """
 
 from __future__ import annotations
@@ -143,18 +144,24 @@ def one_line_bm25(root: Path) -> Callable[[str], list[Span]]:
     return run
 
 
-def context_share(ws: Workspace, bench: Bench, lines: Callable[[str], list[str]]) -> Scores:
-    """Whether `context --topic QUESTION` holds the evidence lines in its first 8,000 chars."""
-    from crustacean.recall.context import ContextRequest, assemble, parse_for
+def context_share(
+    ws: Workspace, bench: Bench, lines: Callable[[str], list[str]], sizes: list[int]
+) -> Scores:
+    """Whether `context --topic QUESTION` holds the evidence lines in its first 8,000 chars
+    ("some"/"all"), and in its whole output asked with `--budget-chars 8000` ("some bounded",
+    "all bounded"; each output's length goes to `sizes`)."""
+    from crustacean.recall.context import ContextRequest, build_context
 
-    caps = ContextRequest().caps(ws)
     out = Scores()
     for q in bench.questions:
-        text = assemble(ws, parse_for("main"), q.text, caps, bench.now).to_markdown()
-        head = text[:CONTEXT_CHARS]
-        have = [lines(p)[n - 1].strip() in head for p, n in q.evidence]
-        out.add(q.kind, "some", any(have))
-        out.add(q.kind, "all", all(have))
+        whole = build_context(ws, ContextRequest("main", q.text), bench.now).to_markdown()
+        bounded = ContextRequest("main", q.text, budget_chars=CONTEXT_CHARS)
+        fitted = build_context(ws, bounded, bench.now).to_markdown()
+        sizes.append(len(fitted))
+        for name, text in (("", whole[:CONTEXT_CHARS]), (" bounded", fitted)):
+            have = [lines(p)[n - 1].strip() in text for p, n in q.evidence]
+            out.add(q.kind, "some" + name, any(have))
+            out.add(q.kind, "all" + name, all(have))
     return out
 
 
@@ -168,6 +175,7 @@ class Run:
     context: Scores
     hit_lines: list[int]
     times: list[float]
+    context_sizes: list[int]
     questions: int
     files: int
     chars: int
@@ -200,9 +208,11 @@ def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False
             hit_lines += [b - a + 1 for _, a, b in spans[:10]]
             score(mine, q, spans, lines)
             score(base, q, baseline(q.text), lines)
-    context = context_share(ws, bench, lines)
+    sizes: list[int] = []
+    context = context_share(ws, bench, lines, sizes)
     chars = sum(len(line) + 1 for v in bench.files.values() for line in v)
-    return Run(mine, base, context, hit_lines, times, len(bench.questions), len(bench.files), chars)
+    questions, files = len(bench.questions), len(bench.files)
+    return Run(mine, base, context, hit_lines, times, sizes, questions, files, chars)
 
 
 def _pct(values: list[int], q: int) -> float:
@@ -231,19 +241,35 @@ def report(run: Run, sessions: int) -> None:
     for m in ("some", "all"):
         cells = [f"{run.context.share(k, m):.3f}" for k in kinds]
         print(f"| context --topic, {m} within {CONTEXT_CHARS:,} | " + " | ".join(cells) + " |")
+        cells = [f"{run.context.share(k, m + ' bounded'):.3f}" for k in kinds]
+        print(
+            f"| context --topic --budget-chars {CONTEXT_CHARS:,}, {m} | " + " | ".join(cells) + " |"
+        )
+    sizes = run.context_sizes or [0]
+    med_size = statistics.median(sizes)
+    print(
+        f"\n`context --budget-chars {CONTEXT_CHARS:,}` output: median {med_size:,.0f} chars, "
+        f"max {max(sizes):,}."
+    )
     med, p95 = statistics.median(run.hit_lines or [0]), _pct(run.hit_lines, 95)
     mean_ms = statistics.fmean(run.times) * 1000
     print(f"\nHit size in the top 10: median {med:.0f} lines, p95 {p95:.0f}.")
     p95_ms = _pct(run.times, 95) * 1000
     print(f"Query time ({DEPTH} hits): mean {mean_ms:.1f} ms, p95 {p95_ms:.1f} ms.")
     for m in ("some within 1,000", "some within 2,000", "all within 2,000", "all within 4,000"):
-        for k in ("all kinds", "reworded"):
+        for k in ("all kinds", "answer", "reworded"):
             name = f"recall, {m} chars ({k})"
             ours_share, base_share = run.ours.share(k, m), run.base.share(k, m)
-            row(name, ours_share, None, base_share, "one-line BM25", unit="share")
+            base = base_share or None  # one-line BM25 finds no answer: no ratio to show
+            row(name, ours_share, None, base, "one-line BM25" if base else "", unit="share")
     row(
         f"recall, context --topic: some evidence within {CONTEXT_CHARS:,} chars",
         run.context.share("all kinds", "some"),
+        unit="share",
+    )
+    row(
+        f"recall, context --topic --budget-chars {CONTEXT_CHARS:,}: some evidence in the output",
+        run.context.share("all kinds", "some bounded"),
         unit="share",
     )
 
@@ -267,6 +293,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=40, help="sessions per pair of people")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--lexical", action="store_true", help="skip the semantic extra's run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crustacean-recall-bench-") as tmp_name:
         tmp = Path(tmp_name)
@@ -275,7 +302,7 @@ def main() -> None:
         report(lexical, args.sessions)
         os.environ[semantic.ENV] = "1"
         semantic.forget()
-        if semantic.load() is not None:
+        if not args.lexical and semantic.load() is not None:
             dense = measure(tmp / "ws-semantic", tmp, args.sessions, args.seed, dense=True)
             report_semantic(lexical, dense)
 

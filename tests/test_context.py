@@ -328,3 +328,30 @@ def test_tier_plan_shows_due_demotions(ws: Workspace) -> None:
 
 def test_paths_are_repo_relative(ws: Workspace, tmp_path: Path) -> None:
     assert all(not Path(p).is_absolute() for p, _ in load_memories(ws)[1])
+
+
+@pytest.mark.parametrize("budget", [1500, 4000, 8000])
+def test_budget_chars_bounds_the_whole_output_headings_and_notes_included(
+    ws: Workspace, budget: int
+) -> None:
+    for i in range(12):
+        day = f"2026-0{1 + i % 9}-1{i % 10}"
+        turns = "".join(
+            f"- **Ana**: dinner talk {k}, the soup was cold again.\n" for k in range(40)
+        )
+        put(ws, f"memory/{day}.md", f"# {day}\n\n### [19:05] evening\n\n{turns}")
+    for i in range(20):
+        put(ws, f"memory/notes/n{i}.md", memo(f"note {i}", "soup dinner " * 80, tier="hot"))
+    request = ContextRequest("main", "what soup did Ana cook for dinner", budget_chars=budget)
+    ctx = build_context(ws, request, NOW)
+    md = ctx.to_markdown()
+    assert len(md) <= budget
+    assert md.startswith("# Memory context") and "crustacean search WORDS" in md  # notes kept
+    assert "## Not loaded" in md  # what did not fit is named
+    root = str(ws.root)
+    out = run_cli("--workspace", root, "context", "--topic", "soup", "--budget-chars", str(budget))
+    assert len(out.stdout.rstrip("\n")) <= budget
+    hook = run_cli(
+        "--workspace", root, "context", "--format", "claude-hook", "--budget-chars", str(budget)
+    )
+    assert len(hook.stdout.rstrip("\n")) <= budget

@@ -148,7 +148,7 @@ def test_quickstart_next_commands_work_in_the_users_own_shell(tmp_path: Path) ->
     commands = [line.strip() for line in tail[1:] if line.startswith("  '")]
     assert [c.split("' ", 1)[1] for c in commands] == [
         "history",
-        "search garden compost",
+        "search waitlist demo",
         "context --for main",
         "help",
     ]
@@ -163,6 +163,7 @@ def test_quickstart_next_commands_work_in_the_users_own_shell(tmp_path: Path) ->
         )
         assert ran.returncode == 0, (command, ran.stdout, ran.stderr)
         assert ran.stdout.strip(), command
+        assert "No good match" not in ran.stdout, command  # the words are in the sample
 
 
 def _config_env() -> dict[str, str]:

@@ -374,6 +374,7 @@ def test_hit_json_has_the_tool_fields() -> None:
         "snippet": "[x]",
         "text": "x\ny",
         "when": "2026-03-04 10:05",
+        "shares_words": True,
     }
 
 
@@ -396,7 +397,8 @@ def test_cli_prints_path_lines_score_and_snippet(ws: Workspace) -> None:
 
 
 def test_cli_says_no_matches(ws: Workspace) -> None:
-    assert run_cli("-w", str(ws.root), "search", "zzzyzx").stdout == "No matches.\n"
+    no_match = "No good match in the workspace; try other words, or fewer.\n"
+    assert run_cli("-w", str(ws.root), "search", "zzzyzx").stdout == no_match
 
 
 def test_cli_json_and_n(ws: Workspace) -> None:
@@ -405,7 +407,8 @@ def test_cli_json_and_n(ws: Workspace) -> None:
     result = run_cli("-w", str(ws.root), "search", "marmot", "--json", "-n", "2")
     data = json.loads(result.stdout)
     assert len(data) == 2
-    assert set(data[0]) == {"path", "start_line", "end_line", "score", "snippet", "text", "when"}
+    keys = {"path", "start_line", "end_line", "score", "snippet", "text", "when", "shares_words"}
+    assert set(data[0]) == keys
     assert json.loads(run_cli("-w", str(ws.root), "search", "zzzyzx", "--json").stdout) == []
 
 
@@ -663,3 +666,91 @@ def test_an_index_built_before_line_search_is_rebuilt(ws: Workspace) -> None:
     conn.close()
     [hit] = search(ws, "wombats")
     assert (hit.path, hit.start_line) == ("memory/notes/a.md", 3)
+
+
+# ---------------------------------------------------------------- round two (issue 38)
+
+
+def _log(ws: Workspace, day: str, turns: list[str]) -> None:
+    body = "".join(f"- **{t.split(': ', 1)[0]}**: {t.split(': ', 1)[1]}\n" for t in turns)
+    write(ws, f"memory/{day}.md", f"# {day}\n\n### [19:05] evening\n\n{body}")
+
+
+FILLER_TURNS = [
+    "Ana: How was your weekend, Joe?",
+    "Joe: Pretty quiet, I mostly stayed home.",
+    "Ana: Work has been busy, we have a deadline on Friday.",
+    "Joe: Did you try that new ramen place near the station?",
+]
+
+
+def test_an_answer_that_repeats_no_word_of_the_question_is_found_with_its_question(
+    ws: Workspace,
+) -> None:
+    for i in range(8):
+        _log(ws, f"2026-03-{10 + i}", FILLER_TURNS * 3)
+    turns = [
+        *FILLER_TURNS,
+        "Joe: I still want to hear all about the honeymoon.",
+        "Ana: Crete was magical, we swam every morning.",
+        *FILLER_TURNS,
+    ]
+    _log(ws, "2026-03-20", turns)
+    hits = search(ws, "Where did Ana go on the honeymoon", limit=3)
+    assert any("Crete" in h.text for h in hits[:2])
+
+
+def test_n_10_hits_are_the_first_ten_of_n_30(ws: Workspace) -> None:
+    for i in range(12):
+        turns = [
+            f"Ana: The otter by the bridge again, day {i}?" if k % 5 == 0 else t
+            for k, t in enumerate(FILLER_TURNS * 6)
+        ]
+        _log(ws, f"2026-04-{10 + i}", turns)
+    for query in ("otter bridge", "Ana otter weekend", "otter"):
+        ten, thirty = search(ws, query, limit=10), search(ws, query, limit=30)
+        assert len(ten) == 10 and ten == thirty[:10]
+
+
+def test_a_question_mark_anywhere_in_a_line_brings_the_next_turn(ws: Workspace) -> None:
+    turns = ["Joe: How did the interview go? I thought of you all day.", "Ana: Hired on the spot."]
+    _log(ws, "2026-03-20", [*FILLER_TURNS, *turns, *FILLER_TURNS])
+    (hit,) = search(ws, "interview", limit=1)
+    assert hit.text.endswith("Hired on the spot.")
+
+
+def test_a_relative_date_with_no_log_in_range_is_searched_as_words(ws: Workspace) -> None:
+    _log(ws, "2025-02-03", ["Ana: I have been sleeping badly recently.", *FILLER_TURNS])
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    (hit, *_) = search(ws, "sleeping recently", now=now)
+    assert "recently" in hit.snippet and hit.path == "memory/2025-02-03.md"
+
+
+def test_a_hyphenated_word_the_text_never_holds_is_searched_as_its_parts(ws: Workspace) -> None:
+    write(ws, "memory/notes/code.md", "# Code\n\nShe loves programming in Rust.\n")
+    assert paths(search(ws, "programming-related questions")) == ["memory/notes/code.md"]
+    write(ws, "memory/notes/mail.md", "# Mail\n\nCheck the e-mail first.\n")
+    assert paths(search(ws, "e-mail")) == ["memory/notes/mail.md"]  # held: a phrase still
+
+
+def test_below_the_floor_search_says_there_is_no_good_match(ws: Workspace) -> None:
+    for i in range(20):
+        _log(ws, f"2026-03-{10 + i}", FILLER_TURNS * 4)  # Ana or Joe on every line
+    root = str(ws.root)
+    no_match = "No good match in the workspace; try other words, or fewer.\n"
+    assert run_cli("-w", root, "search", "xyzzyqq").stdout == no_match
+    assert run_cli("-w", root, "search", "Ana", "xyzzyqq").stdout == no_match  # only common
+    out = run_cli("-w", root, "search", "--json", "Joe", "xyzzyqq")
+    assert json.loads(out.stdout) == [] and "No good match" in out.stderr
+    (hit, *_) = search(ws, "Ana deadline")
+    assert hit.shares_words and hit.to_json()["shares_words"] is True
+
+
+def test_template_text_left_as_init_wrote_it_is_never_returned(ws: Workspace) -> None:
+    assert "episodic memory" in (ws.root / "MEMORY.md").read_text("utf-8")  # init's template
+    assert search(ws, "episodic memory") == []
+    text = (ws.root / "MEMORY.md").read_text("utf-8")
+    write(ws, "MEMORY.md", text + "\n- Episodic memory of the Lisbon trip: see memory/notes.\n")
+    assert [h.snippet for h in search(ws, "episodic memory")] == [
+        "- [Episodic] [memory] of the Lisbon trip: see [memory]/notes."
+    ]

@@ -298,3 +298,16 @@ def test_the_installed_wordllama_has_the_layout_semantic_reads() -> None:
     config = json.loads(tokenizer.read_bytes())
     assert semantic._pack(config, np) is not None, "the tokenizer is no longer Llama's BPE"
     assert config["model"]["vocab"] and len(config["model"]["vocab"]) == tensor["shape"][0]
+
+
+def test_below_the_floor_no_hit_and_a_hit_by_meaning_alone_is_labelled(
+    ws: Workspace, extra: None
+) -> None:
+    write(ws, "memory/notes/pets.md", "# Notes\n\nWe adopted a puppy from the shelter.\n")
+    write(ws, "memory/notes/work.md", "# Work\n\nThe invoice for March is late.\n")
+    with SearchIndex(ws) as index:
+        assert index.search("xyzzyqq") == []  # a word nowhere: no unrelated hits
+        hits = index.search("dog invoice")
+    by_path = {h.path: h for h in hits}
+    assert by_path["memory/notes/work.md"].shares_words
+    assert not by_path["memory/notes/pets.md"].shares_words

@@ -33,7 +33,11 @@ def context(
     ] = None,
     budget_chars: Annotated[
         int | None,
-        typer.Option("--budget-chars", help="Character budget of memories (memory.budget_chars)."),
+        typer.Option(
+            "--budget-chars",
+            help="Characters of the whole output, headings and notes included (default: "
+            "memory.budget_chars for memories, plus the foundation files).",
+        ),
     ] = None,
 ) -> None:
     """Print what an agent should load now: foundation, recent days and memories, within caps."""
@@ -47,6 +51,7 @@ def context(
     if fmt == "json":
         print_json(result.to_json())
     elif fmt == "claude-hook":
-        typer.echo(result.to_claude_hook(ws.settings.context.hook_chars))
+        limit = ws.settings.context.hook_chars
+        typer.echo(result.to_claude_hook(min(limit, budget_chars) if budget_chars else limit))
     else:
         typer.echo(result.to_markdown())

@@ -9,6 +9,8 @@ from crustacean.cli.common import console, print_json, safe, say, state, warn
 from crustacean.cli.output import progress
 from crustacean.recall.search import Hit, IndexStats, SearchIndex, SearchRequest, find
 
+NO_GOOD_MATCH = "No good match in the workspace; try other words, or fewer."
+
 
 def search(
     ctx: typer.Context,
@@ -82,11 +84,15 @@ def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
     """One line per hit; with a budget, each hit's lines follow it, indented."""
     if as_json:
         print_json([h.to_json() for h in hits])
+        if not hits:
+            warn(NO_GOOD_MATCH)
         return
     if not hits:
-        say("No matches.")
+        say(NO_GOOD_MATCH)
     for h in hits:
         where = safe(f"{h.path}#L{h.start_line}-L{h.end_line}")
+        if not h.shares_words:
+            where += "  (by meaning: shares no word with the query)"
         if full:
             when = f"  ({h.when})" if h.when else ""
             text = "\n".join(f"    {safe(line)}" for line in h.text.split("\n"))

@@ -8,6 +8,9 @@ The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
   archive never. Lessons are presented as settled rulings;
 - caps: `max_entries` memories, newest first, then `budget_chars` over the memory section.
   Foundation files and daily logs have their own budget (`context.foundation_chars`).
+  `--budget-chars` asked for (CLI, hook, MCP) bounds the whole output instead, headings and
+  notes included: the foundation first (at most half of it with a topic, so the topic's lines
+  have room), memories and found lines in what is left, then fitted as a hook is (`within`).
 - anything cut is listed (counts per folder and the first few paths, so the list stays small on
   10,000 memories), so the agent never assumes its memory is complete, with how to find the rest.
 - `--format claude-hook` fits the whole output under `context.hook_chars`: Claude Code saves a
@@ -62,6 +65,7 @@ FIND_THE_REST = (
     "or `crustacean search WORDS` in a shell."
 )
 MAX_FOLDERS = 8  # folders named in the "Not loaded" list; the rest are counted together
+WHOLE_OVERHEAD = 1000  # headings, notes and the "Not loaded" list, within a whole budget
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class Caps:
     budget_chars: int
     foundation_chars: int
     listed_paths: int = 5  # context.not_loaded_paths
+    whole: bool = False  # budget_chars bounds the whole output (asked for), not the memories
 
 
 @dataclass(frozen=True)
@@ -179,6 +184,19 @@ class Context:
                 out.append((path, why))
         return out
 
+    def within(self, limit: int) -> Context:
+        """This context fitted so that its markdown, headings and notes included, is at most
+        `limit` characters (`--budget-chars`): entries kept most needed first, as in a hook."""
+        budget = limit
+        fitted = self
+        for _ in range(6):
+            fitted = self._fitted(budget, limit, "--budget-chars")
+            over = len(fitted.to_markdown()) - limit
+            if over <= 0:
+                return fitted
+            budget -= over + 100
+        return fitted
+
     def to_claude_hook(self, limit: int = 9500) -> str:
         """The JSON a Claude Code SessionStart hook prints (REFERENCE.md §3.2), at most `limit`
         characters in all: entries go in whole, most needed first (`_hook_rank`), while they
@@ -200,9 +218,9 @@ class Context:
             budget -= len(out) - limit + 100  # JSON escapes (\n, quotes) took the difference
         return out
 
-    def _fitted(self, budget: int, limit: int) -> Context:
+    def _fitted(self, budget: int, limit: int, cap: str = "context.hook_chars") -> Context:
         """This context with entries cut or left out so its markdown is at most `budget`."""
-        why = f"over context.hook_chars {limit}"
+        why = f"over {cap} {limit}"
         every = sorted(self.entries, key=_hook_rank)
         worst = replace(
             self,
@@ -223,7 +241,7 @@ class Context:
         for e in deferred:  # then the head of the first foundation file that did not fit
             if e.section == "foundation" and room >= 600:
                 kept.append(replace(e, text=_cut(e.text, room - len(e.path) - 120, e.path)))
-                left.append((e.path, f"cut to fit context.hook_chars {limit}"))
+                left.append((e.path, f"cut to fit {cap} {limit}"))
                 room = 0
             else:
                 left.append((e.path, why))
@@ -386,6 +404,9 @@ def _assemble(
     not_loaded: list[tuple[str, str]] = []
     problems: list[tuple[str, str]] = []
     used = 0
+    room = caps.foundation_chars
+    if caps.whole and topic:  # a topic asked within a whole budget: half of it is the topic's
+        room = min(room, caps.budget_chars // 2)
     for rel, why in _foundation_paths(ws, audience, now):
         if not (ws.root / rel).is_file():
             continue  # a missing file is normal (no log yet today); nothing to load
@@ -396,11 +417,14 @@ def _assemble(
             continue
         if not doc.text.strip():
             continue
-        if used + len(doc.text) > caps.foundation_chars:
-            not_loaded.append((rel, f"over context.foundation_chars {caps.foundation_chars}"))
+        if used + len(doc.text) > room:
+            cap = "context.foundation_chars" if room == caps.foundation_chars else "half the budget"
+            not_loaded.append((rel, f"over {cap} {room}"))
             continue
         used += len(doc.text)
         entries.append(Entry(rel, "foundation", rel, doc.text, why))
+    if caps.whole:  # what the foundation took is not left for memories and found lines
+        caps = replace(caps, budget_chars=max(caps.budget_chars - used - WHOLE_OVERHEAD, 0))
     scanned = ranking.index.scanned if ranking is not None else None
     mems, bad = load_memories(ws, bodies=False, topic=ranking is not None, scanned=scanned)
     problems += bad
@@ -512,6 +536,7 @@ class ContextRequest:
             self.budget_chars or s.memory.budget_chars,
             s.context.foundation_chars,
             s.context.not_loaded_paths,
+            whole=self.budget_chars is not None,
         )
 
 
@@ -520,6 +545,8 @@ def build_context(ws: Workspace, request: ContextRequest, now: datetime) -> Cont
     from crustacean.state import open_state
 
     ctx = assemble(ws, parse_for(request.audience), request.topic, request.caps(ws), now)
+    if request.budget_chars is not None:
+        ctx = ctx.within(request.budget_chars)
     if ctx.memory_paths:
         with open_state(ws) as db:
             db.record_recalls(ctx.memory_paths, now, "context")

@@ -7,7 +7,8 @@ trigram index holds the lines with CJK text, which unicode61 cannot split into w
 
 What is indexed: every `*.md` file under the workspace except hidden folders (`.git/`,
 `.crustacean/`, `memory/.system/` — pipeline instructions, not memory), symlinks and the trash
-(`archive/trash/`); blank lines, frontmatter and one-line `<!-- … -->` comments are not rows.
+(`archive/trash/`); blank lines, frontmatter, one-line `<!-- … -->` comments and lines left as
+init's templates wrote them (MEMORY.md, SOUL.md, …: scaffold, not memory) are not rows.
 `archive/` is indexed but left out of results unless asked for; so are scaffold files (any
 README, AGENTS.md, CLAUDE.md: instructions, not memory) unless a `path_prefix` is given.
 
@@ -22,10 +23,17 @@ word, held by the lines of the daily logs of those days. CJK pieces and queries 
 `raw=True` passes FTS5 syntax through (phrases, `NEAR`, `title:word`, prefix `word*`), ranked by
 BM25.
 
-Hits: the best lines; a line that asks something (ends with "?") comes with the next one
+Words held by more than a fifth of the lines (a speaker's name) leave the subsets and order the
+lines of one subset instead. A line also holds, at `PAIR_WEIGHT`, the words of the line before it
+(a question and its answer scored as one document, returned as the answering line), ranked after
+the lines holding one word fewer themselves. A line holding only common words is no match; with
+the semantic extra, a query no line holds a word of gets dense hits only at `ALONE_FLOOR`.
+
+Hits: the best lines; a line that asks something (holds a "?") comes with the next one
 (`QUESTION_AFTER`: the answer is often the turn after the one a question's words match). A
 window touching or overlapping another one of the same file is merged into it (up to
-`WINDOW_LINES`), so no line comes back twice. `budget_chars` fills that many characters of
+`WINDOW_LINES`; only the best `GROW_FROM` lines merge, so `-n 10`'s hits are the first ten of
+`-n 30`'s), so no line comes back twice. `budget_chars` fills that many characters of
 window text in rank order (a window that would overflow is skipped), so an agent asks for "the
 best 2,000 characters", not "10 hits".
 
@@ -40,6 +48,7 @@ The read half (ranking, windows, hits, the mark) is search_read.py.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -76,7 +85,7 @@ from crustacean.recall.search_read import (
     scan_markdown,
 )
 from crustacean.state import StateDB, open_state
-from crustacean.workspace import Progress, Workspace
+from crustacean.workspace import Progress, Workspace, data_dir
 
 __all__ = [
     "MAX_BUDGET_CHARS",
@@ -175,8 +184,11 @@ def _title(parts: Iterable[str]) -> str:
     return TITLE_SEP.join(kept)
 
 
-def index_lines(text: str, stem: str) -> tuple[list[Line], str | None]:
-    """A document's indexed lines and a frontmatter warning, if any (pure)."""
+def index_lines(
+    text: str, stem: str, template: frozenset[str] = frozenset()
+) -> tuple[list[Line], str | None]:
+    """A document's indexed lines and a frontmatter warning, if any (pure). Lines equal to a
+    line of the file's `template` (init's text, not the agent's) are not indexed."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     front = read_front(text, as_body="indexed as body")
     meta, body_start, warning = front.meta, _body_start(text, front), front.problem
@@ -188,7 +200,7 @@ def index_lines(text: str, stem: str) -> tuple[list[Line], str | None]:
     out = []
     for i, path in enumerate(paths, start=body_start):
         body = lines[i].rstrip()
-        if not body.strip() or _COMMENT.match(body):
+        if not body.strip() or _COMMENT.match(body) or body.strip() in template:
             continue
         if path not in titles:
             titles[path] = _title((*base, *path))
@@ -196,6 +208,18 @@ def index_lines(text: str, stem: str) -> tuple[list[Line], str | None]:
     if not out and name:
         out.append(Line(1, _title(base), ""))
     return out, warning
+
+
+@functools.cache
+def template_lines(rel: str) -> frozenset[str]:
+    """The lines of init's template for this path (MEMORY.md, SOUL.md, …), stripped: scaffold
+    text no search should return, however many questions share its words."""
+    try:
+        path = data_dir("templates") / "workspace" / rel
+        text = path.read_text("utf-8") if path.is_file() else ""
+    except (OSError, UnicodeDecodeError, FileNotFoundError):
+        return frozenset()
+    return frozenset(line.strip() for line in text.split("\n") if line.strip())
 
 
 def is_scaffold(rel: str) -> bool:
@@ -252,7 +276,7 @@ def _parse(rel: str, st: os.stat_result, data: bytes, sha: str) -> _Doc:
         text, bad = data.decode("utf-8", "replace").removeprefix("\ufeff"), e.start
     if not text.strip():
         return skip("empty")
-    lines, warning = index_lines(text, Path(rel).stem)
+    lines, warning = index_lines(text, Path(rel).stem, template_lines(rel))
     if bad is not None:
         note = f"not valid UTF-8 at byte {bad}; indexed with U+FFFD in its place"
         warning = f"{warning}; {note}" if warning else note

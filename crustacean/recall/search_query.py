@@ -69,6 +69,7 @@ class Query(NamedTuple):
     dates: DateRange | None = None
     when: bool = False  # a "when did …" question: the answer is a date
     text: str = ""  # the query as asked, for the semantic extra
+    date_words: str = ""  # the words that named the date: searched when no log is in range
 
 
 def fts_string(text: str) -> str:
@@ -151,16 +152,22 @@ def may_name_a_date(text: str) -> bool:
 
 def find_dates(text: str, today: date) -> tuple[DateRange | None, str]:
     """The first date the query names (as a range of days) and the query without its words."""
+    found, rest, _ = _find_dates(text, today)
+    return found, rest
+
+
+def _find_dates(text: str, today: date) -> tuple[DateRange | None, str, str]:
+    """`find_dates`, and the words that named the date."""
     if not may_name_a_date(text):
-        return None, text
+        return None, text, ""
     for pattern, build in _date_rules():
         m = pattern.search(text)
         if not m:
             continue
         found = build(m, today)
         if found is not None:
-            return found, (text[: m.start()] + " " + text[m.end() :]).strip()
-    return None, text
+            return found, (text[: m.start()] + " " + text[m.end() :]).strip(), m[0]
+    return None, text, ""
 
 
 def _iso_day(m: re.Match[str], today: date) -> DateRange | None:
@@ -279,9 +286,9 @@ def split_words(text: str) -> list[Term]:
 def parse_query(text: str, today: date) -> Query:
     """The words worth matching (stop words out, unless nothing is left), a date, "when"."""
     when = bool(_WHEN.search(text))
-    dates, rest = find_dates(text, today)
+    dates, rest, said = _find_dates(text, today)
     terms = split_words(rest)
     kept = [t for t in terms if t.cjk or t.text not in STOP_WORDS]
     if not kept and dates is None:
         kept = terms
-    return Query(tuple(kept[:MAX_TERMS]), dates, when, text)
+    return Query(tuple(kept[:MAX_TERMS]), dates, when, text, said)

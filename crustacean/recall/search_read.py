@@ -24,7 +24,14 @@ from typing import Any, NamedTuple
 
 from crustacean import daily
 from crustacean.errors import SearchQueryError
-from crustacean.recall.search_query import Query, Term, fts_string, parse_query
+from crustacean.recall.search_query import (
+    STOP_WORDS,
+    Query,
+    Term,
+    fts_string,
+    parse_query,
+    split_words,
+)
 from crustacean.tree import RECALLED, stat_markdown
 
 TITLE_WEIGHT = 0.6
@@ -37,6 +44,11 @@ MAX_BUDGET_CHARS = 50_000
 MAX_SKIPS = 20  # windows too big for what is left of a budget, tried before giving up
 CANDIDATES = 10  # best-scored lines considered for windows, per window asked for
 TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 - 1 of them)
+COMMON_SHARE = 0.2  # a word held by more of the lines than this only breaks ties in the tiers
+COMMON_LINES = 50  # ... and by at least this many (in a small workspace every word is "common")
+PAIR_WEIGHT = 0.3  # a line holding the words only with the line before it (its question)
+PAIR_DEFER = 1  # ... ranks after the lines holding one word fewer themselves
+GROW_FROM = 30  # windows grow from the best lines only, so `-n` changes no hit's lines
 SNIPPET_CHARS = 200
 ARCHIVE = "archive/"
 # Each file's lines get contiguous rowids in one of three partitions, so leaving the scaffold
@@ -58,7 +70,8 @@ class Hit(NamedTuple):
     """One window of lines. `score`: higher is better; lines are 1-based and inclusive.
 
     `text` holds the window's lines (blank lines left out), `snippet` its best line on one line
-    with the matched words in [brackets], `when` the date and `[HH:MM]` heading of a daily log.
+    with the matched words in [brackets], `when` the date and `[HH:MM]` heading of a daily log,
+    `shares_words` whether any line of it holds a word of the query.
     """
 
     path: str
@@ -68,6 +81,7 @@ class Hit(NamedTuple):
     snippet: str
     text: str = ""
     when: str | None = None
+    shares_words: bool = True  # False: found by meaning alone (the semantic extra)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -78,6 +92,7 @@ class Hit(NamedTuple):
             "snippet": self.snippet,
             "text": self.text,
             "when": self.when,
+            "shares_words": self.shares_words,
         }
 
 
@@ -118,6 +133,7 @@ class Word(NamedTuple):
     title: set[int]  # lines whose heading or file name holds it
     weight: float
     shares: dict[int, float] | None = None  # CJK: the share of the word's pieces a line holds
+    common: bool = False  # held by more than COMMON_SHARE of the lines: a tie-breaker only
 
 
 Ranked = tuple[int, float, float]  # rowid, score, share of the query's words the line holds
@@ -126,8 +142,9 @@ Ranked = tuple[int, float, float]  # rowid, score, share of the query's words th
 class Scored:
     """A query's words with their lines; `ranked()` orders the lines (pure)."""
 
-    def __init__(self, words: list[Word] | None = None) -> None:
+    def __init__(self, words: list[Word] | None = None, firsts: set[int] | None = None) -> None:
         self.words = words if words is not None else []
+        self.firsts = firsts  # each file's first rowid: no pair across two files
 
     def ranked(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
         """The n best lines: all the words first, then most (by the words' IDF)."""
@@ -138,28 +155,85 @@ class Scored:
         return self._summed(keep, n)
 
     def _tiers(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
-        """Set algebra, word subsets biggest first: cheap however many lines hold a word."""
-        words, m = self.words, len(self.words)
+        """Set algebra, word subsets biggest first: cheap however many lines hold a word.
+
+        Common words (`Word.common`) are left out of the subsets and order the lines of one
+        subset instead. A line also holds, at `PAIR_WEIGHT`, the words of the line before it:
+        a question and its answer scored as one, returned as the answer (when the answer holds
+        some query word itself: often only the speaker's name)."""
+        words = self.words
         held = [w.body | w.title for w in words]
         if keep is not None:
             held = [{r for r in lines if keep(r)} for lines in held]
-        combos = [c for k in range(m, 0, -1) for c in combinations(range(m), k)]
+        core = [i for i, w in enumerate(words) if not w.common] or list(range(len(words)))
+        common = [i for i in range(len(words)) if i not in core]
+        m = len(core)
+        firsts = self.firsts or set()
+        if len(words) > 1 and PAIR_WEIGHT > 0:  # one word: a pair line would hold none itself
+            paired = {i: held[i] | ({r + 1 for r in held[i]} - firsts) for i in core}
+        else:
+            paired = {i: held[i] for i in core}
+        if keep is not None:
+            paired = {i: {r for r in lines if keep(r)} for i, lines in paired.items()}
+        combos = [c for k in range(m, 0, -1) for c in combinations(core, k)]
         combos.sort(key=lambda c: (-len(c), -sum(words[i].weight for i in c)))
         out: list[Ranked] = []
         seen: set[int] = set()
+        later: list[tuple[int, set[int], float, float]] = []  # pairs: (size, lines, score, share)
+
+        def add(group: set[int], score: float, share: float) -> None:
+            for r in self._ordered(group - taken, common, held, n - len(out)):
+                out.append((r, score, share))
+                taken.add(r)
+
+        taken: set[int] = set()
         for combo in combos:
-            order = sorted(combo, key=lambda i: len(held[i]))
-            lines = held[order[0]].intersection(*(held[i] for i in order[1:])) - seen
+            while later and later[0][0] - PAIR_DEFER > len(combo):  # a tier smaller first
+                add(*later.pop(0)[1:])
+            order = sorted(combo, key=lambda i: len(paired[i]))
+            lines = paired[order[0]].intersection(*(paired[i] for i in order[1:])) - seen
             if not lines:
                 continue
             share = len(combo) / m
             base = sum(words[i].weight for i in combo) * share * share
-            in_body = lines.intersection(*(words[i].body for i in combo))
-            for group, score in ((in_body, base), (lines - in_body, base * TITLE_WEIGHT)):
-                out += [(r, score, share) for r in sorted(group)[: n - len(out)]]
+            whole = lines.intersection(*(held[i] for i in combo))
+            in_body = whole.intersection(*(words[i].body for i in combo))
+            add(in_body, base, share)
+            add(whole - in_body, base * TITLE_WEIGHT, share)
+            if PAIR_WEIGHT > 0:
+                cand = lines - whole
+                pair = set().union(*(cand & h for h in held))  # holding a query word itself
+                later.append((len(combo), pair, base * PAIR_WEIGHT, share))
             if len(out) >= n:
                 break
-            seen |= lines
+            seen |= whole
+        for _, group, score, share in later:
+            if len(out) >= n:
+                break
+            add(group, score, share)
+        return out
+
+    def _ordered(
+        self, group: set[int], common: list[int], held: list[set[int]], n: int
+    ) -> list[int]:
+        """The best n lines of one score: by the common words they hold (the subsets of them,
+        heaviest first, as set algebra), then in file order. BM25 as the tie-break measured
+        worse on bench/recall_bench.py, and 3x slower."""
+        if not group or n <= 0:
+            return []
+        if not common or len(group) == 1:
+            return heapq.nsmallest(n, group)
+        weight = self.words
+        subsets = [c for k in range(len(common), -1, -1) for c in combinations(common, k)]
+        subsets.sort(key=lambda c: -sum(weight[i].weight for i in c))  # a superset first
+        out: list[int] = []
+        left = set(group)
+        for sub in subsets:
+            bucket = left.intersection(*(held[i] for i in sub))
+            out += heapq.nsmallest(n - len(out), bucket)
+            left -= bucket
+            if len(out) >= n or not left:
+                break
         return out
 
     def _summed(self, keep: Callable[[int], bool] | None, n: int) -> list[Ranked]:
@@ -181,6 +255,9 @@ class Scored:
             add(w.title - w.body, w.weight * TITLE_WEIGHT, 1.0)
             add(w.title & w.body, w.weight * TITLE_WEIGHT, 0.0)  # the word counts once
         m = len(self.words)
+        rare = [w.body | w.title for w in self.words if not w.common]
+        if rare and len(rare) < m:  # a line holding only common words is no match
+            score = {r: s for r, s in score.items() if any(r in lines for lines in rare)}
         final = [
             (r, s * (held[r] / m) ** 2, held[r] / m)
             for r, s in score.items()
@@ -319,6 +396,7 @@ class IndexReader:
         self.conn = conn
         self.db_path = db_path
         self.today = today
+        self._first_rowids: tuple[object, set[int]] | None = None
 
     def search(
         self,
@@ -343,11 +421,14 @@ class IndexReader:
         archive = include_archive or prefix.startswith(ARCHIVE.rstrip("/"))
         scope = self._scope(prefix, archive)
         cap = limit or (MAX_HITS if budget_chars else 10)
+        # the lexical ranking is the same list however deep; the fused one is not: a fixed depth
+        fused = semantic_on()
+        depth = CANDIDATES * (max(cap, MAX_HITS) if fused else max(cap, 10))
         if raw:
-            ranked, marks = self._raw(query, scope, CANDIDATES * cap), query
+            ranked, marks = self._raw(query, scope, depth), query
         else:
             parsed = parse_query(query, self.today(now or datetime.now(UTC)))
-            ranked = self.rank(parsed, scope, CANDIDATES * cap)
+            ranked = self.rank(parsed, scope, depth)
             marks = _marks(parsed)
         return self._windows(ranked, cap, budget_chars, marks)
 
@@ -406,24 +487,34 @@ class IndexReader:
                 if k < len(ids) and ids[k] == r:
                     fused[r] += semantic.WEIGHT * float(cos[k])
         top = np.argpartition(-cos, min(semantic.DENSE_TOP, len(cos) - 1))[: semantic.DENSE_TOP]
+        floor = 0.0 if lexical else semantic.ALONE_FLOOR  # no word held anywhere: a high bar
         for k in top:
             r = int(ids[k])
-            if cos[k] > 0 and r not in fused:
+            if cos[k] > floor and r not in fused:
                 fused[r] = semantic.WEIGHT * float(cos[k])
         ranked = sorted(fused.items(), key=lambda p: (-p[1], p[0]))
         return ranked[:n]
 
     def _scored(self, query: Query, scope: _Scope) -> Scored:
-        """Every line holding a query word; a date is one more word, held by that day's lines."""
+        """Every line holding a query word; a date is one more word, held by that day's lines.
+
+        A date no daily log falls in matches nothing: its words ("recently", "last year") are
+        searched as words instead. A joined word ("programming-related") the text never holds
+        as a phrase is searched as its parts."""
         conn = self.conn
         total = next_rowid(conn, 0)  # about the number of lines: all the IDF needs
-        scored = Scored([self._word(term, scope, total) for term in query.terms])
+        words = [w for term in query.terms for w in self._words(term, scope, total)]
+        scored = Scored(words, self._firsts() if len(words) > 1 else None)
         if query.dates is not None:
             spans = conn.execute(
                 "SELECT first_rowid, lines FROM search_files WHERE day BETWEEN ? AND ? "
                 "AND lines > 0 AND first_rowid < ?",
                 (query.dates.first.isoformat(), query.dates.last.isoformat(), scope.top),
             ).fetchall()
+            if not spans:
+                terms = [t for t in split_words(query.date_words) if t.text not in STOP_WORDS]
+                scored.words += [w for t in terms for w in self._words(t, scope, total)]
+                return scored
             dated: set[int] = set()
             for first, count in spans:
                 dated.update(range(first, first + count))
@@ -432,6 +523,25 @@ class IndexReader:
                 dated &= set().union(*(w.body | w.title for w in scored.words))
             scored.words.append(Word(dated, set(), idf(total, rows)))
         return scored
+
+    def _firsts(self) -> set[int]:
+        """Each file's first rowid (no pair of lines across two files), kept while the index's
+        mark of the disk is the same."""
+        row = self.conn.execute("SELECT value FROM search_meta WHERE key = 'disk'").fetchone()
+        mark = row[0] if row else None
+        if mark is None or self._first_rowids is None or self._first_rowids[0] != mark:
+            got = {r for (r,) in self.conn.execute("SELECT first_rowid FROM search_files")}
+            self._first_rowids = (mark, got)
+        return self._first_rowids[1]
+
+    def _words(self, term: Term, scope: _Scope, total: int) -> list[Word]:
+        """One term's word, or a joined word's parts when no line holds it as a phrase."""
+        word = self._word(term, scope, total)
+        parts = term.text.split()
+        if term.cjk or len(parts) < 2 or word.body or word.title:
+            return [word]
+        kept = [p for p in parts if p not in STOP_WORDS] or parts
+        return [self._word(Term(p, (fts_string(p),)), scope, total) for p in kept]
 
     def _word(self, term: Term, scope: _Scope, total: int) -> Word:
         conn = self.conn
@@ -444,7 +554,9 @@ class IndexReader:
         piece = term.pieces[0]
         body = {r for (r,) in conn.execute(sql, (f"body : {piece}",))}
         title = {r for (r,) in conn.execute(sql, (f"title : {piece}",))}
-        return Word(body, title, idf(total, len(body | title)))
+        found = len(body | title)
+        common = found > COMMON_SHARE * total and found >= COMMON_LINES
+        return Word(body, title, idf(total, found), common=common)
 
     def _cjk_rowids(self, piece: str, scope: _Scope) -> set[int]:
         """Lines holding a CJK piece: the trigram index for 3+ characters, LIKE below that."""
@@ -480,21 +592,43 @@ class IndexReader:
         )
         return {r: _Row(p, int(n), t, b) for r, p, n, t, b in rows}
 
+    def _rows_of(self, rowids: Iterable[int]) -> dict[int, _Row]:
+        """The rows of these lines and of the line after each, in one statement of rowid
+        ranges (FTS5 reads a range directly; `rowid IN (…)` would scan)."""
+        spans = sorted({(r - CONTEXT_BEFORE, r + QUESTION_AFTER) for r in rowids})
+        out: dict[int, _Row] = {}
+        one = "SELECT rowid, path, line, title, body FROM search_lines WHERE rowid BETWEEN ? AND ?"
+        for k in range(0, len(spans), 50):
+            chunk = spans[k : k + 50]
+            sql = " UNION ALL ".join([one] * len(chunk))
+            rows = self.conn.execute(sql, [x for span in chunk for x in span])
+            out.update((r, _Row(p, int(n), t, b)) for r, p, n, t, b in rows)
+        return out
+
     def _windows(
         self, ranked: list[tuple[int, float]], limit: int, budget: int | None, marks: str
     ) -> list[Hit]:
         """Each best line with its neighbours, merged with any window it touches, in rank
-        order until `limit` windows or the budget is reached; no line twice."""
+        order until `limit` windows or the budget is reached; no line twice.
+
+        Only the best `GROW_FROM` lines grow a window they touch; after them a line opens its
+        own. So a window's lines do not depend on how many windows are asked for: `-n 10`'s
+        hits are the first ten of `-n 30`'s."""
         windows: list[_Window] = []
         owner: dict[int, _Window] = {}
         used = skips = 0
-        for rowid, score in ranked:
+        near_best = self._rows_of(r for r, _ in ranked[:GROW_FROM])  # one query, not a hundred
+        for k, (rowid, score) in enumerate(ranked):
             if rowid in owner:
                 continue
-            rows = self._rows(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER)
+            if k < GROW_FROM:
+                span = range(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER + 1)
+                rows = {r: near_best[r] for r in span if r in near_best}
+            else:
+                rows = self._rows(rowid - CONTEXT_BEFORE, rowid + QUESTION_AFTER)
             if rowid not in rows:
                 continue
-            after = QUESTION_AFTER if rows[rowid].body.rstrip().endswith("?") else CONTEXT_AFTER
+            after = QUESTION_AFTER if "?" in rows[rowid].body else CONTEXT_AFTER
             rows = {r: row for r, row in rows.items() if r <= rowid + after}
             path = rows[rowid].path
             new = {r: row for r, row in rows.items() if row.path == path and r not in owner}
@@ -504,13 +638,11 @@ class IndexReader:
                 if skips > MAX_SKIPS:
                     break
                 continue
-            near = [owner[x] for r in new for x in (r - 1, r + 1) if x in owner]
-            touching = [
-                w
-                for w in windows
-                if any(w is n for n in near) and w.path == path and len(w.rows) < WINDOW_LINES
-            ]
-            if touching:
+            near = {id(w): w for r in new for x in (r - 1, r + 1) if (w := owner.get(x))}
+            touching = [w for w in near.values() if w.path == path and len(w.rows) < WINDOW_LINES]
+            if len(touching) > 1:
+                touching.sort(key=windows.index)  # the first window made takes the others
+            if touching and k < GROW_FROM:
                 target = touching[0]
                 for other in touching[1:]:
                     target.rows.update(other.rows)
@@ -519,7 +651,7 @@ class IndexReader:
                         owner[r] = target
                 target.rows.update(new)
             else:
-                if len(windows) >= limit:
+                if len(windows) >= limit and k >= GROW_FROM:
                     break
                 target = _Window(path, score, rowid, dict(new))
                 windows.append(target)
@@ -528,7 +660,7 @@ class IndexReader:
             used += cost
             if budget is not None and used >= budget:
                 break
-        return [self._hit(w, marks) for w in windows]
+        return [self._hit(w, marks) for w in windows[:limit]]
 
     def _hit(self, w: _Window, marks: str) -> Hit:
         ordered = [w.rows[r] for r in sorted(w.rows)]
@@ -544,6 +676,9 @@ class IndexReader:
             except sqlite3.OperationalError:
                 got = None
             snippet = got[0] if got else snippet
+            shares = got is not None or self._holds(marks, min(w.rows), max(w.rows))
+        else:
+            shares = True
         day = log_day(w.path)
         at = _TIME.search(best.title) if day else None
         when = f"{day} {at.group(1)}" if at else day
@@ -555,7 +690,16 @@ class IndexReader:
             _snippet(snippet),
             "\n".join(row.body for row in ordered),
             when,
+            shares,
         )
+
+    def _holds(self, marks: str, first: int, last: int) -> bool:
+        """Whether a line from `first` to `last` holds a word of the query."""
+        sql = "SELECT 1 FROM search_lines WHERE search_lines MATCH ? AND rowid BETWEEN ? AND ?"
+        try:
+            return self.conn.execute(sql, (marks, first, last)).fetchone() is not None
+        except sqlite3.OperationalError:
+            return True
 
 
 _MATRICES: dict[str, tuple[int, Any, Any]] = {}  # state.db path: (version, rowids, vectors)
@@ -626,6 +770,13 @@ def _vectors_missing(conn: sqlite3.Connection) -> bool:
         return False
     sql = "SELECT 1 FROM search_files WHERE lines > 0 AND vectors = 0 LIMIT 1"
     return conn.execute(sql).fetchone() is not None and semantic.load() is not None
+
+
+def semantic_on() -> bool:
+    """Whether searches fuse the semantic extra's cosines (loaded once per process)."""
+    from crustacean.recall import semantic
+
+    return semantic.wanted() and semantic.load() is not None
 
 
 def _marks(query: Query) -> str:

@@ -36,6 +36,10 @@ from typing import Any
 
 WEIGHT = 1.0
 DENSE_TOP = 300  # lines the dense side adds to the lexical candidates
+# A query no line holds a word of gets dense hits only at this cosine or more: words that appear
+# nowhere ("xyzzyqq", "invoice VAT refund" on a chat log) reach 0.27-0.37 with unrelated lines,
+# so below it search says there is no good match (bench/RESULTS.md, Recall).
+ALONE_FLOOR = 0.4
 ENV = "CRUSTACEAN_SEMANTIC"
 POOL_ROWS = 4096  # texts pooled together (their sums: 4 MB of float32)
 MATRIX_ROWS = 16_384  # stored vectors turned to float32 at a time (16 MB), for the cosines
