@@ -20,6 +20,11 @@ from crustacean.workspace import FOUNDATION_FILES
 FILE_TOOLS = ("list_context_files", "read_context_file", "search_memory", "write_context")
 BEGIN = "<!-- BEGIN GENERATED: contract (crustacean/llm/contract.py; do not edit by hand) -->"
 END = "<!-- END GENERATED: contract -->"
+FOLDER_READMES = ("memory/README.md", "knowledge/README.md")
+INDEX_RULE = (
+    "adds every file you created to its folder README's `## Index` (code owns the Index: never "
+    "write a folder README yourself)"
+)
 
 
 @dataclass(frozen=True)
@@ -103,11 +108,10 @@ CONTRACTS: dict[str, Contract] = {
                 "files they most likely belong in, with their sha256",
             ),
             after=(
-                "adds every file you created to its folder README's `## Index` (do not edit "
-                "the Index yourself)",
+                INDEX_RULE,
                 "marks the entries you reported as routed; an unreported one comes back next run",
             ),
-            code_writes=("memory/README.md", "knowledge/README.md"),
+            code_writes=FOLDER_READMES,
         ),
         Contract(
             "compile",
@@ -121,10 +125,11 @@ CONTRACTS: dict[str, Contract] = {
                 "lists the candidates for your judgement",
             ),
             after=(
+                INDEX_RULE,
                 "writes the weekly digest `archive/digests/YYYY-MM-DD-weekly.md` from its own "
                 "report and your `record_digest` sections (never write it yourself)",
             ),
-            code_writes=("archive/digests/",),
+            code_writes=("archive/digests/", *FOLDER_READMES),
         ),
         Contract(
             "calibrate",
@@ -134,6 +139,8 @@ CONTRACTS: dict[str, Contract] = {
             False,
             before=("runs the health check and hands you its report and the foundation files",),
             after=(
+                "owns the folder READMEs' `## Index`: curate and compile's code adds each file "
+                "they create; list orphans in your `pipeline` section, never propose Index lines",
                 "writes the audit `archive/audits/YYYY-MM-calibrate.md` from its health check, "
                 "your `record_audit` sections and every pending proposal (never write it "
                 "yourself)",
@@ -349,7 +356,7 @@ def check_changes(stage: str, raw: object) -> None:
             owner = next((p for p in c.code_writes if target.startswith(p)), None)
             if owner:
                 raise PolicyError(
-                    f"{target} is written by code, not by {stage} ({_owner_hint(stage)}); "
+                    f"{target} is written by code, not by {stage} ({_owner_hint(stage, target)}); "
                     "nothing of this call was applied."
                 )
             if target in FOUNDATION_FILES and not c.proposes:
@@ -360,7 +367,9 @@ def check_changes(stage: str, raw: object) -> None:
                 )
 
 
-def _owner_hint(stage: str) -> str:
+def _owner_hint(stage: str, target: str = "") -> str:
+    if target in FOLDER_READMES:
+        return "code adds each file you create to its folder README's Index after the run"
     return {
         "curate": "code adds each file you create to its folder README's Index after the run",
         "compile": "give your digest sections with record_digest",

@@ -25,6 +25,7 @@ from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import DIGEST_SECTIONS
 from crustacean.llm.tools import ToolOutcome, write_call
+from crustacean.recall.memories import memory_paths
 from crustacean.runs import last_runs
 from crustacean.stages import compile_skip
 from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
@@ -39,6 +40,7 @@ from crustacean.stages.compile_plan import (
     plan_memory_caps,
 )
 from crustacean.stages.curate import backfilled_days, uncurated
+from crustacean.stages.indexer import index_created
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import open_state
 from crustacean.store import Store, common_prefix
@@ -64,6 +66,7 @@ class Ops:
     sections: dict[str, list[str]] = field(default_factory=dict)
     versions: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    indexed: list[str] = field(default_factory=list)  # Index lines code added for new files
     memory_caps: str = ""
     tiers_hold_until: datetime | None = None  # when the tier rules could next decide otherwise
 
@@ -503,11 +506,15 @@ class Compile(Stage[bool, CompileResult]):
         elif before:
             model = "skipped (a full compile already ran today)"
         else:
+            before_files = set(memory_paths(ws.root))
             outcome = session.run(
                 build_request(ws, ops, candidates_prompt(ws, session.store, now)),
                 _handlers(session, run.id, ops),
             )
             status, error = outcome.status, outcome.error
+            if not run.dry_run:
+                created = sorted(set(memory_paths(ws.root)) - before_files)
+                ops.indexed = index_created(session.store, created, STAGE, run.id)
         digest = None
         if ops.changed_anything or model == "ran":
             digest = write_digest(ws, session.store, ops, now, run.id)
