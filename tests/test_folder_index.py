@@ -131,3 +131,23 @@ def test_the_template_readmes_say_code_keeps_the_index() -> None:
         text = (TEMPLATES / name).read_text("utf-8")
         assert "in the same change" not in text
         assert "Code keeps the Index" in text and "never by a model" in index_of(text)
+
+
+def test_the_samples_transcripts_are_never_offered_as_memory(sample: Workspace) -> None:
+    """Item 13: the sample keeps its transcripts under `transcripts/`, a configured source."""
+    from crustacean.recall.context import ContextRequest, build_context
+    from crustacean.recall.search import SearchRequest, find
+    from crustacean.store.reads import list_page
+
+    assert any(p.startswith("transcripts/") for p in sample_paths(sample))
+    listed = list_page(Store(sample), None, None, None)["files"]
+    assert listed and not any(f["path"].startswith("transcripts/") for f in listed)
+    assert list_page(Store(sample), "transcripts/", None, None)["files"] == []
+    hits = find(sample, SearchRequest("garden")).hits
+    assert hits and not any(h.path.startswith("transcripts/") for h in hits)
+    loaded = build_context(sample, ContextRequest(), NOW)
+    assert not any(e.path.startswith("transcripts/") for e in loaded.entries)
+
+
+def sample_paths(ws: Workspace) -> list[str]:
+    return [p.relative_to(ws.root).as_posix() for p in ws.root.rglob("*") if p.is_file()]
