@@ -20,6 +20,14 @@ from crustacean.workspace import FOUNDATION_FILES
 FILE_TOOLS = ("list_context_files", "read_context_file", "search_memory", "write_context")
 BEGIN = "<!-- BEGIN GENERATED: contract (crustacean/llm/contract.py; do not edit by hand) -->"
 END = "<!-- END GENERATED: contract -->"
+EDIT_MATCH_RULE = (
+    "Several changes to one file in one call all pass the sha256 of the file as you read it. "
+    "An `edit` whose `old` text occurs exactly once in the file as it is now is applied even "
+    "when its expected_sha256 is older, so you need not wait for a write's result to edit the "
+    "same file again: send independent calls (say, the next entry's MEMORY.md pointer) in the "
+    "same turn, each with the sha256 you were handed. Any other mode with an older sha256 is "
+    "refused as stale."
+)
 FOLDER_READMES = ("memory/README.md", "knowledge/README.md")
 INDEX_RULE = (
     "adds every file you created to its folder README's `## Index` (code owns the Index: never "
@@ -190,6 +198,7 @@ def preamble(stage: str) -> str:
         "- Read a file before changing it and pass its sha256 as expected_sha256. A write's "
         "result gives each changed file's new sha256: use it for your next change to that file "
         "instead of reading it again.",
+        f"- {EDIT_MATCH_RULE}",
         f"- write_context modes offered to you: {', '.join(c.modes)}. One call is one version: "
         "put one whole update (the content and its pointers) in one call; keep unrelated "
         "updates in separate calls.",
