@@ -20,7 +20,6 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar
 
 from crustacean.clock import Clock
-from crustacean.documents import DocumentSkipped, read_document, set_meta, set_plain_meta
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import DIGEST_SECTIONS
@@ -43,10 +42,10 @@ from crustacean.stages.curate import backfilled_days, uncurated
 from crustacean.stages.indexer import index_created
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import open_state
-from crustacean.store import Store, common_prefix
+from crustacean.store import Store
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.overlay import OverlayStore
-from crustacean.tiers import Rules, next_change, plan_tiers
+from crustacean.tiers import Rules, StoredTier, next_change, plan_tiers
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Progress, Workspace, stage_doc
 
 STAGE = "compile"
@@ -205,59 +204,20 @@ def _trash_step(store: Store, run_id: str, ops: Ops, inputs: ReadInputs) -> None
 def _tier_step(
     ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops, inputs: ReadInputs
 ) -> None:
+    """The lifecycle's decisions, kept in state.db: no byte of a memory file changes (a tier
+    the file names itself is the person's, and the lifecycle leaves that memory alone). A plan
+    or dry run (an overlay store) keeps nothing."""
     memories = inputs.memories()
     with open_state(ws) as db:
         recalls = db.recalls()
     rules = Rules.from_config(ws.settings.tiers)
     decisions = [d for d in plan_tiers(memories, recalls, now, rules) if d.changed]
     ops.tiers_hold_until = next_change(memories, recalls, now, rules)
-    changes = []
-    for d in decisions:
-        current = store.read_bytes(d.path) or b""
-        new = _retiered(ws, d.path, current, d.next)
-        if new is None:
-            continue
-        old_part, new_part = line_edit(current, new)
-        changes.append(
-            Change(d.path, "edit", old=old_part, new=new_part, expected_sha256=sha256_hex(current))
-        )
-        ops.tiers.append(f"{d.path}: {d.reason}")
-    message = "compile: tier lifecycle\n\n" + "\n".join(ops.tiers)
-    _apply(store, changes, message, run_id, ops, inputs)
-
-
-def _retiered(ws: Workspace, path: str, current: bytes, tier: str) -> bytes | None:
-    """The file's bytes with its tier set, or None when its frontmatter cannot be edited (it is
-    left as it is). A block of plain lines is edited as text, anything else through YAML."""
-    try:
-        fast = set_plain_meta(current.decode("utf-8"), "tier", tier)
-    except UnicodeDecodeError:
-        fast = None
-    if fast is not None:
-        return fast.encode()
-    try:
-        doc = read_document(ws.root, path)
-    except DocumentSkipped:
-        return None
-    if doc.warning:
-        return None
-    return set_meta(doc, {"tier": tier}).encode()
-
-
-def line_edit(current: bytes, new: bytes) -> tuple[bytes, bytes]:
-    """The lines that differ between `current` and `new`, with the line before, as an edit's
-    (old, new): what the store scans and guards is then the change, not the whole file. The whole
-    files when that span is empty or not unique in `current` (an edit's snippet must be)."""
-    head = common_prefix(current, new)
-    room = min(len(current), len(new)) - head
-    tail = min(common_prefix(current[::-1], new[::-1]), room)
-    start = current.rfind(b"\n", 0, max(head - 1, 0)) + 1 if head else 0
-    stop = current.find(b"\n", len(current) - tail)
-    stop = len(current) if stop < 0 else stop + 1
-    old_part, new_part = current[start:stop], new[start : len(new) - (len(current) - stop)]
-    if not old_part or current.find(old_part) != start or current.find(old_part, start + 1) >= 0:
-        return current, new  # (count() misses overlapping occurrences)
-    return old_part, new_part
+    ops.tiers = [f"{d.path}: {d.reason}" for d in decisions]
+    if decisions and not isinstance(store, OverlayStore):
+        with open_state(ws) as db:
+            db.set_tiers({d.path: StoredTier(d.next) for d in decisions}, STAGE, now)
+        inputs.retiered()
 
 
 def _caps_step(
