@@ -15,6 +15,7 @@ from typing import Any
 from crustacean.llm.stage_tools import RECORD_AUDIT, RECORD_DIGEST, RECORD_NOTES, RECORD_ROUTING
 from crustacean.llm.tools import TOOLS, ToolSpec, write_spec
 from crustacean.store import policy
+from crustacean.store.changes import sha256_hex
 from crustacean.workspace import FOUNDATION_FILES
 
 FILE_TOOLS = ("list_context_files", "read_context_file", "search_memory", "write_context")
@@ -36,6 +37,26 @@ INDEX_RULE = (
 
 
 @dataclass(frozen=True)
+class Input:
+    """One part of the request code sends the stage, under its own tag; `hashed`: every file in
+    it comes as `<file path=… sha256=…>` with the sha256 of the whole file on disk."""
+
+    tag: str
+    what: str
+    hashed: bool = False
+
+
+def file_block(path: str, data: bytes, limit: int | None = None) -> str:
+    """A file handed to a model: its text (cut to `limit` characters, and marked so) with the
+    sha256 of its whole bytes, so it can write without reading the file again."""
+    text = data.decode("utf-8", "replace")
+    cut = limit is not None and len(text) > limit
+    mark = f' cut_at="{limit}"' if cut else ""
+    body = text[:limit] if cut else text
+    return f'<file path="{path}" sha256="{sha256_hex(data)}"{mark}>\n{body}</file>'
+
+
+@dataclass(frozen=True)
 class Contract:
     """What one stage is told, offered and allowed."""
 
@@ -48,6 +69,7 @@ class Contract:
     after: tuple[str, ...]  # what code does with the model's answer, after it
     code_writes: tuple[str, ...] = ()  # path prefixes only code writes; the model is refused
     proposes: bool = False  # a foundation-file change becomes a proposal (else it is refused)
+    inputs: tuple[Input, ...] = ()  # what the request holds, each under its tag
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -104,6 +126,10 @@ CONTRACTS: dict[str, Contract] = {
                 "merges items the day's log already holds, then advances each cursor only past "
                 "the messages that were sent",
             ),
+            inputs=(
+                Input("transcripts", "the new messages, each with its reference, by session"),
+                Input("already-in-daily-logs", "what the day's log already holds"),
+            ),
         ),
         Contract(
             "curate",
@@ -120,6 +146,15 @@ CONTRACTS: dict[str, Contract] = {
                 "marks the entries you reported as routed; an unreported one comes back next run",
             ),
             code_writes=FOLDER_READMES,
+            inputs=(
+                Input("entries", "the daily-log entries not routed yet, each with its id"),
+                Input("existing-files", "the memory files that exist, with their names"),
+                Input(
+                    "files",
+                    "the folder READMEs, MEMORY.md and the likely destinations",
+                    hashed=True,
+                ),
+            ),
         ),
         Contract(
             "compile",
@@ -138,6 +173,12 @@ CONTRACTS: dict[str, Contract] = {
                 "report and your `record_digest` sections (never write it yourself)",
             ),
             code_writes=("archive/digests/", *FOLDER_READMES),
+            inputs=(
+                Input("done", "the report of the mechanical pass"),
+                Input("candidates", "what code found for your judgement, reminders included"),
+                Input("daily-logs", "the past week's daily logs", hashed=True),
+                Input("working-memory", "MEMORY.md", hashed=True),
+            ),
         ),
         Contract(
             "calibrate",
@@ -155,6 +196,12 @@ CONTRACTS: dict[str, Contract] = {
             ),
             code_writes=("archive/audits/",),
             proposes=True,
+            inputs=(
+                Input("health", "the health check's report, taken before you run"),
+                Input("foundation", "the foundation files", hashed=True),
+                Input("lessons", "every lesson file with its text", hashed=True),
+                Input("recent-curate-routings", "curate routings sampled across its last runs"),
+            ),
         ),
     )
 }
@@ -262,6 +309,11 @@ def render_section(stage: str) -> str:
             lines.append(
                 "- never: " + ", ".join(f"`{p}`" for p in c.code_writes) + " (code writes them)"
             )
+    lines += ["", "**What code hands you** (each part under its tag in the request):"]
+    lines += [
+        f"- `<{i.tag}>`: {i.what}" + (" (each as `<file path sha256>`)" if i.hashed else "")
+        for i in c.inputs
+    ]
     lines += ["", "**What code does before you:**"] + [f"- Code {x}." for x in c.before]
     lines += ["", "**What code does after you:**"] + [f"- Code {x}." for x in c.after]
     lines += [END]

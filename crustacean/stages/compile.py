@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar
 
 from crustacean.clock import Clock
+from crustacean.llm.contract import file_block
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import DIGEST_SECTIONS
@@ -288,7 +289,31 @@ def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
     return find_candidates(memory_md, files, logs, today, now, owners).to_prompt()
 
 
-def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
+WEEK_CHARS = 40_000  # the week's logs handed with their text; past this, by path and sha256
+
+
+def handed_files(ws: Workspace, store: Store, now: datetime) -> str:
+    """The past week's daily logs and MEMORY.md, each with its sha256 (COMPILE.md's input):
+    lessons and patterns are read off the logs, promotion edits MEMORY.md."""
+    today, used, logs = ws.today(now), 0, []
+    for d in range(7):
+        path = ws.daily_log(today - timedelta(days=d))
+        data = store.read_bytes(path)
+        if data is None:
+            continue
+        room = max(WEEK_CHARS - used, 0)
+        logs.append(file_block(path, data, room))
+        used += min(len(data), room)
+    memory = store.read_bytes(WORKING_MEMORY)
+    return (
+        "<daily-logs>\n" + ("\n".join(logs) or "(no daily log this week)") + "\n</daily-logs>\n\n"
+        "<working-memory>\n"
+        + (file_block(WORKING_MEMORY, memory) if memory is not None else "(no MEMORY.md)")
+        + "\n</working-memory>"
+    )
+
+
+def build_request(ws: Workspace, ops: Ops, candidates: str, handed: str = "") -> StageRequest:
     done = (
         "\n".join(
             f"- {line}"
@@ -297,12 +322,13 @@ def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
         or "- nothing"
     )
     prompt = (
-        "Code has done this week's mechanical pass:\n" + done + "\n\n"
+        "Code has done this week's mechanical pass:\n<done>\n" + done + "\n</done>\n\n"
         "Now do the judgement phases of COMPILE.md on these candidates: entity promotion (a "
         "few at most), staleness pruning (when unsure, flag it for Calibrate), lesson "
         "extraction, graduation to knowledge/ with a pointer left behind, contradictions "
         "(fresher wins), patterns. Then call record_digest with your sections, then finish.\n\n"
         f"<candidates>\n{candidates or '(none found by code)'}\n</candidates>"
+        + (f"\n\n{handed}" if handed else "")
     )
     return StageRequest(
         stage=STAGE,
@@ -468,7 +494,12 @@ class Compile(Stage[bool, CompileResult]):
         else:
             before_files = set(memory_paths(ws.root))
             outcome = session.run(
-                build_request(ws, ops, candidates_prompt(ws, session.store, now)),
+                build_request(
+                    ws,
+                    ops,
+                    candidates_prompt(ws, session.store, now),
+                    handed_files(ws, session.store, now),
+                ),
                 _handlers(session, run.id, ops),
             )
             status, error = outcome.status, outcome.error
@@ -563,7 +594,9 @@ def _plan(
     if no_model or already:
         why = "--no-model" if no_model else "a full compile already ran today"
         return CompileResult(ops=ops, model=f"skipped ({why})")
-    request = build_request(ws, ops, candidates_prompt(ws, store, now))
+    request = build_request(
+        ws, ops, candidates_prompt(ws, store, now), handed_files(ws, store, now)
+    )
     return CompileResult(ops=ops, model="would run", plan=plan_stage(ws, request))
 
 

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from crustacean import daily
 from crustacean.clock import Clock
 from crustacean.documents import parse_document
+from crustacean.llm.contract import file_block
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
@@ -32,7 +33,6 @@ from crustacean.stages.indexer import index_created
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
 from crustacean.store import Store
-from crustacean.store.changes import sha256_hex
 from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"
@@ -178,8 +178,7 @@ def handed_files(store: Store, entries: list[Entry], labels: Mapping[str, str]) 
         if data is None or len(data) > HAND_FILE_CHARS or used + len(data) > HAND_CHARS:
             continue
         used += len(data)
-        text = data.decode("utf-8", "replace")
-        out.append(f'<file path="{path}" sha256="{sha256_hex(data)}">\n{text}</file>')
+        out.append(file_block(path, data))
     return "\n".join(out)
 
 
