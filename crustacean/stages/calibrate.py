@@ -144,8 +144,10 @@ def audit_text(
         if mine:
             note += f" (proposal {', '.join(map(str, mine))})"
         out.append(f"- [{'x' if not mine else ' '}] {name} — {note}")
-    out += ["", "## Pipeline Health", health.to_markdown().strip()]
-    out += [f"- {k}: {v}" for k, v in pipeline.items()]
+    out += ["", health.to_markdown().strip()]  # its own `## Pipeline Health` heading
+    out += ["", "The model's review:"] + [f"- {k}: {v}" for k, v in pipeline.items()]
+    if not pipeline:
+        out.pop()
     archived = len(review.archived_lessons)
     out += [
         "",
@@ -155,9 +157,10 @@ def audit_text(
         f"- Archived: {archived}",
     ]
     out += [f"  - {p} → archive/lessons/" for p in review.archived_lessons]
+    out += [f"- {k.capitalize()}: {v}" for k, v in lessons.items() if k not in _COUNTED]
     meta = audit.get("meta")
-    meta = meta if isinstance(meta, list) else []
-    out += ["", "## Meta", f"- Process changes proposed: {'; '.join(map(str, meta)) or 'none'}"]
+    meta = [str(m) for m in meta] if isinstance(meta, list) else []
+    out += ["", "## Meta", "Process changes proposed:"] + [f"- {m}" for m in meta or ["none"]]
     out += ["", "## Human Review Needed"]
     human = [
         f"- [ ] proposal {p.id} ({p.actor}, {', '.join(p.paths)}): {p.message} — "
@@ -170,6 +173,9 @@ def audit_text(
     out += human or ["- nothing"]
     out += ["", f"*Calibrated: {now.astimezone(ws.tz).isoformat(timespec='minutes')}*", ""]
     return "\n".join(out)
+
+
+_COUNTED = ("validated", "updated", "archived")  # the Lessons counts, written above as figures
 
 
 def _object(value: object) -> dict[str, Any]:
@@ -227,6 +233,8 @@ class Calibrate(Stage[Health, CalibrateResult]):
         )
         new = list(run.rec.record.proposals)
         pending = proposals.list_proposals(session.store.ws) if not run.dry_run else []
+        if not run.dry_run:  # the audit shows the workspace as the review left it
+            health = check_workspace(ws, now)
         path = f"archive/audits/{now.astimezone(ws.tz):%Y-%m}-calibrate.md"
         text = audit_text(ws, now, health, review, new, pending).encode()
         current = session.store.read_bytes(path)

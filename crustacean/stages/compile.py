@@ -363,7 +363,17 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
     week_logs = [
         d for d in range(7) if (ws.root / ws.daily_log(today - timedelta(days=d))).is_file()
     ]
-    pruned = [c for c in ops.model_changes if c.startswith(("delete", "move"))] + ops.trashed
+    moved = [c for c in ops.model_changes if c.startswith(("delete", "move"))]
+    # a prune by moving: the cut (an edit) and its append to archive/pruned/ in one call
+    cut = [c for c in ops.model_changes if c.startswith("append archive/pruned/")]
+    cut_from = {c.removeprefix("append archive/pruned/") for c in cut}
+    cut += [c for c in ops.model_changes if c.startswith("edit ") and c[5:] in cut_from]
+    prunes = moved + [f"{c[5:]} → archive/pruned/{c[5:]}" for c in cut if c.startswith("edit ")]
+    pruned = prunes + ops.trashed
+    edits = [c for c in ops.model_changes if c.endswith(f" {WORKING_MEMORY}")]
+    memory_line = "; ".join(
+        x for x in (ops.memory_caps, f"{len(edits)} change(s) by the model" if edits else "") if x
+    )
 
     def lines(items: list[str], cap: int = 200) -> str:
         """Long lists are cut (the version messages and `crustacean history` hold them all)."""
@@ -392,9 +402,9 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
             lines(pruned),
             f"- Tier changes: {len(ops.tiers)}",
             lines(ops.tiers),
-            f"- MEMORY.md: {ops.memory_caps or 'within its caps, unchanged'}",
-            f"- Other changes by the model: {len(ops.model_changes)}",
-            lines([c for c in ops.model_changes if not c.startswith(("delete", "move"))]),
+            f"- MEMORY.md: {memory_line or 'within its caps, unchanged'}",
+            f"- Other changes by the model: {len(ops.model_changes) - len(moved) - len(cut)}",
+            lines([c for c in ops.model_changes if c not in moved and c not in cut]),
             "",
             "## Lessons Extracted",
             lines(sections.get("lessons", [])),
