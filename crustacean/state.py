@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
 from crustacean.errors import CrustaceanError
-from crustacean.tiers import Recalls
+from crustacean.tiers import Recalls, StoredTier
 from crustacean.workspace import Workspace
 
 DB_NAME = "state.db"
@@ -296,6 +296,24 @@ MIGRATIONS: list[tuple[str, str]] = [
         DROP TABLE IF EXISTS search_memo;
         """,
     ),
+    (
+        # Tiers outside the files (issue 34): the lifecycle's and `tier set`'s, never written
+        # into a file a person wrote. The caches that held a tier read from the file go.
+        "m017_memory_tiers",
+        """
+        CREATE TABLE memory_tiers (
+            path TEXT PRIMARY KEY,
+            tier TEXT NOT NULL,
+            manual INTEGER NOT NULL DEFAULT 0,
+            tier_set TEXT,
+            set_by TEXT NOT NULL,
+            updated TEXT NOT NULL
+        );
+        DELETE FROM memory_index;
+        DELETE FROM compile_files;
+        DELETE FROM compile_skip;
+        """,
+    ),
 ]
 
 
@@ -488,6 +506,29 @@ class StateDB:
                 "ON CONFLICT(run_id, path) DO UPDATE SET lost = excluded.lost",
                 rows,
             )
+
+    # ------------------------------------------------------------ tiers outside the files
+
+    def stored_tiers(self) -> dict[str, StoredTier]:
+        """Every tier kept here (the lifecycle's and `tier set`'s), by path."""
+        rows = self.conn.execute("SELECT path, tier, manual, tier_set FROM memory_tiers")
+        return {p: StoredTier(t, bool(m), from_db_time(s)) for p, t, m, s in rows}
+
+    def set_tiers(self, tiers: Mapping[str, StoredTier], by: str, now: datetime) -> None:
+        """Keep each path's tier (replacing what was kept), in one transaction; the context's
+        index forgets those paths, since a tier is no longer a file's change."""
+        stamp = to_db_time(now)
+        rows = [
+            (p, t.tier, int(t.manual), to_db_time(t.tier_set) if t.tier_set else None, by, stamp)
+            for p, t in tiers.items()
+        ]
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO memory_tiers "
+                "(path, tier, manual, tier_set, set_by, updated) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.executemany("DELETE FROM memory_index WHERE path = ?", [(p,) for p in tiers])
 
 
 def open_state(ws: Workspace, *, any_thread: bool = False) -> StateDB:

@@ -9,6 +9,10 @@ say why.
 "Days without recall" run from the memory's clock: its last recall, or its creation when it was
 never recalled; a manual tier restarts the clock at `tier_set` (the override holds until the
 usual criteria are met again, counted from then).
+
+Code never writes a tier into a file: the lifecycle's tiers and `tier set`'s overrides live in
+state.db (`StoredTier`). A `tier:` a person wrote in a file's own frontmatter is their word: it
+wins over anything stored, and the lifecycle leaves that memory alone (`Memory.pinned`).
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ class Rules:
 class Memory:
     """What the rules need to know about one memory file.
 
-    `tier_set` counts only when `manual`; a plain date is taken as midnight UTC.
+    `tier_set` counts only when `manual`; a plain date is taken as midnight UTC. `pinned`: the
+    tier is the one the file's own frontmatter names, which the lifecycle never changes.
     """
 
     path: str
@@ -68,6 +73,24 @@ class Memory:
     manual: bool
     created: datetime
     tier_set: datetime | date | None = None
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class StoredTier:
+    """A tier kept in state.db, outside the file: the lifecycle's (`manual` False) or a
+    `tier set` override (`manual`, with the moment it was set)."""
+
+    tier: str
+    manual: bool = False
+    tier_set: datetime | None = None
+
+
+def with_stored(mem: Memory, stored: StoredTier | None) -> Memory:
+    """The memory with its stored tier, unless the file names its own (pure)."""
+    if mem.pinned or stored is None:
+        return mem
+    return replace(mem, tier=stored.tier, manual=stored.manual, tier_set=stored.tier_set)
 
 
 @dataclass(frozen=True)
@@ -191,7 +214,9 @@ def _descend(
 def plan_tiers(
     memories: list[Memory], recalls: dict[str, Recalls], now: datetime, rules: Rules
 ) -> list[TierDecision]:
-    """One decision per memory, in input order: lifecycle, then hot limit, then memory cap."""
+    """One decision per memory, in input order: lifecycle, then hot limit, then memory cap.
+    A pinned memory (its tier in its own frontmatter) gets none: the person's word holds."""
+    memories = [m for m in memories if not m.pinned]
     clocks = {m.path: idle_since(m, recalls.get(m.path, Recalls()))[0] for m in memories}
     uses = {m.path: recalls.get(m.path, Recalls()).uses for m in memories}
     decisions = [next_tier(m, recalls.get(m.path, Recalls()), now, rules) for m in memories]
@@ -207,7 +232,7 @@ def next_change(
     with hot_days, warm_days and cold_days, and `days >= T` turns true at clock + T days."""
     now, soonest = utc(now), None
     thresholds = {rules.hot_days, rules.warm_days, rules.cold_days}
-    for mem in memories:
+    for mem in (m for m in memories if not m.pinned):
         start, _ = idle_since(mem, recalls.get(mem.path, Recalls()))
         for days in thresholds:
             at = start + timedelta(days=days)

@@ -174,7 +174,8 @@ def test_a_new_workspace_gets_a_useful_report(ws: Workspace, fake_api: Any) -> N
         Workspace(ws.root, load_config(ws.root, env=env)), env=env, clock=lambda: NOW
     )
     audit = (ws.root / result.audit).read_text()
-    assert "## Pipeline Health" in audit and "no runs recorded yet" in audit
+    assert audit.count("## Pipeline Health") == 1  # issue 34, item 11: one heading
+    assert "calibrate: 1 run(s)" in audit  # the check ran after the review: its own run counts
     assert "## Human Review Needed\n- nothing" in audit
 
 

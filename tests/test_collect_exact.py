@@ -140,7 +140,12 @@ def test_two_sessions_in_one_run_with_a_model_that_gives_no_session_label(
     log = (ws.root / "memory/2026-11-30.md").read_text()
     alpha, beta = log.split("session=alpha", 1)[1], log.split("session=beta", 1)[1]
     assert "Noted note-1." in alpha.split("### ")[0] and "Noted note-2." in beta.split("### ")[0]
-    assert f"source={coach}" in log and "### [09:00]" in log and "### [09:30]" in log
+    assert (
+        "session=beta -->" in log
+        and str(coach.parent) not in log
+        and "### [09:00]" in log
+        and "### [09:30]" in log
+    )
     body = fake_api.messages()[0].body
     assert "## openclaw:main · session alpha\n-- 2026-11-30 Mon\nm1 09:00 user:" in section(body)
     assert "## openclaw:coach · session beta\n-- 2026-11-30 Mon\nm2 09:30 user:" in section(body)
@@ -453,7 +458,7 @@ def test_a_live_file_with_its_reset_and_checkpoint_copies_is_sent_once(
     assert result.record.status == "ok" and result.new_messages == 5 and result.copies == 7
     assert sorted(sent(fake_api)) == [f"note-{i}" for i in range(1, 6)]
     assert logged(ws.root) == {f"note-{i}": 1 for i in range(1, 6)}
-    assert str(folder / "s1.jsonl") in (ws.root / "memory/2026-11-30.md").read_text()
+    assert "session=s1 -->" in (ws.root / "memory/2026-11-30.md").read_text()  # the live file
     with (folder / "s1.jsonl").open("a") as fh:
         fh.write(line("e6", "user", "note-6 after the copies", t + timedelta(minutes=9)))
     (folder / "s1.checkpoint.0d1e.jsonl").write_bytes((folder / "s1.jsonl").read_bytes())

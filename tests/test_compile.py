@@ -10,13 +10,11 @@ from typing import Any
 
 import pytest
 from fakeapi import tool_use
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.errors import LimitError
-from crustacean.stages.compile import compile_workspace, line_edit
+from crustacean.stages.compile import compile_workspace
 from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
@@ -47,7 +45,7 @@ def build(root: Path) -> list[str]:
     put(root, "memory/notes/empty.md", "")
     put(root, "memory/notes/dup-a.md", "# Same\nsame words\n")
     put(root, "memory/notes/dup-b.md", "# Same\nsame words\n")
-    put(root, "memory/notes/old-hot.md", "---\ntier: hot\nrecorded: 2026-06-01\n---\nold hot\n")
+    put(root, "memory/notes/old-hot.md", "---\nrecorded: 2026-06-01\n---\nold hot\n")
     sections = "".join(
         f"## Project {i}\n" + "".join(f"- detail {i}.{j}\n" for j in range(40)) for i in range(15)
     )
@@ -283,42 +281,3 @@ def test_cli_compile_no_model(setup: dict[str, Any]) -> None:
 
 def test_today_is_computed_in_the_workspace_zone() -> None:
     assert date(2026, 11, 29).weekday() == 6  # the fixture's NOW is a Sunday, compile's day
-
-
-_EDIT_LINES = st.lists(st.sampled_from(["---\n", "name: x\n", "tier: cold\n", "# T\n", "\n", "b"]))
-
-
-@given(before=_EDIT_LINES, after=_EDIT_LINES)
-@settings(max_examples=300, deadline=None)
-def test_line_edit_is_an_edit_the_store_applies(before: list[str], after: list[str]) -> None:
-    """The (old, new) a tier change hands the store turns the file into the new bytes, and its
-    old snippet occurs once (or it is the whole file)."""
-    current, new = "".join(before).encode(), "".join(after).encode()
-    old_part, new_part = line_edit(current, new)
-    if (old_part, new_part) != (current, new):
-        assert current.find(old_part, current.find(old_part) + 1) < 0  # it occurs once
-    assert current.replace(old_part, new_part, 1) == new
-
-
-@pytest.mark.parametrize(
-    ("current", "new", "old_part", "new_part"),
-    [
-        (
-            b"---\ntier: cold\n---\nbody\n",
-            b"---\ntier: hot\n---\nbody\n",
-            b"tier: cold\n",
-            b"tier: hot\n",
-        ),
-        (
-            b"---\nname: x\n---\nb\n",
-            b"---\nname: x\ntier: hot\n---\nb\n",
-            b"name: x\n---\n",
-            b"name: x\ntier: hot\n---\n",
-        ),
-        (b"# A\nb\n", b"---\ntier: hot\n---\n# A\nb\n", b"# A\n", b"---\ntier: hot\n---\n# A\n"),
-    ],
-)
-def test_line_edit_names_only_the_changed_lines(
-    current: bytes, new: bytes, old_part: bytes, new_part: bytes
-) -> None:
-    assert line_edit(current, new) == (old_part, new_part)

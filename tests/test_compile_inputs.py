@@ -66,18 +66,21 @@ def live(root: Path) -> Workspace:
 
 
 def edit_tier(root: Path, rng: random.Random) -> None:
+    """The person rewrites a note without its own tier and with an old date: the lifecycle
+    now decides its tier (kept in state.db), and an old unrecalled note fades."""
     i = rng.randrange(12)
-    put(root, f"memory/notes/n{i}.md", note(i, "hot", "2026-10-01"), OLD + 60)
+    put(root, f"memory/notes/n{i}.md", note(i, "", "2026-01-01"), OLD + 60)
 
 
 def same_size_same_mtime(root: Path, rng: random.Random) -> None:
-    """An edit that restores the old mtime and keeps the size: only ctime tells. n10 is cold
-    and 50 days old; as warm it goes cold."""
+    """An edit that restores the old mtime and keeps the size: only ctime tells. n10 names its
+    own tier (cold) and is 50 days old; once its `tier:` line is gone it is warm by its folder
+    and goes cold."""
     path = root / "memory/notes/n10.md"
     before = path.stat()
     text = path.read_text()
     assert "tier: cold" in text
-    path.write_text(text.replace("tier: cold", "tier: warm"))
+    path.write_text(text.replace("tier: cold", "tags: cold"))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_size == before.st_size
 
@@ -103,9 +106,9 @@ def new_empty(root: Path, rng: random.Random) -> None:
 
 
 def new_hot(root: Path, rng: random.Random) -> None:
-    """One hot memory more: the hot limit demotes the least recently recalled."""
+    """One lesson more, hot by its folder, recorded weeks ago and never recalled: it goes warm."""
     n = rng.randrange(100, 200)
-    put(root, f"memory/goals/g{n}.md", note(n, "hot", "2026-11-27"))
+    put(root, f"memory/lessons/g{n}.md", note(n, "", "2026-10-27"))
 
 
 def delete(root: Path, rng: random.Random) -> None:

@@ -74,7 +74,7 @@ def put(root: Path, rel: str, text: str) -> None:
 @pytest.fixture
 def quiet(ws: Workspace) -> Workspace:
     """A workspace with a few memories where a first compile leaves nothing to do."""
-    put(ws.root, "memory/notes/garden.md", "---\ntier: warm\n---\n# Garden\nwater the roses\n")
+    put(ws.root, "memory/notes/garden.md", "# Garden\nwater the roses\n")  # warm by its folder
     put(ws.root, "memory/notes/budget.md", "# Budget\nrent is due on the 1st\n")
     live = Workspace(ws.root, load_config(ws.root, env={}, overrides=["workspace.timezone=UTC"]))
     compile_workspace(live, env={}, no_model=True, clock=lambda: NOW)

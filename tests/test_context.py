@@ -306,10 +306,9 @@ def test_remember_bad_input(ws: Workspace, args: list[str], message: str) -> Non
 def test_tier_set_list_and_plan(ws: Workspace) -> None:
     put(ws, "memory/notes/a.md", "# A\nbody\n")
     w = ("-w", str(ws.root))
-    run_cli(*w, "tier", "set", "memory/notes/a.md", "cold")
-    assert (ws.root / "memory/notes/a.md").read_text() == (
-        "---\ntier: cold\ntier_set: " + datetime.now(UTC).date().isoformat() + "\n---\n# A\nbody\n"
-    )
+    out = run_cli(*w, "tier", "set", "memory/notes/a.md", "cold").stdout
+    assert "kept in state.db; the file is unchanged" in out
+    assert (ws.root / "memory/notes/a.md").read_text() == "# A\nbody\n"  # issue 34, item 10
     rows = json.loads(run_cli(*w, "tier", "list", "--tier", "cold", "--json").stdout)
     assert [r["path"] for r in rows] == ["memory/notes/a.md"]
     assert rows[0]["how"].startswith("manual since")
@@ -317,13 +316,19 @@ def test_tier_set_list_and_plan(ws: Workspace) -> None:
     bad = run_cli(*w, "tier", "set", "memory/notes/a.md", "tepid", code=2)
     assert "tier must be one of hot, warm, cold, archive" in bad.stderr
     missing = run_cli(*w, "tier", "set", "memory/notes/nope.md", "hot", code=2)
-    assert "does not exist" in missing.stderr
+    assert "is not a memory file" in missing.stderr
+    put(ws, "memory/notes/b.md", "---\ntier: hot\n---\n# B\n")
+    own = run_cli(*w, "tier", "set", "memory/notes/b.md", "cold", code=2)
+    assert "names its own tier in its frontmatter (tier: hot)" in own.stderr
+    assert (ws.root / "memory/notes/b.md").read_text() == "---\ntier: hot\n---\n# B\n"
 
 
 def test_tier_plan_shows_due_demotions(ws: Workspace) -> None:
-    put(ws, "memory/notes/old.md", memo("old", "old hot note", tier="hot", recorded="2026-01-01"))
+    put(ws, "memory/lessons/old.md", memo("old", "old lesson", recorded="2026-01-01"))
+    put(ws, "memory/notes/mine.md", memo("mine", "my hot note", tier="hot", recorded="2026-01-01"))
     out = run_cli("-w", str(ws.root), "tier", "plan").stdout
-    assert "memory/notes/old.md: hot→warm" in out
+    assert "memory/lessons/old.md: hot→warm" in out
+    assert "mine.md" not in out  # its own `tier: hot` is the person's word: never demoted
 
 
 def test_paths_are_repo_relative(ws: Workspace, tmp_path: Path) -> None:

@@ -238,7 +238,7 @@ def test_a_fresh_workspace_is_healthy_apart_from_having_no_history(ws: Workspace
     result = h.check_workspace(ws, NOW)
     by = {c.name: c for c in result.checks}
     assert list(by) == [
-        "cadence", "cost", "daily_logs", "memory_md", "structure_map", "links",
+        "cadence", "cost", "daily_logs", "memory_md", "structure_map", "orphans", "links",
         "frontmatter", "duplicates", "lessons", "proposals", "security",
     ]  # fmt: skip
     assert {n for n, c in by.items() if c.status != "ok"} == {"cadence", "daily_logs"}
@@ -328,7 +328,7 @@ def test_cli_prints_each_check_and_exits_0_on_warnings(ws: Workspace) -> None:
     assert any(line.split()[:2] == ["security", "ok"] for line in lines)
     assert lines[-1] == "Overall: warn"
     data = json.loads(cli(ws, "--json").output)
-    assert data["status"] == "warn" and len(data["checks"]) == 11
+    assert data["status"] == "warn" and len(data["checks"]) == 12
     assert "1 when any check fails" in (health_command.__doc__ or "")
 
 

@@ -180,7 +180,7 @@ def test_stage_docs_come_from_the_workspace_then_the_package(tmp_path: Path) -> 
     (root / "memory/.system/CURATE.md").write_text("# Curate, tuned\n")
     (root / "memory/.system/COMPILE.md").unlink()
     assert stage_doc(root, "CURATE.md") == "# Curate, tuned\n"
-    assert stage_doc(root, "COMPILE.md").startswith("# ") and "Version: 2" in stage_doc(
+    assert stage_doc(root, "COMPILE.md").startswith("# ") and "Version: 3" in stage_doc(
         root, "COMPILE.md"
     )
 
@@ -330,7 +330,7 @@ def test_init_upgrades_unedited_docs_and_proposes_over_edited_ones(tmp_path: Pat
     assert (system / "CURATE.md").read_bytes() == tuned  # the user's edit is never overwritten
     (prop,) = list_proposals(store.ws)
     text = diff(store, prop.id)
-    assert "+Version: 2" in text and "-- Also: file recipes under knowledge/recipes/." in text
+    assert "+Version: 3" in text and "-- Also: file recipes under knowledge/recipes/." in text
     # running it again adds no second proposal and changes nothing
     before = snapshot(root)
     again = upgrade_docs(store)

@@ -114,9 +114,9 @@ def test_settled_files_are_not_parsed_again(
     parsed: list[str] = []
     real = memories.read_memory
 
-    def counting(ws: Workspace, rel: str) -> Any:
+    def counting(ws: Workspace, rel: str, stored: Any = None) -> Any:
         parsed.append(rel)
-        return real(ws, rel)
+        return real(ws, rel, stored)
 
     monkeypatch.setattr("crustacean.recall.memory_index.read_memory", counting)
     mems, _ = load_memories(many, bodies=False)
@@ -167,9 +167,9 @@ def test_a_topic_context_from_the_index_is_the_same_as_from_a_full_read(
     read: list[str] = []
     real = memories.read_memory
 
-    def counting(ws: Workspace, rel: str) -> Any:
+    def counting(ws: Workspace, rel: str, stored: Any = None) -> Any:
         read.append(rel)
-        return real(ws, rel)
+        return real(ws, rel, stored)
 
     def full(ws: Workspace, bodies: bool = True, topic: bool = False, **_: Any) -> Any:
         return memories.load_memories(ws)

@@ -335,7 +335,7 @@ def test_json_results_have_stable_keys(tmp_path: Path) -> None:
     assert set(shown) == {"version", "show"} and shown["version"] == made["version"]
     assert "Ana likes tea." in shown["show"]
     tier = json.loads(run_cli(*w, "tier", "set", "memory/lessons/tea.md", "hot", "--json").stdout)
-    assert set(tier) == {"path", "tier", "version", "files", "sha256"} and tier["tier"] == "hot"
+    assert set(tier) == {"path", "tier", "kept_in"} and tier["tier"] == "hot"  # no file written
     first = json.loads(run_cli(*w, "history", "--json").stdout)[-1]["id"]
     back = json.loads(run_cli(*w, "rollback", first, "--json").stdout)
     assert set(back) == {"version", "files", "sha256", "restored_from"}

@@ -109,9 +109,9 @@ def tier_set(
     tier: Annotated[str, typer.Argument(help=f"One of {', '.join(TIERS)}.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
-    """Pin a memory to a tier by hand (written to its frontmatter, as a new version)."""
-    result = memory_ops.set_tier(state(ctx).open(), path, tier, datetime.now(UTC))
+    """Pin a memory to a tier by hand (kept in state.db; the file is not touched)."""
+    memory_ops.set_tier(state(ctx).open(), path, tier, datetime.now(UTC))
     if as_json:
-        print_json({"path": path, "tier": tier} | result.to_json())
+        print_json({"path": path, "tier": tier, "kept_in": "state.db"})
         return
-    say(f"{path} is now {tier} (version {(result.version or '-')[:12]}).")
+    say(f"{path} is now {tier} (kept in state.db; the file is unchanged).")

@@ -15,11 +15,45 @@ from typing import Any
 from crustacean.llm.stage_tools import RECORD_AUDIT, RECORD_DIGEST, RECORD_NOTES, RECORD_ROUTING
 from crustacean.llm.tools import TOOLS, ToolSpec, write_spec
 from crustacean.store import policy
+from crustacean.store.changes import sha256_hex
 from crustacean.workspace import FOUNDATION_FILES
 
 FILE_TOOLS = ("list_context_files", "read_context_file", "search_memory", "write_context")
 BEGIN = "<!-- BEGIN GENERATED: contract (crustacean/llm/contract.py; do not edit by hand) -->"
 END = "<!-- END GENERATED: contract -->"
+EDIT_MATCH_RULE = (
+    "Several changes to one file in one call all pass the sha256 of the file as you read it. "
+    "An `edit` whose `old` text occurs exactly once in the file as it is now is applied even "
+    "when its expected_sha256 is older, so you need not wait for a write's result to edit the "
+    "same file again: send independent calls (say, the next entry's MEMORY.md pointer) in the "
+    "same turn, each with the sha256 you were handed. Any other mode with an older sha256 is "
+    "refused as stale."
+)
+FOLDER_READMES = ("memory/README.md", "knowledge/README.md")
+INDEX_RULE = (
+    "adds every file you created to its folder README's `## Index` (code owns the Index: never "
+    "write a folder README yourself)"
+)
+
+
+@dataclass(frozen=True)
+class Input:
+    """One part of the request code sends the stage, under its own tag; `hashed`: every file in
+    it comes as `<file path=… sha256=…>` with the sha256 of the whole file on disk."""
+
+    tag: str
+    what: str
+    hashed: bool = False
+
+
+def file_block(path: str, data: bytes, limit: int | None = None) -> str:
+    """A file handed to a model: its text (cut to `limit` characters, and marked so) with the
+    sha256 of its whole bytes, so it can write without reading the file again."""
+    text = data.decode("utf-8", "replace")
+    cut = limit is not None and len(text) > limit
+    mark = f' cut_at="{limit}"' if cut else ""
+    body = text[:limit] if cut else text
+    return f'<file path="{path}" sha256="{sha256_hex(data)}"{mark}>\n{body}</file>'
 
 
 @dataclass(frozen=True)
@@ -35,6 +69,7 @@ class Contract:
     after: tuple[str, ...]  # what code does with the model's answer, after it
     code_writes: tuple[str, ...] = ()  # path prefixes only code writes; the model is refused
     proposes: bool = False  # a foundation-file change becomes a proposal (else it is refused)
+    inputs: tuple[Input, ...] = ()  # what the request holds, each under its tag
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -91,6 +126,9 @@ CONTRACTS: dict[str, Contract] = {
                 "merges items the day's log already holds, then advances each cursor only past "
                 "the messages that were sent",
             ),
+            inputs=(
+                Input("transcripts", "the new messages, each with its reference, by session"),
+            ),
         ),
         Contract(
             "curate",
@@ -103,11 +141,19 @@ CONTRACTS: dict[str, Contract] = {
                 "files they most likely belong in, with their sha256",
             ),
             after=(
-                "adds every file you created to its folder README's `## Index` (do not edit "
-                "the Index yourself)",
+                INDEX_RULE,
                 "marks the entries you reported as routed; an unreported one comes back next run",
             ),
-            code_writes=("memory/README.md", "knowledge/README.md"),
+            code_writes=FOLDER_READMES,
+            inputs=(
+                Input("entries", "the daily-log entries not routed yet, each with its id"),
+                Input("existing-files", "the memory files that exist, with their names"),
+                Input(
+                    "files",
+                    "the folder READMEs, MEMORY.md and the likely destinations",
+                    hashed=True,
+                ),
+            ),
         ),
         Contract(
             "compile",
@@ -121,10 +167,17 @@ CONTRACTS: dict[str, Contract] = {
                 "lists the candidates for your judgement",
             ),
             after=(
+                INDEX_RULE,
                 "writes the weekly digest `archive/digests/YYYY-MM-DD-weekly.md` from its own "
                 "report and your `record_digest` sections (never write it yourself)",
             ),
-            code_writes=("archive/digests/",),
+            code_writes=("archive/digests/", *FOLDER_READMES),
+            inputs=(
+                Input("done", "the report of the mechanical pass"),
+                Input("candidates", "what code found for your judgement, reminders included"),
+                Input("daily-logs", "the past week's daily logs", hashed=True),
+                Input("working-memory", "MEMORY.md", hashed=True),
+            ),
         ),
         Contract(
             "calibrate",
@@ -134,12 +187,20 @@ CONTRACTS: dict[str, Contract] = {
             False,
             before=("runs the health check and hands you its report and the foundation files",),
             after=(
+                "owns the folder READMEs' `## Index`: curate and compile's code adds each file "
+                "they create; list orphans in your `pipeline` section, never propose Index lines",
                 "writes the audit `archive/audits/YYYY-MM-calibrate.md` from its health check, "
                 "your `record_audit` sections and every pending proposal (never write it "
                 "yourself)",
             ),
             code_writes=("archive/audits/",),
             proposes=True,
+            inputs=(
+                Input("health", "the health check's report, taken before you run"),
+                Input("foundation", "the foundation files", hashed=True),
+                Input("lessons", "every lesson file with its text", hashed=True),
+                Input("recent-curate-routings", "curate routings sampled across its last runs"),
+            ),
         ),
     )
 }
@@ -182,6 +243,7 @@ def preamble(stage: str) -> str:
         "- Read a file before changing it and pass its sha256 as expected_sha256. A write's "
         "result gives each changed file's new sha256: use it for your next change to that file "
         "instead of reading it again.",
+        f"- {EDIT_MATCH_RULE}",
         f"- write_context modes offered to you: {', '.join(c.modes)}. One call is one version: "
         "put one whole update (the content and its pointers) in one call; keep unrelated "
         "updates in separate calls.",
@@ -245,6 +307,11 @@ def render_section(stage: str) -> str:
             lines.append(
                 "- never: " + ", ".join(f"`{p}`" for p in c.code_writes) + " (code writes them)"
             )
+    lines += ["", "**What code hands you** (each part under its tag in the request):"]
+    lines += [
+        f"- `<{i.tag}>`: {i.what}" + (" (each as `<file path sha256>`)" if i.hashed else "")
+        for i in c.inputs
+    ]
     lines += ["", "**What code does before you:**"] + [f"- Code {x}." for x in c.before]
     lines += ["", "**What code does after you:**"] + [f"- Code {x}." for x in c.after]
     lines += [END]
@@ -348,7 +415,7 @@ def check_changes(stage: str, raw: object) -> None:
             owner = next((p for p in c.code_writes if target.startswith(p)), None)
             if owner:
                 raise PolicyError(
-                    f"{target} is written by code, not by {stage} ({_owner_hint(stage)}); "
+                    f"{target} is written by code, not by {stage} ({_owner_hint(stage, target)}); "
                     "nothing of this call was applied."
                 )
             if target in FOUNDATION_FILES and not c.proposes:
@@ -359,7 +426,9 @@ def check_changes(stage: str, raw: object) -> None:
                 )
 
 
-def _owner_hint(stage: str) -> str:
+def _owner_hint(stage: str, target: str = "") -> str:
+    if target in FOLDER_READMES:
+        return "code adds each file you create to its folder README's Index after the run"
     return {
         "curate": "code adds each file you create to its folder README's Index after the run",
         "compile": "give your digest sections with record_digest",

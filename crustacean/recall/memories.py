@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from crustacean.documents import Document, DocumentSkipped, read_document
-from crustacean.tiers import Memory, default_tier
+from crustacean.state import open_state
+from crustacean.tiers import Memory, StoredTier, default_tier, with_stored
 from crustacean.workspace import MEMORY_HOMES, MEMORY_SUBDIRS, Workspace, walk
 
 MEMORY_ROOTS = (*(f"memory/{d}" for d in MEMORY_SUBDIRS), "knowledge")
@@ -16,10 +17,12 @@ INDEX_NAMES = {"README.md", "INDEX.md"}
 
 @dataclass(frozen=True)
 class MemoryDoc:
-    """A memory file with what tiers and caps need to know about it."""
+    """A memory file with what tiers and caps need to know about it: its tier is the one its
+    own frontmatter names (a person's word), else the one kept in state.db, else its folder's."""
 
     doc: Document
     mtime: datetime
+    stored: StoredTier | None = None
 
     @property
     def path(self) -> str:
@@ -27,11 +30,17 @@ class MemoryDoc:
 
     @property
     def tier(self) -> str:
-        return self.doc.tier or default_tier(self.path)
+        return self.doc.tier or (self.stored.tier if self.stored else default_tier(self.path))
+
+    @property
+    def pinned(self) -> bool:
+        """The file names its own tier: the lifecycle leaves it alone."""
+        return self.doc.tier is not None
 
     @property
     def manual(self) -> bool:
-        return self.doc.tier is not None and self.doc.tier_set is not None
+        """A `tier set` override kept in state.db (and not shadowed by the file's own tier)."""
+        return not self.pinned and self.stored is not None and self.stored.manual
 
     @property
     def recorded(self) -> datetime:
@@ -45,9 +54,10 @@ class MemoryDoc:
         return len(self.doc.body)
 
     def as_memory(self) -> Memory:
-        ts = self.doc.tier_set
-        tier_set = datetime(ts.year, ts.month, ts.day, tzinfo=UTC) if ts else None
-        return Memory(self.path, self.tier, self.manual, self.recorded, tier_set)
+        """What the file says (its own tier pins it), then what state.db keeps."""
+        own = Memory(self.path, self.tier if self.pinned else default_tier(self.path), False,
+                     self.recorded, pinned=self.pinned)  # fmt: skip
+        return with_stored(own, self.stored)
 
 
 def memory_paths(root: Path) -> list[str]:
@@ -60,8 +70,11 @@ def memory_paths(root: Path) -> list[str]:
     )
 
 
-def read_memory(ws: Workspace, rel: str) -> tuple[MemoryDoc | None, str | None]:
-    """One memory file: (the memory or None when it cannot be used, its problem or None)."""
+def read_memory(
+    ws: Workspace, rel: str, stored: StoredTier | None = None
+) -> tuple[MemoryDoc | None, str | None]:
+    """One memory file: (the memory or None when it cannot be used, its problem or None);
+    `stored` is its tier in state.db, if any."""
     try:
         doc = read_document(ws.root, rel)
     except DocumentSkipped as e:
@@ -69,7 +82,7 @@ def read_memory(ws: Workspace, rel: str) -> tuple[MemoryDoc | None, str | None]:
     if not doc.body.strip():
         return None, "empty"
     mtime = datetime.fromtimestamp((ws.root / rel).stat().st_mtime, UTC)
-    return MemoryDoc(doc, mtime), doc.warning  # a warning: still loaded, as body only
+    return MemoryDoc(doc, mtime, stored), doc.warning  # a warning: still loaded, as body only
 
 
 def is_memory_path(rel: str) -> bool:
@@ -84,9 +97,11 @@ def is_memory_path(rel: str) -> bool:
 
 def load_memories(ws: Workspace) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
     """All readable memories, and the files with problems and why (never an exception)."""
+    with open_state(ws) as db:
+        stored = db.stored_tiers()
     docs, problems = [], []
     for rel in memory_paths(ws.root):
-        mem, problem = read_memory(ws, rel)
+        mem, problem = read_memory(ws, rel, stored.get(rel))
         if problem:
             problems.append((rel, problem))
         if mem is not None:

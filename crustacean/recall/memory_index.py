@@ -114,6 +114,7 @@ def load_memories(
                 "FROM memory_index"
             )
         }
+        stored = db.stored_tiers()  # a changed stored tier dropped its row (set_tiers)
         fresh: list[tuple[object, ...]] = []
         paths = memory_paths(ws.root)
         root = str(ws.root)  # not Path / rel: for 10,000 files pathlib costs more than stat
@@ -136,7 +137,7 @@ def load_memories(
                 if loaded and _wanted(rel, tier, topic):
                     docs.append(IndexedMemory(ws.root, rel, tier, recorded, size, st.st_mtime))
             else:
-                mem, problem = read_memory(ws, rel)
+                mem, problem = read_memory(ws, rel, stored.get(rel))
                 if mem is not None and _wanted(rel, mem.tier, topic):
                     docs.append(mem)
                 if st is not None:

@@ -1,6 +1,8 @@
 """User-side memory operations: `remember` a ruling, and the manual tier override.
 
-Both write through the store as actor `user`, so each is a version that can be rolled back.
+`remember` writes through the store as actor `user` (a version that can be rolled back); the
+tier override is kept in state.db, outside the file, so no tier is ever written into a file's
+text by code (a `tier:` the person wrote in the frontmatter is theirs, and wins).
 """
 
 from __future__ import annotations
@@ -9,14 +11,22 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from crustacean.documents import DocumentSkipped, new_document, read_document, set_meta
+from crustacean.documents import DocumentSkipped, new_document, read_document
 from crustacean.errors import UsageError
 from crustacean.recall.memories import MemoryDoc, is_memory_path, load_memories
 from crustacean.state import open_state
 from crustacean.store import Store, WriteResult
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.paths import jail
-from crustacean.tiers import TIERS, Recalls, Rules, TierDecision, next_tier, plan_tiers
+from crustacean.tiers import (
+    TIERS,
+    Recalls,
+    Rules,
+    StoredTier,
+    TierDecision,
+    next_tier,
+    plan_tiers,
+)
 from crustacean.workspace import Workspace
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
@@ -57,21 +67,25 @@ def remember(
     return store.write_context([change], actor="user", message=f"remember {name}")
 
 
-def set_tier(ws: Workspace, path: str, tier: str, now: datetime) -> WriteResult:
-    """The manual override: `tier` and `tier_set` in the file's frontmatter."""
+def set_tier(ws: Workspace, path: str, tier: str, now: datetime) -> StoredTier:
+    """The manual override, kept in state.db from today (the file is not touched); refused
+    when the file's own frontmatter names a tier, since that line is the person's to edit."""
     if tier not in TIERS:
         raise UsageError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}.")
-    store = Store(ws, lambda: now)  # the caller's time dates what the store writes
     rel = jail(ws.root, path)
-    if not (ws.root / rel).is_file():
-        raise UsageError(f"{rel} does not exist; `crustacean tier list` shows the memories.")
+    if not is_memory_path(rel) or not (ws.root / rel).is_file():
+        raise UsageError(f"{rel} is not a memory file; `crustacean tier list` shows the memories.")
     doc = read_document(ws.root, rel)
-    if doc.warning:
-        raise UsageError(f"{rel} has unreadable frontmatter ({doc.warning}); fix it by hand first.")
-    new = set_meta(doc, {"tier": tier, "tier_set": ws.today(now)})
-    disk = store.read_bytes(rel) or b""
-    change = Change(rel, "overwrite", content=new.encode(), expected_sha256=sha256_hex(disk))
-    return store.write_context([change], actor="user", message=f"tier {rel} {tier}")
+    if doc.tier is not None:
+        raise UsageError(
+            f"{rel} names its own tier in its frontmatter (tier: {doc.tier}), and that line "
+            "wins; edit or remove it by hand, then run this again if you still want an override."
+        )
+    day = ws.today(now)
+    stored = StoredTier(tier, True, datetime(day.year, day.month, day.day, tzinfo=UTC))
+    with open_state(ws) as db:
+        db.set_tiers({rel: stored}, "user", now)
+    return stored
 
 
 @dataclass(frozen=True)
@@ -113,18 +127,21 @@ def memory_tier(ws: Workspace, path: str, now: datetime) -> tuple[TierRow, TierD
         doc = read_document(ws.root, rel)
     except DocumentSkipped:
         return None
-    mem = MemoryDoc(doc, datetime.fromtimestamp((ws.root / rel).stat().st_mtime, UTC))
     with open_state(ws) as db:
         recalls = db.recalls_of(rel)
+        stored = db.stored_tiers().get(rel)
+    mem = MemoryDoc(doc, datetime.fromtimestamp((ws.root / rel).stat().st_mtime, UTC), stored)
     rules = Rules.from_config(ws.settings.tiers)
     decision = next_tier(mem.as_memory(), recalls, now, rules)
     return TierRow(rel, mem.tier, _how(mem), recalls), decision
 
 
 def _how(mem: MemoryDoc) -> str:
-    if mem.manual:
-        return f"manual since {mem.doc.tier_set}"
-    return "frontmatter" if mem.doc.tier else "default for its folder"
+    if mem.pinned:
+        return "its own frontmatter (the lifecycle leaves it)"
+    if mem.manual and mem.stored is not None and mem.stored.tier_set is not None:
+        return f"manual since {mem.stored.tier_set.date()}"
+    return "lifecycle" if mem.stored is not None else "default for its folder"
 
 
 def tier_plan(ws: Workspace, now: datetime) -> list[TierDecision]:

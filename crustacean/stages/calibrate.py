@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from crustacean.clock import Clock
+from crustacean.llm.contract import file_block
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
@@ -39,13 +40,33 @@ class Review:
 
 
 def recent_routings(ws: Workspace, n: int = 5) -> list[str]:
+    """The latest routing of each of curate's last `n` runs (one run alone is no sample),
+    those with a reason first within a run."""
     with open_state(ws) as db:
         rows = db.conn.execute(
-            "SELECT id, destination, reason, curated FROM curated_entries "
-            "WHERE destination != 'skip' ORDER BY curated DESC LIMIT ?",
+            "SELECT id, destination, reason, max(curated) FROM ("
+            "  SELECT id, destination, reason, curated, run_id FROM curated_entries "
+            "  WHERE destination != 'skip' ORDER BY reason = '', curated DESC"
+            ") GROUP BY run_id ORDER BY max(curated) DESC LIMIT ?",
             (n,),
         ).fetchall()
     return [f"[{r[0]}] → {r[1]} ({r[2] or 'no reason'}; {r[3][:10]})" for r in rows]
+
+
+LESSON_CHARS = 30_000  # the lessons handed with their text; past this, by path and sha256
+
+
+def lesson_blocks(ws: Workspace, store_read: Callable[[str], bytes | None]) -> str:
+    """Every lesson file with its text and sha256 (calibrate judges them), bounded."""
+    out, used = [], 0
+    for name in sorted(f.name for f in (ws.root / "memory/lessons").glob("*.md")):
+        path = f"memory/lessons/{name}"
+        data = store_read(path)
+        if data is not None:
+            room = max(LESSON_CHARS - used, 0)
+            out.append(file_block(path, data, room))
+            used += min(len(data), room)
+    return "\n".join(out) or "(no lessons yet)"
 
 
 def build_request(
@@ -54,14 +75,10 @@ def build_request(
     foundation = []
     for name in FOUNDATION_FILES:
         data = store_read(name)
-        text = data.decode("utf-8", "replace")[:FOUNDATION_CHARS] if data else "(missing)"
-        foundation.append(f"### {name}\n{text}")
-    lessons = (
-        "\n".join(
-            f"- {p}" for p in sorted(f.name for f in (ws.root / "memory/lessons").glob("*.md"))
+        foundation.append(
+            file_block(name, data, FOUNDATION_CHARS) if data is not None else f"{name}: (missing)"
         )
-        or "- (none)"
-    )
+    lessons = lesson_blocks(ws, store_read)
     routings = "\n".join(f"- {r}" for r in recent_routings(ws)) or "- (no routings yet)"
     prompt = (
         "Run this month's calibration (CALIBRATE.md). Code's health check is below; review the "
@@ -71,7 +88,7 @@ def build_request(
         "memory/.system/ go through write_context and become proposals. Then call record_audit "
         "and finish.\n\n"
         f"<health>\n{health.to_markdown()}\n</health>\n\n"
-        f"<foundation>\n" + "\n\n".join(foundation) + "\n</foundation>\n\n"
+        f"<foundation>\n" + "\n".join(foundation) + "\n</foundation>\n\n"
         f"<lessons>\n{lessons}\n</lessons>\n\n"
         f"<recent-curate-routings>\n{routings}\n</recent-curate-routings>"
     )
@@ -127,8 +144,10 @@ def audit_text(
         if mine:
             note += f" (proposal {', '.join(map(str, mine))})"
         out.append(f"- [{'x' if not mine else ' '}] {name} — {note}")
-    out += ["", "## Pipeline Health", health.to_markdown().strip()]
-    out += [f"- {k}: {v}" for k, v in pipeline.items()]
+    out += ["", health.to_markdown().strip()]  # its own `## Pipeline Health` heading
+    out += ["", "The model's review:"] + [f"- {k}: {v}" for k, v in pipeline.items()]
+    if not pipeline:
+        out.pop()
     archived = len(review.archived_lessons)
     out += [
         "",
@@ -138,9 +157,10 @@ def audit_text(
         f"- Archived: {archived}",
     ]
     out += [f"  - {p} → archive/lessons/" for p in review.archived_lessons]
+    out += [f"- {k.capitalize()}: {v}" for k, v in lessons.items() if k not in _COUNTED]
     meta = audit.get("meta")
-    meta = meta if isinstance(meta, list) else []
-    out += ["", "## Meta", f"- Process changes proposed: {'; '.join(map(str, meta)) or 'none'}"]
+    meta = [str(m) for m in meta] if isinstance(meta, list) else []
+    out += ["", "## Meta", "Process changes proposed:"] + [f"- {m}" for m in meta or ["none"]]
     out += ["", "## Human Review Needed"]
     human = [
         f"- [ ] proposal {p.id} ({p.actor}, {', '.join(p.paths)}): {p.message} — "
@@ -153,6 +173,9 @@ def audit_text(
     out += human or ["- nothing"]
     out += ["", f"*Calibrated: {now.astimezone(ws.tz).isoformat(timespec='minutes')}*", ""]
     return "\n".join(out)
+
+
+_COUNTED = ("validated", "updated", "archived")  # the Lessons counts, written above as figures
 
 
 def _object(value: object) -> dict[str, Any]:
@@ -210,6 +233,8 @@ class Calibrate(Stage[Health, CalibrateResult]):
         )
         new = list(run.rec.record.proposals)
         pending = proposals.list_proposals(session.store.ws) if not run.dry_run else []
+        if not run.dry_run:  # the audit shows the workspace as the review left it
+            health = check_workspace(ws, now)
         path = f"archive/audits/{now.astimezone(ws.tz):%Y-%m}-calibrate.md"
         text = audit_text(ws, now, health, review, new, pending).encode()
         current = session.store.read_bytes(path)

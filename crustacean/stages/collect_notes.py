@@ -21,6 +21,7 @@ from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
 from crustacean.llm.runner import model_for, plan_stage
 from crustacean.llm.stage_tools import CATEGORIES, RECORD_NOTES
 from crustacean.secrets import find_secrets, redact
+from crustacean.source_roots import source_roots
 from crustacean.sources import Cursor, Message, ReadResult, cursor_before, discover, read_new
 from crustacean.sources.base import mtime_of
 from crustacean.sources.openclaw import is_copy
@@ -683,5 +684,16 @@ def append_changes(
 def _block(ws: Workspace, session: str, group: list[Item], marker: str) -> str:
     hhmm = group[0].when.astimezone(ws.tz).strftime("%H:%M")
     topic = next((i.topic for i in group if i.topic), "") or f"{group[0].source} session"
-    header = f"### [{hhmm}] {topic}\n<!-- collect {marker}{session} source={group[0].path} -->"
+    where = provenance(group[0].path, session, source_roots(ws.root, ws.settings.sources))
+    header = f"### [{hhmm}] {topic}\n<!-- collect {marker}{session}{where} -->"
     return header + "\n\n" + "\n".join(bullet(i) for i in group)
+
+
+def provenance(path: str, session: str, roots: list[str]) -> str:
+    """The block's ` source=…` relative to its source's root ("" when the file is just
+    `<session>.jsonl`: the session id says it all), never the transcript's absolute path, which
+    is noise in a file the agent loads every session (pure, for tests)."""
+    posix = path.replace("\\", "/")
+    inside = [r for r in roots if r and posix.startswith(r.rstrip("/") + "/")]
+    rel = posix[len(max(inside, key=len).rstrip("/")) + 1 :] if inside else posix.rpartition("/")[2]
+    return "" if rel.rpartition("/")[2].rsplit(".", 1)[0] == session else f" source={rel}"

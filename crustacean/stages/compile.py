@@ -20,11 +20,12 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar
 
 from crustacean.clock import Clock
-from crustacean.documents import DocumentSkipped, read_document, set_meta, set_plain_meta
+from crustacean.llm.contract import file_block
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import DIGEST_SECTIONS
 from crustacean.llm.tools import ToolOutcome, write_call
+from crustacean.recall.memories import memory_paths
 from crustacean.runs import last_runs
 from crustacean.stages import compile_skip
 from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
@@ -39,12 +40,13 @@ from crustacean.stages.compile_plan import (
     plan_memory_caps,
 )
 from crustacean.stages.curate import backfilled_days, uncurated
+from crustacean.stages.indexer import index_created
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import open_state
-from crustacean.store import Store, common_prefix
+from crustacean.store import Store
 from crustacean.store.changes import Change, sha256_hex
 from crustacean.store.overlay import OverlayStore
-from crustacean.tiers import Rules, next_change, plan_tiers
+from crustacean.tiers import Rules, StoredTier, next_change, plan_tiers
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY, Progress, Workspace, stage_doc
 
 STAGE = "compile"
@@ -64,6 +66,7 @@ class Ops:
     sections: dict[str, list[str]] = field(default_factory=dict)
     versions: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    indexed: list[str] = field(default_factory=list)  # Index lines code added for new files
     memory_caps: str = ""
     tiers_hold_until: datetime | None = None  # when the tier rules could next decide otherwise
 
@@ -202,59 +205,20 @@ def _trash_step(store: Store, run_id: str, ops: Ops, inputs: ReadInputs) -> None
 def _tier_step(
     ws: Workspace, store: Store, run_id: str, now: datetime, ops: Ops, inputs: ReadInputs
 ) -> None:
+    """The lifecycle's decisions, kept in state.db: no byte of a memory file changes (a tier
+    the file names itself is the person's, and the lifecycle leaves that memory alone). A plan
+    or dry run (an overlay store) keeps nothing."""
     memories = inputs.memories()
     with open_state(ws) as db:
         recalls = db.recalls()
     rules = Rules.from_config(ws.settings.tiers)
     decisions = [d for d in plan_tiers(memories, recalls, now, rules) if d.changed]
     ops.tiers_hold_until = next_change(memories, recalls, now, rules)
-    changes = []
-    for d in decisions:
-        current = store.read_bytes(d.path) or b""
-        new = _retiered(ws, d.path, current, d.next)
-        if new is None:
-            continue
-        old_part, new_part = line_edit(current, new)
-        changes.append(
-            Change(d.path, "edit", old=old_part, new=new_part, expected_sha256=sha256_hex(current))
-        )
-        ops.tiers.append(f"{d.path}: {d.reason}")
-    message = "compile: tier lifecycle\n\n" + "\n".join(ops.tiers)
-    _apply(store, changes, message, run_id, ops, inputs)
-
-
-def _retiered(ws: Workspace, path: str, current: bytes, tier: str) -> bytes | None:
-    """The file's bytes with its tier set, or None when its frontmatter cannot be edited (it is
-    left as it is). A block of plain lines is edited as text, anything else through YAML."""
-    try:
-        fast = set_plain_meta(current.decode("utf-8"), "tier", tier)
-    except UnicodeDecodeError:
-        fast = None
-    if fast is not None:
-        return fast.encode()
-    try:
-        doc = read_document(ws.root, path)
-    except DocumentSkipped:
-        return None
-    if doc.warning:
-        return None
-    return set_meta(doc, {"tier": tier}).encode()
-
-
-def line_edit(current: bytes, new: bytes) -> tuple[bytes, bytes]:
-    """The lines that differ between `current` and `new`, with the line before, as an edit's
-    (old, new): what the store scans and guards is then the change, not the whole file. The whole
-    files when that span is empty or not unique in `current` (an edit's snippet must be)."""
-    head = common_prefix(current, new)
-    room = min(len(current), len(new)) - head
-    tail = min(common_prefix(current[::-1], new[::-1]), room)
-    start = current.rfind(b"\n", 0, max(head - 1, 0)) + 1 if head else 0
-    stop = current.find(b"\n", len(current) - tail)
-    stop = len(current) if stop < 0 else stop + 1
-    old_part, new_part = current[start:stop], new[start : len(new) - (len(current) - stop)]
-    if not old_part or current.find(old_part) != start or current.find(old_part, start + 1) >= 0:
-        return current, new  # (count() misses overlapping occurrences)
-    return old_part, new_part
+    ops.tiers = [f"{d.path}: {d.reason}" for d in decisions]
+    if decisions and not isinstance(store, OverlayStore):
+        with open_state(ws) as db:
+            db.set_tiers({d.path: StoredTier(d.next) for d in decisions}, STAGE, now)
+        inputs.retiered()
 
 
 def _caps_step(
@@ -325,7 +289,31 @@ def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
     return find_candidates(memory_md, files, logs, today, now, owners).to_prompt()
 
 
-def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
+WEEK_CHARS = 40_000  # the week's logs handed with their text; past this, by path and sha256
+
+
+def handed_files(ws: Workspace, store: Store, now: datetime) -> str:
+    """The past week's daily logs and MEMORY.md, each with its sha256 (COMPILE.md's input):
+    lessons and patterns are read off the logs, promotion edits MEMORY.md."""
+    today, used, logs = ws.today(now), 0, []
+    for d in range(7):
+        path = ws.daily_log(today - timedelta(days=d))
+        data = store.read_bytes(path)
+        if data is None:
+            continue
+        room = max(WEEK_CHARS - used, 0)
+        logs.append(file_block(path, data, room))
+        used += min(len(data), room)
+    memory = store.read_bytes(WORKING_MEMORY)
+    return (
+        "<daily-logs>\n" + ("\n".join(logs) or "(no daily log this week)") + "\n</daily-logs>\n\n"
+        "<working-memory>\n"
+        + (file_block(WORKING_MEMORY, memory) if memory is not None else "(no MEMORY.md)")
+        + "\n</working-memory>"
+    )
+
+
+def build_request(ws: Workspace, ops: Ops, candidates: str, handed: str = "") -> StageRequest:
     done = (
         "\n".join(
             f"- {line}"
@@ -334,12 +322,13 @@ def build_request(ws: Workspace, ops: Ops, candidates: str) -> StageRequest:
         or "- nothing"
     )
     prompt = (
-        "Code has done this week's mechanical pass:\n" + done + "\n\n"
+        "Code has done this week's mechanical pass:\n<done>\n" + done + "\n</done>\n\n"
         "Now do the judgement phases of COMPILE.md on these candidates: entity promotion (a "
         "few at most), staleness pruning (when unsure, flag it for Calibrate), lesson "
         "extraction, graduation to knowledge/ with a pointer left behind, contradictions "
         "(fresher wins), patterns. Then call record_digest with your sections, then finish.\n\n"
         f"<candidates>\n{candidates or '(none found by code)'}\n</candidates>"
+        + (f"\n\n{handed}" if handed else "")
     )
     return StageRequest(
         stage=STAGE,
@@ -374,7 +363,17 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
     week_logs = [
         d for d in range(7) if (ws.root / ws.daily_log(today - timedelta(days=d))).is_file()
     ]
-    pruned = [c for c in ops.model_changes if c.startswith(("delete", "move"))] + ops.trashed
+    moved = [c for c in ops.model_changes if c.startswith(("delete", "move"))]
+    # a prune by moving: the cut (an edit) and its append to archive/pruned/ in one call
+    cut = [c for c in ops.model_changes if c.startswith("append archive/pruned/")]
+    cut_from = {c.removeprefix("append archive/pruned/") for c in cut}
+    cut += [c for c in ops.model_changes if c.startswith("edit ") and c[5:] in cut_from]
+    prunes = moved + [f"{c[5:]} → archive/pruned/{c[5:]}" for c in cut if c.startswith("edit ")]
+    pruned = prunes + ops.trashed
+    edits = [c for c in ops.model_changes if c.endswith(f" {WORKING_MEMORY}")]
+    memory_line = "; ".join(
+        x for x in (ops.memory_caps, f"{len(edits)} change(s) by the model" if edits else "") if x
+    )
 
     def lines(items: list[str], cap: int = 200) -> str:
         """Long lists are cut (the version messages and `crustacean history` hold them all)."""
@@ -403,9 +402,9 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
             lines(pruned),
             f"- Tier changes: {len(ops.tiers)}",
             lines(ops.tiers),
-            f"- MEMORY.md: {ops.memory_caps or 'within its caps, unchanged'}",
-            f"- Other changes by the model: {len(ops.model_changes)}",
-            lines([c for c in ops.model_changes if not c.startswith(("delete", "move"))]),
+            f"- MEMORY.md: {memory_line or 'within its caps, unchanged'}",
+            f"- Other changes by the model: {len(ops.model_changes) - len(moved) - len(cut)}",
+            lines([c for c in ops.model_changes if c not in moved and c not in cut]),
             "",
             "## Lessons Extracted",
             lines(sections.get("lessons", [])),
@@ -503,11 +502,20 @@ class Compile(Stage[bool, CompileResult]):
         elif before:
             model = "skipped (a full compile already ran today)"
         else:
+            before_files = set(memory_paths(ws.root))
             outcome = session.run(
-                build_request(ws, ops, candidates_prompt(ws, session.store, now)),
+                build_request(
+                    ws,
+                    ops,
+                    candidates_prompt(ws, session.store, now),
+                    handed_files(ws, session.store, now),
+                ),
                 _handlers(session, run.id, ops),
             )
             status, error = outcome.status, outcome.error
+            if not run.dry_run:
+                created = sorted(set(memory_paths(ws.root)) - before_files)
+                ops.indexed = index_created(session.store, created, STAGE, run.id)
         digest = None
         if ops.changed_anything or model == "ran":
             digest = write_digest(ws, session.store, ops, now, run.id)
@@ -596,7 +604,9 @@ def _plan(
     if no_model or already:
         why = "--no-model" if no_model else "a full compile already ran today"
         return CompileResult(ops=ops, model=f"skipped ({why})")
-    request = build_request(ws, ops, candidates_prompt(ws, store, now))
+    request = build_request(
+        ws, ops, candidates_prompt(ws, store, now), handed_files(ws, store, now)
+    )
     return CompileResult(ops=ops, model="would run", plan=plan_stage(ws, request))
 
 

@@ -31,11 +31,11 @@ from crustacean.stages.compile_plan import _is_empty
 from crustacean.state import open_state
 from crustacean.store import Store, walk_entries
 from crustacean.store.changes import sha256_hex
-from crustacean.tiers import Memory
+from crustacean.tiers import Memory, with_stored
 from crustacean.workspace import Workspace
 
 TRASH_ROOTS = ("memory/", "knowledge/")  # the files the empty/duplicate step compares
-FORMAT = f"compile-files-1 {__version__}"  # bump when what an entry holds changes
+FORMAT = f"compile-files-2 {__version__}"  # bump when what an entry holds changes
 STAMP = "compile-scan.stamp"
 Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
@@ -69,8 +69,11 @@ class ReadInputs:
     def memories(self) -> list[Memory]:
         return [m.as_memory() for m in load_memories(self.ws)[0]]
 
+    def retiered(self) -> None:
+        """The tier step kept new tiers in state.db: the memories are looked at again."""
 
-MemoryRow = tuple[str, int, str, str | None]  # tier, manual, created, tier_set as saved
+
+MemoryRow = tuple[str, int, str, str | None]  # tier, pinned, created, tier_set as saved
 
 
 @dataclass(eq=False, slots=True)
@@ -105,6 +108,9 @@ class CachedInputs(ReadInputs):
     def stale(self) -> None:
         super().stale()
         self._trash = self._memories = None
+
+    def retiered(self) -> None:
+        self._memories = None
 
     def unchanged(self) -> bool:
         """Whether the tree is the one the cache was saved for (no file new, gone, changed or
@@ -178,8 +184,10 @@ class CachedInputs(ReadInputs):
                 m = e.memory = _memory(p, m)
             if isinstance(m, Memory):
                 out.append(m)
-        self._memories = out
-        return out
+        with open_state(self.ws) as db:  # the file says what it names; state.db the rest
+            stored = db.stored_tiers()
+        self._memories = [with_stored(m, stored.get(m.path)) for m in out]
+        return self._memories
 
     def settle(self) -> None:
         """Read whatever the next run would have to (after the pass wrote), so it need not."""
@@ -216,14 +224,13 @@ def _memory_row(e: Entry) -> tuple[object, ...]:
         return (None if m is None else 0, None, None, None, None)
     if isinstance(m, tuple):
         return (1, *m)
-    tier_set = m.tier_set.isoformat() if m.tier_set is not None else None
-    return (1, m.tier, int(m.manual), m.created.isoformat(), tier_set)
+    # what the file says only (its own tier pins it); state.db's tiers are laid over on use
+    return (1, m.tier, int(m.pinned), m.created.isoformat(), None)
 
 
 def _memory(path: str, row: MemoryRow) -> Memory:
-    tier, manual, created, tier_set = row
-    ts = datetime.fromisoformat(tier_set) if tier_set is not None else None
-    return Memory(path, tier, bool(manual), datetime.fromisoformat(created), ts)
+    tier, pinned, created, _ = row
+    return Memory(path, tier, False, datetime.fromisoformat(created), pinned=bool(pinned))
 
 
 def _entry(row: tuple[object, ...]) -> Entry:

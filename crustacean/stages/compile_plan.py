@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from crustacean.daily import ARCHIVE_DAILY, DAILY_FOLDERS, dated_day, hook_day, log_day
-from crustacean.markdown import Section, count_lines, split_lines, split_sections
+from crustacean.markdown import Section, count_lines, heading, split_lines, split_sections
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY
 
 TOPICS_DIR = "knowledge/topics"
@@ -595,7 +595,8 @@ class Candidates:
     promotion: tuple[str, ...] = ()
     graduation: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ()
-    reminders_due: tuple[str, ...] = ()
+    reminders_due: tuple[str, ...] = ()  # past their date, not marked done: flag them
+    reminders_done: tuple[str, ...] = ()  # past their date and marked done: safe to prune
     old_lessons: tuple[str, ...] = ()
 
     def to_prompt(self) -> str:
@@ -614,7 +615,8 @@ class Candidates:
             ),
             (f"Graduation (notes and lessons unchanged {GRADUATE_DAYS}+ days)", self.graduation),
             (f"Patterns (mentioned {PATTERN_MENTIONS}+ times in {week})", self.patterns),
-            ("Reminders past due", self.reminders_due),
+            ("Reminders done and past their date (safe to prune)", self.reminders_done),
+            ("Reminders past due and not marked done (flag them, never prune)", self.reminders_due),
             (f"Lessons older than {OLD_LESSON_DAYS} days", self.old_lessons),
         ]
 
@@ -682,35 +684,51 @@ def due_date(line: str) -> date | None:
     return max(dates) if dates else None
 
 
-def _items(text: str) -> list[tuple[int, str]]:
-    """The file's list items (number, line); a wrapped continuation line belongs to the item
-    above it, and headings and prose are not items."""
-    return [(n, x) for n, x in enumerate(text.splitlines(), 1) if _BULLET.match(x)]
+_DONE_WORDS = re.compile(r"\b(?:done|completed|finished)\b", re.IGNORECASE)
 
 
-def _due_lines(path: str, items: list[tuple[int, str]], today: date) -> list[str]:
-    """Undone items whose due date is past."""
-    found = []
-    for n, line in items:
-        due = due_date(line)
-        if due and due < today and not _DONE.search(line):
-            found.append(f"{path}:{n}: {line.strip()[:120]} (due {due})")
+@dataclass(frozen=True)
+class Reminder:
+    """One dated list item of a reminders file: where it is, when it is due, whether it is done."""
+
+    line: int
+    text: str
+    due: date
+    done: bool
+
+
+def reminder_items(text: str) -> list[Reminder]:
+    """Every dated item, in each form people write: `- [ ] date — …` open and `- [x] date — …`
+    done, `- date — … (done date)`, `✅`, and any item under a `## Done` (or Completed) heading."""
+    found, done_section = [], False
+    for n, line in enumerate(text.splitlines(), 1):
+        if (head := heading(line)) is not None:
+            done_section = bool(_DONE_WORDS.search(head[1]))
+            continue
+        if not _BULLET.match(line) or (due := due_date(line)) is None:
+            continue
+        found.append(Reminder(n, line.strip(), due, done_section or bool(_DONE.search(line))))
     return found
 
 
-def _reminders(files: Mapping[str, tuple[bytes, datetime]], today: date) -> list[str]:
-    """Past-due items; a file with no dated item is due by the date in its name."""
+def _reminders(
+    files: Mapping[str, tuple[bytes, datetime]], today: date, *, done: bool
+) -> list[str]:
+    """Past-date items that are done (`done`: safe to prune) or still open (to flag); a file
+    with no dated item is due by the date in its name."""
     found = []
     for path in sorted(files):
         if not _content_file(path, "memory/reminders/"):
             continue
         text = _text(files[path][0])
-        items = _items(text)
-        if any(due_date(line) for _, line in items):
-            found += _due_lines(path, items, today)
-            continue
+        items = reminder_items(text)
+        found += [
+            f"{path}:{r.line}: {r.text[:120]} (due {r.due})"
+            for r in items
+            if r.due < today and r.done == done
+        ]
         named = _dates(path.rpartition("/")[2])
-        if named and named[0] < today and not _DONE.search(text):
+        if not items and named and named[0] < today and bool(_DONE.search(text)) == done:
             found.append(f"{path} (due {named[0]})")
     return found
 
@@ -778,6 +796,7 @@ def find_candidates(
         promotion=tuple(_promotion(memory_md, owners)),
         graduation=tuple(_graduation(files, now)),
         patterns=tuple(_patterns(daily_logs, today, owners)),
-        reminders_due=tuple(_reminders(files, today)),
+        reminders_due=tuple(_reminders(files, today, done=False)),
+        reminders_done=tuple(_reminders(files, today, done=True)),
         old_lessons=tuple(_old_lessons(files, today, now)),
     )

@@ -9,7 +9,8 @@ whose files are those the pass saved in compile's file cache (stages/compile_inp
 paths, same size, mtime, ctime and inode, none racy) and whose fingerprint is the same has
 nothing to do either, so compile does not plan at all.
 
-The fingerprint covers the settings and zone, the recall ledger and the crustacean version. A
+The fingerprint covers the settings and zone, the recall ledger, the tiers kept in state.db and
+the crustacean version. A
 pass that changed something keeps nothing (and forgets what was kept): only a pass that found
 nothing vouches for its inputs.
 """
@@ -26,13 +27,18 @@ from crustacean.state import StateDB, from_db_time, open_state, to_db_time
 from crustacean.store import Store
 from crustacean.workspace import Workspace
 
-FORMAT = "compile-skip-2"  # bump when what the fingerprint covers changes
+FORMAT = "compile-skip-3"  # bump when what the fingerprint covers changes
 
 
 def fingerprint(ws: Workspace, db: StateDB) -> str:
     """The pass's inputs besides its files and the clock (see the module docstring)."""
     h = hashlib.sha256(f"{FORMAT} {__version__}\0{ws.settings!r}\0{ws.tz}\0".encode())
     for row in db.conn.execute("SELECT path, uses, last_recalled FROM recalls ORDER BY path"):
+        h.update(repr(tuple(row)).encode())
+    h.update(b"\0tiers\0")  # a `tier set` override changes no file, but the pass's answer
+    for row in db.conn.execute(
+        "SELECT path, tier, manual, tier_set FROM memory_tiers ORDER BY path"
+    ):
         h.update(repr(tuple(row)).encode())
     return h.hexdigest()
 

@@ -24,15 +24,16 @@ from typing import Any, ClassVar
 from crustacean import daily
 from crustacean.clock import Clock
 from crustacean.documents import parse_document
+from crustacean.llm.contract import file_block
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
 from crustacean.markdown import first_heading, headings
 from crustacean.recall.memories import memory_paths
+from crustacean.stages.indexer import index_created
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
 from crustacean.store import Store
-from crustacean.store.changes import Change, sha256_hex
 from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"
@@ -179,8 +180,7 @@ def handed_files(store: Store, entries: list[Entry], labels: Mapping[str, str]) 
         if data is None or len(data) > HAND_FILE_CHARS or used + len(data) > HAND_CHARS:
             continue
         used += len(data)
-        text = data.decode("utf-8", "replace")
-        out.append(f'<file path="{path}" sha256="{sha256_hex(data)}">\n{text}</file>')
+        out.append(file_block(path, data))
     return "\n".join(out)
 
 
@@ -338,7 +338,7 @@ def _execute(run: Run, db: StateDB, days: int) -> Finish[CurateResult]:
     if not dry_run:
         mark_curated(db, reported, run.id, now)
         created = sorted(set(memory_paths(ws.root)) - before)
-        result.indexed = _index(ws, session.store, created, run.id)
+        result.indexed = index_created(session.store, created, STAGE, run.id)
         if result.indexed:
             run.rec.wrote(["memory/README.md", "knowledge/README.md"], None, None)
     return Finish(result, outcome.status, _summary(result), outcome.error)
@@ -442,65 +442,6 @@ def _tally(result: CurateResult, reported: Mapping[str, tuple[str, str]], total:
     skipped = Counter(r or "no reason" for d, r in reported.values() if d == "skip")
     result.routed, result.skipped = dict(routed), dict(skipped)
     result.unreported = total - len(reported)
-
-
-def _index(ws: Workspace, store: Store, created: list[str], run_id: str) -> list[str]:
-    """Add each created file to its folder's README index (README format), in one version."""
-    texts: dict[str, str] = {}
-    added: list[str] = []
-    for rel in created:
-        top, sub, name = _split(rel)
-        readme = f"{top}/README.md"
-        if readme not in texts:
-            data = store.read_bytes(readme)
-            if data is None:
-                continue
-            texts[readme] = data.decode("utf-8", "replace")
-        if f"`{name}`" in texts[readme] or name == "README.md":
-            continue
-        line = f"  - `{name}` — {_title(store, rel) or 'new file'}"
-        texts[readme] = _insert_under(texts[readme], sub, line)
-        added.append(f"{readme}: {line.strip()}")
-    changes = []
-    for readme, text in texts.items():
-        current = store.read_bytes(readme) or b""
-        if text.encode() != current:  # an edit of the index (curate may edit, never overwrite)
-            changes.append(
-                Change(
-                    readme,
-                    "edit",
-                    old=current,
-                    new=text.encode(),
-                    expected_sha256=sha256_hex(current),
-                )
-            )
-    if changes:
-        store.write_context(changes, actor=STAGE, message="curate: index new files", run_id=run_id)
-    return added
-
-
-def _split(rel: str) -> tuple[str, str, str]:
-    top, _, rest = rel.partition("/")
-    sub, _, name = rest.partition("/")
-    return (top, sub, name) if name else (top, "", sub)
-
-
-def _title(store: Store, rel: str) -> str:
-    doc = parse_document((store.read_bytes(rel) or b"")[:4096].decode("utf-8", "replace"), rel)
-    heading = first_heading(doc.body)
-    return str(doc.meta.get("name") or heading)[:80]
-
-
-def _insert_under(text: str, sub: str, line: str) -> str:
-    """After the folder's bullet and the file lines already under it; else at the end."""
-    lines = text.split("\n")
-    anchor = next((i for i, x in enumerate(lines) if x.startswith(f"- `{sub}/`")), None)
-    if anchor is None:
-        return text.rstrip("\n") + "\n" + line.strip() + "\n"
-    end = anchor + 1
-    while end < len(lines) and lines[end].startswith("  "):
-        end += 1
-    return "\n".join([*lines[:end], line, *lines[end:]])
 
 
 def _summary(result: CurateResult) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 from crustacean.config import STAGES
 from crustacean.daily import dated_day, log_day
 from crustacean.documents import MAX_DOC_BYTES, DocumentSkipped, read_document
+from crustacean.folder_index import index_span, is_indexed
 from crustacean.markdown import count_lines, heading, link_targets, split_lines, split_sections
 from crustacean.runs import RunRecord, counts_as_last, error_line, list_runs
 from crustacean.schedule import expected_slots, slot_at_or_after
@@ -380,6 +381,32 @@ def structure_map(
     )
 
 
+def folder_indexes(readmes: Mapping[str, str], files: list[str], daily_dir: str) -> Check:
+    """Orphans: files below a folder README that no README above them lists under `## Index`
+    (code adds each file curate creates there; a hand-made file is listed by hand or by
+    calibrate's proposal). Daily logs and session hook files are found by date, never listed."""
+    indexed = {
+        folder: text
+        for path, text in readmes.items()
+        if index_span(text.split("\n")) is not None
+        for folder in [path.rpartition("/")[0]]
+    }
+    orphans = []
+    for rel in files:
+        parent, _, name = rel.rpartition("/")
+        if _is_index(rel) or _hidden(rel) or not rel.endswith(".md"):
+            continue
+        if parent == daily_dir and dated_day(name) is not None:
+            continue
+        above = [f for f in indexed if rel.startswith(f + "/")]
+        if above and not any(is_indexed(indexed[f], rel[len(f) + 1 :]) for f in above):
+            orphans.append(rel)
+    summary = f"{len(orphans)} orphan(s) in {len(indexed)} folder Index(es)"
+    figures = {"indexes": sorted(indexed), "orphans": orphans}
+    details = [f"orphan: {p}" for p in orphans]
+    return Check("orphans", "warn" if orphans else "ok", summary, _capped(details), figures)
+
+
 # ---------------------------------------------------------------------------- links
 
 
@@ -650,6 +677,7 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
         p for p in files.under("memory/lessons/") if p.endswith(".md") and not _is_index(p)
     ]
     content = files.under("memory/", "knowledge/")
+    readmes = {p: files.texts.get(p, "") for p in content if _is_index(p)}
 
     def cadence_() -> Check:
         return cadence(
@@ -677,6 +705,7 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
             "structure_map",
             lambda: structure_map(memory_text, _top_level(ws.root, ws.daily_dir), files.exists),
         ),
+        ("orphans", lambda: folder_indexes(readmes, content, ws.daily_dir)),
         ("links", lambda: links(link_files, files.exists, frozenset({WORKING_MEMORY}))),
         ("frontmatter", frontmatter_),
         (

@@ -212,7 +212,7 @@ class Planner:
 
     def _apply_to_view(self, plan: Plan, ch: Change) -> None:
         cur = self._current(plan, ch.path)
-        if ch.expected_sha256 is not None:
+        if ch.expected_sha256 is not None and not _edit_still_applies(ch, cur):
             disk = plan.before.get(ch.path)
             if disk is None or sha256_hex(disk) != ch.expected_sha256:
                 raise StaleWriteError(
@@ -401,3 +401,11 @@ def check_message(message: object) -> None:
     if "\x00" in message or not _utf8(message):
         raise WriteError("message must be plain UTF-8 text (no NUL, no lone surrogates).")
     _refuse_secret(message, "the version message")
+
+
+def _edit_still_applies(ch: Change, cur: bytes | None) -> bool:
+    """An edit whose old snippet occurs exactly once in the file as it is now is applied even
+    when its expected_sha256 is of an older version: the snippet proves the writer saw the text
+    it changes, so a content change and its MEMORY.md pointer can go in one turn of parallel
+    calls, each with the sha256 the model was handed. Every other mode needs the current sha."""
+    return ch.mode == "edit" and cur is not None and bool(ch.old) and cur.count(ch.old or b"") == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from crustacean.errors import UsageError
+from crustacean.source_roots import inside_roots
 from crustacean.store.write import Store
 
 
@@ -27,7 +28,8 @@ def list_page(
         raise UsageError(f"limit must be an integer from 1 to {most} (context.list_limit).")
     if cursor is not None and not isinstance(cursor, str):
         raise UsageError("cursor must be the next_cursor string a previous call returned.")
-    files = store.list_context_files(prefix)
+    transcripts = inside_roots(store.ws.root, store.ws.settings.sources)  # raw, never memory
+    files = [f for f in store.list_context_files(prefix) if not f.path.startswith(transcripts)]
     after = [f for f in files if cursor is None or f.path > cursor]
     page = after[:limit]
     more = len(after) > limit
