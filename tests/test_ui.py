@@ -235,8 +235,9 @@ def render_qs(**params: str) -> str:
 # ---------------------------------------------------------------- writes
 
 
-def test_approve_applies_the_proposal_as_a_version(seeded) -> None:
+def test_approve_applies_the_proposal_as_a_version(seeded, monkeypatch: pytest.MonkeyPatch) -> None:
     ws, info = seeded
+    monkeypatch.setenv("LOGNAME", "sam")  # who approves: the login name, as getpass reads it
     client, guard = logged_in(ws.root)
     pid = info["proposals"][0]
     page = client.get("/proposals").text
@@ -247,6 +248,10 @@ def test_approve_applies_the_proposal_as_a_version(seeded) -> None:
     assert SOUL_ADDED.strip() in (ws.root / "SOUL.md").read_text()
     top = hist.history(Store(ws), None, 1)[0]
     assert top.id == vid and top.actor == "calibrate" and top.files == ("SOUL.md",)
+    body = subprocess.run(
+        ["git", "log", "-1", "--format=%b", vid], cwd=ws.root, capture_output=True, text=True
+    ).stdout
+    assert body.startswith("Approved by sam in the review page.\n")
     assert proposals.get(ws, pid).status == "approved"
     shown = client.get(r.headers["location"]).text
     assert "Approved: the proposal was applied" in shown and "Be brief, warm and exact." in shown

@@ -96,7 +96,8 @@ def approve(
     as_json: AsJson = False,
 ) -> None:
     """Apply a proposal as one new version (refused if its files changed since)."""
-    result = store_review.approve(Store(state(ctx).open()), pid)
+    store = Store(state(ctx).open())
+    result = store_review.approve(store, pid, store_review.local_user("on the command line"))
     if as_json:
         print_json({"id": pid, "status": "approved"} | result.to_json())
         return

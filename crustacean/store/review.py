@@ -6,6 +6,7 @@ a file that changed meanwhile makes the approval stale instead of clobbering it.
 
 from __future__ import annotations
 
+import getpass
 from dataclasses import dataclass
 
 from crustacean.errors import ProposalError, StaleWriteError
@@ -45,8 +46,19 @@ def examine(store: Store, pid: int) -> Inspection:
     return Inspection(prop, diff(store, pid) if prop.status == "pending" else None)
 
 
-def approve(store: Store, pid: int) -> WriteResult:
-    """Apply a proposal as it was proposed; stale files refuse it and keep it pending."""
+def local_user(where: str) -> str:
+    """Who approves from this machine: the login name, and where (`on the command line`, `in
+    the review page`): a version then says who let a proposal through."""
+    try:
+        name = getpass.getuser()
+    except (OSError, KeyError):  # no login name in the environment or the password database
+        name = "a local user"
+    return f"{name} {where}"
+
+
+def approve(store: Store, pid: int, approver: str = "") -> WriteResult:
+    """Apply a proposal as it was proposed; stale files refuse it and keep it pending. The
+    version's message says who approved it (`Approved by …` below its subject)."""
     prop = _pending(store, pid)
     appeared = [p for p, sha in prop.reads.items() if sha is None and store.read_bytes(p)]
     if appeared:
@@ -64,7 +76,8 @@ def approve(store: Store, pid: int) -> WriteResult:
         result = store.write_context(
             pinned,
             actor=prop.actor,
-            message=f"{prop.message} (proposal {pid}, approved)",
+            message=f"{prop.message} (proposal {pid}, approved)"
+            + (f"\n\nApproved by {' '.join(approver.split())}." if approver.strip() else ""),
             run_id=prop.run_id,
             approved=True,
             max_files=len(pinned),

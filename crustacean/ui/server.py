@@ -401,7 +401,7 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean review approve ID`."""
     pid = request.path_params["pid"]
-    result = review.approve(_store(ws), pid)
+    result = review.approve(_store(ws), pid, review.local_user("in the review page"))
     if result.version:
         return _redirect(f"/versions/{result.version}?done=approved")
     return _redirect(f"/proposals?done=approved-{pid}")
