@@ -34,6 +34,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("history", "history_cmd", "history"),
     ("show", "history_cmd", "show"),
     ("rollback", "history_cmd", "rollback"),
+    ("undo", "history_cmd", "undo"),
     ("context", "context_cmd", "context"),
     ("search", "search_cmd", "search"),
     ("index", "search_cmd", "index"),
@@ -77,6 +78,7 @@ SUMMARIES: dict[str, str] = {
     "rollback": (
         "Restore files as they were at VERSION, recorded as a new version (history is kept)."
     ),
+    "undo": "Undo one version (or one file of it) as a new version: its files as they were before.",
     "context": (
         "Print what an agent should load now: foundation, recent days and memories, within caps."
     ),
