@@ -118,13 +118,12 @@ def undo_changes(store: Store, version: str, path: str | None = None) -> UndoPla
     if not store.versioned:
         raise VersionError(NOT_VERSIONED)
     target = store.git.resolve(version)
-    try:
-        parent = store.git.resolve(f"{target}~1")
-    except VersionError:
+    parent = parent_of(store, target)
+    if parent is None:
         raise VersionError(
             f"version {target[:12]} is the workspace's first version; there is nothing before "
             "it to go back to. `crustacean rollback` restores files to a version instead."
-        ) from None
+        )
     files = [
         p for p in store.git.changed_between(parent, target) if not p.startswith(TRASH_DIR + "/")
     ]
@@ -139,6 +138,22 @@ def undo_changes(store: Store, version: str, path: str | None = None) -> UndoPla
     head = store.git.head() or target
     since = set(store.git.changed_between(target, head)) if head != target else set()
     return UndoPlan(target, parent, _restoring(store, parent, files), sorted(since & set(files)))
+
+
+def parent_of(store: Store, version: str) -> str | None:
+    """The version just before `version`; None for the first."""
+    try:
+        return store.git.resolve(f"{store.git.resolve(version)}~1")
+    except VersionError:
+        return None
+
+
+def previous_version(store: Store, version: str, path: str, reach: int = 200) -> str | None:
+    """The last version before `version` that changed `path`, among the `reach` newest
+    versions of that file (None: it had none, or it is further back)."""
+    target = store.git.resolve(version)
+    ids = [v.id for v in store.git.log(jail(store.root, path), reach)]
+    return ids[ids.index(target) + 1] if target in ids[:-1] else None
 
 
 def undo(store: Store, version: str, path: str | None = None) -> tuple[UndoPlan, WriteResult]:
