@@ -89,7 +89,23 @@ def build_app(ctx: UiContext) -> Starlette:
         Route("/search", _get(ctx, search)),
         Route("/ui.css", lambda _r: FileResponse(render.HERE / "static/ui.css")),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=ctx.guard)])
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        """An unknown page: the site's own page, with its navigation, not a bare text."""
+        return _html(
+            ctx,
+            None,
+            "error.html",
+            404,
+            title="Not found",
+            message=f"There is no page at {request.url.path}; the links above lead to every page.",
+        )
+
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(GuardMiddleware, guard=ctx.guard)],
+        exception_handlers={404: not_found},
+    )
 
 
 Handler = Callable[[UiContext, Workspace, Request], Response]
