@@ -35,3 +35,23 @@ def test_an_approval_records_who_approved_in_the_version(ws: Workspace) -> None:
     body = git(ws, "log", "-1", "--format=%b")
     assert body.startswith("Approved by sam on the command line.\n")
     assert "Crustacean-Actor: curate" in body  # the proposer stays the version's actor
+
+
+def test_review_show_prints_a_rejection_s_reason_and_the_diff(ws: Workspace) -> None:
+    pid = propose(ws)
+    w = ("-w", str(ws.root))
+    run_cli(*w, "review", "reject", str(pid), "--reason", "SOUL.md is mine to write")
+    shown = run_cli(*w, "review", "show", str(pid)).stdout
+    assert f"Proposal {pid} (rejected) by curate" in shown
+    assert "Rejected: SOUL.md is mine to write\n" in shown
+    assert "Diff: what it would have changed, against now\n" in shown
+    assert "+- Be kind to crabs." in shown and "+# Crabs" in shown
+
+
+def test_review_show_of_an_approved_one_shows_its_version(ws: Workspace) -> None:
+    pid = propose(ws)
+    w = ("-w", str(ws.root))
+    run_cli(*w, "review", "approve", str(pid))
+    version = git(ws, "rev-parse", "HEAD").strip()
+    shown = run_cli(*w, "review", "show", str(pid)).stdout
+    assert f"Diff: version {version[:12]}\n" in shown and "+- Be kind to crabs." in shown

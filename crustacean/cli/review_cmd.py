@@ -85,6 +85,9 @@ def show(
     )
     say(f"Message: {prop.message}")
     say(f"Why it waits for you: {prop.reason}")
+    if prop.status == "rejected":
+        say(f"Rejected: {prop.note or '(no reason given)'}")
+    say(f"Diff: {seen.diff_of}")
     if seen.diff is not None:
         print_diff(seen.diff or "(no change)")
 

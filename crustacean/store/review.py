@@ -9,7 +9,7 @@ from __future__ import annotations
 import getpass
 from dataclasses import dataclass
 
-from crustacean.errors import ProposalError, StaleWriteError
+from crustacean.errors import CrustaceanError, ProposalError, StaleWriteError
 from crustacean.store.changes import Change, unified_diff
 from crustacean.store.proposals import Proposal, get, replace, save
 from crustacean.store.write import Store, WriteResult
@@ -31,19 +31,36 @@ def diff(store: Store, pid: int) -> str:
 
 @dataclass(frozen=True)
 class Inspection:
-    """One proposal and, while it is pending, the diff approving it would apply now."""
+    """One proposal, a diff and what the diff is: for a pending one what approving would apply
+    now, for a rejected one what it would have changed (against the files now), for an
+    approved one the version it became."""
 
     proposal: Proposal
     diff: str | None
+    diff_of: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return self.proposal.to_json() | {"paths": self.proposal.paths, "diff": self.diff}
+        return self.proposal.to_json() | {
+            "paths": self.proposal.paths,
+            "diff": self.diff,
+            "diff_of": self.diff_of,
+        }
 
 
 def examine(store: Store, pid: int) -> Inspection:
-    """`review show`: a decided proposal has no diff (its files may have moved on since)."""
+    """`review show`: the proposal and the diff that says most about it now."""
     prop = get(store.ws, pid)
-    return Inspection(prop, diff(store, pid) if prop.status == "pending" else None)
+    if prop.status == "pending":
+        return Inspection(prop, diff(store, pid), "what approving would change now")
+    if prop.status == "approved" and prop.note and store.versioned:
+        try:
+            return Inspection(prop, store.git.show(prop.note), f"version {prop.note[:12]}")
+        except CrustaceanError:
+            return Inspection(prop, None, f"version {prop.note[:12]} is no longer in history")
+    try:
+        return Inspection(prop, diff(store, pid), "what it would have changed, against now")
+    except CrustaceanError:
+        return Inspection(prop, None, "its changes no longer apply to the files as they are now")
 
 
 def local_user(where: str) -> str:
