@@ -342,11 +342,7 @@ def undo_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     path = request.query_params.get("path") or None
     store = _store(ws)
     plan = hist.undo_changes(store, request.path_params["vid"], path)
-    triples = [
-        (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
-        for c in plan.changes
-    ]
-    diff, cut = views.clip(views.parse_unified(unified_diff(triples)))
+    diff, cut = _planned_diff(store, plan.changes)
     return _html(
         ctx,
         ws,
@@ -385,15 +381,20 @@ def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, st
     return store, target, changes
 
 
-def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
-    """What rolling back would change, file by file, before anything is written."""
-    path = request.query_params.get("path") or None
-    store, target, changes = _rollback_plan(ws, request.path_params["vid"], path)
+def _planned_diff(store: Store, changes: list[Change]) -> tuple[list[views.DiffFile], bool]:
+    """What a rollback or an undo would change, now → after, clipped for the page."""
     triples = [
         (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
         for c in changes
     ]
-    diff, cut = views.clip(views.parse_unified(unified_diff(triples)))
+    return views.clip(views.parse_unified(unified_diff(triples)))
+
+
+def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """What rolling back would change, file by file, before anything is written."""
+    path = request.query_params.get("path") or None
+    store, target, changes = _rollback_plan(ws, request.path_params["vid"], path)
+    diff, cut = _planned_diff(store, changes)
     return _html(
         ctx,
         ws,
