@@ -26,30 +26,34 @@ from typing import Any
 import anyio
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, TextContent
 
 from crustacean.clock import Clock, wall_clock
 from crustacean.config import load_config
 from crustacean.errors import CrustaceanError, UsageError, no_space
 from crustacean.llm.contract import actor_preamble, policy_modes
-from crustacean.llm.tools import TOOLS, write_spec
+from crustacean.llm.tools import (
+    TOOLS,
+    ToolSpec,
+    check_input,
+    get_context_spec,
+    list_spec,
+    write_spec,
+)
 from crustacean.recall.context import ContextRequest, build_context
 from crustacean.recall.memories import MEMORY_ROOTS
 from crustacean.recall.search import SearchRequest, find
 from crustacean.state import open_state
 from crustacean.store import Store
 from crustacean.store.reads import list_page, read_range
+from crustacean.tiers import default_tier
 from crustacean.workspace import Workspace
 
 ACTOR = "mcp"
 REFRESH_SECONDS = 5.0  # search results are at most this stale for changes made elsewhere
 MAX_SEARCH_LIMIT = 50
-GET_CONTEXT = (
-    "The memory an agent should load now, as markdown: foundation files, today's and "
-    "yesterday's daily logs, and the memories the tiers and caps allow. `audience` is "
-    "main, dm:NAME, group:NAME or cron (the --for of `crustacean context`); `topic` loads "
-    "relevant warm and cold memories."
-)
+MAX_CONTEXT_CHARS = 50_000  # get_context's budget_chars ceiling
 
 
 @dataclass
@@ -82,7 +86,12 @@ class McpState:
 def list_context_files(
     st: McpState, prefix: str | None = None, limit: int | None = None, cursor: str | None = None
 ) -> dict[str, Any]:
-    return list_page(st.store, prefix, limit, cursor)
+    page = list_page(st.store, prefix, limit, cursor)
+    memory = tuple(f"{r}/" for r in (*MEMORY_ROOTS, "archive"))
+    for f in page["files"]:  # a memory without a tier in its frontmatter has its folder's
+        if "tier" not in f and f["path"].startswith(memory) and f["path"].endswith(".md"):
+            f["tier"] = default_tier(f["path"])
+    return page
 
 
 def read_context_file(
@@ -113,18 +122,30 @@ def write_context(st: McpState, changes: list[dict[str, Any]], message: str) -> 
     return result.to_json()
 
 
-def get_context(st: McpState, audience: str = "main", topic: str | None = None) -> str:
-    return build_context(st.ws, ContextRequest(audience, topic), st.clock()).to_markdown()
+def get_context(
+    st: McpState, audience: str = "main", topic: str | None = None, budget_chars: int | None = None
+) -> str:
+    request = ContextRequest(audience, topic, budget_chars=budget_chars)
+    return build_context(st.ws, request, st.clock(), for_name="audience").to_markdown()
 
 
 TOOL_FUNCTIONS = (list_context_files, read_context_file, search_memory, write_context, get_context)
 
 
-def description(name: str) -> str:
-    """A tool's description, from the stage contract's tool specs (llm/contract.py)."""
-    if name == "write_context":  # only the modes the mcp policy can allow
-        return write_spec(policy_modes(ACTOR)).description
-    return TOOLS[name].description if name in TOOLS else GET_CONTEXT
+def specs(ws: Workspace) -> dict[str, ToolSpec]:
+    """Each tool's name, description and input schema, from the tool specs the stages use
+    too (llm/tools.py): write_context offers only the modes the mcp policy can allow, and
+    list_context_files's limit is bounded by this workspace's `context.list_limit`."""
+    out = {
+        "list_context_files": list_spec(ws.settings.context.list_limit),
+        "write_context": write_spec(policy_modes(ACTOR)),
+        "get_context": get_context_spec(MAX_CONTEXT_CHARS),
+    }
+    return {fn.__name__: out.get(fn.__name__) or TOOLS[fn.__name__] for fn in TOOL_FUNCTIONS}
+
+
+def description(name: str, ws: Workspace) -> str:
+    return specs(ws)[name].description
 
 
 # ---------------------------------------------------------------- the server
@@ -135,11 +156,43 @@ def build_server(
 ) -> MCPServer:
     """An `MCPServer` whose tools call the store as actor `mcp`; `clock` dates what they write
     and recall, `monotonic` times the search index's refresh."""
-    server = MCPServer("crustacean", instructions=actor_preamble(ACTOR), log_level="WARNING")
+    server = _Server(specs(ws))
     st = McpState.open(ws, clock, monotonic)
     for fn in TOOL_FUNCTIONS:
-        server.tool(name=fn.__name__, description=description(fn.__name__))(_bound(fn, st))
+        spec = server.specs[fn.__name__]
+        server.tool(name=spec.name, description=spec.description)(_bound(fn, st))
     return server
+
+
+class _Server(MCPServer):
+    """An MCPServer whose tools list the specs' schemas (typed, described, bounded, no unknown
+    argument) and check every call against them first, answering a refusal in one line of
+    the tool's own words: `Error: <what was wrong and how to fix it>`."""
+
+    def __init__(self, tool_specs: dict[str, ToolSpec]) -> None:
+        super().__init__("crustacean", instructions=actor_preamble(ACTOR), log_level="WARNING")
+        self.specs = tool_specs
+
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        return [
+            t.model_copy(update={"input_schema": self.specs[t.name].input_schema}) for t in tools
+        ]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        spec = self.specs.get(name)
+        try:
+            if spec is None:
+                raise UsageError(f"unknown tool {name!r}; tools: {', '.join(self.specs)}.")
+            checked = check_input(spec, arguments)
+            return await super().call_tool(name, checked, context)
+        except UnexpectedToolError:
+            raise  # a crash: the server logs it and tells the model no more than its name
+        except (ToolError, CrustaceanError) as e:
+            cause = e.__cause__ if isinstance(e.__cause__, ToolError) else e
+            line = " ".join(str(cause).split())
+            text = line if line.startswith("Error: ") else f"Error: {line}"
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 def _bound(fn: Callable[..., Any], st: McpState) -> Callable[..., Any]:
@@ -193,7 +246,10 @@ def tool_schemas(ws: Workspace) -> list[dict[str, Any]]:
     async def main() -> list[dict[str, Any]]:
         async with Client(build_server(ws)) as client:
             tools = (await client.list_tools()).tools
-            return [{"name": t.name, "input_schema": t.input_schema} for t in tools]
+            return [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in tools
+            ]
 
     plain: list[dict[str, Any]] = json.loads(json.dumps(anyio.run(main)))
     return plain

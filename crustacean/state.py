@@ -462,7 +462,9 @@ class StateDB:
     # ------------------------------------------------------------ recall ledger
 
     def record_recalls(self, paths: Iterable[str], now: datetime, how: str) -> None:
-        """One recall of each path (duplicates count once): uses + 1, last_recalled = now."""
+        """A recall of each path: last_recalled = now, and uses + 1 unless the path was recalled
+        already that day (UTC), so a use is a day the memory was needed, not a load: a
+        conversation calling get_context 13 times in a minute counts once."""
         if how not in RECALL_KINDS:
             raise ValueError(f"unknown recall kind {how!r}; expected one of {RECALL_KINDS}")
         stamp = to_db_time(now)
@@ -470,7 +472,8 @@ class StateDB:
         with self.transaction():
             self.conn.executemany(
                 "INSERT INTO recalls (path, uses, last_recalled, last_how) VALUES (?, 1, ?, ?) "
-                "ON CONFLICT(path) DO UPDATE SET uses = uses + 1, "
+                "ON CONFLICT(path) DO UPDATE SET uses = uses + (substr(coalesce(last_recalled, "
+                "''), 1, 10) != substr(excluded.last_recalled, 1, 10)), "
                 "last_recalled = max(coalesce(last_recalled, ''), excluded.last_recalled), "
                 "last_how = excluded.last_how",
                 rows,

@@ -34,10 +34,17 @@ PAGES = [
         "/versions/{curate_version}/rollback?path=memory/contacts/alice.md",
         "#confirm-text",
     ),
+    ("undo", "/versions/{compile_version}/undo", "#confirm-text"),
     ("proposals", "/proposals", ".proposal"),
     ("runs", "/runs", "#runs"),
     ("run", "/runs/{run}", "#tool-calls"),
     ("search", "/search?q=lighthouse", "#hits"),
+]
+PHONE = 390  # CSS pixels, a phone's width (emulated: headless chromium keeps windows >= 500)
+PHONE_PAGES = [
+    ("phone-overview", "/", "#stages"),
+    ("phone-versions", "/versions", "table.versions"),
+    ("phone-version", "/versions/{compile_version}", ".diff"),
 ]
 
 
@@ -102,7 +109,7 @@ def main() -> int:
 
     import crustacean.ops.cron as cron
 
-    cron.read_crontab = lambda _f: ""  # the demo never reads this machine's crontab
+    cron.read_crontab = lambda _f, **_: ""  # the demo never reads this machine's crontab
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         os.environ.update(
@@ -125,6 +132,19 @@ def main() -> int:
                     driver.set_window_size(WIDTH, min(int(height) + 20, MAX_HEIGHT))
                     driver.save_screenshot(str(OUT / f"{name}.png"))
                     print(f"docs/ui/{name}.png")
+                for name, path, ready in PHONE_PAGES:
+                    phone = {"width": PHONE, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+                    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", phone)
+                    driver.get(running.base + path.format(**ids))
+                    WebDriverWait(driver, 60).until(
+                        ec.presence_of_element_located((By.CSS_SELECTOR, ready))
+                    )
+                    height = driver.execute_script("return document.documentElement.scrollHeight")
+                    phone["height"] = min(int(height), MAX_HEIGHT)
+                    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", phone)
+                    driver.save_screenshot(str(OUT / f"{name}.png"))
+                    print(f"docs/ui/{name}.png")
+                driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         finally:
             driver.quit()
     return 0

@@ -18,7 +18,7 @@ from test_mcp import call as session
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.mcp_server import build_server
-from crustacean.recall.context import not_loaded_summary
+from crustacean.recall.context import loadable, not_loaded_summary
 from crustacean.workspace import Workspace
 
 CLAUDE_CODE_CAP = 10_000  # Claude Code saves a longer hook output to a file (since v2.1.89)
@@ -59,9 +59,49 @@ def test_the_hook_fits_claude_code_on_the_sample(tmp_path: Path) -> None:
     assert len(full) > CLAUDE_CODE_CAP  # the case the issue found: 12,955 characters
     out, md = hook("-w", str(root))
     assert len(out) <= 9500 < CLAUDE_CODE_CAP
-    assert "### SOUL.md" in md and "### USER.md" in md and "memory/lessons/" in md
+    memory = loadable((root / "MEMORY.md").read_text())
+    assert memory.strip() in md  # MEMORY.md whole, without its template comments
+    assert "<!--" not in md and "-->" not in md
+    heads = [line for line in md.splitlines() if line.startswith("### ")]
+    assert heads[:4] == ["### MEMORY.md", "### SOUL.md", "### IDENTITY.md", "### USER.md"]
     assert md.rstrip().endswith("or `crustacean search WORDS` in a shell.")
-    assert "## Not loaded" in md and "cut to fit context.hook_chars 9500" in md
+    assert "This context is not your whole memory. Not loaded: memory/lessons/" in md
+
+
+def test_the_hook_with_memory_md_at_its_caps(tmp_path: Path) -> None:
+    """MEMORY.md at memory.working_chars (12,000) cannot fit 9,500: its head loads, cut at a
+    line, after room for who the agent and the user are; the rest is named."""
+    root = tmp_path / "sample"
+    run_cli("init", "--sample", str(root))
+    sample = (root / "MEMORY.md").read_text()
+    item = "- **Plot 17:** rebooked for Saturday 09:00. → `memory/notes/plots.md`\n"
+    text, n = sample, 2
+    while len(text) < 11_400:
+        text += f"\n## Project log {n}\n\n" + item * 8
+        n += 1
+    (root / "MEMORY.md").write_text(text)
+    assert 11_400 <= len(text) <= 12_000 and text.count("\n") < 500
+    out, md = hook("-w", str(root))
+    assert len(out) <= 9500
+    heads = [line for line in md.splitlines() if line.startswith("### ")]
+    assert heads[:4] == ["### MEMORY.md", "### SOUL.md", "### IDENTITY.md", "### USER.md"]
+    for name in ("SOUL.md", "IDENTITY.md", "USER.md"):
+        assert loadable((root / name).read_text()).strip() in md  # whole
+    head = md.split("### MEMORY.md\n\n", 1)[1].split("\n\n[… cut to fit", 1)[0]
+    assert len(head) > 3000 and loadable(text).startswith(head)  # its head, ended at a line
+    assert "[… cut to fit; the rest: read_context_file MEMORY.md]" in md
+    assert "MEMORY.md (cut to fit context.hook_chars 9500)" in md
+    assert md.rstrip().endswith("or `crustacean search WORDS` in a shell.")
+
+
+def test_a_failing_hook_does_not_block_claude_code(tmp_path: Path) -> None:
+    """Claude Code reads exit 2 from a hook as a blocking error; a hook that cannot load memory
+    exits 1 (a plain failure) with its one line on stderr, while `context` keeps exit 2."""
+    missing = str(tmp_path / "nowhere")
+    res = run_cli("-w", missing, "context", "--format", "claude-hook", code=1)
+    assert res.stdout == ""
+    assert res.stderr.startswith("Error: --workspace names ") and res.stderr.count("\n") == 1
+    run_cli("-w", missing, "context", code=2)
 
 
 def test_hook_chars_is_a_config_key(tmp_path: Path) -> None:
@@ -137,7 +177,7 @@ def test_each_mcp_tool_is_bounded_on_10000_memories(big: Workspace) -> None:
     first, second, search, read, part, small = session(
         big,
         ("list_context_files", {}),
-        ("list_context_files", {"limit": 50, "cursor": "memory/notes/"}),
+        ("list_context_files", {"limit": 50, "prefix": "memory/notes/"}),
         ("search_memory", {"query": TOPIC, "limit": 50}),
         ("read_context_file", {"path": "memory/notes/huge.md"}),
         ("read_context_file", {"path": "memory/notes/huge.md", "start_line": 3, "end_line": 500}),
@@ -147,7 +187,8 @@ def test_each_mcp_tool_is_bounded_on_10000_memories(big: Workspace) -> None:
     assert len(page["files"]) == 100 and page["total"] > 11_000 and page["next_cursor"]
     assert len(text_of(first)) < 20_000
     page2 = json.loads(text_of(second))
-    assert len(page2["files"]) == 50 and all(f["path"] > "memory/notes/" for f in page2["files"])
+    assert len(page2["files"]) == 50
+    assert all(f["path"].startswith("memory/notes/") for f in page2["files"])
     assert len(text_of(search)) < 40_000
     assert read.is_error
     refusal = text_of(read)
@@ -187,8 +228,8 @@ def test_a_cursor_walks_every_file_once(ws: Workspace) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"limit": 0}, "limit must be an integer from 1 to 100 (context.list_limit)."),
-        ({"limit": 101}, "limit must be an integer from 1 to 100 (context.list_limit)."),
+        ({"limit": 0}, "Error: limit must be from 1 to 100, not 0."),
+        ({"limit": 101}, "Error: limit must be from 1 to 100, not 101."),
     ],
 )
 def test_bad_list_arguments_are_tool_errors(

@@ -18,6 +18,7 @@ from crustacean.recall.context import (
     assemble,
     build_context,
     choose,
+    loadable,
     parse_for,
 )
 from crustacean.recall.memories import load_memories
@@ -25,6 +26,7 @@ from crustacean.state import open_state
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+FENCED = "```\n<!-- kept -->\n\n\n# not a heading\n```\n"
 
 
 def put(ws: Workspace, rel: str, text: str) -> None:
@@ -78,13 +80,7 @@ def test_loading_table(ws: Workspace) -> None:
 
     every = ["SOUL.md", "IDENTITY.md", "USER.md", "memory/2026-11-30.md", "memory/2026-11-29.md"]
     main = paths("main")
-    assert [p for p in main if p in every or p == "MEMORY.md"] == [
-        "SOUL.md",
-        "IDENTITY.md",
-        "USER.md",
-        "MEMORY.md",
-        *every[3:],
-    ]
+    assert [p for p in main if p in every or p == "MEMORY.md"] == ["MEMORY.md", *every]
     assert "memory/2026-11-28.md" not in main
     assert "MEMORY.md" not in paths("cron") and "MEMORY.md" not in paths("dm:alice")
     assert "memory/contacts/telegram-alice.md" in paths("dm:alice")
@@ -92,6 +88,22 @@ def test_loading_table(ws: Workspace) -> None:
     assert "memory/groups/telegram-g-crabs.md" in paths("group:crabs")
     missing = assemble(ws, parse_for("dm:bob"), None, caps(), NOW)
     assert ("dm:bob", "no matching file") in missing.not_loaded
+
+
+@pytest.mark.parametrize(
+    ("text", "loaded"),
+    [
+        ("# T\n\n<!-- fill me in -->\n\n## Empty\n\n<!-- and me -->\n", ""),
+        ("# T\n\n## A\n\n- a\n- <!-- more? -->\n\n## B\n<!-- x -->\n", "# T\n\n## A\n\n- a\n"),
+        ("# T\n\n## A\n\n### A1\n\ntext\n\n## B\n", "# T\n\n## A\n\n### A1\n\ntext\n"),
+        ("a <!-- inline --> b\n\n\n\nc\n", "a  b\n\nc\n"),
+        (FENCED, FENCED),
+        ("<!-- a\n multi-line\n comment -->\n# T\n\nx\n", "# T\n\nx\n"),
+        ("plain text, no markup\n", "plain text, no markup\n"),
+    ],
+)
+def test_loadable_strips_comments_and_empty_template_sections(text: str, loaded: str) -> None:
+    assert loadable(text) == loaded
 
 
 def test_tiers_decide_what_loads(ws: Workspace) -> None:
@@ -200,7 +212,7 @@ def test_formats_and_recalls(ws: Workspace) -> None:
     data = json.loads(run_cli(*w, "context", "--format", "json", "--for", "cron").stdout)
     assert data["for"] == "cron" and {e["path"] for e in data["entries"]} >= {"SOUL.md"}
     with open_state(ws) as db:
-        assert db.recalls_of("memory/notes/hot.md").uses == 2
+        assert db.recalls_of("memory/notes/hot.md").uses == 1  # two loads on one day: one use
 
 
 @pytest.mark.parametrize("flag", ["--budget-chars", "--max-entries"])

@@ -150,7 +150,7 @@ def test_refusals_are_tool_errors_and_change_nothing(ws: Workspace) -> None:
         "only to today's daily log",
         "does not exist",
         "limit must be",
-        "the budget must be from 1 to 50,000 characters",
+        "budget_chars must be from 1 to 50,000, not 0.",
     ]
     for result, word in zip(results, words, strict=True):
         assert result.is_error and word in result.content[0].text, (word, result.content)

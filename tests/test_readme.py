@@ -102,6 +102,7 @@ def test_help_lists_only_commands_that_work() -> None:
         "history",
         "show",
         "rollback",
+        "undo",
         "review",
         "runs",
         "context",

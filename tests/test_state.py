@@ -132,6 +132,17 @@ def test_recalls_count_uses_and_keep_the_latest_time(tmp_path: Path) -> None:
         }
 
 
+def test_a_use_is_a_day_the_memory_was_recalled_not_a_load(tmp_path: Path) -> None:
+    """13 get_context calls in a minute made a file "13 uses, stays hot" (issue 36)."""
+    with StateDB(tmp_path) as db:
+        for second in range(13):
+            db.record_recalls(["memory/notes/a.md"], NOW + timedelta(seconds=5 * second), "mcp")
+        assert db.recalls_of("memory/notes/a.md") == Recalls(1, NOW + timedelta(seconds=60))
+        db.record_recalls(["memory/notes/a.md"], NOW + timedelta(days=1), "context")
+        db.record_recalls(["memory/notes/a.md"], NOW + timedelta(days=1, hours=1), "search")
+        assert db.recalls_of("memory/notes/a.md") == Recalls(2, NOW + timedelta(days=1, hours=1))
+
+
 def test_a_path_twice_in_one_call_is_one_recall(tmp_path: Path) -> None:
     with StateDB(tmp_path) as db:
         db.record_recalls(iter(["a.md", "a.md"]), NOW, "search")

@@ -235,8 +235,9 @@ def render_qs(**params: str) -> str:
 # ---------------------------------------------------------------- writes
 
 
-def test_approve_applies_the_proposal_as_a_version(seeded) -> None:
+def test_approve_applies_the_proposal_as_a_version(seeded, monkeypatch: pytest.MonkeyPatch) -> None:
     ws, info = seeded
+    monkeypatch.setenv("LOGNAME", "sam")  # who approves: the login name, as getpass reads it
     client, guard = logged_in(ws.root)
     pid = info["proposals"][0]
     page = client.get("/proposals").text
@@ -247,6 +248,10 @@ def test_approve_applies_the_proposal_as_a_version(seeded) -> None:
     assert SOUL_ADDED.strip() in (ws.root / "SOUL.md").read_text()
     top = hist.history(Store(ws), None, 1)[0]
     assert top.id == vid and top.actor == "calibrate" and top.files == ("SOUL.md",)
+    body = subprocess.run(
+        ["git", "log", "-1", "--format=%b", vid], cwd=ws.root, capture_output=True, text=True
+    ).stdout
+    assert body.startswith("Approved by sam in the review page.\n")
     assert proposals.get(ws, pid).status == "approved"
     shown = client.get(r.headers["location"]).text
     assert "Approved: the proposal was applied" in shown and "Be brief, warm and exact." in shown
@@ -656,3 +661,34 @@ def test_the_real_server_checks_host_and_token_too(seeded) -> None:
         status, headers = get(token, own)
         assert status == 303 and headers["set-cookie"].startswith(running.guard.cookie)
     assert workspace_state(ws.root) == before
+
+
+# ---------------------------------------------------------------- undo
+
+
+def test_undo_from_the_version_page(seeded) -> None:
+    ws, _ = seeded
+    client, guard = logged_in(ws.root)
+    versions = hist.history(Store(ws), None, 50)
+    weekly = next(v for v in versions if v.message == "compile: weekly pass")
+    before_weekly = versions[versions.index(weekly) + 1].id
+    page = client.get(f"/versions/{weekly.id}").text
+    assert f'id="parent-link" href="/versions/{before_weekly}"' in page
+    assert f'href="/versions/{weekly.id}/undo"' in page and "Undo this change" in page
+    assert f'href="/versions/{weekly.id}/undo?path=memory%2Fcontacts%2Falice.md"' in page
+    prev = client.get(f"/versions/{weekly.id}/previous?path=memory/contacts/alice.md")
+    assert prev.status_code == 303
+    assert prev.headers["location"].endswith("?file=memory%2Fcontacts%2Falice.md")
+    assert prev.headers["location"].startswith(f"/versions/{before_weekly}")
+
+    confirm = client.get(f"/versions/{weekly.id}/undo?path=memory/contacts/alice.md").text
+    assert "restore: memory/contacts/alice.md" in confirm and "new version" in confirm
+    digest = re.search(r'name="digest" value="([0-9a-f]+)"', confirm).group(1)
+    form = {"csrf": guard.csrf, "path": "memory/contacts/alice.md", "digest": digest}
+    stale = client.post(f"/versions/{weekly.id}/undo", data={**form, "digest": "0" * 64})
+    assert stale.status_code == 409 or stale.status_code == 400
+    r = client.post(f"/versions/{weekly.id}/undo", data=form)
+    assert r.status_code == 303 and r.headers["location"].endswith("?done=undo")
+    assert "tea over coffee" in (ws.root / "memory/contacts/alice.md").read_text()
+    assert (ws.root / "knowledge/topics/lighthouse.md").is_file()  # only the one file
+    assert "Undone:" in client.get(r.headers["location"]).text

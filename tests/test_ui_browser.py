@@ -173,3 +173,108 @@ def test_search_and_follow_a_hit(site) -> None:
     marked = " ".join(x.text for x in css(d, "#raw span.hl"))
     assert "lighthouse" in marked.lower()
     assert "#L" in d.current_url
+
+
+# ---------------------------------------------------------------- a phone and a laptop
+
+
+def screen(d: Any, width: int) -> None:
+    """A viewport `width` CSS pixels wide, as a phone's (headless chromium keeps a desktop
+    window at least 500 px wide, so the size is emulated, as devtools' device mode does)."""
+    if width >= 1280:  # the driver's own window (ui_helpers.chrome: 1280 x 900)
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        return
+    metrics = {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+
+
+def layout(d: Any) -> dict[str, Any]:
+    """What the header and the page look like to the user: where each header link is, whether
+    the page scrolls sideways, the search box's box."""
+    result: dict[str, Any] = d.execute_script(
+        """
+        const bar = document.querySelector('header').getBoundingClientRect();
+        const nav = document.querySelector('header nav');
+        const links = [...nav.querySelectorAll('a')].map(a => {
+          const r = a.getBoundingClientRect();
+          return {text: a.textContent.trim(), top: r.top, bottom: r.bottom, left: r.left,
+                  right: r.right};
+        });
+        const box = document.querySelector('header input[type=search]').getBoundingClientRect();
+        return {width: window.innerWidth, page: document.documentElement.scrollWidth,
+                bar: {top: bar.top, bottom: bar.bottom}, links: links,
+                navScroll: nav.scrollWidth, navWidth: nav.clientWidth,
+                search: {left: box.left, right: box.right},
+                main: document.querySelector('main').getBoundingClientRect().top,
+                wide: [...document.querySelectorAll('main *')].filter(
+                  e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map(
+                  e => e.tagName + '.' + e.className + ' ' + e.textContent.slice(0, 60))};
+        """
+    )
+    return result
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_page_fits_a_phone_and_a_laptop(site, width: int) -> None:
+    ws, d, _ = site
+    screen(d, width)
+    weekly = next(
+        v for v in hist.history(Store(ws), None, 20) if v.message == "compile: weekly pass"
+    )
+    for path, wait in (
+        ("/", "#stages"),
+        ("/versions", "table.versions"),
+        (f"/versions/{weekly.id}", ".diff"),
+    ):
+        d.get(d.current_url.split("/", 3)[0] + "//" + d.current_url.split("/", 3)[2] + path)
+        wait_for(d, wait)
+        got = layout(d)
+        assert got["page"] <= got["width"], (path, got["wide"])  # no sideways scroll
+        names = [link["text"].split(" (")[0] for link in got["links"]]
+        assert names == ["Overview", "Files", "Versions", "Proposals", "Runs", "Search"]
+        for link in got["links"]:  # inside the bar, above the page (the bar may scroll them)
+            assert got["bar"]["top"] <= link["top"] and link["bottom"] <= got["bar"]["bottom"]
+        assert got["bar"]["bottom"] <= got["main"]
+        assert got["search"]["left"] >= 0 and got["search"]["right"] <= got["width"]
+    cells = css(d, ".diff pre span")
+    assert cells and all(c.size["width"] <= width for c in cells)
+    undo, whole = css(d, "#undo-all")[0], css(d, "#rollback-all")[0]
+    if width == 390:  # the whole-workspace rollback comes after the everyday actions, as a link
+        assert whole.location["y"] > undo.location["y"] or whole.location["x"] > undo.location["x"]
+        assert whole.value_of_css_property("font-size") == "12px"
+        d.get(d.current_url.rsplit("/versions", 1)[0] + "/versions")
+        row = css(d, "table.versions tr")[1]
+        assert row.value_of_css_property("display") == "block"  # stacked rows
+    d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_undo_a_change_in_the_browser(site) -> None:
+    ws, d, _ = site
+    weekly = next(
+        v for v in hist.history(Store(ws), None, 20) if v.message == "compile: weekly pass"
+    )
+    click_and_wait(d, link(d, "Versions"), "table.versions")
+    row = next(r for r in css(d, "table.versions tr") if weekly.id[:12] in r.text)
+    click_and_wait(d, row.find_element("css selector", "a.version-link"), ".diff")
+    confirm = click_and_wait(d, css(d, "#undo-all")[0], "#confirm-text")
+    assert "2 file(s)" in confirm.text and "new version" in confirm.text
+    done = click_and_wait(d, css(d, "#confirm-undo")[0], "#done")
+    assert "Undone" in done.text
+    assert "tea over coffee" in (ws.root / "memory/contacts/alice.md").read_text()
+    assert not (ws.root / "knowledge/topics/lighthouse.md").exists()
+    assert hist.history(Store(ws), None, 1)[0].message.startswith(
+        f"undo 2 file(s) of version {weekly.id[:12]}"
+    )
+
+
+def test_the_empty_past_the_end_and_404_pages(site) -> None:
+    _, d, _ = site
+    origin = "/".join(d.current_url.split("/", 3)[:3])
+    d.get(origin + "/versions?page=99")
+    assert "past the end" in wait_for(d, "#past-the-end").text
+    d.get(origin + "/versions?path=memory/notes/never.md")
+    assert "No versions yet" in wait_for(d, "#empty").text
+    d.get(origin + "/no/such/page")
+    assert "There is no page at /no/such/page" in wait_for(d, "#error").text
+    assert [a.text for a in css(d, "header nav a")][:2] == ["Overview", "Files"]
+    assert d.title == "Not found · crustacean"

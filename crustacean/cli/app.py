@@ -81,6 +81,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Restore files as they were at VERSION, recorded as a new version (history is kept).",
     ),
     (
+        "undo",
+        "history_cmd:undo",
+        "Undo one version (or one file of it) as a new version: its files as they were before.",
+    ),
+    (
         "context",
         "context_cmd:context",
         "Print what an agent should load now: foundation, recent days and memories, within caps.",

@@ -5,8 +5,10 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import print_json, state, warn
-from crustacean.recall.context import FOR_FORMS, ContextRequest, build_context
+from crustacean.cli.common import fail, print_json, state, warn
+from crustacean.errors import EXIT_FAILED, CrustaceanError
+from crustacean.recall.context import FOR_FORMS, Context, ContextRequest, build_context
+from crustacean.workspace import Workspace
 
 
 def context(
@@ -44,8 +46,7 @@ def context(
     if fmt not in ("markdown", "json", "claude-hook"):
         raise typer.BadParameter("use markdown, json or claude-hook.", param_hint="--format")
     request = ContextRequest(for_, topic, max_entries, budget_chars)
-    ws = state(ctx).open()
-    result = build_context(ws, request, datetime.now(UTC))
+    ws, result = _built(ctx, request, hook=fmt == "claude-hook")
     for path, why in result.problems:
         warn(f"Skipped: {path} ({why})")
     if fmt == "json":
@@ -55,3 +56,16 @@ def context(
         typer.echo(result.to_claude_hook(min(limit, budget_chars) if budget_chars else limit))
     else:
         typer.echo(result.to_markdown())
+
+
+def _built(ctx: typer.Context, request: ContextRequest, hook: bool) -> tuple[Workspace, Context]:
+    """The workspace and its context. For the hook, any refusal exits 1: Claude Code reads exit
+    2 as a blocking error and any other failure as a plain one, and memory that cannot load
+    must not stop the session."""
+    try:
+        ws = state(ctx).open()
+        return ws, build_context(ws, request, datetime.now(UTC))
+    except CrustaceanError as e:
+        if not hook:
+            raise
+        raise fail(str(e), EXIT_FAILED) from None

@@ -99,3 +99,26 @@ def rollback(
     say(f"Restored {len(result.files)} file(s) as version {(result.version or '')[:12]}:")
     for path in result.files:
         say(f"  {path}")
+
+
+def undo(
+    ctx: typer.Context,
+    version: Annotated[str, typer.Argument(help="Version id to undo (from `crustacean history`).")],
+    path: Annotated[
+        str | None, typer.Argument(help="Only this file of it (default: every file it changed).")
+    ] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Undo one version (or one file of it) as a new version: its files as they were before."""
+    plan, result = hist.undo(Store(state(ctx).open()), version, path)
+    if as_json:
+        print_json(result.to_json() | {"undone": plan.version, "later": plan.later})
+        return
+    if not result.files:
+        say(f"Nothing to undo: the files already match the version before {plan.version[:12]}.")
+        return
+    say(f"Undid version {plan.version[:12]} as version {(result.version or '')[:12]}:")
+    for changed in result.files:
+        say(f"  {changed}")
+    for later in plan.later:
+        say(f"Note: {later} changed after that version too; those later changes are undone too.")

@@ -72,21 +72,29 @@ def show(
     pid: Annotated[int, typer.Argument(help="Proposal id.", metavar="ID")],
     as_json: AsJson = False,
 ) -> None:
-    """Print a proposal and the diff it would apply to the files as they are now."""
+    """Print a proposal, a rejection's reason, and its diff (pending: against the files now)."""
     ws = state(ctx).open()
     seen = store_review.examine(Store(ws), pid)
     if as_json:
         print_json(seen.to_json())
         return
-    prop = seen.proposal
-    say(
-        f"Proposal {prop.id} ({prop.status}) by {prop.actor}, "
-        f"{_when(prop.created, ws.tz)} {zone_name(ws.tz)}"
-    )
-    say(f"Message: {prop.message}")
-    say(f"Why it waits for you: {prop.reason}")
+    for line in _described(seen, ws.tz):
+        say(line)
     if seen.diff is not None:
         print_diff(seen.diff or "(no change)")
+
+
+def _described(seen: store_review.Inspection, tz: tzinfo) -> list[str]:
+    prop = seen.proposal
+    lines = [
+        f"Proposal {prop.id} ({prop.status}) by {prop.actor}, "
+        f"{_when(prop.created, tz)} {zone_name(tz)}",
+        f"Message: {prop.message}",
+        f"Why it waits for you: {prop.reason}",
+    ]
+    if prop.status == "rejected":
+        lines.append(f"Rejected: {prop.note or '(no reason given)'}")
+    return [*lines, f"Diff: {seen.diff_of}"]
 
 
 @review_app.command("approve")
@@ -96,7 +104,8 @@ def approve(
     as_json: AsJson = False,
 ) -> None:
     """Apply a proposal as one new version (refused if its files changed since)."""
-    result = store_review.approve(Store(state(ctx).open()), pid)
+    store = Store(state(ctx).open())
+    result = store_review.approve(store, pid, store_review.local_user("on the command line"))
     if as_json:
         print_json({"id": pid, "status": "approved"} | result.to_json())
         return

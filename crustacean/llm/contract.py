@@ -126,9 +126,7 @@ CONTRACTS: dict[str, Contract] = {
                 "merges items the day's log already holds, then advances each cursor only past "
                 "the messages that were sent",
             ),
-            inputs=(
-                Input("transcripts", "the new messages, each with its reference, by session"),
-            ),
+            inputs=(Input("transcripts", "the new messages, each with its reference, by session"),),
         ),
         Contract(
             "curate",

@@ -4,6 +4,7 @@ through the store with the stage as actor. Policy lives in the store, not in the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,41 +13,57 @@ from crustacean.errors import CrustaceanError
 from crustacean.store import Store, WriteResult
 
 MODES_ALL = ("create", "append", "edit", "overwrite", "delete", "move")
+SHA256 = "^[0-9a-fA-F]{64}$"
 CHANGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "path": {
             "type": "string",
-            "description": "Workspace-relative path, e.g. memory/notes/x.md",
+            "minLength": 1,
+            "description": "The file, relative to the workspace root, e.g. memory/notes/tea.md "
+            "(no leading /, no ..).",
         },
         "mode": {
             "type": "string",
             "enum": list(MODES_ALL),
+            "description": "What to do to the file.",
         },
-        "content": {"type": "string", "description": "the text."},
-        "old": {"type": "string", "description": "exact text that occurs once."},
-        "new": {"type": "string", "description": "its replacement."},
-        "to": {"type": "string", "description": "the new path."},
+        "content": {"type": "string", "description": "The text to write (markdown)."},
+        "old": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Exact text that occurs exactly once in the file.",
+        },
+        "new": {"type": "string", "description": "The text that replaces old."},
+        "to": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The new path, relative to the workspace root.",
+        },
         "expected_sha256": {
             "type": "string",
-            "description": "The sha256 read_context_file returned (not create).",
+            "pattern": SHA256,
+            "description": "The sha256 read_context_file (or your last write) gave for this "
+            "file: the change is refused if the file changed since. Not for create.",
         },
     },
     "required": ["path", "mode"],
+    "additionalProperties": False,
 }
 
 
 MODES = MODES_ALL
 MODE_HELP = {
-    "create": "create (a new file)",
-    "append": "append (to the end)",
-    "edit": "edit (old must occur exactly once)",
-    "overwrite": "overwrite (the whole file)",
+    "create": "create (a new file; needs content)",
+    "append": "append (adds content at the end; needs content)",
+    "edit": "edit (replaces old, which must occur exactly once, with new; needs old and new)",
+    "overwrite": "overwrite (the whole file; needs content)",
     "delete": "delete (moves the file to archive/trash/)",
-    "move": "move (to `to`)",
+    "move": "move (to the path `to`; needs to)",
 }
 FIELD_MODES = {"content": ("create", "append", "overwrite"), "old": ("edit",), "new": ("edit",)}
 FIELD_MODES["to"] = ("move",)
+FIELD_MODES["expected_sha256"] = tuple(m for m in MODES_ALL if m != "create")
 
 
 @dataclass(frozen=True)
@@ -71,7 +88,8 @@ def write_spec(modes: tuple[str, ...]) -> ToolSpec:
         if not used:
             continue
         if key == "mode":
-            prop = {**prop, "enum": list(modes)}
+            help_ = "; ".join(MODE_HELP[m] for m in modes)
+            prop = {**prop, "enum": list(modes), "description": f"What to do: {help_}."}
         elif key in FIELD_MODES:
             prop = {**prop, "description": f"For {_words(used)}: {prop['description']}"}
         props[key] = prop
@@ -85,8 +103,18 @@ def write_spec(modes: tuple[str, ...]) -> ToolSpec:
         "to other agents. Refusals say why; correct the call and retry.",
         _obj(
             {
-                "changes": {"type": "array", "items": change, "minItems": 1},
-                "message": {"type": "string", "description": "Why: becomes the version message."},
+                "changes": {
+                    "type": "array",
+                    "items": change,
+                    "minItems": 1,
+                    "maxItems": 100,
+                    "description": "The changes, applied together as one version.",
+                },
+                "message": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Why: one line that becomes the version message.",
+                },
             },
             ["changes", "message"],
         ),
@@ -98,26 +126,53 @@ def _words(items: list[str]) -> str:
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def _int(low: int, high: int | None, description: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "integer", "minimum": low, "description": description}
+    return out | ({"maximum": high} if high is not None else {})
+
+
+LIST_LIMIT = 100  # context.list_limit's default; the MCP server puts the configured one
+
+
+def list_spec(most: int = LIST_LIMIT) -> ToolSpec:
+    """`list_context_files`, its `limit` bounded by `context.list_limit`."""
+    return ToolSpec(
+        "list_context_files",
+        "List the workspace's files (path, size, modified, and tier for memory files: hot, "
+        "warm, cold or archive), sorted by path, a page at a time: pass next_cursor back as "
+        "cursor, with the same prefix, for the next page. Read a folder's README.md first: it "
+        "says what belongs there.",
+        _obj(
+            {
+                "prefix": {
+                    "type": "string",
+                    "description": "Only paths starting with this, e.g. memory/notes/.",
+                },
+                "limit": _int(1, most, f"Files per page (default and most: {most})."),
+                "cursor": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The next_cursor the previous page returned; omit it for the "
+                    "first page.",
+                },
+            },
+            [],
+        ),
+    )
 
 
 TOOLS: dict[str, ToolSpec] = {
     t.name: t
     for t in (
-        ToolSpec(
-            "list_context_files",
-            "List the workspace's files (path, size, modified, tier), sorted by path, a page at "
-            "a time: pass next_cursor back as cursor for the next page. Read a folder's "
-            "README.md first: it says what belongs there.",
-            _obj(
-                {
-                    "prefix": {"type": "string", "description": "Only paths starting with this."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Files per page."},
-                    "cursor": {"type": "string", "description": "next_cursor of the last page."},
-                },
-                [],
-            ),
-        ),
+        list_spec(),
         ToolSpec(
             "read_context_file",
             "Read a file, or lines start_line..end_line of it (1-based, inclusive); a file too "
@@ -126,9 +181,15 @@ TOOLS: dict[str, ToolSpec] = {
             "file, so a change made meanwhile is not overwritten.",
             _obj(
                 {
-                    "path": {"type": "string"},
-                    "start_line": {"type": "integer", "minimum": 1},
-                    "end_line": {"type": "integer", "minimum": 1},
+                    "path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The file, relative to the workspace root, e.g. MEMORY.md.",
+                    },
+                    "start_line": _int(1, None, "First line to read (1-based); omit for line 1."),
+                    "end_line": _int(
+                        1, None, "Last line to read (inclusive); omit for the end of the file."
+                    ),
                 },
                 ["path"],
             ),
@@ -142,9 +203,15 @@ TOOLS: dict[str, ToolSpec] = {
             "that many characters of text. Read the file before changing it.",
             _obj(
                 {
-                    "query": {"type": "string"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50},
-                    "budget_chars": {"type": "integer", "minimum": 1, "maximum": 50000},
+                    "query": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The question or words to look for.",
+                    },
+                    "limit": _int(1, 50, "At most this many hits (default 10)."),
+                    "budget_chars": _int(
+                        1, 50_000, "Instead of limit: the best hits up to this many characters."
+                    ),
                 },
                 ["query"],
             ),
@@ -153,10 +220,123 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec(
             "finish",
             "End the run with a short summary of what you did and what you left for later.",
-            _obj({"summary": {"type": "string"}}, ["summary"]),
+            _obj(
+                {
+                    "summary": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "What you did, and what you left for later.",
+                    }
+                },
+                ["summary"],
+            ),
         ),
     )
 }
+
+
+def get_context_spec(budget_most: int = 50_000) -> ToolSpec:
+    """`get_context` (MCP only): what `crustacean context` prints."""
+    return ToolSpec(
+        "get_context",
+        "The memory an agent should load now, as markdown: MEMORY.md (main only), the "
+        "foundation files, today's and yesterday's daily logs, and the memories the tiers and "
+        "caps allow, ending with what was left out and how to find it. A topic also loads the "
+        "warm and cold memories relevant to it.",
+        _obj(
+            {
+                "audience": {
+                    "type": "string",
+                    "pattern": AUDIENCE_PATTERN,
+                    "description": "Who the context is for: main (the direct chat with your "
+                    "human, the default), dm:NAME (a person), group:NAME (a group) or cron.",
+                },
+                "topic": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "What the conversation is about, e.g. garden-api bookings.",
+                },
+                "budget_chars": _int(
+                    1,
+                    budget_most,
+                    "Characters of memories to load at most (default memory.budget_chars).",
+                ),
+            },
+            [],
+        ),
+    )
+
+
+AUDIENCE_PATTERN = "^(main|cron|dm:.+|group:.+)$"
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "array": (list,),
+    "object": (dict,),
+}
+_NAMES = {"string": "a string", "integer": "an integer", "array": "a list", "object": "an object"}
+
+
+def check_input(spec: ToolSpec, raw: object) -> dict[str, Any]:
+    """`raw` checked against `spec.input_schema` (the subset these specs use: types, enums,
+    bounds, lengths, patterns, required and unknown fields), or a ToolInputError of one line in
+    the tool's own words, naming the field. A null optional field counts as left out."""
+    if not isinstance(raw, dict):
+        raise ToolInputError(f"{spec.name} takes a JSON object of arguments.")
+    _check(spec.input_schema, raw, "", spec.name)
+    return {k: v for k, v in raw.items() if v is not None}
+
+
+def _check(schema: dict[str, Any], value: object, where: str, tool: str) -> None:
+    kind = schema.get("type")
+    ok = kind is None or (
+        isinstance(value, _TYPES[kind]) and not (kind == "integer" and isinstance(value, bool))
+    )
+    if not ok:
+        got = "null" if value is None else type(value).__name__
+        raise ToolInputError(f"{where} must be {_NAMES[str(kind)]}, not {got}.")
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties", {})
+        unknown = sorted(set(value) - set(props))
+        if unknown and schema.get("additionalProperties") is False:
+            what = f"{tool} has" if not where else f"{where} has"
+            raise ToolInputError(
+                f"{what} no argument {unknown[0]!r}; it takes {', '.join(props) or 'none'}."
+            )
+        for key in schema.get("required", []):
+            if value.get(key) is None:
+                raise ToolInputError(f"{_at(where, key)} is required.")
+        for key, sub in props.items():
+            if value.get(key) is not None:
+                _check(sub, value[key], _at(where, key), tool)
+    elif isinstance(value, list):
+        if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", 10**9):
+            most = schema.get("maxItems")
+            raise ToolInputError(
+                f"{where} must hold from {schema.get('minItems', 0)} to {most} items, "
+                f"not {len(value)}."
+            )
+        for i, item in enumerate(value):
+            _check(schema.get("items", {}), item, f"{where}[{i}]", tool)
+    elif isinstance(value, int):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            span = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
+            raise ToolInputError(f"{where} must be {span}, not {value:,}.")
+    elif isinstance(value, str):
+        if "enum" in schema and value not in schema["enum"]:
+            raise ToolInputError(
+                f"{where} must be one of {', '.join(schema['enum'])}, not {value!r}."
+            )
+        if len(value) < schema.get("minLength", 0):
+            raise ToolInputError(f"{where} must not be empty.")
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            raise ToolInputError(f"{where} {value[:80]!r} is not valid: {schema['description']}")
+
+
+def _at(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
 
 PREAMBLE = """\
 You work on an AI agent's memory workspace: plain markdown files that a person owns. Rules that

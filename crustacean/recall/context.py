@@ -2,8 +2,10 @@
 
 The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
 
-- every context: SOUL.md, IDENTITY.md, USER.md, today's and yesterday's daily logs;
-- `main` adds MEMORY.md, `dm:NAME` the person's contact file, `group:NAME` the group's file;
+- `main` loads MEMORY.md first; every context: SOUL.md, IDENTITY.md, USER.md, today's and
+  yesterday's daily logs; `dm:NAME` adds the person's contact file, `group:NAME` the group's;
+- what loads is `loadable`: HTML comments (a template's notes to the human) and the empty
+  headings and list items they leave are taken out;
 - memories: hot always; warm when relevant to the topic; cold only when highly relevant;
   archive never. Lessons are presented as settled rulings;
 - caps: `max_entries` memories, newest first, then `budget_chars` over the memory section.
@@ -14,7 +16,8 @@ The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
 - anything cut is listed (counts per folder and the first few paths, so the list stays small on
   10,000 memories), so the agent never assumes its memory is complete, with how to find the rest.
 - `--format claude-hook` fits the whole output under `context.hook_chars`: Claude Code saves a
-  longer hook output to a file and shows the model a ~2 KB preview of it.
+  longer hook output to a file and shows the model a ~2 KB preview of it. MEMORY.md goes first
+  and whole when it fits, then the foundation files, then hot memories (`Context._fitted`).
 
 With a topic, the search engine ranks every line of the workspace for it (search.py: stemmed
 words, stop words out, dates matched against daily logs). A memory's relevance is the share of
@@ -77,12 +80,13 @@ class Audience:
         return f"{self.kind}:{self.name}" if self.name else self.kind
 
 
-def parse_for(value: str) -> Audience:
-    """`main`, `dm:NAME`, `group:NAME` or `cron`; anything else names the valid forms."""
+def parse_for(value: str, called: str = "--for") -> Audience:
+    """`main`, `dm:NAME`, `group:NAME` or `cron`; anything else names the valid forms (and the
+    option or argument as its caller calls it: `--for`, or the MCP tool's `audience`)."""
     kind, sep, name = value.partition(":")
     if (kind in ("main", "cron") and not sep) or (kind in ("dm", "group") and name.strip()):
         return Audience(kind, name.strip() or None)
-    raise UsageError(f"unknown --for {value!r}; use one of: {', '.join(FOR_FORMS)}.")
+    raise UsageError(f"unknown {called} {value!r}; use one of: {', '.join(FOR_FORMS)}.")
 
 
 @dataclass(frozen=True)
@@ -190,7 +194,7 @@ class Context:
         budget = limit
         fitted = self
         for _ in range(6):
-            fitted = self._fitted(budget, limit, "--budget-chars")
+            fitted = self._fitted(budget, limit, "budget_chars")
             over = len(fitted.to_markdown()) - limit
             if over <= 0:
                 return fitted
@@ -219,7 +223,12 @@ class Context:
         return out
 
     def _fitted(self, budget: int, limit: int, cap: str = "context.hook_chars") -> Context:
-        """This context with entries cut or left out so its markdown is at most `budget`."""
+        """This context with entries cut or left out so its markdown is at most `budget`.
+
+        Entries go in whole, in `_hook_rank` order, while they fit. MEMORY.md, first, is cut
+        at a line when it does not fit whole, to what is left after who the agent and the
+        user are (SOUL.md, IDENTITY.md, USER.md); otherwise the first foundation file that
+        does not fit is cut into what is left at the end. The rest is named as left out."""
         why = f"over {cap} {limit}"
         every = sorted(self.entries, key=_hook_rank)
         worst = replace(
@@ -228,20 +237,26 @@ class Context:
             not_loaded=self.not_loaded + tuple((e.path, why) for e in every),
         )
         room = budget - len(worst.to_markdown()) - 200  # section headings and the preamble
+        who = sum(_hook_size(e) for e in every if _hook_rank(e) == 1)
         kept: list[Entry] = []
         deferred: list[Entry] = []
-        for e in every:  # whole entries first, most needed first, while they fit
-            size = len(e.path) + len(e.text) + 12
+        left: list[tuple[str, str]] = []
+        cut = f"cut to fit {cap} {limit}"
+        for e in every:
+            size = _hook_size(e)
             if size <= room:
                 kept.append(e)
                 room -= size
+            elif e.path == WORKING_MEMORY and e.section == "foundation" and room - who >= 600:
+                kept.append(replace(e, text=_cut(e.text, room - who - len(e.path) - 120, e.path)))
+                left.append((e.path, cut))
+                room = who
             else:
                 deferred.append(e)
-        left: list[tuple[str, str]] = []
-        for e in deferred:  # then the head of the first foundation file that did not fit
-            if e.section == "foundation" and room >= 600:
+        for e in deferred:  # the head of the first foundation file that did not fit
+            if e.section == "foundation" and room >= 600 and not left:
                 kept.append(replace(e, text=_cut(e.text, room - len(e.path) - 120, e.path)))
-                left.append((e.path, f"cut to fit {cap} {limit}"))
+                left.append((e.path, cut))
                 room = 0
             else:
                 left.append((e.path, why))
@@ -250,19 +265,67 @@ class Context:
         return replace(self, entries=tuple(kept), not_loaded=tuple(left) + self.not_loaded)
 
 
+def _hook_size(e: Entry) -> int:
+    return len(e.path) + len(e.text) + 12  # with its `### path` heading
+
+
 def _hook_rank(e: Entry) -> int:
-    """What a hook keeps first when not everything fits: who the agent is and who the user is,
-    then who this is with, the settled rulings, working memory, the recent days, memories."""
+    """What a hook keeps first when not everything fits: the working memory (MEMORY.md), who
+    the agent and the user are, who this is with, the recent days, the settled rulings, the
+    other memories, and lines found for a topic."""
     if e.section == "foundation":
-        return 0 if e.path in EVERY_SESSION else 3 if e.path == WORKING_MEMORY else 4
-    return {"person": 1, "lesson": 2}.get(e.section, 5)
+        return 0 if e.path == WORKING_MEMORY else 1 if e.path in EVERY_SESSION else 3
+    return {"person": 2, "lesson": 4, "memory": 5}.get(e.section, 6)
 
 
 def _cut(text: str, room: int, path: str) -> str:
-    """The head of `text` that fits `room`, ended at a line, saying where the rest is."""
+    """The head of `text` that fits `room`, ended at a line (at a section's end when one
+    ends in its last third), saying where the rest is."""
     head = text[: max(room, 0)]
     head = head[: head.rfind("\n")] if "\n" in head else head
+    section = head.rfind("\n\n#")
+    if section > len(head) * 2 // 3:
+        head = head[:section]
     return f"{head.rstrip()}\n\n[… cut to fit; the rest: read_context_file {path}]"
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_HEADING = re.compile(r"^(#{1,6})\s")
+_EMPTY_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*$")
+
+
+def loadable(text: str) -> str:
+    """`text` as an agent should load it: HTML comments (a template's instructions to the
+    human) out, then list items and headings left with nothing in them, and runs of blank
+    lines made one (pure). Code blocks are kept as they are."""
+    if "<!--" in text:
+        parts = re.split(r"(?ms)(^ {0,3}(?:```|~~~).*?^ {0,3}(?:```|~~~)[^\n]*$)", text)
+        text = "".join(p if i % 2 else _COMMENT.sub("", p) for i, p in enumerate(parts))
+    lines: list[tuple[str, int]] = []  # (line, heading level or 0); fenced lines are level 0
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            if _EMPTY_ITEM.match(line) or (not line.strip() and lines and not lines[-1][0]):
+                continue
+            if not line.strip():
+                line = ""
+        head = _HEADING.match(line) if not fenced else None
+        lines.append((line.rstrip() if not fenced else line, len(head.group(1)) if head else 0))
+    out: list[str] = []  # built backwards: a heading with nothing below it before the next
+    after: int | None = None  # heading of its level or higher goes; `after` is the level of
+    for line, level in reversed(lines):  # the nearest line below with text (0: not a heading)
+        if level and (after is None or 0 < after <= level):
+            while out and not out[-1]:
+                out.pop()
+            continue
+        out.append(line)
+        if line:
+            after = level
+    text = "\n".join(reversed(out)).strip()
+    return text + "\n" if text else ""
 
 
 def not_loaded_summary(items: Iterable[tuple[str, str]], per_folder: int) -> str:
@@ -354,9 +417,8 @@ def choose(
 
 def _foundation_paths(ws: Workspace, audience: Audience, now: datetime) -> list[tuple[str, str]]:
     today = ws.today(now)
-    paths = [(p, "every session") for p in EVERY_SESSION]
-    if audience.kind == "main":
-        paths.append((WORKING_MEMORY, "main session"))
+    paths = [(WORKING_MEMORY, "main session")] if audience.kind == "main" else []
+    paths += [(p, "every session") for p in EVERY_SESSION]
     paths += [
         (ws.daily_log(today), "today"),
         (ws.daily_log(today - timedelta(days=1)), "yesterday"),
@@ -415,14 +477,15 @@ def _assemble(
         except DocumentSkipped as e:
             problems.append((rel, e.reason))
             continue
-        if not doc.text.strip():
-            continue
-        if used + len(doc.text) > room:
+        text = loadable(doc.text)
+        if not text:
+            continue  # a template never filled in: only comments and empty headings
+        if used + len(text) > room:
             cap = "context.foundation_chars" if room == caps.foundation_chars else "half the budget"
             not_loaded.append((rel, f"over {cap} {room}"))
             continue
-        used += len(doc.text)
-        entries.append(Entry(rel, "foundation", rel, doc.text, why))
+        used += len(text)
+        entries.append(Entry(rel, "foundation", rel, text, why))
     if caps.whole:  # what the foundation took is not left for memories and found lines
         caps = replace(caps, budget_chars=max(caps.budget_chars - used - WHOLE_OVERHEAD, 0))
     scanned = ranking.index.scanned if ranking is not None else None
@@ -430,10 +493,9 @@ def _assemble(
     problems += bad
     person = _person_file(mems, audience)
     if person is not None:
+        body = loadable(person.doc.body)
         entries.append(
-            Entry(
-                person.path, "person", person.doc.name, person.doc.body, str(audience), person.tier
-            )
+            Entry(person.path, "person", person.doc.name, body, str(audience), person.tier)
         )
     elif audience.kind in ("dm", "group"):
         not_loaded.append((f"{audience.kind}:{audience.name}", "no matching file"))
@@ -448,6 +510,7 @@ def _assemble(
         section = "lesson" if mem.path.startswith("memory/lessons/") else "memory"
         text = texts.get(mem.path, mem.doc.body) if texts is not None else mem.doc.body
         why += ", best lines for the topic" if text is not mem.doc.body else ""
+        text = loadable(text)
         entries.append(Entry(mem.path, section, mem.doc.name, text, why, mem.tier))
         spent += len(text)
     if ranking is not None:
@@ -540,11 +603,14 @@ class ContextRequest:
         )
 
 
-def build_context(ws: Workspace, request: ContextRequest, now: datetime) -> Context:
+def build_context(
+    ws: Workspace, request: ContextRequest, now: datetime, for_name: str = "--for"
+) -> Context:
     """Assemble a context and record a recall for every memory it loaded."""
     from crustacean.state import open_state
 
-    ctx = assemble(ws, parse_for(request.audience), request.topic, request.caps(ws), now)
+    audience = parse_for(request.audience, for_name)
+    ctx = assemble(ws, audience, request.topic, request.caps(ws), now)
     if request.budget_chars is not None:
         ctx = ctx.within(request.budget_chars)
     if ctx.memory_paths:

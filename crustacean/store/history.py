@@ -79,9 +79,15 @@ def rollback_changes(store: Store, version: str, paths: list[str]) -> tuple[str,
             for p in store.git.changed_between(target, head or target)
             if not p.startswith(TRASH_DIR + "/")
         ]
+    return target, _restoring(store, target, rels)
+
+
+def _restoring(store: Store, rev: str, rels: list[str]) -> list[Change]:
+    """The changes that put each of `rels` back as it was at `rev` (a file missing then goes
+    to the trash), pinned to the bytes there now; a file that already matches is left out."""
     changes = []
     for rel in rels:
-        old = store.git.file_at(target, rel)
+        old = store.git.file_at(rev, rel)
         now = store.read_bytes(rel)
         if old == now:
             continue
@@ -91,7 +97,79 @@ def rollback_changes(store: Store, version: str, paths: list[str]) -> tuple[str,
             changes.append(Change(rel, "create", content=old))
         else:
             changes.append(Change(rel, "overwrite", content=old, expected_sha256=sha256_hex(now)))
-    return target, changes
+    return changes
+
+
+@dataclass(frozen=True)
+class UndoPlan:
+    """What undoing one version writes: its files (or one of them) back as they were just
+    before it, at its parent; `later` names those a later version changed too, whose later
+    changes the undo takes back as well."""
+
+    version: str
+    parent: str
+    changes: list[Change]
+    later: list[str]
+
+
+def undo_changes(store: Store, version: str, path: str | None = None) -> UndoPlan:
+    """The plan of `crustacean undo VERSION [PATH]`; refused for the first version (nothing
+    was before it) and for a PATH the version did not change."""
+    if not store.versioned:
+        raise VersionError(NOT_VERSIONED)
+    target = store.git.resolve(version)
+    parent = parent_of(store, target)
+    if parent is None:
+        raise VersionError(
+            f"version {target[:12]} is the workspace's first version; there is nothing before "
+            "it to go back to. `crustacean rollback` restores files to a version instead."
+        )
+    files = [
+        p for p in store.git.changed_between(parent, target) if not p.startswith(TRASH_DIR + "/")
+    ]
+    if path is not None:
+        rel = jail(store.root, path)
+        if rel not in files:
+            raise VersionError(
+                f"version {target[:12]} did not change {rel}; `crustacean show {target[:12]}` "
+                "lists the files it changed."
+            )
+        files = [rel]
+    head = store.git.head() or target
+    since = set(store.git.changed_between(target, head)) if head != target else set()
+    return UndoPlan(target, parent, _restoring(store, parent, files), sorted(since & set(files)))
+
+
+def parent_of(store: Store, version: str) -> str | None:
+    """The version just before `version`; None for the first."""
+    try:
+        return store.git.resolve(f"{store.git.resolve(version)}~1")
+    except VersionError:
+        return None
+
+
+def previous_version(store: Store, version: str, path: str, reach: int = 200) -> str | None:
+    """The last version before `version` that changed `path`, among the `reach` newest
+    versions of that file (None: it had none, or it is further back)."""
+    target = store.git.resolve(version)
+    ids = [v.id for v in store.git.log(jail(store.root, path), reach)]
+    return ids[ids.index(target) + 1] if target in ids[:-1] else None
+
+
+def undo(store: Store, version: str, path: str | None = None) -> tuple[UndoPlan, WriteResult]:
+    """Undo one version (or one file of it) as a new version, through `write_context` like a
+    rollback: the same lock, stale-file and policy refusals, and it can be undone in turn."""
+    plan = undo_changes(store, version, path)
+    if not plan.changes:
+        return plan, WriteResult(files=())
+    what = path if path is not None else f"{len(plan.changes)} file(s)"
+    result = store.write_context(
+        plan.changes,
+        actor="user",
+        message=f"undo {what} of version {plan.version[:12]}",
+        max_files=len(plan.changes),
+    )
+    return plan, result
 
 
 def rollback(store: Store, version: str, paths: list[str] | None = None) -> WriteResult:

@@ -7,6 +7,9 @@ takes a line range and refuses, with the file's size, a reply over `context.read
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from typing import Any
 
 from crustacean.errors import UsageError
@@ -26,23 +29,53 @@ def list_page(
     limit = most if limit is None else limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
         raise UsageError(f"limit must be an integer from 1 to {most} (context.list_limit).")
-    if cursor is not None and not isinstance(cursor, str):
-        raise UsageError("cursor must be the next_cursor string a previous call returned.")
+    after_path = None if cursor is None else _cursor_path(cursor, prefix or "")
     transcripts = inside_roots(store.ws.root, store.ws.settings.sources)  # raw, never memory
     files = [f for f in store.list_context_files(prefix) if not f.path.startswith(transcripts)]
-    after = [f for f in files if cursor is None or f.path > cursor]
+    after = [f for f in files if after_path is None or f.path > after_path]
     page = after[:limit]
     more = len(after) > limit
     out: dict[str, Any] = {
         "files": [f.to_json() for f in page],
         "total": len(files),
-        "next_cursor": page[-1].path if more else None,
+        "next_cursor": _cursor(prefix or "", page[-1].path) if more else None,
     }
     if more:
         out["note"] = (
             f"{len(after) - limit:,} more; call again with cursor=next_cursor, or narrow prefix."
         )
     return out
+
+
+def _cursor(prefix: str, path: str) -> str:
+    """An opaque token for "the files after `path` under `prefix`": a made-up or a reused
+    cursor is told apart from a real one."""
+    raw = json.dumps(["c1", prefix, path], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _cursor_path(cursor: object, prefix: str) -> str:
+    """The path a `next_cursor` stands for, or a one-line refusal saying what to pass."""
+    bad = UsageError(
+        "cursor is not a next_cursor list_context_files returned; pass one back as it came, "
+        "or leave cursor out for the first page."
+    )
+    if not isinstance(cursor, str) or not cursor:
+        raise bad
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError):
+        raise bad from None
+    if not (isinstance(data, list) and len(data) == 3 and data[0] == "c1"):
+        raise bad
+    if not all(isinstance(x, str) for x in data[1:]):
+        raise bad
+    if data[1] != prefix:
+        raise UsageError(
+            f"this cursor is for prefix {data[1]!r}; pass that prefix with it, or leave cursor "
+            "out to start again."
+        )
+    return str(data[2])
 
 
 def read_range(

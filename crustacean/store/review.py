@@ -6,9 +6,10 @@ a file that changed meanwhile makes the approval stale instead of clobbering it.
 
 from __future__ import annotations
 
+import getpass
 from dataclasses import dataclass
 
-from crustacean.errors import ProposalError, StaleWriteError
+from crustacean.errors import CrustaceanError, ProposalError, StaleWriteError
 from crustacean.store.changes import Change, unified_diff
 from crustacean.store.proposals import Approval, Proposal, get, replace, save
 from crustacean.store.write import Store, WriteResult
@@ -30,23 +31,51 @@ def diff(store: Store, pid: int) -> str:
 
 @dataclass(frozen=True)
 class Inspection:
-    """One proposal and, while it is pending, the diff approving it would apply now."""
+    """One proposal, a diff and what the diff is: for a pending one what approving would apply
+    now, for a rejected one what it would have changed (against the files now), for an
+    approved one the version it became."""
 
     proposal: Proposal
     diff: str | None
+    diff_of: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return self.proposal.to_json() | {"paths": self.proposal.paths, "diff": self.diff}
+        return self.proposal.to_json() | {
+            "paths": self.proposal.paths,
+            "diff": self.diff,
+            "diff_of": self.diff_of,
+        }
 
 
 def examine(store: Store, pid: int) -> Inspection:
-    """`review show`: a decided proposal has no diff (its files may have moved on since)."""
+    """`review show`: the proposal and the diff that says most about it now."""
     prop = get(store.ws, pid)
-    return Inspection(prop, diff(store, pid) if prop.status == "pending" else None)
+    if prop.status == "pending":
+        return Inspection(prop, diff(store, pid), "what approving would change now")
+    if prop.status == "approved" and prop.note and store.versioned:
+        try:
+            return Inspection(prop, store.git.show(prop.note), f"version {prop.note[:12]}")
+        except CrustaceanError:
+            return Inspection(prop, None, f"version {prop.note[:12]} is no longer in history")
+    try:
+        return Inspection(prop, diff(store, pid), "what it would have changed, against now")
+    except CrustaceanError:
+        return Inspection(prop, None, "its changes no longer apply to the files as they are now")
 
 
-def approve(store: Store, pid: int) -> WriteResult:
-    """Apply a proposal as it was proposed; stale files refuse it and keep it pending."""
+def local_user(where: str) -> str:
+    """Who approves from this machine: the login name, and where (`on the command line`, `in
+    the review page`): a version then says who let a proposal through."""
+    try:
+        name = getpass.getuser()
+    except (OSError, KeyError):  # no login name in the environment or the password database
+        name = "a local user"
+    return f"{name} {where}"
+
+
+def approve(store: Store, pid: int, approver: str = "") -> WriteResult:
+    """Apply a proposal as it was proposed; stale files refuse it and keep it pending. The
+    version's message says who approved it (`Approved by …` below its subject)."""
     prop = _pending(store, pid)
     appeared = [p for p, sha in prop.reads.items() if sha is None and store.read_bytes(p)]
     if appeared:
@@ -64,7 +93,8 @@ def approve(store: Store, pid: int) -> WriteResult:
         result = store.write_context(
             pinned,
             actor=prop.actor,
-            message=f"{prop.message} (proposal {pid}, approved)",
+            message=f"{prop.message} (proposal {pid}, approved)"
+            + (f"\n\nApproved by {' '.join(approver.split())}." if approver.strip() else ""),
             run_id=prop.run_id,
             approval=Approval(pid),
             max_files=len(pinned),

@@ -78,6 +78,9 @@ def build_app(ctx: UiContext) -> Starlette:
         Route("/versions/{vid}", _get(ctx, version_page)),
         Route("/versions/{vid}/rollback", _get(ctx, rollback_confirm)),
         Route("/versions/{vid}/rollback", _change(ctx, rollback_do), methods=["POST"]),
+        Route("/versions/{vid}/undo", _get(ctx, undo_confirm)),
+        Route("/versions/{vid}/previous", _get(ctx, previous_version)),
+        Route("/versions/{vid}/undo", _change(ctx, undo_do), methods=["POST"]),
         Route("/proposals", _get(ctx, proposals_page)),
         Route("/proposals/{pid:int}/approve", _change(ctx, approve), methods=["POST"]),
         Route("/proposals/{pid:int}/reject", _change(ctx, reject), methods=["POST"]),
@@ -86,7 +89,23 @@ def build_app(ctx: UiContext) -> Starlette:
         Route("/search", _get(ctx, search)),
         Route("/ui.css", lambda _r: FileResponse(render.HERE / "static/ui.css")),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=ctx.guard)])
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        """An unknown page: the site's own page, with its navigation, not a bare text."""
+        return _html(
+            ctx,
+            None,
+            "error.html",
+            404,
+            title="Not found",
+            message=f"There is no page at {request.url.path}; the links above lead to every page.",
+        )
+
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(GuardMiddleware, guard=ctx.guard)],
+        exception_handlers={404: not_found},
+    )
 
 
 Handler = Callable[[UiContext, Workspace, Request], Response]
@@ -287,7 +306,8 @@ def versions(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def version_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean show`: who, why, and the diff, with a rollback per file and for all."""
-    shown = views.parse_show(hist.show(_store(ws), request.path_params["vid"]))
+    store = _store(ws)
+    shown = views.parse_show(hist.show(store, request.path_params["vid"]))
     only = request.query_params.get("file")
     chosen = [f for f in shown.files if f.path == only] if only else shown.files
     diff, cut = views.clip(chosen)
@@ -303,7 +323,56 @@ def version_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         cut=cut,
         only=only,
         done=request.query_params.get("done"),
+        parent=hist.parent_of(store, shown.id),
     )
+
+
+def previous_version(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """The version before this one that changed a file (worked out on the click, not for every
+    file of a page), or the file's history when it is further back than the history reaches."""
+    path = request.query_params.get("path") or ""
+    found = hist.previous_version(_store(ws), request.path_params["vid"], path) if path else None
+    if found is None:
+        return _redirect(f"/versions{render.query_string(path=path)}")
+    return _redirect(f"/versions/{found}{render.query_string(file=path)}")
+
+
+def undo_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """What undoing a version (or one file of it) would change, before anything is written."""
+    path = request.query_params.get("path") or None
+    store = _store(ws)
+    plan = hist.undo_changes(store, request.path_params["vid"], path)
+    diff, cut = _planned_diff(store, plan.changes)
+    return _html(
+        ctx,
+        ws,
+        "undo.html",
+        title=f"Undo {plan.version[:12]}",
+        plan=plan,
+        path=path,
+        changes=plan.changes[: views.MAX_LISTED_FILES],
+        count=len(plan.changes),
+        diff=diff[: views.MAX_LISTED_FILES],
+        cut=cut,
+        digest=views.change_digest(plan.parent, plan.changes),
+    )
+
+
+def undo_do(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
+    """`crustacean undo VERSION [PATH]`, if it still changes what the page showed."""
+    vid = request.path_params["vid"]
+    path = str(form.get("path") or "") or None
+    store = _store(ws)
+    plan = hist.undo_changes(store, vid, path)
+    if views.change_digest(plan.parent, plan.changes) != form.get("digest"):
+        raise StaleWriteError(
+            "the workspace changed since this undo was shown, so it was not applied; "
+            "open the undo again to see what it would change now."
+        )
+    _, result = hist.undo(store, vid, path)
+    if not result.version:
+        return _redirect(f"/versions/{plan.version}?done=nothing")
+    return _redirect(f"/versions/{result.version}?done=undo")
 
 
 def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, str, list[Change]]:
@@ -312,15 +381,20 @@ def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, st
     return store, target, changes
 
 
-def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
-    """What rolling back would change, file by file, before anything is written."""
-    path = request.query_params.get("path") or None
-    store, target, changes = _rollback_plan(ws, request.path_params["vid"], path)
+def _planned_diff(store: Store, changes: list[Change]) -> tuple[list[views.DiffFile], bool]:
+    """What a rollback or an undo would change, now → after, clipped for the page."""
     triples = [
         (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
         for c in changes
     ]
-    diff, cut = views.clip(views.parse_unified(unified_diff(triples)))
+    return views.clip(views.parse_unified(unified_diff(triples)))
+
+
+def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """What rolling back would change, file by file, before anything is written."""
+    path = request.query_params.get("path") or None
+    store, target, changes = _rollback_plan(ws, request.path_params["vid"], path)
+    diff, cut = _planned_diff(store, changes)
     return _html(
         ctx,
         ws,
@@ -401,7 +475,7 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean review approve ID`."""
     pid = request.path_params["pid"]
-    result = review.approve(_store(ws), pid)
+    result = review.approve(_store(ws), pid, review.local_user("in the review page"))
     if result.version:
         return _redirect(f"/versions/{result.version}?done=approved")
     return _redirect(f"/proposals?done=approved-{pid}")
