@@ -268,6 +268,17 @@ class Applier:
             (self.root / path).unlink(missing_ok=True)
         return stray + [f"{self.ws.state_dir.name}/{n}" for n in dead]
 
+    def rebuild_damaged(self) -> tuple[str, str | None] | None:
+        """`doctor --fix`: a repository whose HEAD lost its objects gets the files on disk as a
+        new version on its last intact commit (`Git.record_disk`), under the store's lock;
+        None when nothing is damaged."""
+        with self._lock():
+            if not self.versioned or self.git.damage() is None:
+                return None
+            return self.git.record_disk(
+                actor="user", message="the files on disk, recorded after the repository lost HEAD"
+            )
+
     def repair(self) -> tuple[bool, list[str]]:
         """Before a run reads anything: finish or undo a call a kill interrupted, and remove the
         temp files and stale git locks a kill left, so no run ever trusts half-written bytes."""
