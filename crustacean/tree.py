@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,15 @@ STATE_DIR = ".crustacean"
 TRASH_DIR = "archive/trash"
 OWN_STATE = frozenset({".git", STATE_DIR})  # git's and crustacean's own folders, at the top
 TOOL_CACHES = frozenset({"node_modules", ".venv", "__pycache__"})
+# The temp files a killed write leaves: atomic_write's mkstemp names next to a file, and the
+# copy of git's index `sync_index` stages on in the state folder. No walk shows them (half of a
+# call that never happened); only the sweep that removes them asks for them (`Skip.temps`).
+TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$|^index-[0-9a-f]{32}(\.lock)?$")
+
+
+def is_temp(name: str) -> bool:
+    """Whether a file's name is a killed write's temp file (see TEMP_NAME)."""
+    return (name.endswith(".tmp") or name.startswith("index-")) and bool(TEMP_NAME.match(name))
 
 
 class Skip(NamedTuple):
@@ -25,6 +35,7 @@ class Skip(NamedTuple):
     names: frozenset[str] = frozenset()  # folders of these names, at any depth
     top: frozenset[str] = frozenset()  # folders of these names at the top of the walk
     paths: frozenset[str] = frozenset()  # these workspace-relative folders
+    temps: bool = False  # yield killed writes' temp files too (only their sweep wants them)
 
     def leaves_out(self, rel_dir: str, name: str) -> bool:
         return (
@@ -43,8 +54,8 @@ RECALLED = Skip(hidden=True, paths=frozenset({TRASH_DIR}))
 MEMORY_HOMES = Skip(hidden=True)
 # What health checks: every file but git's, crustacean's and tool caches, at any depth.
 CHECKED = Skip(names=OWN_STATE | TOOL_CACHES)
-# Where a killed write may have left a temp file: everywhere but .git.
-NOT_GIT = Skip(top=frozenset({".git"}))
+# Where a killed write may have left a temp file: everywhere but .git, temp files included.
+NOT_GIT = Skip(top=frozenset({".git"}), temps=True)
 
 
 def walk(
@@ -57,7 +68,8 @@ def walk(
     folder walked into: files, symlinks (a symlinked folder is never entered) and the rest.
 
     Callers pick from the entries (`entry.is_file(follow_symlinks=False)` for regular files
-    only). A folder that cannot be read is skipped, and named in `problems` when given."""
+    only). A folder that cannot be read is skipped, and named in `problems` when given; a
+    killed write's temp file is never yielded unless `skip.temps` asks for it."""
     start = f"{under.strip('/')}/" if under.strip("/") else ""
     stack = [(start, os.path.join(root, start) if start else str(root))]
     while stack:
@@ -73,6 +85,8 @@ def walk(
             if entry.is_dir(follow_symlinks=False):
                 if not skip.leaves_out(rel_dir, entry.name):
                     stack.append((f"{rel_dir}{entry.name}/", entry.path))
+            elif not skip.temps and is_temp(entry.name):
+                continue
             elif entry.is_file(follow_symlinks=False) or not (why := unreadable(entry)):
                 yield rel_dir + entry.name, entry
             elif problems is not None:

@@ -7,7 +7,7 @@ import typer
 
 from crustacean.cli.common import console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, zone_name
-from crustacean.ops.status import Status, workspace_status
+from crustacean.ops.status import Status, fix_repository, workspace_status
 from crustacean.ops.status import doctor as run_doctor
 from crustacean.workspace import find_workspace
 
@@ -98,11 +98,20 @@ def doctor(
     ping: Annotated[
         bool, typer.Option("--ping", help="Also make one tiny real request to the model API.")
     ] = False,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix", help="Recover a damaged repository: the files on disk as a new version."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
 ) -> None:
     """Check what would stop a scheduled run, with a fix for each problem; exit 1 on a failure."""
     st = state(ctx)
-    report = run_doctor(find_workspace(st.workspace), ping=ping)
+    root = find_workspace(st.workspace)
+    if fix and (done := fix_repository(root)) is not None and not as_json:
+        say(f" fix  repository: {done}")
+    report = run_doctor(root, ping=ping)
     if as_json:
         print_json(report.to_json())
     else:

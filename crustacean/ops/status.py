@@ -214,6 +214,8 @@ def doctor(
         out.findings.append(_ping(ws, env))
     out.findings.append(_git())
     out.findings.append(_writable(ws))
+    if (repo := _repository(ws)) is not None:
+        out.findings.append(repo)
     out.findings += _cron(ws)
     out.findings.append(_last_run(ws, now))
     out.findings.append(_lock(ws))
@@ -322,6 +324,36 @@ def _git() -> Finding:
         "git is missing: writes work but are not versioned",
         "install git, then run `crustacean init` again",
     )
+
+
+def _repository(ws: Workspace) -> Finding | None:
+    """HEAD and its tree exist (one `git cat-file`, no fsck): a damaged repository fails every
+    write, so doctor says so first, with the one command that recovers it."""
+    from crustacean.store.versions import Git
+
+    if not shutil.which("git") or not (ws.root / ".git").exists():
+        return None
+    damage = Git(ws.root).damage()
+    if damage is None:
+        return Finding("repository", "ok", "HEAD and its tree are intact")
+    what, fix = split_fix(damage)
+    return Finding("repository", "fail", what, fix)
+
+
+def fix_repository(root: Path) -> str | None:
+    """`doctor --fix`: a damaged repository recovered (the files on disk as a new version on
+    its last intact commit); what was done, or None when nothing needed it."""
+    from crustacean.store.apply import Applier
+    from crustacean.store.files import Files
+    from crustacean.store.versions import Git
+
+    ws = Workspace(root, load_config(root))
+    done = Applier(ws, Git(ws.root), Files(ws.root).read_bytes).rebuild_damaged()
+    if done is None:
+        return None
+    commit, parent = done
+    on = f"on version {parent[:12]}" if parent else "as a new first version"
+    return f"recorded the files on disk as version {commit[:12]} {on}"
 
 
 def _writable(ws: Workspace) -> Finding:

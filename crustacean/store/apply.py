@@ -12,7 +12,6 @@ import base64
 import contextlib
 import json
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
@@ -44,7 +43,8 @@ from crustacean.store.versions import (
     blob_id,
     clear_stale_index_lock,
 )
-from crustacean.workspace import NOT_GIT, Workspace, walk
+from crustacean.tree import is_temp
+from crustacean.workspace import NOT_GIT, OWN_STATE, Skip, Workspace, walk
 
 if TYPE_CHECKING:
     from filelock import AcquireReturnProxy
@@ -87,6 +87,7 @@ class Applier:
             busy = self.versioned and self.git.busy() is not None
             if not busy:  # mid-merge nothing is repaired or written; proposals still queue
                 self.recover()
+                self.sweep_dead_temps()
                 if self.versioned and _head_locked(self.git.git_dir):
                     _clear_stale_ref_locks(self.root)  # a killed run's ref lock must not block
             yield busy
@@ -245,6 +246,39 @@ class Applier:
         data = json.loads(self.journal_path.read_bytes())
         return {p: None if b is None else base64.b64decode(b) for p, b in data["originals"].items()}
 
+    def sweep_dead_temps(self) -> list[str]:
+        """Every write, under the store's lock: remove the temp files of killed calls, cheaply.
+        Only a call holding this lock writes temp files, so any temp there now is a dead
+        call's. A call's journal temp is written with its files' temps, before its journal
+        (`_apply`): one listing of the state folder finds a kill before the journal (then one
+        walk removes that call's temps; a kill after it is `recover`'s), and the copies of
+        git's index `sync_index` stages on. Nothing found: no walk at all."""
+        try:
+            names = os.listdir(self.ws.state_dir)
+        except OSError:
+            return []
+        journal = f".{self.journal_path.name}."
+        dead = [n for n in names if is_temp(n) and n.startswith((journal, "index-"))]
+        for name in dead:
+            (self.ws.state_dir / name).unlink(missing_ok=True)
+        if not any(n.startswith(journal) for n in dead):
+            return [f"{self.ws.state_dir.name}/{n}" for n in dead]
+        stray = _stray_temp_files(self.root, _CALL_TEMPS)
+        for path in stray:
+            (self.root / path).unlink(missing_ok=True)
+        return stray + [f"{self.ws.state_dir.name}/{n}" for n in dead]
+
+    def rebuild_damaged(self) -> tuple[str, str | None] | None:
+        """`doctor --fix`: a repository whose HEAD lost its objects gets the files on disk as a
+        new version on its last intact commit (`Git.record_disk`), under the store's lock;
+        None when nothing is damaged."""
+        with self._lock():
+            if not self.versioned or self.git.damage() is None:
+                return None
+            return self.git.record_disk(
+                actor="user", message="the files on disk, recorded after the repository lost HEAD"
+            )
+
     def repair(self) -> tuple[bool, list[str]]:
         """Before a run reads anything: finish or undo a call a kill interrupted, and remove the
         temp files and stale git locks a kill left, so no run ever trusts half-written bytes."""
@@ -386,12 +420,6 @@ class Applied:
         return version
 
 
-_TEMP_NAME = re.compile(
-    r"^\..+\.[a-z0-9_]{8}\.tmp$"  # atomic_write's mkstemp names
-    r"|^index-[0-9a-f]{32}(\.lock)?$"  # the private git index of a killed commit
-)
-
-
 def _call_temps(root: Path, paths: Iterable[str]) -> list[Path]:
     """The synced temp files a killed call left next to its own files (see `_apply`)."""
     by_folder: dict[Path, set[str]] = {}
@@ -405,17 +433,17 @@ def _call_temps(root: Path, paths: Iterable[str]) -> list[Path]:
         except OSError:
             continue
         for name in names:
-            if name.endswith(".tmp") and name[:-12] in prefixes and _TEMP_NAME.match(name):
+            if name.endswith(".tmp") and name[:-12] in prefixes and is_temp(name):
                 found.append(folder / name)
     return found
 
 
-def _stray_temp_files(root: Path) -> list[str]:
-    return [
-        rel
-        for rel, entry in walk(root, NOT_GIT)
-        if _TEMP_NAME.match(entry.name) and not entry.is_dir()
-    ]
+# Where a call's own temp files go: its files' folders (the trash too), never git's or state.
+_CALL_TEMPS = Skip(top=OWN_STATE, temps=True)
+
+
+def _stray_temp_files(root: Path, skip: Skip = NOT_GIT) -> list[str]:
+    return [rel for rel, entry in walk(root, skip) if is_temp(entry.name) and not entry.is_dir()]
 
 
 def _head_locked(git_dir: Path) -> bool:

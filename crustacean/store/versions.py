@@ -137,6 +137,8 @@ class Git:
             check=False,
         )
         if check and proc.returncode != 0:
+            if (damage := self.damage()) is not None:  # only on failure: no cost otherwise
+                raise VersionError(damage)
             detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise VersionError(
                 f"git {_subcommand(args)} failed: {detail[-1] if detail else proc.returncode}. "
@@ -178,6 +180,69 @@ class Git:
                 "nothing was written. Run `git status` there to see why."
             )
         return False
+
+    def damage(self) -> str | None:
+        """What is broken when HEAD names a commit whose commit or tree object is missing (a
+        `git gc --prune=now` next to a write, a disk fault), with the way out; None when HEAD
+        and its tree exist or there is no version yet. One `git cat-file`: cheap enough for
+        doctor, and run by a git command that failed."""
+        if self.run("cat-file", "-e", "HEAD^{tree}", check=False).returncode == 0:
+            return None
+        head = self.run("rev-parse", "-q", "--verify", "HEAD", check=False)
+        if head.returncode != 0:
+            return None  # no version yet (an unborn branch), not damage
+        sha = head.stdout.decode().strip()
+        return (
+            f"the workspace's git repository is damaged: HEAD names version {sha[:12]}, whose "
+            "objects are missing (a `git gc --prune=now` next to a write?). The files on disk "
+            "are intact; run `crustacean doctor --fix` to record them as a new version on the "
+            "last intact one."
+        )
+
+    def last_intact(self) -> str | None:
+        """The newest commit whose tree git can read whole: HEAD's first-parent chain, then
+        the reflog's entries (read only), newest first."""
+        chain = self.run("rev-list", "--first-parent", "HEAD", check=False).stdout.split()
+        try:
+            logged = (self.git_dir / "logs" / "HEAD").read_bytes().splitlines()
+        except OSError:
+            logged = []
+        reflog = [line.split()[1] for line in reversed(logged) if len(line.split()) > 1]
+        for sha in dict.fromkeys(c.decode() for c in [*chain, *reflog]):
+            if set(sha) == {"0"}:
+                continue
+            check = self.run("ls-tree", "-r", "--full-tree", sha, check=False)
+            if check.returncode == 0:
+                return sha
+        return None
+
+    def record_disk(self, *, actor: str, message: str) -> tuple[str, str | None]:
+        """Every file on disk git would track (its ignore rules, as `git add -A`) as one new
+        version on the last intact commit, HEAD moved to it and the user's index read from
+        it: how a damaged repository recovers losing nothing the disk holds. Returns the new
+        commit and its parent (None: no intact commit, a new root)."""
+        parent = self.last_intact()
+        env = {
+            "GIT_AUTHOR_NAME": f"crustacean {actor}",
+            "GIT_AUTHOR_EMAIL": EMAIL,
+            "GIT_COMMITTER_NAME": f"crustacean {actor}",
+            "GIT_COMMITTER_EMAIL": EMAIL,
+        }
+        tmp = self.root / STATE_DIR / f"index-{uuid.uuid4().hex}"
+        tmp.parent.mkdir(exist_ok=True)
+        index = {**env, "GIT_INDEX_FILE": str(tmp)}
+        try:
+            self.run("read-tree", *([parent] if parent else ["--empty"]), env=index)
+            self.run("add", "-A", env=index)
+            tree = self.out("write-tree", env=index)
+        finally:
+            tmp.unlink(missing_ok=True)
+        parents = ["-p", parent] if parent else []
+        commit = self.out("commit-tree", tree, *parents, env=env, input=message.encode())
+        self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, env=env)
+        self.run("read-tree", commit)  # the user's index names only objects that exist
+        (self.git_dir / VERSION_INDEX_OF).unlink(missing_ok=True)
+        return commit, parent
 
     @property
     def git_dir(self) -> Path:
@@ -515,6 +580,8 @@ class Git:
         args = ["log", f"-n{limit}", f"--format={fmt}", "--name-only", "-z", "--no-renames"]
         proc = self.run(*args, *(["--", path] if path else []), check=False)
         if proc.returncode != 0:
+            if (damage := self.damage()) is not None:
+                raise VersionError(damage)
             return []  # an empty repository has no history yet
         versions = []
         for chunk in proc.stdout.decode("utf-8", "surrogateescape").split(start):

@@ -1,0 +1,105 @@
+"""A broken repository is diagnosed, and recovered by one command (issue 32, item 5): HEAD names
+a version whose tree object is gone (what `git gc --prune=now` next to a write leaves)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from store_helpers import copy_workspace, make_template
+from typer.testing import CliRunner
+
+from conftest import run_cli, snapshot
+from crustacean.cli.app import app
+from crustacean.errors import VersionError
+from crustacean.store.write import Store
+from crustacean.workspace import Workspace
+
+NOTE = "memory/notes/kept.md"
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_template(tmp_path_factory)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def cli(ws: Workspace, *args: str) -> str:
+    """The CLI's output whatever its exit code (doctor fails on the missing API key here)."""
+    return CliRunner().invoke(app, ["--workspace", str(ws.root), *args]).output
+
+
+def damaged(template: Path, tmp_path: Path) -> tuple[Workspace, str]:
+    """A workspace with two versions whose HEAD tree object file was deleted; the disk holds
+    every acknowledged write. Returns it and HEAD's parent (the last intact version)."""
+    ws = copy_workspace(template, tmp_path)
+    store = Store(ws)
+    store.write_context(
+        [{"path": NOTE, "mode": "create", "content": "- one\n"}], actor="user", message="a"
+    )
+    intact = git(ws.root, "rev-parse", "HEAD")
+    store.write_context(
+        [{"path": NOTE, "mode": "append", "content": "- two\n"}], actor="user", message="b"
+    )
+    tree = git(ws.root, "rev-parse", "HEAD^{tree}")
+    (ws.root / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    return ws, intact
+
+
+def test_every_write_says_the_repository_is_damaged_and_changes_nothing(
+    template: Path, tmp_path: Path
+) -> None:
+    ws, _ = damaged(template, tmp_path)
+    before = snapshot(ws.root)
+    with pytest.raises(VersionError) as err:
+        Store(ws).write_context(
+            [{"path": NOTE, "mode": "append", "content": "- three\n"}], actor="user", message="c"
+        )
+    assert "repository is damaged" in str(err.value)
+    assert "crustacean doctor --fix" in str(err.value)
+    assert snapshot(ws.root) == before
+
+
+def test_history_says_damaged_not_no_versions(template: Path, tmp_path: Path) -> None:
+    ws, _ = damaged(template, tmp_path)
+    out = run_cli("--workspace", str(ws.root), "history", code=2).output
+    assert "No versions yet" not in out
+    assert "repository is damaged" in out and "doctor --fix" in out
+
+
+def test_doctor_names_the_damage_and_fix_records_the_disk_on_the_last_intact_version(
+    template: Path, tmp_path: Path
+) -> None:
+    ws, intact = damaged(template, tmp_path)
+    out = run_cli("--workspace", str(ws.root), "doctor", code=1).output
+    assert "fail  repository: the workspace's git repository is damaged" in out
+    assert "fix: run `crustacean doctor --fix`" in out
+    disk = (ws.root / NOTE).read_bytes()
+    fixed = cli(ws, "doctor", "--fix")
+    assert f"on version {intact[:12]}" in fixed
+    assert "ok  repository: HEAD and its tree are intact" in fixed
+    assert git(ws.root, "rev-parse", "HEAD^") == intact
+    assert git(ws.root, "show", f"HEAD:{NOTE}") + "\n" == disk.decode()
+    assert (ws.root / NOTE).read_bytes() == disk
+    assert git(ws.root, "status", "--porcelain") == ""
+    Store(ws).write_context(
+        [{"path": NOTE, "mode": "append", "content": "- three\n"}], actor="user", message="c"
+    )
+    assert "- three" in git(ws.root, "show", f"HEAD:{NOTE}")
+
+
+def test_doctor_fix_on_an_intact_repository_changes_nothing(template: Path, tmp_path: Path) -> None:
+    ws = copy_workspace(template, tmp_path)
+    before = snapshot(ws.root)
+    out = cli(ws, "doctor", "--fix")
+    assert "ok  repository: HEAD and its tree are intact" in out
+    assert " fix  repository" not in out
+    after = snapshot(ws.root)
+    after.pop(".crustacean/state.db", None)  # doctor's own last-run check opens it
+    assert after == before
