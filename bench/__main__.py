@@ -36,7 +36,7 @@ from bench.common import BUDGET_HEADER, ROWS_ENV, budget_line, num
 RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "store_bench.py": ([], ["--reps", "2"], "write_context versions against git commit"),
     "search_bench.py": ([], ["--files", "60"], "search, re-index and ranking"),
-    "recall_bench.py": ([], ["--sessions", "8"], "what search and context find within a budget"),
+    "recall_bench.py": ([], ["--sessions", "3"], "what search and context find within a budget"),
     "context_bench.py": ([], ["--files", "60", "--rounds", "1"], "context on many memories"),
     "runtime_bench.py": ([], ["--turns", "2", "--rounds", "1"], "agent loop and CLI start-up"),
     "collect_bench.py": ([], ["--mb", "1", "--files", "2"], "collect over a big transcript set"),
@@ -45,7 +45,11 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
         ["--sessions", "3", "--messages", "20"],
         "collect's tokens on a folder with copies; batch against direct cost",
     ),
-    "compile_bench.py": ([], ["--files", "60"], "compile's deterministic pass, 3 years"),
+    "compile_bench.py": (
+        [],
+        ["--files", "60", "--days", "60"],
+        "compile's deterministic pass, 3 years",
+    ),
     "secrets_bench.py": ([], ["--lines", "500", "--rounds", "1"], "the credential scan"),
     "ui_bench.py": ([], ["--files", "60", "--rounds", "1"], "ui pages against their core calls"),
     "curate_bench.py": (

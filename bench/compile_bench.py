@@ -1,18 +1,18 @@
 """Benchmark compile's deterministic pass on a 3-year, 10,000-file workspace.
 
-Run: `.venv/bin/python bench/compile_bench.py [--files N]`. It generates N memory files plus three
-years of daily logs and an over-cap MEMORY.md, then times `compile --no-model` four times: the
-first run archives ~1,060 old logs, trashes duplicates, applies tiers and moves MEMORY.md sections
-(each kind one version); the second finds nothing to do, planning the whole tree from compile's
-file cache (stages/compile_inputs.py: only files whose stat changed are read; a pass that changed
-things vouches for nothing); the third has the same inputs as the second, whose fingerprint in
-state.db says so (stages/compile_skip.py), and skips the pass; the fourth follows an edit by hand
-of one memory, and plans the whole tree again, reading that one file. The third and fourth are
-repeated (another memory edited each time) and their medians shown, as is the baseline, measured
-in the same run between them: reading every file of the workspace once. Last, the floors: what
-the first run's changed files cost at the least, on copies of the workspace as it found them
-(written durably one by one; `git add` + `git commit`; written with no sync at all; that plus one
-`git fast-import` commit of them, the least any versioned, undoable way can pay).
+Run: `.venv/bin/python bench/compile_bench.py [--files N] [--days D]`. It generates N memory files
+plus D daily logs (three years unless told) and an over-cap MEMORY.md, then times `compile
+--no-model` four times: the first run archives ~1,060 old logs (of three years), trashes duplicates,
+applies tiers and moves MEMORY.md sections (each kind one version); the second finds nothing to do,
+planning the whole tree from compile's file cache (stages/compile_inputs.py: only files whose stat
+changed are read; a pass that changed things vouches for nothing); the third has the same inputs as
+the second, whose fingerprint in state.db says so (stages/compile_skip.py), and skips the pass; the
+fourth follows an edit by hand of one memory, and plans the whole tree again, reading that one file.
+The third and fourth are repeated (another memory edited each time) and their medians shown, as is
+the baseline, measured in the same run between them: reading every file of the workspace once. Last,
+the floors: what the first run's changed files cost at the least, on copies of the workspace as it
+found them (written durably one by one; `git add` + `git commit`; written with no sync at all; that
+plus one `git fast-import` commit of them, the least any versioned, undoable way can pay).
 
 A first run on a big workspace waits for the first run: its budget (bench/BUDGETS.md) is ≤ 2x
 that last floor, measured in the same run.
@@ -59,11 +59,12 @@ def timed(fn: Callable[[], T]) -> tuple[float, T]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--days", type=int, default=3 * 365, help="daily logs, one a day")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         isolate(Path(tmp))
         root = Path(tmp) / "ws"
-        generate_workspace(root, args.files)
+        generate_workspace(root, args.files, days=args.days)
         sections = "".join(f"## Topic {i}\n" + "- a detail line\n" * 30 for i in range(40))
         (root / "MEMORY.md").write_text("# MEMORY.md\n\n" + sections)
         ws = Workspace(root, load_config(root, env={}))
@@ -146,7 +147,7 @@ def main() -> None:
         (third_name, third_s, median),
         (fourth_name, fourth_s, median),
     )
-    data_size(f"{len(files):,} files: {args.files:,} memory files + 3 years of daily logs")
+    data_size(f"{len(files):,} files: {args.files:,} memory files + {args.days:,} daily logs")
     for name, took, note in runs:
         row(
             f"compile --no-model, {name}",
@@ -166,9 +167,10 @@ def main() -> None:
         print(f"| {name} ({note}) | {took:.2f} | {read_s:.2f} | {took / read_s:.1f}x |")
     for name, took in floor_names:
         print(f"| {name} (one run) | {took:.2f} | {read_s:.2f} | {took / read_s:.1f}x |")
+    span = "3 years" if args.days == 3 * 365 else f"{args.days:,} days"
     first_budget = budget(
         "a first run on a big workspace",
-        f"compile --no-model, first run over 3 years, {n} files changed",
+        f"compile --no-model, first run over {span}, {n} files changed",
         first_s,
         floor.unsynced + floor.pack_commit,
         "the changed files written + one `git fast-import` commit",

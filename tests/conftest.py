@@ -104,3 +104,18 @@ def fake_api():
 
     with FakeAnthropic() as fake:
         yield fake
+
+
+# The longest tests, started first: under `-n auto --dist worksteal` each worker runs its share
+# in order, so a long one collected last would run alone at the end while the other CPU idles.
+FIRST = (
+    "tests/test_types.py::test_mypy_is_clean",
+    "tests/test_quickstart.py::test_quickstart_with_a_base_url_runs_every_stage_once",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Moves FIRST to the front, keeping the rest in collection order (every worker collects
+    the same order, as xdist requires)."""
+    rank = {nodeid: i for i, nodeid in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid, len(FIRST)))

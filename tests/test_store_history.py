@@ -415,15 +415,17 @@ def _walk(store: Store, seed: int, ops: int) -> dict[str, int]:
     return seen
 
 
-SEEDS = (11, 23, 42, 1999)
-OPS = 260  # x 4 seeds = 1,040 operations
+# Two fixed walks, and a third on a seed drawn each run (fixed under CI, as hypothesis is), so
+# the runs explore new walks over time; a failure names its seed.
+SEEDS = (11, 42, 1999 if os.environ.get("CI") else random.SystemRandom().randrange(10**6))
+OPS = 260  # x 3 seeds = 780 operations
 
 
 def test_random_writes_and_rollbacks_never_lose_a_byte_or_a_version(tmp_path: Path) -> None:
     """Seeded walks of writes (1-3 changes each, applied or refused) and rollbacks.
 
     Each seed walks its own workspace; the walks run side by side in threads (they spend their
-    time waiting on git), which keeps the 1,040 operations to about 10-20 s.
+    time waiting on git).
     """
 
     def walk(seed: int) -> dict[str, int]:
@@ -436,8 +438,10 @@ def test_random_writes_and_rollbacks_never_lose_a_byte_or_a_version(tmp_path: Pa
         results = dict(zip(SEEDS, pool.map(walk, SEEDS), strict=True))
     for seed, seen in results.items():
         assert sum(seen.values()) == OPS, seed
-        assert seen["write"] > OPS / 3 and seen["rollback"] > 10 and seen["refused"] > 10, seen
-    assert sum(sum(seen.values()) for seen in results.values()) >= 1_000
+        assert seen["write"] > OPS / 3 and seen["rollback"] > 10 and seen["refused"] > 10, (
+            seed,
+            seen,
+        )
 
 
 def test_a_one_megabyte_version_message_is_one_bounded_line_in_history(ws: Workspace) -> None:
