@@ -54,7 +54,8 @@ def test_history_listing_tells_no_versions_of_a_file_from_none_at_all(ws: Worksp
     assert history.listing(store, None, 1).versions[0].to_json()["id"] == store.git.head()
 
 
-def test_a_decided_proposal_has_no_diff(ws: Workspace) -> None:
+def test_a_decided_proposal_keeps_its_diff(ws: Workspace) -> None:
+    """`review show` shows what a rejected proposal would have changed (issue 36 item 7)."""
     ask = Workspace(ws.root, load_config(ws.root, env={}, overrides=["mcp.write=ask"]))
     change = {"path": "memory/notes/p.md", "mode": "create", "content": "# P\n"}
     queued = Store(ask).write_context([change], actor="mcp", message="p")
@@ -64,8 +65,10 @@ def test_a_decided_proposal_has_no_diff(ws: Workspace) -> None:
     assert pending.diff is not None and "+# P" in pending.diff
     review.reject(Store(ws), pid, "no")
     decided = review.examine(Store(ws), pid)
-    assert decided.proposal.status == "rejected" and decided.diff is None
-    assert decided.to_json()["diff"] is None and decided.to_json()["paths"] == ["memory/notes/p.md"]
+    assert decided.proposal.status == "rejected" and "+# P" in (decided.diff or "")
+    assert "+# P" in decided.to_json()["diff"] and decided.to_json()["paths"] == [
+        "memory/notes/p.md"
+    ]
 
 
 @pytest.mark.parametrize(
