@@ -18,7 +18,7 @@ from crustacean.mcp_server import build_server
 from crustacean.ops.status import doctor
 from crustacean.runs import RunRecorder, get_run, last_run, list_runs
 from crustacean.stages import collect_notes
-from crustacean.store import write
+from crustacean.store import apply as write
 from crustacean.workspace import Workspace
 
 NOTE = "memory/notes/garden.md"
@@ -42,7 +42,7 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
 def note(ws: Workspace) -> Workspace:
     (ws.root / NOTE).parent.mkdir(parents=True, exist_ok=True)
     (ws.root / NOTE).write_text("---\nname: garden\n---\nThe beans are sown.\n")
-    run_cli("-w", str(ws.root), "tier", "set", NOTE, "warm")
+    run_cli("-w", str(ws.root), "remember", "beans", "The beans are sown.")
     return ws
 
 
@@ -51,7 +51,7 @@ def test_a_full_disk_is_one_line_on_the_cli_and_nothing_changes(
 ) -> None:
     before = snapshot(note.root)
     full_disk(monkeypatch)
-    out = run_cli("-w", str(note.root), "tier", "set", NOTE, "cold", code=1)
+    out = run_cli("-w", str(note.root), "remember", "peas", "And the peas.", code=1)
     assert out.output == NO_SPACE
     assert snapshot(note.root) == before
 
@@ -69,7 +69,7 @@ def test_a_full_disk_is_named_over_mcp_and_nothing_changes(
 
     result = anyio.run(main)
     assert result.is_error
-    assert result.content[0].text == "Error executing tool write_context: " + NO_SPACE.strip()
+    assert result.content[0].text == NO_SPACE.strip()
     assert snapshot(note.root) == before
 
 

@@ -140,7 +140,7 @@ def _notes(body: dict[str, Any]) -> dict[str, Any]:
     """Collect's answer, read off the request as a model would: the line about the kids."""
     prompt = body["messages"][0]["content"]
     text = prompt if isinstance(prompt, str) else "".join(b["text"] for b in prompt)
-    ref = re.search(r"\[(m\d+) [^\]]+\] user: Jonas: Chaotic", text)
+    ref = re.search(r"\b(m\d+)\b[^\n]*? user: Jonas: Chaotic", text)
     assert ref is not None
     item = {"category": "person", "text": "Jonas has three kids under ten.", "refs": [ref[1]]}
     return {"content": [{"type": "tool_use", "name": "record_notes", "input": {"items": [item]}}]}
