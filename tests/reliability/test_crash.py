@@ -96,7 +96,7 @@ def _echo_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
     if "record_notes" in tools:
         section = _prompt(body).split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
         first: dict[str, str] = {}  # marker -> the reference of the message it is in
-        for ref, marker in re.findall(r"^\[(m\d+) [^\]]*\].*?(marker-\d{4})", section, re.M):
+        for ref, marker in re.findall(r"^\[?(m\d+) [^\n]*?(marker-\d{4})", section, re.M):
             first.setdefault(marker, ref)
         items = [
             {"category": "fact", "text": f"Collected {m} via req{n}.", "refs": [ref]}
