@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from crustacean.documents import DocumentSkipped, read_document
 from crustacean.errors import UsageError
+from crustacean.markdown import code_lines, heading
 from crustacean.recall.memories import MemoryDoc
 from crustacean.recall.memory_index import load_memories
 from crustacean.workspace import WORKING_MEMORY, Workspace
@@ -290,30 +291,36 @@ def _cut(text: str, room: int, path: str) -> str:
 
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
-_HEADING = re.compile(r"^(#{1,6})\s")
+
+
 _EMPTY_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*$")
 
 
 def loadable(text: str) -> str:
     """`text` as an agent should load it: HTML comments (a template's instructions to the
     human) out, then list items and headings left with nothing in them, and runs of blank
-    lines made one (pure). Code blocks are kept as they are."""
-    if "<!--" in text:
-        parts = re.split(r"(?ms)(^ {0,3}(?:```|~~~).*?^ {0,3}(?:```|~~~)[^\n]*$)", text)
-        text = "".join(p if i % 2 else _COMMENT.sub("", p) for i, p in enumerate(parts))
+    lines made one (pure). Code blocks are kept as they are (markdown.code_lines)."""
+    if "<!--" in text:  # comments out of each run of lines outside fenced code
+        raw = text.split("\n")
+        runs: list[tuple[bool, list[str]]] = []
+        for line, fenced in zip(raw, code_lines(raw), strict=True):
+            if runs and runs[-1][0] == fenced:
+                runs[-1][1].append(line)
+            else:
+                runs.append((fenced, [line]))
+        text = "\n".join(
+            "\n".join(run) if fenced else _COMMENT.sub("", "\n".join(run)) for fenced, run in runs
+        )
+    split = text.splitlines()
     lines: list[tuple[str, int]] = []  # (line, heading level or 0); fenced lines are level 0
-    fenced = False
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            fenced = not fenced
-        elif not fenced:
+    for line, fenced in zip(split, code_lines(split), strict=True):
+        if not fenced:
             if _EMPTY_ITEM.match(line) or (not line.strip() and lines and not lines[-1][0]):
                 continue
             if not line.strip():
                 line = ""
-        head = _HEADING.match(line) if not fenced else None
-        lines.append((line.rstrip() if not fenced else line, len(head.group(1)) if head else 0))
+        head = heading(line) if not fenced else None
+        lines.append((line.rstrip() if not fenced else line, head[0] if head else 0))
     out: list[str] = []  # built backwards: a heading with nothing below it before the next
     after: int | None = None  # heading of its level or higher goes; `after` is the level of
     for line, level in reversed(lines):  # the nearest line below with text (0: not a heading)
