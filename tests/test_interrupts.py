@@ -70,7 +70,11 @@ def test_a_full_disk_is_named_over_mcp_and_nothing_changes(
     result = anyio.run(main)
     assert result.is_error
     assert result.content[0].text == NO_SPACE.strip()
-    assert snapshot(note.root) == before
+
+    def files(shot: dict[str, str]) -> dict[str, str]:  # the server's own state may move
+        return {k: v for k, v in shot.items() if not k.startswith(".crustacean/")}
+
+    assert files(snapshot(note.root)) == files(before)
 
 
 def test_ctrl_c_exits_130_says_nothing_was_written_and_is_recorded_as_interrupted(

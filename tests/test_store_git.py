@@ -380,9 +380,8 @@ def test_an_alias_bomb_is_reported_over_the_limit_not_parsed(ws: Workspace) -> N
     bomb.write_text(BOMB)
     assert len(BOMB) < 1024  # nine levels of nine: 387 million values once expanded
     before = snapshot(ws.root)
-    out = run_cli("-w", str(ws.root), "tier", "set", "memory/notes/bomb.md", "hot", code=2)
-    assert "over the limit" in out.stderr and "10,000 values" in out.stderr
-    assert snapshot(ws.root) == before
+    run_cli("-w", str(ws.root), "tier", "set", "memory/notes/bomb.md", "hot")  # kept in state.db
+    assert snapshot(ws.root)["memory/notes/bomb.md"] == before["memory/notes/bomb.md"]
     health = run_cli("-w", str(ws.root), "health")
     assert "memory/notes/bomb.md" in health.stdout and "over the limit" in health.stdout
     run_cli("-w", str(ws.root), "compile", "--no-model")  # the run the bomb used to stall
@@ -447,7 +446,7 @@ def test_signing_is_honoured_and_a_failing_signer_refuses_the_write(ws: Workspac
 def test_moving_onto_a_foundation_file_is_refused_not_proposed(ws: Workspace) -> None:
     changes = [{"path": "crustacean.toml", "mode": "move", "to": "USER.md"}]
     (result,) = call(ws, ("write_context", {"message": "mv", "changes": changes}))
-    assert result.is_error and "mcp may not write crustacean.toml" in result.content[0].text
+    assert result.is_error and "'to'" in result.content[0].text  # MCP is offered no move
     assert not (ws.state_dir / "proposals").exists()
 
 
