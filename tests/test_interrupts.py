@@ -42,7 +42,14 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
 def note(ws: Workspace) -> Workspace:
     (ws.root / NOTE).parent.mkdir(parents=True, exist_ok=True)
     (ws.root / NOTE).write_text("---\nname: garden\n---\nThe beans are sown.\n")
-    run_cli("-w", str(ws.root), "remember", "beans", "The beans are sown.")
+    import subprocess
+
+    subprocess.run(["git", "add", "-A"], cwd=ws.root, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qm", "garden"],
+        cwd=ws.root,
+        check=True,
+    )
     return ws
 
 
