@@ -79,7 +79,7 @@ def test_two_ticks_one_runs_one_exits_75(ws: Workspace, tmp_path: Path, fake_api
         tool_use(("finish", {"summary": "curated the one entry"})),  # curate, after collect
     )
     args = [EXE, "-w", str(ws.root), *FLAGS, "-c", "stages.compile.enabled=false"]
-    args += ["-c", "stages.calibrate.enabled=false", "tick"]
+    args += ["-c", "stages.calibrate.enabled=false", "-c", "collect.max_wait_hours=0", "tick"]
     ticks = [
         subprocess.Popen(
             args, env=cli_env(fake_api), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
