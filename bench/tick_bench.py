@@ -164,7 +164,14 @@ def whole_ticks(
         now = datetime.now(UTC)
         root, replies = workspace(tmp / f"round-{r}", messages, now)
         fake.enqueue(*replies)
-        ticks.append(served(fake, [crustacean(), "-w", str(root), "tick"], env, root))
+        ticks.append(
+            served(
+                fake,
+                [crustacean(), "-w", str(root), "-c", "collect.max_wait_hours=0", "tick"],
+                env,
+                root,
+            )
+        )
         ran = {
             rec.stage: rec.status
             for rec in list_runs(Workspace(root, load_config(root)))
