@@ -124,7 +124,7 @@ def test_benchmark_runs_on_tiny_data(name: str, tmp_path: Path) -> None:
     records = [json.loads(line) for line in rows.read_text().splitlines()]
     sizes = [r["size"] for r in records if "size" in r]
     figures = [r for r in records if "size" not in r and "budget" not in r]
-    assert len(sizes) == 1 and figures, records
+    assert sizes and figures, records  # a bench may measure more than one size
     for r in figures:
         assert r["figure"] and isinstance(r["median"], int | float) and r["unit"], r
         assert r["baseline"] is None or r["ratio"] is not None, r
