@@ -305,7 +305,10 @@ def _model_apply(orig: dict[str, bytes], changes: list[dict]) -> dict[str, bytes
         path, mode = ch["path"], ch["mode"]
         sha = ch.get("expected_sha256")
         if sha is not None and (path not in orig or hashlib.sha256(orig[path]).hexdigest() != sha):
-            return None  # stale against the disk as the call found it
+            old = ch.get("old", "").encode()
+            still = mode == "edit" and path in cur and old and cur[path].count(old) == 1
+            if not still:  # an edit whose old text occurs once applies whatever its sha
+                return None  # stale against the disk as the call found it
         if mode not in ("create", "append") and path not in cur:
             return None
         if mode == "create":
