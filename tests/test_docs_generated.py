@@ -54,8 +54,9 @@ def test_check_mode_names_the_stale_file(
     gen = _generator()
     docs = tmp_path / "docs"
     docs.mkdir()
-    monkeypatch.setitem(gen.TARGETS, "cli.md", lambda: _rendered("cli.md"))
-    (docs / "cli.md").write_text(_rendered("cli.md"), "utf-8")
+    cli = _rendered("cli.md")  # before the patch: else the patched entry would call itself
+    monkeypatch.setitem(gen.TARGETS, "cli.md", lambda: cli)
+    (docs / "cli.md").write_text(cli, "utf-8")
     (docs / "configuration.md").write_text("stale\n", "utf-8")
     monkeypatch.setattr(gen, "DOCS", docs)
     assert gen.main(["--check"]) == 1
