@@ -96,9 +96,10 @@ RECORD_DIGEST = ToolSpec(
 RECORD_ROUTING = ToolSpec(
     "record_routing",
     "Report what you did with entries, by id, after the write: the file you wrote each to in "
-    "this run, or skip with a reason. Code rejects a destination that does not exist or was "
-    "not written this run, and says which (that entry comes back next run). Entries recorded "
-    "are never shown to curate again.",
+    "this run, or skip with a reason. The calls of one reply run in order, so this call may "
+    "come last in the reply that holds the writes. Code rejects a destination that does not "
+    "exist or was not written this run, and says which: write it and report that entry again "
+    "(or it comes back next run). Entries recorded are never shown to curate again.",
     {
         "type": "object",
         "properties": {

@@ -38,7 +38,7 @@ from crustacean.workspace import Workspace, stage_doc
 
 STAGE = "curate"
 MAP_LIMIT = 400
-HAND_FILES = 8  # at most this many likely destinations are handed to the model with the entries
+HAND_FILES = 12  # at most this many likely destinations are handed to the model with the entries
 HAND_CHARS = 24_000  # ...within this many characters in all
 HAND_FILE_CHARS = 6_000  # a bigger file is left for the model to read if it needs it
 ALWAYS_HANDED = ("memory/README.md", "knowledge/README.md", "MEMORY.md")
@@ -158,16 +158,23 @@ def likely_destinations(entries: list[Entry], labels: Mapping[str, str]) -> list
     (`name:` or first heading) an entry mentions, most mentioned first (pure, for tests)."""
     words: Counter[str] = Counter()
     for e in entries:
-        words.update({w.casefold() for w in _NAME_WORD.findall(e.text)})
+        words.update({_word_key(w) for w in _NAME_WORD.findall(e.text)})
     scored = []
     for path, label in labels.items():
         stem = path.rpartition("/")[2].removesuffix(".md")
-        keys = {w for w in stem.split("-") if len(w) > 2 and w not in _CHANNELS}
-        keys |= {w.casefold() for w in _NAME_WORD.findall(label)}
+        keys = {_word_key(w) for w in stem.split("-") if len(w) > 2 and w not in _CHANNELS}
+        keys |= {_word_key(w) for w in _NAME_WORD.findall(label)}
         hits = sum(words[k] for k in keys)
         if hits:
             scored.append((-hits, path))
     return [p for _, p in sorted(scored)]
+
+
+def _word_key(word: str) -> str:
+    """A word as matched: case-folded, a plural `s` off, so a `[lesson]` entry finds
+    `lessons.md` and a `[reminder]` the "Admin reminders" file."""
+    key = word.casefold()
+    return key.removesuffix("s") if len(key) > 3 else key
 
 
 def handed_files(store: Store, entries: list[Entry], labels: Mapping[str, str]) -> str:
@@ -212,7 +219,9 @@ def build_request(
         "Curate these daily-log entries. For each: apply the promotion test and the routing "
         "table (first match wins), append or edit the target (read it first unless it is in "
         "<files>), and report each entry's destination or skip with record_routing after the "
-        "write. Call finish when every entry is handled.\n\n"
+        "write. Call finish when every entry is handled. <existing-files> is every memory "
+        "file there is (a cut list ends with '… and N more'): a path it does not list does "
+        "not exist yet.\n\n"
         f"<entries>\n{listed}\n</entries>\n\n"
         f"<existing-files>\n{dest_map}\n</existing-files>" + handed
     )
