@@ -47,6 +47,11 @@ TIER_WORDS = 6  # up to this many words, lines are ranked by word subsets (2**6 
 COMMON_SHARE = 0.2  # a word held by more of the lines than this only breaks ties in the tiers
 COMMON_LINES = 50  # ... and by at least this many (in a small workspace every word is "common")
 PAIR_WEIGHT = 0.3  # a line holding the words only with the line before it (its question)
+# With the semantic extra, a rare query word also matches its near words (semantic.py's
+# `neighbours`: "car" for "automobile"): such a line ranks in the word's tier, after the lines
+# that hold the words themselves, at NEAR_WEIGHT of their score (bench/RESULTS.md, Recall).
+NEAR_WEIGHT = 0.6
+NEAR_BELOW = 0.01  # ... for a word held by fewer than this share of the lines
 PAIR_DEFER = 1  # ... ranks after the lines holding one word fewer themselves
 GROW_FROM = 30  # windows grow from the best lines only, so `-n` changes no hit's lines
 SNIPPET_CHARS = 200
@@ -134,6 +139,7 @@ class Word(NamedTuple):
     weight: float
     shares: dict[int, float] | None = None  # CJK: the share of the word's pieces a line holds
     common: bool = False  # held by more than COMMON_SHARE of the lines: a tie-breaker only
+    near: frozenset[int] = frozenset()  # lines holding only a near word (semantic neighbours)
 
 
 Ranked = tuple[int, float, float]  # rowid, score, share of the query's words the line holds
@@ -160,7 +166,8 @@ class Scored:
         Common words (`Word.common`) are left out of the subsets and order the lines of one
         subset instead. A line also holds, at `PAIR_WEIGHT`, the words of the line before it:
         a question and its answer scored as one, returned as the answer (when the answer holds
-        some query word itself: often only the speaker's name)."""
+        some query word itself: often only the speaker's name). A word's near words
+        (`Word.near`) count for it, after the lines holding the word itself."""
         words = self.words
         held = [w.body | w.title for w in words]
         if keep is not None:
@@ -169,10 +176,12 @@ class Scored:
         common = [i for i in range(len(words)) if i not in core]
         m = len(core)
         firsts = self.firsts or set()
+        nears = [w.near if keep is None else {r for r in w.near if keep(r)} for w in words]
+        soft = [h | near for h, near in zip(held, nears, strict=True)] if any(nears) else held
         if len(words) > 1 and PAIR_WEIGHT > 0:  # one word: a pair line would hold none itself
-            paired = {i: held[i] | ({r + 1 for r in held[i]} - firsts) for i in core}
+            paired = {i: soft[i] | ({r + 1 for r in soft[i]} - firsts) for i in core}
         else:
-            paired = {i: held[i] for i in core}
+            paired = {i: soft[i] for i in core}
         if keep is not None:
             paired = {i: {r for r in lines if keep(r)} for i, lines in paired.items()}
         combos = [c for k in range(m, 0, -1) for c in combinations(core, k)]
@@ -200,9 +209,13 @@ class Scored:
             in_body = whole.intersection(*(words[i].body for i in combo))
             add(in_body, base, share)
             add(whole - in_body, base * TITLE_WEIGHT, share)
+            if soft is not held:  # the lines holding some of the words only as near words
+                near = soft[order[0]].intersection(*(soft[i] for i in order[1:])) - whole - seen
+                add(near, base * NEAR_WEIGHT, share)
+                whole |= near
             if PAIR_WEIGHT > 0:
                 cand = lines - whole
-                pair = set().union(*(cand & h for h in held))  # holding a query word itself
+                pair = set().union(*(cand & h for h in soft))  # holding a query word itself
                 later.append((len(combo), pair, base * PAIR_WEIGHT, share))
             if len(out) >= n:
                 break
@@ -556,7 +569,22 @@ class IndexReader:
         title = {r for (r,) in conn.execute(sql, (f"title : {piece}",))}
         found = len(body | title)
         common = found > COMMON_SHARE * total and found >= COMMON_LINES
-        return Word(body, title, idf(total, found), common=common)
+        near: frozenset[int] = frozenset()
+        if not common and found < NEAR_BELOW * total:
+            near = frozenset(self._near(term.text, sql) - body - title)
+        return Word(body, title, idf(total, found), common=common, near=near)
+
+    def _near(self, word: str, sql: str) -> set[int]:
+        """Lines holding a near word of `word` (semantic.py), when the extra is on."""
+        from crustacean.recall import semantic
+
+        embedder = semantic.load()
+        if embedder is None or " " in word:
+            return set()
+        out: set[int] = set()
+        for name in embedder.neighbours(word, Path(self.db_path).parent):
+            out |= {r for (r,) in self.conn.execute(sql, (f"body : {fts_string(name)}",))}
+        return out
 
     def _cjk_rowids(self, piece: str, scope: _Scope) -> set[int]:
         """Lines holding a CJK piece: the trigram index for 3+ characters, LIKE below that."""

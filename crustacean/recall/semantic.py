@@ -34,7 +34,7 @@ from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
-WEIGHT = 1.0
+WEIGHT = 0.3  # 1.0 before near words; 0.3 measured best with them (bench/RESULTS.md, Recall)
 DENSE_TOP = 300  # lines the dense side adds to the lexical candidates
 # A query no line holds a word of gets dense hits only at this cosine or more: words that appear
 # nowhere ("xyzzyqq", "invoice VAT refund" on a chat log) reach 0.27-0.37 with unrelated lines,
@@ -44,6 +44,8 @@ ENV = "CRUSTACEAN_SEMANTIC"
 POOL_ROWS = 4096  # texts pooled together (their sums: 4 MB of float32)
 MATRIX_ROWS = 16_384  # stored vectors turned to float32 at a time (16 MB), for the cosines
 BPE_FILES = "semantic-bpe"  # <state dir>/semantic-bpe-<tokenizer file's stat>.npy
+WORD_FILES = "semantic-words"  # <state dir>/semantic-words-<...>.npy: `Embedder.neighbours`' table
+_NAME = "S24"  # a whole-word token's letters, ASCII
 _WEIGHTS = "weights/l2_supercat_256.safetensors"
 _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 _TENSOR = "embedding.weight"
@@ -52,6 +54,8 @@ _WORDS = re.compile(f"[ {_SPACE}]+[^ {_SPACE}]*").findall  # of " " + text: its 
 _JOINED = re.compile(f"[^{_SPACE}]{_SPACE}")
 _FORMAT = 2  # of the cached table: a new one makes a new file name
 BY_WORDS_FROM = 4096  # texts from which `token_ids` goes word by word (its table: ~150 ms)
+NEAR_FLOOR = 0.45  # a whole-word token this close to a query word stands in for it (synonyms)
+NEAR_WORDS = 6  # ... at most this many for one query word
 KNOWN_WORDS = 200_000  # words whose ids are kept between calls (a few tens of MB at most)
 _cache: dict[str, Embedder | None] = {}
 
@@ -72,6 +76,7 @@ class Embedder:
         self._tokenizer: Any = None
         self._float32: Any = None
         self._bpe: dict[str, BpeTable | None] = {}
+        self._vocab: tuple[list[str], Any] | None = None
 
     @property
     def tokenizer(self) -> Any:
@@ -162,6 +167,44 @@ class Embedder:
         real = ids < vocab
         rows[real] = self.embedding[ids[real]]
         return rows
+
+    def neighbours(self, word: str, cache_dir: Path | None = None) -> list[str]:
+        """The vocabulary's whole words nearest to `word` (cosine >= NEAR_FLOOR, at most
+        NEAR_WORDS, best first; the word itself, its prefixes and the words it starts are left
+        out): "car" for "automobile", "doctor" for "physician". One matrix-vector product over
+        the tokenizer's ~10,000 lowercase whole-word tokens; search uses them as weaker
+        stand-ins for a rare query word (search_read.py)."""
+        np = self.np
+        names, rows = self._words(cache_dir)
+        if not len(names):
+            return []
+        cos = rows @ self.query(word, cache_dir)
+        k = min(NEAR_WORDS * 3, len(cos) - 1)
+        top = np.argpartition(-cos, k)[: k + 1]
+        low = word.lower()
+        out: list[str] = []
+        for i in sorted(top.tolist(), key=lambda i: -float(cos[i])):
+            name = names[i]
+            if cos[i] < NEAR_FLOOR or len(out) >= NEAR_WORDS:
+                break
+            if not (low.startswith(name) or name.startswith(low)):
+                out.append(name)
+        return out
+
+    def _words(self, cache_dir: Path | None) -> tuple[list[str], Any]:
+        """The whole-word tokens' names and normalized float32 rows, once per process (the
+        table itself cached beside state.db: parsing the tokenizer's JSON costs ~250 ms)."""
+        if self._vocab is None:
+            np = self.np
+            table = cached_table(
+                self.tokenizer_file, cache_dir, WORD_FILES, lambda: _word_table(self, np), np
+            )
+            if table is None or not len(table):
+                self._vocab = ([], np.zeros((0, self.embedding.shape[1]), dtype=np.float32))
+            else:
+                names = [n.decode("ascii") for n in table["name"].tolist()]
+                self._vocab = (names, np.asarray(table["row"], dtype=np.float32))
+        return self._vocab
 
     def lines(self, texts: list[str]) -> list[bytes]:
         """Normalized vectors as int8 bytes (a quarter of float32; cosine barely moves)."""
@@ -312,41 +355,83 @@ _NONE = 1 << 62  # no merge: larger than any rank << 32 | id
 
 
 def bpe_table(tokenizer_file: Path, cache_dir: Path | None, np: Any) -> BpeTable | None:
-    """The tokenizer's `BpeTable`, from `cache_dir` (built there on first use, atomically, named
-    by the tokenizer file's path, size and mtime, so a reinstalled package gets a new one; with
-    no folder, built in memory); None for a tokenizer of another shape, which the `tokenizers`
-    library then handles."""
+    """The tokenizer's `BpeTable` (`cached_table`); None for a tokenizer of another shape,
+    which the `tokenizers` library then handles."""
     import json
 
+    def build() -> Any:
+        return _pack(json.loads(tokenizer_file.read_bytes()), np)
+
+    flat = cached_table(tokenizer_file, cache_dir, BPE_FILES, build, np, check=_unpack)
+    return None if flat is None else _unpack(flat)
+
+
+def cached_table(
+    tokenizer_file: Path,
+    cache_dir: Path | None,
+    prefix: str,
+    build: Callable[[], Any],
+    np: Any,
+    check: Callable[[Any], object] = lambda a: True,
+) -> Any:
+    """An array derived from the bundled tokenizer, from `cache_dir` (built there on first
+    use, atomically, named by the tokenizer file's path, size and mtime, so a reinstalled
+    package gets a new one; `check` refuses a damaged one); with no folder, built in memory.
+    None when `build` finds a tokenizer of another shape."""
     if cache_dir is None:
-        flat = _pack(json.loads(tokenizer_file.read_bytes()), np)
-        return None if flat is None else _unpack(flat)
+        return build()
     st = tokenizer_file.stat()
     tag = f"{_FORMAT}\0{tokenizer_file}\0{st.st_size}\0{st.st_mtime_ns}"
-
     digest = blake2b(tag.encode("utf-8", "surrogateescape"), digest_size=8)
-    name = f"{BPE_FILES}-{digest.hexdigest()}.npy"
+    name = f"{prefix}-{digest.hexdigest()}.npy"
     path = cache_dir / name
     try:
-        flat = np.load(path, mmap_mode="r")
-        table = _unpack(flat)
-        if table is not None:
+        table = np.load(path, mmap_mode="r")
+        if check(table) is not None:
             return table
     except (OSError, ValueError):
         pass
-    flat = _pack(json.loads(tokenizer_file.read_bytes()), np)
-    if flat is None:
+    table = build()
+    if table is None:
         return None
     try:
-        for old in cache_dir.glob(f"{BPE_FILES}-*.npy"):
+        for old in cache_dir.glob(f"{prefix}-*.npy"):
             old.unlink(missing_ok=True)
         tmp = cache_dir / f".{name}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
-            np.save(fh, flat)
+            np.save(fh, table)
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only state folder: built again next time
-    return _unpack(flat)
+    return table
+
+
+def _word_table(embedder: Embedder, np: Any) -> Any:
+    """The tokenizer's lowercase ASCII whole-word tokens of 3+ letters (names) with their
+    normalized rows in float16, as one structured array (no pickling)."""
+    import json
+
+    config = json.loads(embedder.tokenizer_file.read_bytes())
+    vocab = config.get("model", config).get("vocab", {})
+    picked = [
+        (token[1:], i)
+        for token, i in vocab.items()
+        if token.startswith(_SPACE)
+        and len(token) > 3
+        and token[1:].isascii()
+        and token[1:].isalpha()
+        and token[1:].islower()
+        and len(token) <= 25
+    ]
+    dim = embedder.embedding.shape[1]
+    table = np.zeros(len(picked), dtype=[("name", _NAME), ("row", np.float16, (dim,))])
+    if picked:
+        ids = np.array([i for _, i in picked], dtype=np.intp)
+        rows = np.asarray(embedder.embedding[ids], dtype=np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True) + np.float32(1e-9)
+        table["name"] = [n.encode("ascii") for n, _ in picked]
+        table["row"] = rows
+    return table
 
 
 def _pack(config: dict[str, Any], np: Any) -> Any:
