@@ -1,7 +1,9 @@
 """The QA bench: does the memory the pipeline writes answer what people later ask?
 
-A generated conversation between two friends (bench/qa_data.py: ten sessions over four months,
-as OpenClaw and Claude Code transcripts) with planted facts and questions with known answers.
+A generated conversation between two friends (bench/qa_data.py, as OpenClaw and Claude Code
+transcripts: `short`, ten fact-dense sessions over four months; `long`, sixteen sessions over
+four months, 324 messages, mostly small talk) with planted facts and questions with known
+answers.
 Collect and curate run for real against the fake Messages API in relay mode: every request is
 written to a file and whoever plays the model writes the answer beside it. Then an answerer that
 never sees the answers replies to every question from one source each, and `score` computes
@@ -14,12 +16,15 @@ token F1 the way the LoCoMo authors do. The sources:
 
 Steps (a run lives in bench/qa_runs/<label>/, committed, so `score` reruns without a model):
 
-    python -m bench.qa_bench generate --out /tmp/qa            # workspace + transcripts
+    python -m bench.qa_bench generate --out /tmp/qa [--data long]  # workspace + transcripts
     python -m bench.qa_bench run --out /tmp/qa --label before  # collect + curate via the relay
     python -m bench.qa_bench answer-requests --label before
     python -m bench.qa_bench score --label before
     python -m bench.qa_bench relay --dir D                     # just the relay server
     python bench/qa_bench.py                                   # report every recorded run
+
+An answerer writes `answers/<key>.json` and, beside it, `<key>.evidence.json`: the quotes each
+answer rests on, which `evidence_problems` checks against the text that answerer read.
 
 `run` prints each request file as it appears; answer it by writing `NNN.response.json` (a
 Messages API response body: `{"content": [{"type": "tool_use", "name": ..., "input": ...}]}`).
