@@ -1,7 +1,9 @@
 """The QA bench: does the memory the pipeline writes answer what people later ask?
 
-A generated conversation between two friends (bench/qa_data.py: ten sessions over four months,
-as OpenClaw and Claude Code transcripts) with planted facts and questions with known answers.
+A generated conversation between two friends (bench/qa_data.py, as OpenClaw and Claude Code
+transcripts: `short`, ten fact-dense sessions over four months; `long`, sixteen sessions over
+four months, 324 messages, mostly small talk) with planted facts and questions with known
+answers.
 Collect and curate run for real against the fake Messages API in relay mode: every request is
 written to a file and whoever plays the model writes the answer beside it. Then an answerer that
 never sees the answers replies to every question from one source each, and `score` computes
@@ -14,12 +16,15 @@ token F1 the way the LoCoMo authors do. The sources:
 
 Steps (a run lives in bench/qa_runs/<label>/, committed, so `score` reruns without a model):
 
-    python -m bench.qa_bench generate --out /tmp/qa            # workspace + transcripts
+    python -m bench.qa_bench generate --out /tmp/qa [--data long]  # workspace + transcripts
     python -m bench.qa_bench run --out /tmp/qa --label before  # collect + curate via the relay
     python -m bench.qa_bench answer-requests --label before
     python -m bench.qa_bench score --label before
     python -m bench.qa_bench relay --dir D                     # just the relay server
     python bench/qa_bench.py                                   # report every recorded run
+
+An answerer writes `answers/<key>.json` and, beside it, `<key>.evidence.json`: the quotes each
+answer rests on, which `evidence_problems` checks against the text that answerer read.
 
 `run` prints each request file as it appears; answer it by writing `NNN.response.json` (a
 Messages API response body: `{"content": [{"type": "tool_use", "name": ..., "input": ...}]}`).
@@ -56,12 +61,12 @@ sys.path.insert(0, str(REPO / "tests"))
 from fakeapi import FakeAnthropic
 
 from bench.common import count, data_size, row
-from bench.qa_data import FILLER, QUESTIONS, SESSIONS, Question, Session
+from bench.qa_data import FILLER, QUESTIONS, SESSIONS, Question, Session, long_set
 
 RUNS = REPO / "bench" / "qa_runs"
 BIN = Path(sys.executable).parent
 CLI = {"path": str(BIN / "crustacean")}  # `run --cli` points it at another checkout's
-SINCE = "2026-06-01"
+SINCE = "2026-03-01"  # before the first session of either set
 SEARCH_CHARS = 2_000
 SOURCES = {
     "a": "conversation",
@@ -86,14 +91,25 @@ ENV = {
 # ---------------------------------------------------------------- generate
 
 
-def conversation(seed: int = 7, sessions: int | None = None) -> list[tuple[Session, list[Any]]]:
+def dataset(name: str, seed: int) -> tuple[tuple[Session, ...], tuple[Question, ...]]:
+    """The sessions and questions of a conversation set: `short` (ten sessions, small talk
+    added here) or `long` (sixteen, small talk included, built from `seed`)."""
+    return (SESSIONS, QUESTIONS) if name == "short" else long_set(seed)
+
+
+def conversation(
+    seed: int = 7, sessions: int | None = None, data: str = "short"
+) -> list[tuple[Session, list[Any]]]:
     """Every session with its turns: the planted ones in order, small talk around (seeded),
     each turn `(speaker, text, timestamp)` a minute or two after the one before."""
     rng = random.Random(seed)
     out = []
-    for session in SESSIONS[:sessions]:
-        pairs = rng.sample(FILLER, 4)  # one exchange of small talk first, the rest at the end
-        turns = [*pairs[0], *session.turns, *(t for pair in pairs[1:] for t in pair)]
+    for session in dataset(data, seed)[0][:sessions]:
+        if data == "short":
+            pairs = rng.sample(FILLER, 4)  # one exchange of small talk first, the rest at the end
+            turns = [*pairs[0], *session.turns, *(t for pair in pairs[1:] for t in pair)]
+        else:
+            turns = list(session.turns)
         clock = datetime.fromisoformat(session.start.replace("Z", "+00:00"))
         timed = []
         for speaker, text in turns:
@@ -103,10 +119,11 @@ def conversation(seed: int = 7, sessions: int | None = None) -> list[tuple[Sessi
     return out
 
 
-def questions(sessions: int | None = None) -> list[Question]:
+def questions(sessions: int | None = None, data: str = "short", seed: int = 7) -> list[Question]:
     """The questions whose evidence is in the first `sessions` sessions."""
-    limit = sessions or len(SESSIONS)
-    return [q for q in QUESTIONS if max(q.sessions) <= limit]
+    all_sessions, all_questions = dataset(data, seed)
+    limit = sessions or len(all_sessions)
+    return [q for q in all_questions if max(q.sessions) <= limit]
 
 
 def _uuid(rng: random.Random) -> str:
@@ -226,7 +243,8 @@ def verbatim_logs(convo: list[tuple[Session, list[Any]]]) -> dict[str, str]:
     for _, turns in convo:
         day = f"{turns[0][2]:%Y-%m-%d}"
         lines = days.setdefault(day, [f"# {day}", ""])
-        lines.append(f"### [{turns[0][2]:%H:%M}] chat with Jonas and Maya")
+        people = sorted({speaker for speaker, _, _ in turns} - {"Pip"})
+        lines.append(f"### [{turns[0][2]:%H:%M}] chat with {' and '.join(people)}")
         lines.append("")
         lines += [f"- **{speaker}**: {text}" for speaker, text, _ in turns]
         lines.append("")
@@ -276,11 +294,11 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return full
 
 
-def generate(out: Path, seed: int = 7, sessions: int | None = None) -> Path:
+def generate(out: Path, seed: int = 7, sessions: int | None = None, data: str = "short") -> Path:
     """Write `out/ws` (a fresh workspace reading `out/transcripts`), the transcripts, the
     conversation text and questions.json. Returns the workspace."""
     isolate(out)
-    convo = conversation(seed, sessions)
+    convo = conversation(seed, sessions, data)
     rng = random.Random(seed)
     transcripts = out / "transcripts"
     shutil.rmtree(transcripts, ignore_errors=True)
@@ -306,9 +324,11 @@ def generate(out: Path, seed: int = 7, sessions: int | None = None) -> Path:
         + f'\n[[sources]]\nkind = "claude_code"\npath = "{cc_dir.parent}"\n'
     )
     (out / "conversation.md").write_text(conversation_text(convo))
-    (out / "generated.json").write_text(json.dumps({"seed": seed, "sessions": sessions}) + "\n")
+    (out / "generated.json").write_text(
+        json.dumps({"seed": seed, "sessions": sessions, "data": data}) + "\n"
+    )
     (out / "questions.json").write_text(
-        json.dumps([asdict(q) for q in questions(sessions)], indent=1) + "\n"
+        json.dumps([asdict(q) for q in questions(sessions, data, seed)], indent=1) + "\n"
     )
     return ws
 
@@ -462,7 +482,7 @@ def answer_requests(label: str, runs: Path = RUNS) -> Path:
             f"<text>\n{text}\n</text>\n\n## Questions\n\n{listing}\n"
         )
     generated = json.loads((target / "generated.json").read_text())
-    convo = conversation(generated["seed"], generated["sessions"])
+    convo = conversation(generated["seed"], generated["sessions"], generated.get("data", "short"))
     for key, files in (("c", memory), ("d", verbatim_logs(convo))):
         folder = requests / f"{key}_{SOURCES[key]}"
         folder.mkdir()
@@ -611,6 +631,33 @@ def _contexts(requests: Path, key: str, qs: Sequence[Question]) -> dict[str, str
     return out
 
 
+def evidence_problems(target: Path) -> list[str]:
+    """Each recorded answer's quoted evidence, checked against what that source's answerer read
+    (`answers/<key>.evidence.json`: `{"s01": ["a quote", ...]}`): a quote not in that question's
+    text, or an answer other than "unknown" with no quote, is a problem. It keeps the answerer
+    honest: nothing it answered can come from outside its source."""
+    qs = load_questions(target)
+    problems = []
+    for key in SOURCES:
+        path = target / "answers" / f"{key}.evidence.json"
+        if not path.exists():
+            continue
+        quotes = json.loads(path.read_text())
+        answers = json.loads((target / "answers" / f"{key}.json").read_text())
+        contexts = _contexts(target / "answer-requests", key, qs)
+        for q in qs:
+            said = quotes.get(q.id, [])
+            text = " ".join(contexts[q.id].split())
+            if not said and answers.get(q.id, "unknown") != "unknown":
+                problems.append(f"({key}) {q.id}: an answer with no evidence quoted")
+            problems += [
+                f"({key}) {q.id}: not in what it read: {quote!r}"
+                for quote in said
+                if " ".join(quote.split()) not in text
+            ]
+    return problems
+
+
 def coverage_scores(target: Path) -> dict[str, tuple[dict[str, float], int]]:
     """Per source: answer-token coverage overall and per kind, and the characters the answerer
     reads a question, for a run whose answer requests are written (no answerer needed)."""
@@ -726,6 +773,13 @@ def report(runs: Path = RUNS) -> str:
             _rows(target.name, "answer-token coverage", coverage_scores(target))
         if any((target / "answers").glob("*.json")):
             parts.append("Token F1 of the answers:\n\n" + cmd_score(target.name, runs) + "\n")
+            if any((target / "answers").glob("*.evidence.json")):
+                problems = evidence_problems(target)
+                parts.append(
+                    "Every answer's quoted evidence is in the text its answerer read.\n"
+                    if not problems
+                    else "Evidence problems:\n\n" + "\n".join(f"- {p}" for p in problems) + "\n"
+                )
             answers = _answers(target)
             f1s = f1_scores(load_questions(target), answers)
             _rows(target.name, "token F1", {k: (m, 0) for k, m in f1s.items()})
@@ -750,6 +804,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     gen.add_argument("--out", type=Path, required=True)
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--sessions", type=int, default=None, help="only the first N sessions")
+    gen.add_argument("--data", choices=("short", "long"), default="short", help="which set")
     run = sub.add_parser("run", help="collect + curate through the relay")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--label", required=True)
@@ -772,7 +827,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         print(report())
     elif args.step == "generate":
-        ws = generate(args.out.resolve(), args.seed, args.sessions)
+        ws = generate(args.out.resolve(), args.seed, args.sessions, args.data)
         print(
             f"workspace {ws}; {len(json.loads((args.out / 'questions.json').read_text()))} "
             "questions"

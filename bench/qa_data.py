@@ -11,7 +11,9 @@ place said months apart). Answers are short, as LoCoMo's are, so token F1 means 
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 
 @dataclass(frozen=True)
@@ -374,3 +376,338 @@ FILLER: tuple[tuple[tuple[str, str], tuple[str, str]], ...] = (
     (("Jonas", "My phone screen cracked again."), ("Maya", "Get a proper case this time!")),
     (("Maya", "I found a great podcast about old ships."), ("Jonas", "Send me the link.")),
 )
+
+
+# ---------------------------------------------------------------- the long conversation
+#
+# Issue 35's held-out conversation was 19 sessions over five months, 419 turns: long enough that
+# collect needs several chunks and that search over raw logs drowns in small talk. `long_set`
+# builds one of that shape from the pools below, seeded: Lena and Omar, sixteen sessions from
+# March to August 2026, each a few planted facts (drawn from every kind the issue lists) between
+# small talk, some of it about the same topics (other books, other signs) so a keyword match is
+# not enough. Every answer is computed from what was planted (dates from the session's day and
+# the relative phrase said), and most answers share no word with their question.
+
+LONG_PEOPLE = ("Lena", "Omar")
+_PRONOUN = {"Lena": ("she", "her", "her"), "Omar": ("he", "him", "his")}
+_BOOKS = (
+    ("The Glass Harbour", "Mira Okafor", "a lighthouse keeper's daughter"),
+    ("Winter in Lisbon", "Paul Arden", "two brothers who stop speaking"),
+    ("The Last Cartographer", "Sofia Brandt", "a mapmaker in the 1800s"),
+    ("Salt and Cedar", "Hannah Riis", "a family restaurant on an island"),
+    ("Quiet Engines", "Dev Malhotra", "the people who built the first railways"),
+)
+_LENDERS = ("sister", "neighbour", "colleague", "aunt", "brother")
+_SIGNS = (
+    ("the bakery on Mill Road", "chalkboard", "Bread is love, crusts are optional"),
+    ("the climbing gym", "banner", "Fall down seven times, chalk up eight"),
+    ("the allotment gate", "notice", "Please close the gate, the goats are plotting"),
+    ("the new ramen bar", "sign", "Slurping is a compliment"),
+    ("the ferry pier", "board", "Mind the gulls, they have no manners"),
+)
+_CHILDREN = (("Priya", "cousin", "four"), ("Karl", "neighbour", "two"), ("Dana", "boss", "five"))
+_FEELINGS = (
+    ("the farewell party for Bea at the office", "sad", "she trained me when I started"),
+    ("my cousin's graduation", "proud", "nobody in our family had finished university"),
+    ("the school reunion", "out of place", "everyone talked about mortgages all night"),
+    ("the choir audition", "terrified", "my hands were shaking the whole time"),
+    ("the charity run along the river", "elated", "we raised more than we hoped"),
+)
+_PLANS = (
+    ("moving to the coast", "rushing it, rent there for a year first"),
+    (
+        "selling the car and cycling to work",
+        "a great idea, as long as you buy a proper rain jacket",
+    ),
+    ("quitting the choir", "a shame, you would miss the people more than the singing"),
+    ("adopting a second cat", "chaos, the first cat would never forgive you"),
+    ("taking a sabbatical in Chile", "the best idea you've had in years"),
+)
+_HANDLED = (
+    ("the kitchen flooded", "the flooded kitchen", "called a plumber friend and mopped until 2 am"),
+    (
+        "the upstairs neighbours kept partying",
+        "the noisy neighbours",
+        "left them a polite note with earplugs taped to it",
+    ),
+    (
+        "I lost my passport",
+        "the lost passport",
+        "went to the consulate with a copy of the birth certificate",
+    ),
+    ("our flight got cancelled", "the cancelled flight", "took the night train to Vienna instead"),
+    ("the boiler broke", "the broken boiler", "showered at the climbing gym for a week"),
+)
+_EVENTS = (  # (what was done, as the question asks it)
+    ("ran my first 10K race", "run {poss} first 10K race", "{a}'s first 10K race"),
+    (
+        "got the keys to the allotment",
+        "get the keys to the allotment",
+        "the day {a} got the allotment keys",
+    ),
+    (
+        "had the job interview at the museum",
+        "have the job interview at the museum",
+        "{a}'s museum job interview",
+    ),
+    (
+        "picked up the new bike from the shop",
+        "pick up {poss} new bike",
+        "the day {a} got the new bike",
+    ),
+    ("finally went to the dentist", "go to the dentist", "{a}'s dentist visit"),
+    (
+        "signed up for the pottery course",
+        "sign up for the pottery course",
+        "the day {a} signed up for pottery",
+    ),
+    ("repainted the hallway", "repaint the hallway", "the day {a} repainted the hallway"),
+    (
+        "went to the jazz night at the Blue Door",
+        "go to the jazz night at the Blue Door",
+        "{a}'s jazz night at the Blue Door",
+    ),
+)
+_PRICES = (
+    ("the bike repair", "cost me 85 euros", "85 euros"),
+    ("the concert tickets", "were 62 euros each", "62 euros"),
+    ("the new sofa", "cost 1,150 euros in the end", "1,150 euros"),
+    ("the ferry to the island", "was 18 euros return", "18 euros"),
+)
+_RELATIVE = (  # (phrase, days from the session's day; None: the weekday said)
+    ("yesterday", -1),
+    ("the day before yesterday", -2),
+    ("three days ago", -3),
+    ("a week ago", -7),
+    ("this morning", 0),
+    ("last {weekday}", None),
+)
+_CHANGES = (  # (who, what is said first, what a later session says instead, questions)
+    (
+        "Omar",
+        "My son Ravi started judo lessons this week.",
+        "Ravi quit judo, he does swimming now. Says the mats smelled.",
+        (
+            ("Which sport does Omar's son Ravi do now?", "swimming"),
+            ("Which sport did Ravi give up?", "judo"),
+        ),
+    ),
+    (
+        "Lena",
+        "The rent for my new flat is 950 euros a month.",
+        "The landlord raised my rent, it's 1,020 euros a month now.",
+        (("How much is Lena's rent now?", "1,020 euros a month"),),
+    ),
+    (
+        "Omar",
+        "Our book club meets at Café Luma on Thursdays.",
+        "The book club moved, we meet at the library annex now.",
+        (("Where does Omar's book club meet now?", "library annex"),),
+    ),
+    (
+        "Lena",
+        "I'm going to Porto in June with my sister.",
+        "Change of plan, my sister and I are going to Seville instead of Porto.",
+        (("Which city are Lena and her sister travelling to in June?", "Seville"),),
+    ),
+)
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+# Small talk: generic, and some about the planted topics without the facts.
+_LONG_FILLER = (
+    ("The weather has been so grey this week.", "Same here, I miss the sun."),
+    ("Did you watch the match on Tuesday?", "Only the second half, sadly."),
+    ("I need to buy coffee on the way home.", "Get the good one this time."),
+    ("Work is busy, we have a deadline on Friday.", "Hang in there."),
+    ("My neighbour's dog barked all night.", "Earplugs. Trust me."),
+    ("I keep saying I'll sleep earlier and then I don't.", "Classic."),
+    ("The car needs new tyres again.", "Cars are a money pit."),
+    ("I fixed the squeaky door finally.", "A true hero of the household."),
+    ("What are you cooking tonight?", "Pasta, as always on weeknights."),
+    ("The garden needs weeding again.", "It never ends, does it?"),
+    ("Traffic on the ring road was terrible this morning.", "I take the tram now, no regrets."),
+    ("My phone screen cracked again.", "Get a proper case this time!"),
+    ("I found a great podcast about old ships.", "Send me the link."),
+    ("I still haven't started that book you recommended.", "No rush, it's not going anywhere."),
+    ("There was a funny sign somewhere in town, I forgot what it said.", "Take a photo next time."),
+    ("I should read more instead of scrolling.", "Same. Every evening I say that."),
+    ("The kids next door are learning the trumpet.", "Brave parents."),
+    ("Do you want to try the new market on Saturday?", "Maybe, if it doesn't rain."),
+    ("I've been drinking far too much coffee.", "Is that even possible?"),
+    ("The tram was late again today.", "It's always late when you're in a hurry."),
+    ("I finally cleaned out the fridge.", "Brave. What did you find?"),
+    ("My mum called to ask about the summer plans.", "Do you have summer plans?"),
+    ("We should do a picnic when it gets warmer.", "Yes! By the river."),
+    ("I started a new series, it's about chefs.", "No spoilers please."),
+)
+
+
+def _said(day: datetime, rng: random.Random) -> tuple[str, str]:
+    """A relative date phrase said on `day`, and the date it means as 'D Month YYYY'."""
+    phrase, offset = rng.choice(_RELATIVE)
+    if offset is None:
+        back = rng.randrange(2, 7)  # a weekday two to six days before
+        target = day - timedelta(days=back)
+        phrase = phrase.format(weekday=_WEEKDAYS[target.weekday()])
+    else:
+        target = day + timedelta(days=offset)
+    return phrase, f"{target.day} {target:%B %Y}"
+
+
+def long_set(seed: int = 11) -> tuple[tuple[Session, ...], tuple[Question, ...]]:
+    """Sixteen sessions between Lena and Omar from March to August 2026 with planted facts of
+    every kind, their small talk included, and the questions about them (deterministic)."""
+    rng = random.Random(seed)
+    n_sessions = 16
+    starts = []
+    at = datetime(2026, 3, 3, 19, 0, tzinfo=UTC)
+    for _ in range(n_sessions):
+        starts.append(at + timedelta(minutes=rng.randrange(0, 180)))
+        at += timedelta(days=rng.randrange(7, 12))
+    planted: list[list[list[tuple[str, str]]]] = [[] for _ in range(n_sessions)]
+    qs: list[tuple[str, str, str, tuple[int, ...]]] = []  # kind, question, answer, sessions
+    dates: dict[str, tuple[int, datetime]] = {}  # an event's name: (session, its date)
+
+    def person() -> tuple[str, str]:
+        a = rng.choice(LONG_PEOPLE)
+        return a, LONG_PEOPLE[1 - LONG_PEOPLE.index(a)]
+
+    def slots(k: int) -> list[int]:
+        return rng.sample(range(n_sessions), k)
+
+    for s, (title, author, about), lender in zip(slots(5), _BOOKS, _LENDERS, strict=True):
+        a, b = person()
+        verdict = rng.choice(
+            (
+                "Slow start but I'm hooked.",
+                "Lovely, I read it in two evenings.",
+                "Too long, but the ending is worth it.",
+            )
+        )
+        planted[s].append(
+            [
+                (a, f"My {lender} lent me {title} by {author}, it's about {about}."),
+                (b, "Any good?"),
+                (a, verdict),
+            ]
+        )
+        qs.append(
+            (
+                "single",
+                f"Which book did {a}'s {lender} lend {_PRONOUN[a][1]}?",
+                f"{title} by {author}",
+                (s,),
+            )
+        )
+    for s, (place, kind, text) in zip(slots(5), _SIGNS, strict=True):
+        a, b = person()
+        planted[s].append(
+            [(a, f"The {kind} outside {place} said: {text}."), (b, "Ha! I need to see that.")]
+        )
+        qs.append(("single", f"What did the sign outside {place} say?", text, (s,)))
+    for s, (name, rel, n) in zip(slots(3), _CHILDREN, strict=True):
+        a, b = person()
+        their = "his" if name == "Karl" else "her"
+        planted[s].append(
+            [
+                (a, f"{name}, my {rel}, came over on the weekend with all {n} of {their} kids."),
+                (b, "That must have been loud."),
+            ]
+        )
+        qs.append(("single", f"How many children does {a}'s {rel} {name} have?", n, (s,)))
+    for s, (event, feeling, why) in zip(slots(5), _FEELINGS, strict=True):
+        a, b = person()
+        phrase, when = _said(starts[s], rng)
+        planted[s].append(
+            [
+                (a, f"{event[0].upper() + event[1:]} was {phrase}."),
+                (b, "How was it?"),
+                (a, f"Honestly, I felt {feeling}: {why}."),
+            ]
+        )
+        about = event.replace("my ", f"{a}'s ")
+        qs.append(("single", f"How did {a} feel at {about}?", feeling, (s,)))
+        qs.append(("temporal", f"When was {about}?", when, (s,)))
+        dates[about] = (s, datetime.strptime(when, "%d %B %Y"))
+    for s, (plan, opinion) in zip(slots(5), _PLANS, strict=True):
+        a, b = person()
+        planted[s].append(
+            [
+                (a, f"I'm seriously thinking about {plan}."),
+                (b, f"Honestly? I think it's {opinion}."),
+                (a, "Hm. You might be right."),
+            ]
+        )
+        qs.append(("single", f"What does {b} think of {a}'s idea of {plan}?", opinion, (s,)))
+    for s, (said, named, how) in zip(slots(5), _HANDLED, strict=True):
+        a, b = person()
+        planted[s].append(
+            [(a, f"Disaster week: {said}."), (b, "Oh no. What did you do?"), (a, f"I {how}.")]
+        )
+        qs.append(("single", f"How did {a} handle {named}?", how, (s,)))
+    for s, (did, asked, named) in zip(slots(8), _EVENTS, strict=True):
+        a, b = person()
+        phrase, when = _said(starts[s], rng)
+        planted[s].append(
+            [(a, f"I {did} {phrase}!"), (b, "Nice, how did it go?"), (a, "Better than I expected.")]
+        )
+        qs.append(("temporal", f"When did {a} {asked.format(poss=_PRONOUN[a][2])}?", when, (s,)))
+        dates[named.format(a=a)] = (s, datetime.strptime(when, "%d %B %Y"))
+    for s, (thing, cost, amount) in zip(slots(4), _PRICES, strict=True):
+        a, b = person()
+        planted[s].append([(a, f"{thing[0].upper() + thing[1:]} {cost}."), (b, "Not bad.")])
+        qs.append(("single", f"How much did {a} pay for {thing}?", amount, (s,)))
+    # Contradictions: said in one session, changed in a later one.
+    for who, first, later, asks in _CHANGES:
+        i, j = sorted(slots(2))
+        other = LONG_PEOPLE[1 - LONG_PEOPLE.index(who)]
+        planted[i].append([(who, first), (other, "Oh nice.")])
+        planted[j].append([(who, later), (other, "Really? Good to know.")])
+        qs += [("multi", q, ans, (i, j)) for q, ans in asks]
+    # A name said in one session, the thing it names in another.
+    i, j = sorted(slots(2))
+    planted[i].append(
+        [
+            ("Lena", "We adopted a cat from the shelter! Grey, very shy."),
+            ("Omar", "Congratulations! What's the name?"),
+            ("Lena", "Still deciding."),
+        ]
+    )
+    planted[j].append([("Lena", "We settled on a name for the cat: Pepper."), ("Omar", "Perfect.")])
+    qs.append(
+        ("multi", "What did Lena name the cat she adopted from the shelter?", "Pepper", (i, j))
+    )
+    # Days between two dated events of different sessions.
+    keyed = sorted(dates.items(), key=lambda kv: kv[1][1])
+    pairs = [(x, y) for x, y in zip(keyed, keyed[3:], strict=False) if x[1][0] != y[1][0]]
+    for (first, (sa, da)), (second, (sb, db)) in rng.sample(pairs, 4):
+        qs.append(
+            (
+                "multi",
+                f"How many days were there between {first} and {second}?",
+                f"{(db - da).days} days",
+                (sa, sb),
+            )
+        )
+    sessions = []
+    for n, groups in enumerate(planted):
+        talk = [
+            [(LONG_PEOPLE[k % 2], x), (LONG_PEOPLE[1 - k % 2], y)]
+            for k, (x, y) in enumerate(rng.sample(_LONG_FILLER, 6))
+        ]
+        mixed: list[tuple[str, str]] = [*talk[0]]
+        rest = groups + talk[1:]
+        rng.shuffle(rest)
+        for group in rest:
+            mixed += group
+        kind = "claude_code" if n % 5 == 2 else "openclaw"
+        if kind == "claude_code":
+            mixed.insert(0, ("Pip", "Hi both, I'm here if you need me."))
+        sessions.append(Session(starts[n].strftime("%Y-%m-%dT%H:%M:%SZ"), kind, tuple(mixed)))
+    counters: dict[str, int] = {}
+    questions = []
+    for kind, q, ans, ss in sorted(qs, key=lambda t: (t[0], min(t[3]))):
+        counters[kind] = counters.get(kind, 0) + 1
+        questions.append(
+            Question(f"{kind[0]}{counters[kind]:02d}", kind, q, ans, tuple(s + 1 for s in ss))
+        )
+    return tuple(sessions), tuple(questions)

@@ -110,6 +110,12 @@ RECORD_ROUTING = ToolSpec(
                     "properties": {
                         "id": {"type": "string"},
                         "destination": {"type": "string", "description": 'A path, or "skip".'},
+                        "also": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "Other files you wrote this entry to in this run "
+                            "(an entry about two people goes in both contact files).",
+                        },
                         "reason": {"type": "string"},
                     },
                     "required": ["id", "destination"],

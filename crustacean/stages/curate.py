@@ -43,7 +43,9 @@ HAND_CHARS = 24_000  # ...within this many characters in all
 HAND_FILE_CHARS = 6_000  # a bigger file is left for the model to read if it needs it
 ALWAYS_HANDED = ("memory/README.md", "knowledge/README.md", "MEMORY.md")
 _NAME_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’-]{2,}")
-_CHANNELS = frozenset({"telegram", "discord", "slack", "email", "whatsapp", "signal", "g"})
+# Channel prefixes of contact and group file names, and `name`: the id of a person known by no
+# channel (`contacts/name-ana-lopez.md`); none of them is a name to match entries by.
+_CHANNELS = frozenset({"telegram", "discord", "slack", "email", "whatsapp", "signal", "g", "name"})
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
 BLOCK_LEVELS = (2, 3, 4)  # `## …` to `#### …`: the headings that start a daily log's block
 
@@ -132,14 +134,20 @@ def pending_entries(
     return list({e.id: e for e in out}.values())  # the same bullet twice in a day is one entry
 
 
-def mark_curated(
-    db: StateDB, entries: Mapping[str, tuple[str, str]], run_id: str, now: datetime
-) -> None:
+Routing = tuple[tuple[str, ...], str]  # an entry's destinations (or ("skip",)) and the reason
+SKIP: tuple[str, ...] = ("skip",)
+
+
+def mark_curated(db: StateDB, entries: Mapping[str, Routing], run_id: str, now: datetime) -> None:
+    """Record each entry's fate; an entry filed in two files keeps both, comma-separated."""
     with db.transaction() as conn:
         conn.executemany(
             "INSERT OR IGNORE INTO curated_entries (id, run_id, destination, reason, curated) "
             "VALUES (?, ?, ?, ?, ?)",
-            [(i, run_id, dest, reason, now.isoformat()) for i, (dest, reason) in entries.items()],
+            [
+                (i, run_id, ", ".join(dests), reason, now.isoformat())
+                for i, (dests, reason) in entries.items()
+            ],
         )
 
 
@@ -171,9 +179,10 @@ def likely_destinations(entries: list[Entry], labels: Mapping[str, str]) -> list
 
 
 def _word_key(word: str) -> str:
-    """A word as matched: case-folded, a plural `s` off, so a `[lesson]` entry finds
-    `lessons.md` and a `[reminder]` the "Admin reminders" file."""
-    key = word.casefold()
+    """A word as matched: case-folded, without a possessive ("Lena's" is Lena), a plural `s`
+    off, so a `[lesson]` entry finds `lessons.md` and a `[reminder]` the "Admin reminders"
+    file."""
+    key = re.sub(r"['’]s$", "", word.casefold())
     return key.removesuffix("s") if len(key) > 3 else key
 
 
@@ -326,7 +335,7 @@ def _execute(run: Run, db: StateDB, days: int) -> Finish[CurateResult]:
     if not entries:
         return Finish(result, "skipped", "no uncurated daily entries", diff=False)
     before = set(memory_paths(ws.root)) if not dry_run else set()
-    reported: dict[str, tuple[str, str]] = {}
+    reported: dict[str, Routing] = {}
     landed: set[str] = set()
     held: set[str] = set()  # reports code rejected: those entries stay for the next run
     outcome = session.run(
@@ -336,13 +345,15 @@ def _execute(run: Run, db: StateDB, days: int) -> Finish[CurateResult]:
     known = {e.id for e in entries}
     # Code checks the model's report: an entry counts as routed only if something really
     # landed in its destination this run; otherwise it stays uncurated and comes back.
-    unlanded = {i for i, (dest, _) in reported.items() if dest != "skip" and dest not in landed}
+    unlanded = {
+        i for i, (dests, _) in reported.items() if dests != SKIP and not set(dests) <= landed
+    }
     unlanded |= held - set(reported)
     reported = {i: v for i, v in reported.items() if i in known and i not in unlanded}
     if outcome.status == "ok":
         for e in entries:
             if e.id not in unlanded:
-                reported.setdefault(e.id, ("skip", "not routed by the model"))
+                reported.setdefault(e.id, (SKIP, "not routed by the model"))
     _tally(result, reported, len(entries))
     if not dry_run:
         mark_curated(db, reported, run.id, now)
@@ -369,7 +380,7 @@ def curate(
 def _handlers(
     session: ModelSession,
     run_id: str,
-    reported: dict[str, tuple[str, str]],
+    reported: dict[str, Routing],
     landed: set[str],
     known: set[str],
     held: set[str],
@@ -385,13 +396,21 @@ def _handlers(
                 continue
             reason = item.get("reason")
             reason = reason if isinstance(reason, str) else ""
-            dest = str(item.get("destination") or "skip").strip().removeprefix("./")
-            why = routing_problem(item["id"], dest, known, landed, session.store.read_bytes)
+            dests = destinations(item)
+            why = "; ".join(
+                dict.fromkeys(
+                    w
+                    for d in dests
+                    if (
+                        w := routing_problem(item["id"], d, known, landed, session.store.read_bytes)
+                    )
+                )
+            )
             if why:
-                rejected.append({"id": item["id"], "destination": dest, "why": why})
+                rejected.append({"id": item["id"], "destination": ", ".join(dests), "why": why})
                 held.add(item["id"])
                 continue
-            reported[item["id"]] = (dest, reason)
+            reported[item["id"]] = (dests, reason)
             held.discard(item["id"])
             recorded.append(item["id"])
         body: dict[str, Any] = {"recorded": recorded, "rejected": rejected}
@@ -422,6 +441,17 @@ def _handlers(
     return {"record_routing": record_routing, "write_context": write_context}
 
 
+def destinations(item: Mapping[str, Any]) -> tuple[str, ...]:
+    """A reported routing's files: `destination`, then any `also` (an entry about two people
+    is filed in both contact files), each once; `("skip",)` when it was skipped (pure)."""
+    first = str(item.get("destination") or "skip").strip().removeprefix("./")
+    if first == "skip":
+        return SKIP
+    also = item.get("also")
+    extra = [str(p).strip().removeprefix("./") for p in also] if isinstance(also, list) else []
+    return tuple(dict.fromkeys(p for p in [first, *extra] if p and p != "skip"))
+
+
 def routing_problem(
     entry: str,
     dest: str,
@@ -446,9 +476,9 @@ def routing_problem(
     return ""
 
 
-def _tally(result: CurateResult, reported: Mapping[str, tuple[str, str]], total: int) -> None:
-    routed = Counter(d for d, _ in reported.values() if d != "skip")
-    skipped = Counter(r or "no reason" for d, r in reported.values() if d == "skip")
+def _tally(result: CurateResult, reported: Mapping[str, Routing], total: int) -> None:
+    routed = Counter(d for ds, _ in reported.values() if ds != SKIP for d in ds)
+    skipped = Counter(r or "no reason" for ds, r in reported.values() if ds == SKIP)
     result.routed, result.skipped = dict(routed), dict(skipped)
     result.unreported = total - len(reported)
 
