@@ -104,8 +104,10 @@ class Applier:
         held.enter_context(self.git.index_locked())
         with contextlib.ExitStack() as failing:
             failing.push(held)  # released here only when the call fails before its commit
-            base = self.git.head()
-            snapshot = self._snapshot_dirty(plan, actor, base)
+            kept = set(touched)
+            existing = [p for p, b in plan.before.items() if b is not None and p in kept]
+            base, head_ids = self.git.head_blobs(existing)  # one git process for both
+            snapshot = self._snapshot_dirty(plan, actor, base, existing, head_ids)
             head = snapshot or base
             settle = self._apply(plan, touched, call_id, head, base, sha256, settle_later=True)
             failing.pop_all()
@@ -341,13 +343,18 @@ class Applier:
         self.journal_path.unlink(missing_ok=True)
         return undone
 
-    def _snapshot_dirty(self, plan: Plan, actor: str, head: str | None) -> str | None:
-        """Commit the user's uncommitted edits to files this call replaces, so none is lost."""
+    def _snapshot_dirty(
+        self,
+        plan: Plan,
+        actor: str,
+        head: str | None,
+        existing: list[str],
+        head_ids: dict[str, str],
+    ) -> str | None:
+        """Commit the user's uncommitted edits to files this call replaces (`existing`, whose
+        ids at `head` are `head_ids`), so none is lost."""
         if head is None:
             return None
-        touched = set(plan.touched)  # a property that compares every file: once, not per file
-        existing = [p for p, b in plan.before.items() if b is not None and p in touched]
-        head_ids = self.git.blob_ids(head, existing)
         dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
         if not dirty:
             return None
@@ -381,6 +388,7 @@ class Applied:
         self.applier, self.git = applier, applier.git
         self.plan, self.touched, self.call_id, self.sha256 = plan, touched, call_id, sha256
         self.head, self.snapshot, self.settle, self.held = head, snapshot, settle, held
+        self.upkeep: Callable[[], str] = lambda: ""  # git's maintenance, once HEAD moved
 
     def commit(self, actor: str, message: str, run_id: str | None) -> str | None:
         """The version (None when the workspace is not versioned), then the user's index,
@@ -414,8 +422,13 @@ class Applied:
                     self.git.sync_index(snapshot, touched)
             self.applier.journal_path.unlink(missing_ok=True)
             raise
-        _fault_point(INDEX_SYNC)
-        self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        self.upkeep = self.git.start_maintenance()  # beside the index update, as git commit
+        try:
+            _fault_point(INDEX_SYNC)
+            self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        except BaseException:
+            self.upkeep()
+            raise
         self.applier.journal_path.unlink(missing_ok=True)
         return version
 
