@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
-RENAME_LANES_FROM = 32  # files in a call from which they are renamed on several threads
+RENAME_LANES_FROM = 4  # files in a call from which they are renamed on several threads
 SYNC_ONCE_FROM = 32  # new files in a call from which their temp files are synced at once
 TEMPS_DURABLE = ":temps-durable"  # the fault point between that sync and the journal's rename
 
