@@ -161,7 +161,7 @@ class Applier:
         early = [
             p for p in touched if plan.after[p] is not None and (self.root / p).parent in ready
         ]
-        modes = {p: self._mode_for(p) for p in early}
+        modes = _modes(self.root, early)
         entry = json.dumps(journal).encode()
         # Many files: written to the page cache, then made durable at once (one syncfs), still
         # all before the journal is in place and any file is renamed (see atomic.py)
@@ -226,11 +226,8 @@ class Applier:
         _fault_point(path)
 
     def _mode_for(self, path: str) -> int:
-        """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
-        try:
-            return stat.S_IMODE(os.stat(os.path.join(self.root, path)).st_mode)
-        except FileNotFoundError:
-            return 0o666 & ~_umask()
+        """One file's mode as `_modes` gives it, for a file written alone (`_put`)."""
+        return _modes(self.root, [path])[path]
 
     def _put(self, path: str, data: bytes | None) -> None:
         full = self.root / path
@@ -498,6 +495,21 @@ def _dead_owner(store: Applier) -> int | None:
 
 def _sha_or_none(data: bytes | None) -> str | None:
     return None if data is None else sha256_hex(data)
+
+
+def _modes(root: Path, paths: list[str]) -> dict[str, int]:
+    """The mode each written file gets: its own (exec bit too), or an editor's for a new one
+    (the umask read once for the call, not once per new file: an archive pass makes 1,000)."""
+    modes: dict[str, int] = {}
+    new: int | None = None
+    for path in paths:
+        try:
+            modes[path] = stat.S_IMODE(os.stat(os.path.join(root, path)).st_mode)
+        except FileNotFoundError:
+            if new is None:
+                new = 0o666 & ~_umask()
+            modes[path] = new
+    return modes
 
 
 def _umask() -> int:
