@@ -234,12 +234,18 @@ def parse_document(text: str, path: str) -> Document:
     return Document(path, text, front.meta, text[front.end :], front.block, warning)
 
 
-def read_document(root: Path, rel: str, *, lenient: bool = False) -> Document:
+def read_document(
+    root: Path, rel: str, *, lenient: bool = False, data: bytes | None = None
+) -> Document:
     """Read `root/rel` as a memory; raises DocumentSkipped when it is no text we can use.
 
     `lenient` (for readers that never write back: context, search) decodes invalid UTF-8 with
-    U+FFFD in its place and says so in `warning`, so one bad byte does not hide a whole file."""
-    data = _read_bytes(os.path.join(root, rel), rel)  # no Path: compile reads 10,000 of them
+    U+FFFD in its place and says so in `warning`, so one bad byte does not hide a whole file.
+    `data` is the file's bytes when the caller has read them already (compile reads each once)."""
+    if data is None:
+        data = _read_bytes(os.path.join(root, rel), rel)  # no Path: compile reads 10,000
+    elif len(data) > MAX_DOC_BYTES:
+        raise DocumentSkipped(rel, f"larger than {MAX_DOC_BYTES:,} bytes")
     bad = None
     try:
         text = data.decode("utf-8")

@@ -71,12 +71,12 @@ def memory_paths(root: Path) -> list[str]:
 
 
 def read_memory(
-    ws: Workspace, rel: str, stored: StoredTier | None = None
+    ws: Workspace, rel: str, stored: StoredTier | None = None, data: bytes | None = None
 ) -> tuple[MemoryDoc | None, str | None]:
     """One memory file: (the memory or None when it cannot be used, its problem or None);
-    `stored` is its tier in state.db, if any."""
+    `stored` is its tier in state.db, if any; `data` its bytes, when read already."""
     try:
-        doc = read_document(ws.root, rel)
+        doc = read_document(ws.root, rel, data=data)
     except DocumentSkipped as e:
         return None, e.reason
     if not doc.body.strip():

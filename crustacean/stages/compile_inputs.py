@@ -156,6 +156,8 @@ class CachedInputs(ReadInputs):
                 if e.sha is None:
                     data = self.store.read_bytes(p) or b""
                     e.sha, e.empty = hashlib.sha256(data).digest(), not _has_text(data)
+                    if e.memory is None and not self.odd and is_memory_path(p):
+                        e.memory = self._memory_of(p, data)  # the tier step's, from one read
                     self.reads += 1
                     self.read.add(p)
                 out[p] = (e.stand_in(), (e.sha or b"").hex())
@@ -176,8 +178,7 @@ class CachedInputs(ReadInputs):
             if m is None:  # not read, or not a memory path at all
                 if not is_memory_path(p):
                     continue
-                doc, _ = read_memory(self.ws, p)
-                m = e.memory = doc.as_memory() if doc else False
+                m = e.memory = self._memory_of(p)
                 self.reads += 1
                 self.read.add(p)
             elif isinstance(m, tuple):
@@ -188,6 +189,12 @@ class CachedInputs(ReadInputs):
             stored = db.stored_tiers()
         self._memories = [with_stored(m, stored.get(m.path)) for m in out]
         return self._memories
+
+    def _memory_of(self, path: str, data: bytes | None = None) -> Memory | bool:
+        """What the file at `path` says of its memory (False: no usable memory), from `data`
+        when the caller has read its bytes."""
+        doc, _ = read_memory(self.ws, path, data=data)
+        return doc.as_memory() if doc else False
 
     def settle(self) -> None:
         """Read whatever the next run would have to (after the pass wrote), so it need not."""

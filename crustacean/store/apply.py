@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 WRITE_LOCK_SECONDS = 60.0
 INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
-RENAME_LANES_FROM = 32  # files in a call from which they are renamed on several threads
+RENAME_LANES_FROM = 4  # files in a call from which they are renamed on several threads
 SYNC_ONCE_FROM = 32  # new files in a call from which their temp files are synced at once
 TEMPS_DURABLE = ":temps-durable"  # the fault point between that sync and the journal's rename
 
@@ -104,8 +104,10 @@ class Applier:
         held.enter_context(self.git.index_locked())
         with contextlib.ExitStack() as failing:
             failing.push(held)  # released here only when the call fails before its commit
-            base = self.git.head()
-            snapshot = self._snapshot_dirty(plan, actor, base)
+            kept = set(touched)
+            existing = [p for p, b in plan.before.items() if b is not None and p in kept]
+            base, head_ids = self.git.head_blobs(existing)  # one git process for both
+            snapshot = self._snapshot_dirty(plan, actor, base, existing, head_ids)
             head = snapshot or base
             settle = self._apply(plan, touched, call_id, head, base, sha256, settle_later=True)
             failing.pop_all()
@@ -159,7 +161,7 @@ class Applier:
         early = [
             p for p in touched if plan.after[p] is not None and (self.root / p).parent in ready
         ]
-        modes = {p: self._mode_for(p) for p in early}
+        modes = _modes(self.root, early)
         entry = json.dumps(journal).encode()
         # Many files: written to the page cache, then made durable at once (one syncfs), still
         # all before the journal is in place and any file is renamed (see atomic.py)
@@ -224,11 +226,8 @@ class Applier:
         _fault_point(path)
 
     def _mode_for(self, path: str) -> int:
-        """The mode a written file gets: its own (exec bit too), or an editor's for a new one."""
-        try:
-            return stat.S_IMODE(os.stat(os.path.join(self.root, path)).st_mode)
-        except FileNotFoundError:
-            return 0o666 & ~_umask()
+        """One file's mode as `_modes` gives it, for a file written alone (`_put`)."""
+        return _modes(self.root, [path])[path]
 
     def _put(self, path: str, data: bytes | None) -> None:
         full = self.root / path
@@ -341,13 +340,18 @@ class Applier:
         self.journal_path.unlink(missing_ok=True)
         return undone
 
-    def _snapshot_dirty(self, plan: Plan, actor: str, head: str | None) -> str | None:
-        """Commit the user's uncommitted edits to files this call replaces, so none is lost."""
+    def _snapshot_dirty(
+        self,
+        plan: Plan,
+        actor: str,
+        head: str | None,
+        existing: list[str],
+        head_ids: dict[str, str],
+    ) -> str | None:
+        """Commit the user's uncommitted edits to files this call replaces (`existing`, whose
+        ids at `head` are `head_ids`), so none is lost."""
         if head is None:
             return None
-        touched = set(plan.touched)  # a property that compares every file: once, not per file
-        existing = [p for p, b in plan.before.items() if b is not None and p in touched]
-        head_ids = self.git.blob_ids(head, existing)
         dirty = [p for p in existing if head_ids.get(p) != _git_blob_id(plan.before[p] or b"")]
         if not dirty:
             return None
@@ -381,6 +385,7 @@ class Applied:
         self.applier, self.git = applier, applier.git
         self.plan, self.touched, self.call_id, self.sha256 = plan, touched, call_id, sha256
         self.head, self.snapshot, self.settle, self.held = head, snapshot, settle, held
+        self.upkeep: Callable[[], str] = lambda: ""  # git's maintenance, once HEAD moved
 
     def commit(self, actor: str, message: str, run_id: str | None) -> str | None:
         """The version (None when the workspace is not versioned), then the user's index,
@@ -414,8 +419,13 @@ class Applied:
                     self.git.sync_index(snapshot, touched)
             self.applier.journal_path.unlink(missing_ok=True)
             raise
-        _fault_point(INDEX_SYNC)
-        self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        self.upkeep = self.git.start_maintenance()  # beside the index update, as git commit
+        try:
+            _fault_point(INDEX_SYNC)
+            self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
+        except BaseException:
+            self.upkeep()
+            raise
         self.applier.journal_path.unlink(missing_ok=True)
         return version
 
@@ -485,6 +495,21 @@ def _dead_owner(store: Applier) -> int | None:
 
 def _sha_or_none(data: bytes | None) -> str | None:
     return None if data is None else sha256_hex(data)
+
+
+def _modes(root: Path, paths: list[str]) -> dict[str, int]:
+    """The mode each written file gets: its own (exec bit too), or an editor's for a new one
+    (the umask read once for the call, not once per new file: an archive pass makes 1,000)."""
+    modes: dict[str, int] = {}
+    new: int | None = None
+    for path in paths:
+        try:
+            modes[path] = stat.S_IMODE(os.stat(os.path.join(root, path)).st_mode)
+        except FileNotFoundError:
+            if new is None:
+                new = 0o666 & ~_umask()
+            modes[path] = new
+    return modes
 
 
 def _umask() -> int:

@@ -131,24 +131,35 @@ class Planner:
         rest: Leftover | None = None
         tally: dict[str, tuple[int, int]] = {}
         touched = plan.touched
-        after = {p: _lines(plan.after[p] or b"") for p in touched}  # each file split once
+        split: dict[str, list[str]] = {}
+
+        def after(p: str) -> list[str]:
+            """A file's lines as the call leaves it, split once and only when asked: a move's
+            thousands of targets never are."""
+            if p not in split:
+                split[p] = _lines(plan.after[p] or b"")
+            return split[p]
+
+        # bytes a moved or trashed target holds whole: a file whose old bytes are one of them
+        # (a move's source) loses nothing, each of its lines being verbatim in that target
+        whole = {plan.after[t] for t in plan.moved}
         before: dict[str, list[tuple[int, str, str]]] = {}
         for path in touched:
             old = plan.before.get(path)
-            if old is None or path in plan.moved:
+            if old is None or path in plan.moved or (plan.after[path] is None and old in whole):
                 continue
-            own = set(after[path])
+            own = set(after(path))
             numbered = before[path] = _numbered(old)
             if all(x in own for _, _, x in numbered):
                 continue  # the common case (appends, additions): nothing of it left the file
             if rest is None:  # built once, only for a call that drops lines somewhere
-                left = [after[p] for p in touched if plan.after[p] is not None]
+                left = [after(p) for p in touched if plan.after[p] is not None]
                 added = []
                 for p in touched:
                     had = {x for _, _, x in before[p]} if p in before else None
                     if had is None:
                         had = set(_lines(plan.before.get(p) or b""))
-                    added.append([x for x in after[p] if x not in had])
+                    added.append([x for x in after(p) if x not in had])
                 rest = Leftover(left, added)
             lost = [(n, raw.strip()) for n, raw, line in numbered if not rest.keeps(line)]
             if not lost:

@@ -25,7 +25,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
+from typing import IO
 
 from crustacean.errors import LockedError, RepoBusyError, VersionError
 from crustacean.tree import STATE_DIR
@@ -39,6 +41,7 @@ COMMIT_WRITTEN = ":commit-written"  # the fault point between the commit object 
 MAINTENANCE = ("maintenance", "run", "--auto", "--quiet")  # what `git commit` runs after a commit
 # The config a version reads: signing (`commit-tree` ignores commit.gpgsign) and the upkeep after.
 SETTINGS = r"^(commit\.gpgsign|maintenance\.auto|gc\.pruneexpire)$"
+CONFIG = ("config", "-z", "--get-regexp", SETTINGS)  # the one `git config` that reads them
 INDEX_LOCK_WAIT = 10.0  # seconds a write waits for another git command to release index.lock
 LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacean holding it
 VERSION_INDEX = "crustacean-index"  # in the git folder: the private index versions are staged on
@@ -127,11 +130,10 @@ class Git:
         input: bytes | None = None,
         check: bool = True,
     ) -> subprocess.CompletedProcess[bytes]:
-        full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
         proc = subprocess.run(
             ["git", *args],
             cwd=self.root,
-            env=full_env,
+            env=_env(env),
             input=input,
             capture_output=True,
             check=False,
@@ -294,6 +296,29 @@ class Git:
             raise VersionError(f"unknown version {rev!r}; see `crustacean history` for ids.")
         return proc.stdout.decode().strip()
 
+    def head_blobs(self, paths: Sequence[str]) -> tuple[str | None, dict[str, str]]:
+        """HEAD's commit id (None: no version yet) and the object id of each path in it
+        (absent paths left out), from one `git cat-file --batch-check`: what a write needs
+        before its journal, without a second git process. Should HEAD move between the lines,
+        `update-ref` refuses the version, as it refuses any HEAD moved after this read."""
+        if any("\n" in p for p in paths):  # the batch is line-based: ask git the longer way
+            head = self.head()
+            return head, self.blob_ids(head, paths) if head else {}
+        asked = "".join(f"HEAD:{p}\n" for p in paths)
+        out = self.run(
+            "cat-file",
+            "--batch-check=%(objectname) %(objecttype)",
+            input=("HEAD\n" + asked).encode("utf-8", "surrogateescape"),
+        ).stdout.split(b"\n")
+        head, *ids = (line.split(b" ")[0].decode() for line in out[: len(paths) + 1])
+        if out[0].endswith(b" missing"):  # an unborn branch: no version yet
+            return None, {}
+        if any(line.endswith(b" missing") for line in out[1 : len(paths) + 1]):
+            # a file on disk git has no version of (rare), or HEAD's tree is unreadable: only
+            # `ls-tree` tells them apart, failing on damage
+            return head, self.blob_ids(head, paths)
+        return head, dict(zip(paths, ids, strict=True))
+
     def blob_ids(self, rev: str, paths: Sequence[str]) -> dict[str, str]:
         """Blob id of each path at `rev` (paths absent there are left out)."""
         return {p: sha for p, (_, sha) in self.tree_entries(rev, list(paths)).items()}
@@ -354,8 +379,19 @@ class Git:
             env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
         head = self.head() if parent is LookUp.HEAD else parent
         index = self.git_dir / VERSION_INDEX
-        tree = self._tree(index, head, sorted(set(paths)))
-        self.settings = self.read_settings()
+        reading = subprocess.Popen(  # the settings are read beside the staging, not after it
+            ["git", *CONFIG],
+            cwd=self.root,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            tree = self._tree(index, head, sorted(set(paths)))
+        finally:
+            said, _ = reading.communicate()
+        self.settings = self._settings(reading.returncode, said)
         body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
         parents = ["-p", head] if head else []
         sign = ["-S"] if self.settings.sign else []  # commit-tree ignores commit.gpgsign
@@ -410,11 +446,15 @@ class Git:
     def read_settings(self) -> Settings:
         """The config a version needs, in one `git config` (it may change between versions);
         a flag that is set is read back typed by git, so git's own boolean rules apply."""
-        proc = self.run("config", "-z", "--get-regexp", SETTINGS, check=False)
-        if proc.returncode > 1:  # 1: none set; more: git cannot read its config, and says why
+        proc = self.run(*CONFIG, check=False)
+        return self._settings(proc.returncode, proc.stdout)
+
+    def _settings(self, code: int, said: bytes) -> Settings:
+        """`read_settings` from what its `git config` returned and said."""
+        if code > 1:  # 1: none set; more: git cannot read its config, and says why
             self.run("config", "--list")
         found: dict[str, str] = {}
-        for item in proc.stdout.split(b"\0"):
+        for item in said.split(b"\0"):
             if item:
                 key, _, value = item.decode("utf-8", "replace").partition("\n")
                 found[key] = value
@@ -432,31 +472,43 @@ class Git:
         """After a version, `git maintenance run --auto --quiet`, as `git commit` runs it: git
         decides whether anything is due, takes its own lock, and detaches a gc by its
         `gc.autoDetach` (on unless the user turned it off), so the next write never waits on
-        it. The store calls this once its write lock is released. Nothing runs when the
-        config turns it off, while the user's merge or rebase is in progress, or with
-        `gc.pruneExpire=now` (a prune then may take the next version's new objects). Never
-        raises: the version is safe already. Returns what happened, for the log and the tests."""
-        if not self.settings.maintain or self.settings.prune_now:
-            return ""
-        if self.busy() is not None:
-            return ""
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        it. Nothing runs when the config turns it off, while the user's merge or rebase is in
+        progress, or with `gc.pruneExpire=now` (a prune then may take the next version's new
+        objects). Never raises: the version is safe already. Returns what happened, for the
+        log and the tests."""
+        return self.start_maintenance()()
+
+    def start_maintenance(self) -> Callable[[], str]:
+        """`maintain`, started now: the store starts it once HEAD names the version, so it runs
+        beside the user's index update, and waits on the returned call once its write lock
+        is released."""
+        if not self.settings.maintain or self.settings.prune_now or self.busy() is not None:
+            return lambda: ""
         try:  # stderr to a file, not a pipe: a detached gc that keeps it open never holds us
-            with tempfile.TemporaryFile() as err:
-                code = subprocess.run(
+            err = tempfile.TemporaryFile()  # noqa: SIM115  # closed by _maintained, later
+            try:
+                proc = subprocess.Popen(
                     ["git", *MAINTENANCE],
                     cwd=self.root,
-                    env=env,
+                    env=_env(),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=err,
-                    check=False,
-                ).returncode
-                err.seek(0)
-                said = err.read().decode("utf-8", "replace").strip().splitlines()
+                )
+            except BaseException:
+                err.close()
+                raise
         except OSError as why:
             log.warning("git's housekeeping after a version could not start (%s); kept", why)
-            return ""
+            return lambda: ""
+        return partial(self._maintained, proc, err)
+
+    def _maintained(self, proc: subprocess.Popen[bytes], err: IO[bytes]) -> str:
+        """Wait for the maintenance `start_maintenance` started; what happened."""
+        with err:
+            code = proc.wait()
+            err.seek(0)
+            said = err.read().decode("utf-8", "replace").strip().splitlines()
         if code == 0:
             return "ran"
         why_lines = [x for x in said if x.startswith(("error:", "fatal:"))] or said[-1:]
@@ -608,6 +660,11 @@ class Git:
 
     def show(self, rev: str) -> str:
         return self.out("show", "--stat", "--patch", "--format=fuller", self.resolve(rev))
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every git command here runs in: no prompt, messages untranslated."""
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(extra or {})}
 
 
 def _owner_pid(owner: Path) -> int | None:

@@ -8,6 +8,7 @@ The read side is `files.py`; a dry run's store is `overlay.py`.
 
 from __future__ import annotations
 
+import contextlib
 import secrets as pyrandom
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -89,7 +90,7 @@ class Store(Files):
         """Apply one call as one version, or queue it as a proposal when it is ask-first."""
         check_message(message)
         call_id = new_id()
-        with self._applier.opened() as busy:
+        with contextlib.ExitStack() as after, self._applier.opened() as busy:
             plan = self.plan(changes, actor=actor, max_files=max_files, run_id=run_id)
             if plan.ask and not proposals.approves(self.ws, approval, actor, plan.changes):
                 pid = proposals.add(
@@ -110,6 +111,7 @@ class Store(Files):
                 return WriteResult(files=(), call_id=call_id)
             applied = self._applier.apply(plan, touched, call_id, actor)
             version = applied.commit(actor, message, run_id)
+            after.callback(applied.upkeep)  # waited on once the store's lock is released
             if plan.loss:  # a run's losses so far, kept once the version holds them
                 self._loss_tally.add(run_id, plan.loss)
             result = WriteResult(
@@ -119,8 +121,6 @@ class Store(Files):
                 snapshot=applied.snapshot,
                 sha256=applied.sha256,
             )
-        if version is not None:  # git's housekeeping, as `git commit` runs it
-            self.git.maintain()
         return result
 
     def repair(self) -> tuple[bool, list[str]]:
