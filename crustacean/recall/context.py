@@ -33,11 +33,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from crustacean.documents import DocumentSkipped, read_document
+from crustacean.documents import Document, DocumentSkipped, read_document
 from crustacean.errors import UsageError
 from crustacean.markdown import code_lines, heading
 from crustacean.recall.memories import MemoryDoc
@@ -448,17 +449,51 @@ def _person_file(mems: list[MemoryDoc], audience: Audience) -> MemoryDoc | None:
     return None
 
 
+class Reader:
+    """Where a context reads the workspace: each read fresh, as a CLI process makes it once.
+    A long-lived server keeps what it read between calls instead (session.py)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+
+    @contextmanager
+    def ranking(self, topic: str, now: datetime) -> Iterator[Ranking]:
+        """The search ranking of every line for the topic, the index refreshed first."""
+        from crustacean.recall.search import SearchIndex
+
+        with SearchIndex(self.ws) as index:
+            yield index.ranking(topic, now)
+
+    def memories(self, ranking: Ranking | None) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
+        """The memories a context may pick (every one but the archived with a topic), and the
+        problems of every memory file (memory_index.py)."""
+        scanned = ranking.index.scanned if ranking is not None else None
+        return load_memories(self.ws, bodies=False, topic=ranking is not None, scanned=scanned)
+
+    def document(self, rel: str) -> Document:
+        """A foundation file, one bad byte read as U+FFFD (`DocumentSkipped` when unusable)."""
+        return read_document(self.ws.root, rel, lenient=True)
+
+    def body(self, mem: MemoryDoc) -> Document:
+        """The document of a memory the context loads."""
+        return mem.doc
+
+
 def assemble(
-    ws: Workspace, audience: Audience, topic: str | None, caps: Caps, now: datetime
+    ws: Workspace,
+    audience: Audience,
+    topic: str | None,
+    caps: Caps,
+    now: datetime,
+    reader: Reader | None = None,
 ) -> Context:
     """Read the workspace and build the context; no side effects (the caller records recalls)
     but the search index's refresh."""
+    reader = reader if reader is not None else Reader(ws)
     if topic and topic.strip():
-        from crustacean.recall.search import SearchIndex
-
-        with SearchIndex(ws) as index:
-            return _assemble(ws, audience, topic, caps, now, index.ranking(topic, now))
-    return _assemble(ws, audience, topic, caps, now, None)
+        with reader.ranking(topic, now) as ranking:
+            return _assemble(ws, audience, topic, caps, now, ranking, reader)
+    return _assemble(ws, audience, topic, caps, now, None, reader)
 
 
 def _assemble(
@@ -468,6 +503,7 @@ def _assemble(
     caps: Caps,
     now: datetime,
     ranking: Ranking | None,
+    reader: Reader,
 ) -> Context:
     entries: list[Entry] = []
     not_loaded: list[tuple[str, str]] = []
@@ -480,7 +516,7 @@ def _assemble(
         if not (ws.root / rel).is_file():
             continue  # a missing file is normal (no log yet today); nothing to load
         try:
-            doc = read_document(ws.root, rel, lenient=True)  # one bad byte hides nothing
+            doc = reader.document(rel)  # one bad byte hides nothing
         except DocumentSkipped as e:
             problems.append((rel, e.reason))
             continue
@@ -495,14 +531,13 @@ def _assemble(
         entries.append(Entry(rel, "foundation", rel, text, why))
     if caps.whole:  # what the foundation took is not left for memories and found lines
         caps = replace(caps, budget_chars=max(caps.budget_chars - used - WHOLE_OVERHEAD, 0))
-    scanned = ranking.index.scanned if ranking is not None else None
-    mems, bad = load_memories(ws, bodies=False, topic=ranking is not None, scanned=scanned)
+    mems, bad = reader.memories(ranking)
     problems += bad
     person = _person_file(mems, audience)
     if person is not None:
-        body = loadable(person.doc.body)
+        doc = reader.body(person)
         entries.append(
-            Entry(person.path, "person", person.doc.name, body, str(audience), person.tier)
+            Entry(person.path, "person", doc.name, loadable(doc.body), str(audience), person.tier)
         )
     elif audience.kind in ("dm", "group"):
         not_loaded.append((f"{audience.kind}:{audience.name}", "no matching file"))
@@ -510,15 +545,17 @@ def _assemble(
     shares = texts = None
     if ranking is not None:
         shares = ranking.best_shares()
+        rest = _candidates(rest, shares)
         texts = _BestLines(ranking, rest, shares)
     kept, cut = choose(rest, topic, caps, shares, texts)
     spent = 0
     for mem, why in kept:
         section = "lesson" if mem.path.startswith("memory/lessons/") else "memory"
-        text = texts.get(mem.path, mem.doc.body) if texts is not None else mem.doc.body
-        why += ", best lines for the topic" if text is not mem.doc.body else ""
-        text = loadable(text)
-        entries.append(Entry(mem.path, section, mem.doc.name, text, why, mem.tier))
+        doc = reader.body(mem)
+        best = texts.get(mem.path) if texts is not None else None
+        why += ", best lines for the topic" if best is not None else ""
+        text = loadable(best if best is not None else doc.body)
+        entries.append(Entry(mem.path, section, doc.name, text, why, mem.tier))
         spent += len(text)
     if ranking is not None:
         entries += _found(ranking, {e.path for e in entries}, caps.budget_chars - spent)
@@ -530,6 +567,12 @@ def _assemble(
         tuple(problems),
         caps.listed_paths,
     )
+
+
+def _candidates(mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
+    """The memories a topic can pick: hot ones, and the others the ranking found relevant
+    (`choose` drops the rest), so 10,000 memories are not weighed one by one."""
+    return [m for m in mems if m.path in shares or m.tier == "hot"]
 
 
 class _BestLines(Mapping[str, str]):
@@ -611,13 +654,18 @@ class ContextRequest:
 
 
 def build_context(
-    ws: Workspace, request: ContextRequest, now: datetime, for_name: str = "--for"
+    ws: Workspace,
+    request: ContextRequest,
+    now: datetime,
+    for_name: str = "--for",
+    reader: Reader | None = None,
 ) -> Context:
-    """Assemble a context and record a recall for every memory it loaded."""
+    """Assemble a context and record a recall for every memory it loaded; `reader` reads the
+    workspace (default: everything fresh)."""
     from crustacean.state import open_state
 
     audience = parse_for(request.audience, for_name)
-    ctx = assemble(ws, audience, request.topic, request.caps(ws), now)
+    ctx = assemble(ws, audience, request.topic, request.caps(ws), now, reader)
     if request.budget_chars is not None:
         ctx = ctx.within(request.budget_chars)
     if ctx.memory_paths:

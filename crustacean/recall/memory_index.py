@@ -59,11 +59,7 @@ class IndexedMemory(MemoryDoc):
     def doc(self) -> Document:
         doc = self._doc
         if doc is None:
-            root, path = self._known[:2]
-            try:
-                doc = read_document(root, path)
-            except DocumentSkipped as e:
-                doc = Document(path, "", {}, "", None, e.reason)
+            doc = read_doc(*self._known[:2])
             object.__setattr__(self, "_doc", doc)
         return doc
 
@@ -82,6 +78,15 @@ class IndexedMemory(MemoryDoc):
     @property
     def size(self) -> int:
         return self._known[4]
+
+
+def read_doc(root: Path, path: str) -> Document:
+    """A memory's document; one that cannot be read (changed since its stat) reads as an
+    empty body with the reason as its warning."""
+    try:
+        return read_document(root, path)
+    except DocumentSkipped as e:
+        return Document(path, "", {}, "", None, e.reason)
 
 
 def _wanted(rel: str, tier: str, topic: bool) -> bool:

@@ -400,9 +400,13 @@ class SearchIndex(IndexReader):
         """Bring the index up to date before a search (`IndexReader.search`'s `refresh`)."""
         self.update()
 
-    def ranking(self, topic: str, now: datetime, n: int = TOPIC_LINES) -> Ranking:
-        """The best `n` lines for a topic (live files, no scaffold), for `context --topic`."""
-        self.update()
+    def ranking(
+        self, topic: str, now: datetime, n: int = TOPIC_LINES, *, refresh: bool = True
+    ) -> Ranking:
+        """The best `n` lines for a topic (live files, no scaffold), for `context --topic`;
+        `refresh` updates the index first (a server that just did leaves it)."""
+        if refresh:
+            self.update()
         query = parse_query(topic, self.ws.today(now))
         scope = self._scope("", archive=False)
         lexical = self._scored(query, scope).ranked(None, n)
