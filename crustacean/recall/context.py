@@ -478,6 +478,11 @@ class Reader:
         """The document of a memory the context loads."""
         return mem.doc
 
+    def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
+        """The memories a topic can pick: hot ones, and the others the ranking found relevant
+        (`choose` drops the rest), so 10,000 memories are not weighed one by one."""
+        return [m for m in mems if m.path in shares or m.tier == "hot"]
+
 
 def assemble(
     ws: Workspace,
@@ -541,12 +546,13 @@ def _assemble(
         )
     elif audience.kind in ("dm", "group"):
         not_loaded.append((f"{audience.kind}:{audience.name}", "no matching file"))
-    rest = [m for m in mems if m is not person]
     shares = texts = None
     if ranking is not None:
         shares = ranking.best_shares()
-        rest = _candidates(rest, shares)
+        rest = [m for m in reader.candidates(mems, shares) if m is not person]
         texts = _BestLines(ranking, rest, shares)
+    else:
+        rest = [m for m in mems if m is not person]
     kept, cut = choose(rest, topic, caps, shares, texts)
     spent = 0
     for mem, why in kept:
@@ -567,12 +573,6 @@ def _assemble(
         tuple(problems),
         caps.listed_paths,
     )
-
-
-def _candidates(mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
-    """The memories a topic can pick: hot ones, and the others the ranking found relevant
-    (`choose` drops the rest), so 10,000 memories are not weighed one by one."""
-    return [m for m in mems if m.path in shares or m.tier == "hot"]
 
 
 class _BestLines(Mapping[str, str]):

@@ -42,6 +42,7 @@ class IndexedMemory(MemoryDoc):
 
     _known: tuple[Path, str, str, str, int, float]  # root, path, tier, recorded, size, mtime
     _doc: Document | None
+    _recorded: datetime | None
 
     def __init__(
         self, root: Path, path: str, tier: str, recorded: str, size: int, mtime: float
@@ -50,6 +51,7 @@ class IndexedMemory(MemoryDoc):
         use, since a topic's context passes 10,000 memories and sorts only those it picks."""
         object.__setattr__(self, "_known", (root, path, tier, recorded, size, mtime))
         object.__setattr__(self, "_doc", None)
+        object.__setattr__(self, "_recorded", None)
 
     @property
     def mtime(self) -> datetime:
@@ -73,7 +75,11 @@ class IndexedMemory(MemoryDoc):
 
     @property
     def recorded(self) -> datetime:
-        return datetime.fromisoformat(self._known[3])
+        when = self._recorded
+        if when is None:  # parsed once: a server's session sorts the same memories each call
+            when = datetime.fromisoformat(self._known[3])
+            object.__setattr__(self, "_recorded", when)
+        return when
 
     @property
     def size(self) -> int:

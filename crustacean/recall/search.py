@@ -70,7 +70,6 @@ from crustacean.recall.search_read import (
     MAX_BUDGET_CHARS,
     MAX_HITS,
     SCAFFOLD_ROWIDS,
-    TOP_ROWID,
     VECTOR_FILES,
     Hit,
     IndexReader,
@@ -412,11 +411,11 @@ class SearchIndex(IndexReader):
         lexical = self._scored(query, scope).ranked(None, n)
         shares = {r: share for r, _, share in lexical}
         ranked = self._fused(query, [(r, s) for r, s, _ in lexical], scope, n)
-        files = self.db.conn.execute(
+        sql = (
             "SELECT first_rowid, lines, path FROM search_files "
-            "WHERE lines > 0 AND first_rowid < ? ORDER BY first_rowid",
-            (SCAFFOLD_ROWIDS,),
-        ).fetchall()
+            f"WHERE lines > 0 AND first_rowid < {SCAFFOLD_ROWIDS} ORDER BY first_rowid"
+        )
+        files = self.while_lines_same("live files", lambda: self.db.conn.execute(sql).fetchall())
         return Ranking(self, ranked, shares, _marks(query), files)
 
 
@@ -477,10 +476,13 @@ class Ranking:
     marks: str
     files: list[tuple[int, int, str]]  # (first rowid, lines, path), by first rowid
     _paths: list[str | None] | None = None
+    _starts: list[int] | None = None  # each file's first rowid, for bisecting
     _by_path: dict[str, list[tuple[int, float]]] | None = None
 
     def path_of(self, rowid: int) -> str | None:
-        k = bisect_right(self.files, (rowid, TOP_ROWID, "")) - 1
+        if self._starts is None:
+            self._starts = [first for first, _, _ in self.files]
+        k = bisect_right(self._starts, rowid) - 1
         if k < 0:
             return None
         first, count, path = self.files[k]

@@ -13,7 +13,7 @@ RACY_NS of its read is read again (the same clock tick could hide a second write
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from time import time_ns
@@ -42,6 +42,7 @@ class SessionReader(Reader):
         self._scanned_now = False  # the index was updated in this call: its stats are fresh
         self._memories: dict[bool, tuple[list[MemoryDoc], Problems]] = {}
         self._docs: dict[str, tuple[tuple[int, int], Document]] = {}
+        self._by_path: tuple[list[MemoryDoc], list[MemoryDoc], dict[str, MemoryDoc]] | None = None
 
     def sweep(self) -> None:
         """Check every file again on the next call: the memories and the search index."""
@@ -71,6 +72,16 @@ class SessionReader(Reader):
                 self.ws, bodies=False, topic=topic, scanned=scanned
             )
         return self._memories[topic]
+
+    def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
+        kept = self._by_path
+        if kept is None or kept[0] is not mems:  # worked out once per sweep
+            hot = [m for m in mems if m.tier == "hot"]
+            kept = (mems, hot, {m.path: m for m in mems})
+            self._by_path = kept
+        _, hot, by_path = kept
+        relevant = [by_path[p] for p in shares if p in by_path and by_path[p].tier != "hot"]
+        return hot + relevant
 
     def document(self, rel: str) -> Document:
         return self._kept(rel, lambda: super(SessionReader, self).document(rel))
