@@ -296,19 +296,6 @@ def disk_mark(disk: dict[str, os.stat_result]) -> int:
     return _mark(list(disk), numbers)
 
 
-def scan_mark(root: Path | str) -> tuple[int, int, list[tuple[str, str]]]:
-    """`disk_mark(scan_markdown(root))`, the number of files and the folders that could not be
-    read: what a shell search checks before it answers."""
-    problems: list[tuple[str, str]] = []
-    paths, stats = stat_markdown(root, RECALLED, problems)
-    numbers = array("q")
-    add = numbers.append
-    for st in stats:
-        add(st.st_size)
-        add(st.st_mtime_ns)
-    return _mark(paths, numbers), len(paths), problems
-
-
 def _mark(paths: list[str], numbers: array[int]) -> int:
     """The paths hashed as one text and the sizes and mtimes as one array (formatting a line
     per file was most of the check's own time)."""
