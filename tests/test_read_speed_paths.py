@@ -109,3 +109,55 @@ def test_a_session_reader_builds_the_context_a_fresh_one_does(
             assert kept == build_context(ws, request, NOW)
     finally:
         reader.close()
+
+
+# ---------------------------------------------------------------- a fresh process
+
+
+def loaded(ws: Workspace, topic: str | None = None) -> set[str]:
+    """What `crustacean context` loads now (each call as a fresh process reads)."""
+    return set(build_context(ws, ContextRequest("main", topic), NOW).memory_paths)
+
+
+def note(name: str, tier: str, body: str) -> str:
+    return f"---\nname: {name}\nrecorded: 2026-11-01\ntier: {tier}\n---\n\n{body}\n"
+
+
+def test_the_context_trusts_its_mark_only_while_no_memory_file_changed(ws: Workspace) -> None:
+    """The second call answers from the memory index's rows (the sweep's mark is the one
+    stored), yet an edit in place, an added file and a deleted one count at once."""
+    put(ws, "memory/notes/a.md", note("a", "hot", "apples"))
+    put(ws, "memory/notes/b.md", note("b", "warm", "bananas"))
+    assert loaded(ws) == {"memory/notes/a.md"}
+    assert loaded(ws) == {"memory/notes/a.md"}  # from the mark: nothing changed
+    put(ws, "memory/notes/b.md", note("b", "hot ", "bananas"), OLD + 1)  # in place, same size
+    assert loaded(ws) == {"memory/notes/a.md", "memory/notes/b.md"}
+    put(ws, "memory/notes/c.md", note("c", "hot", "cherries"))
+    assert "memory/notes/c.md" in loaded(ws)
+    (ws.root / "memory/notes/a.md").unlink()
+    assert loaded(ws) == {"memory/notes/b.md", "memory/notes/c.md"}
+
+
+def test_a_tier_kept_in_state_counts_at_once(ws: Workspace) -> None:
+    """`tier set` changes no file: the row it drops is what the next context notices."""
+    from crustacean.state import open_state
+    from crustacean.tiers import StoredTier
+
+    put(ws, "memory/notes/d.md", "---\nname: d\nrecorded: 2026-11-01\n---\n\ndates\n")
+    assert loaded(ws) == set()
+    assert loaded(ws) == set()
+    with open_state(ws) as db:
+        db.set_tiers({"memory/notes/d.md": StoredTier("hot", manual=True)}, "user", NOW)
+    assert loaded(ws) == {"memory/notes/d.md"}
+
+
+def test_a_racy_file_keeps_the_mark_from_being_trusted(ws: Workspace) -> None:
+    """A file modified within RACY_NS of its check (the same clock tick could hide a second
+    write of the same size) is checked again however its stat looks."""
+    path = ws.root / "memory/notes/e.md"
+    path.write_text(note("e", "warm", "eggs"), "utf-8")
+    tick = path.stat().st_mtime_ns  # now: within RACY_NS of the check below
+    assert loaded(ws) == set()
+    path.write_text(note("e", "hot ", "eggs"), "utf-8")  # the same size
+    os.utime(path, ns=(tick, tick))  # and the same mtime: only the racy rule sees it
+    assert loaded(ws) == {"memory/notes/e.md"}

@@ -293,12 +293,13 @@ def disk_mark(disk: dict[str, os.stat_result]) -> int:
     for st in disk.values():
         numbers.append(st.st_size)
         numbers.append(st.st_mtime_ns)
-    return _mark(list(disk), numbers)
+    return mark_of(list(disk), numbers)
 
 
-def _mark(paths: list[str], numbers: array[int]) -> int:
+def mark_of(paths: list[str], numbers: array[int]) -> int:
     """The paths hashed as one text and the sizes and mtimes as one array (formatting a line
-    per file was most of the check's own time)."""
+    per file was most of the check's own time): the index's mark of the disk, and the memory
+    index's of the memory files (memory_index.py)."""
     text = "\0".join(paths).encode("utf-8", "surrogateescape")
     h = blake2b(len(text).to_bytes(8, "big"), digest_size=8)  # where the numbers start
     h.update(text)
