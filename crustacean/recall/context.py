@@ -478,6 +478,13 @@ class Reader:
         """The document of a memory the context loads."""
         return mem.doc
 
+    def record(self, paths: list[str], now: datetime) -> None:
+        """A recall of each memory the context loaded."""
+        from crustacean.state import open_state
+
+        with open_state(self.ws) as db:
+            db.record_recalls(paths, now, "context")
+
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
         """The memories a topic can pick: hot ones, and the others the ranking found relevant
         (`choose` drops the rest), so 10,000 memories are not weighed one by one."""
@@ -662,13 +669,11 @@ def build_context(
 ) -> Context:
     """Assemble a context and record a recall for every memory it loaded; `reader` reads the
     workspace (default: everything fresh)."""
-    from crustacean.state import open_state
-
+    reader = reader if reader is not None else Reader(ws)
     audience = parse_for(request.audience, for_name)
     ctx = assemble(ws, audience, request.topic, request.caps(ws), now, reader)
     if request.budget_chars is not None:
         ctx = ctx.within(request.budget_chars)
     if ctx.memory_paths:
-        with open_state(ws) as db:
-            db.record_recalls(ctx.memory_paths, now, "context")
+        reader.record(ctx.memory_paths, now)
     return ctx

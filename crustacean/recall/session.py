@@ -23,6 +23,7 @@ from crustacean.documents import Document
 from crustacean.recall.context import Reader
 from crustacean.recall.memories import MemoryDoc
 from crustacean.recall.memory_index import RACY_NS, load_memories, read_doc
+from crustacean.state import StateDB, open_state
 from crustacean.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class SessionReader(Reader):
 
     def __init__(self, ws: Workspace) -> None:
         super().__init__(ws)
+        self._db: StateDB | None = None
         self._index: SearchIndex | None = None
         self._index_stale = True
         self._scanned_now = False  # the index was updated in this call: its stats are fresh
@@ -53,9 +55,8 @@ class SessionReader(Reader):
     def ranking(self, topic: str, now: datetime) -> Iterator[Ranking]:
         if self._index is None:
             from crustacean.recall.search import SearchIndex
-            from crustacean.state import open_state
 
-            self._index = SearchIndex(self.ws, open_state(self.ws, any_thread=True))
+            self._index = SearchIndex(self.ws, self._state())
         refresh, self._index_stale = self._index_stale, False
         self._scanned_now = refresh
         try:
@@ -107,8 +108,17 @@ class SessionReader(Reader):
             self._docs.pop(rel, None)
         return doc
 
+    def record(self, paths: list[str], now: datetime) -> None:
+        self._state().record_recalls(paths, now, "context")
+
+    def _state(self) -> StateDB:
+        """The session's one connection to state.db (the index's too), opened on first use."""
+        if self._db is None:
+            self._db = open_state(self.ws, any_thread=True)  # the server serializes its calls
+        return self._db
+
     def close(self) -> None:
-        """Close the search index's database."""
-        if self._index is not None:
-            self._index.db.close()
-            self._index = None
+        """Close the session's database."""
+        if self._db is not None:
+            self._db.close()
+        self._db, self._index = None, None
