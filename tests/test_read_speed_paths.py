@@ -40,28 +40,31 @@ def session(ws: Workspace) -> tuple[McpState, dict[str, float]]:
     return McpState(ws, Store(ws), clock=lambda: NOW, monotonic=lambda: clock["t"]), clock
 
 
-def test_a_kept_memory_edited_by_hand_loads_its_new_text_at_once(
-    ws: Workspace, session: tuple[McpState, dict[str, float]]
+@pytest.mark.parametrize(
+    ("rel", "before", "after"),
+    [
+        (  # a memory the context keeps
+            "memory/notes/tea.md",
+            hot("tea", "Alice drinks green tea."),
+            hot("tea", "Alice drinks black coffee now."),
+        ),
+        (
+            "USER.md",
+            "# User\n\nLikes green tea.\n",
+            "# User\n\nLikes black coffee, four of them.\n",
+        ),
+    ],
+)
+def test_a_loaded_file_edited_by_hand_loads_its_new_text_at_once(
+    ws: Workspace, session: tuple[McpState, dict[str, float]], rel: str, before: str, after: str
 ) -> None:
     st, clock = session
-    put(ws, "memory/notes/tea.md", hot("tea", "Alice drinks green tea."))
+    put(ws, rel, before)
     assert "green tea" in mcp_server.get_context(st)
-    put(ws, "memory/notes/tea.md", hot("tea", "Alice drinks black coffee now."), OLD + 60)
+    put(ws, rel, after, OLD + 60)
     clock["t"] += 1  # within REFRESH_SECONDS: no sweep, yet the file's stat changed
     got = mcp_server.get_context(st)
     assert "black coffee" in got and "green tea" not in got
-
-
-def test_a_foundation_file_edited_by_hand_loads_at_once(
-    ws: Workspace, session: tuple[McpState, dict[str, float]]
-) -> None:
-    st, clock = session
-    put(ws, "USER.md", "# User\n\nLikes tabs.\n")
-    assert "Likes tabs." in mcp_server.get_context(st)
-    put(ws, "USER.md", "# User\n\nLikes spaces, four of them.\n", OLD + 60)
-    clock["t"] += 1
-    got = mcp_server.get_context(st)
-    assert "four of them" in got and "Likes tabs." not in got
 
 
 def test_added_and_deleted_memories_show_after_a_write_or_refresh_seconds(
