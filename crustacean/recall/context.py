@@ -392,11 +392,12 @@ def choose(
     `shares` (path: relevance from the search ranking) replaces the word-share relevance;
     `texts` (path: best lines) stands for a long memory's body in the budget."""
     topic_words = words(topic or "")
-    picked, cut = [], []
+    picked: list[tuple[MemoryDoc, str, float]] = []  # the reason is worded for those kept
+    cut: list[tuple[str, str]] = []
     for mem in mems:
         tier = mem.tier
         if tier == "hot":
-            picked.append((mem, "hot"))
+            picked.append((mem, tier, 1.0))
             continue
         if tier == "archive":
             continue  # never loaded, and not news to anyone
@@ -406,20 +407,20 @@ def choose(
             score, asked = relevance(topic_words, mem), bool(topic_words)
         need = RELEVANT if tier == "warm" else HIGHLY_RELEVANT
         if asked and score >= need:
-            picked.append((mem, f"{tier}, relevance {score:.2f}"))
+            picked.append((mem, tier, score))
     picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
     kept, used = [], 0
-    for i, (mem, why) in enumerate(picked):
-        if i >= caps.max_entries:  # before `texts`: a lazy mapping works out only what it must
-            cut.append((mem.path, f"over memory.max_entries {caps.max_entries}"))
-            continue
+    budget_cut = f"over memory.budget_chars {caps.budget_chars}"
+    for mem, tier, score in picked[: caps.max_entries]:  # `texts` (lazy): only what it must
         best = texts.get(mem.path) if texts is not None else None  # no len(): lazy
         size = mem.size if best is None else len(best)
         if used + size > caps.budget_chars:
-            cut.append((mem.path, f"over memory.budget_chars {caps.budget_chars}"))
+            cut.append((mem.path, budget_cut))
         else:
-            kept.append((mem, why))
+            kept.append((mem, "hot" if tier == "hot" else f"{tier}, relevance {score:.2f}"))
             used += size
+    over = f"over memory.max_entries {caps.max_entries}"
+    cut += [(mem.path, over) for mem, _, _ in picked[caps.max_entries :]]
     return kept, cut
 
 

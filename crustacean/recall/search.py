@@ -505,12 +505,14 @@ class Ranking:
 
     def best_shares(self) -> dict[str, float]:
         """Each file's best line: the share of the topic's words it holds (0 to 1)."""
-        out: dict[str, float] = {}
-        for path, lines in self.by_path().items():
-            best = max(self.shares.get(rowid, 0.0) for rowid, _ in lines)
-            if best > 0.0:
-                out[path] = best
-        return out
+        best: dict[str, float] = {}  # in by_path's order: each file's first ranked line
+        shares = self.shares
+        for (rowid, _), path in zip(self.lines, self.paths(), strict=True):
+            if path is not None:
+                share = shares.get(rowid, 0.0)
+                if share > best.get(path, -1.0):
+                    best[path] = share
+        return {path: share for path, share in best.items() if share > 0.0}
 
     def hits(self, keep: Callable[[str], bool], budget: int, limit: int = MAX_HITS) -> list[Hit]:
         """The best windows of the files `keep` accepts, filling `budget` characters."""
