@@ -17,9 +17,10 @@ import inspect
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +45,7 @@ from crustacean.llm.tools import (
 from crustacean.recall.context import ContextRequest, build_context
 from crustacean.recall.memories import MEMORY_ROOTS
 from crustacean.recall.search import SearchRequest, find
+from crustacean.recall.session import SessionReader
 from crustacean.state import open_state
 from crustacean.store import Store
 from crustacean.store.reads import list_page, read_range
@@ -61,7 +63,7 @@ class McpState:
     """What one server's tools share: the workspace, its store, and when search last refreshed
     the index. A search refreshes it (a stat of every file) only when this server wrote
     something or REFRESH_SECONDS have passed: a conversation's searches then cost the query
-    alone."""
+    alone. get_context keeps its reads in `reader` and sweeps the files on the same rule."""
 
     ws: Workspace
     store: Store
@@ -69,6 +71,11 @@ class McpState:
     monotonic: Callable[[], float] = time.monotonic  # times the index refresh
     refreshed_at: float = -REFRESH_SECONDS
     dirty: bool = True
+    # get_context's reads, swept again on the same rule as search's (recall/session.py)
+    reader: SessionReader | None = None
+    swept_at: float = -REFRESH_SECONDS
+    swept_dirty: bool = True
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one get_context at a time
 
     @classmethod
     def open(
@@ -118,7 +125,7 @@ def search_memory(
 def write_context(st: McpState, changes: list[dict[str, Any]], message: str) -> dict[str, Any]:
     st.store.ws = _reread(st.ws)  # `mcp.write = "off"` set meanwhile holds from this call on
     result = st.store.write_context(changes, actor=ACTOR, message=message)
-    st.dirty = True
+    st.dirty = st.swept_dirty = True
     return result.to_json()
 
 
@@ -126,7 +133,15 @@ def get_context(
     st: McpState, audience: str = "main", topic: str | None = None, budget_chars: int | None = None
 ) -> str:
     request = ContextRequest(audience, topic, budget_chars=budget_chars)
-    return build_context(st.ws, request, st.clock(), for_name="audience").to_markdown()
+    with st.lock:
+        if st.reader is None:
+            st.reader = SessionReader(st.ws)
+        now = st.monotonic()
+        if st.swept_dirty or now - st.swept_at >= REFRESH_SECONDS:
+            st.reader.sweep()
+            st.swept_at, st.swept_dirty = now, False
+        built = build_context(st.ws, request, st.clock(), for_name="audience", reader=st.reader)
+    return built.to_markdown()
 
 
 TOOL_FUNCTIONS = (list_context_files, read_context_file, search_memory, write_context, get_context)

@@ -174,14 +174,12 @@ def test_an_unreadable_file_is_tried_again_on_every_check(
     assert paths(indexed, "safe") == ["memory/notes/locked.md"]
 
 
-def test_the_shell_searchs_mark_is_the_indexs_mark(indexed: Workspace) -> None:
-    """scan_mark (the mark from the disk alone) is the mark the index records: one number."""
-    from crustacean.recall.search_read import scan_mark
-
+def test_the_scan_takes_markdown_files_only_and_no_symlink_or_trash(indexed: Workspace) -> None:
     put(indexed, "memory/notes/b.MD", "# B\n")
     put(indexed, "memory/notes/skip.txt", "not markdown\n")
     put(indexed, "archive/trash/2026-01-01/gone.md", "# Gone\n")
     (indexed.root / "memory/notes/link.md").symlink_to(indexed.root / "memory/notes/work.md")
     disk, problems = scan_markdown(indexed.root)
-    assert scan_mark(indexed.root) == (disk_mark(disk), len(disk), problems)
+    assert problems == []
     assert "memory/notes/b.MD" in disk and "memory/notes/link.md" not in disk
+    assert "memory/notes/skip.txt" not in disk and "archive/trash/2026-01-01/gone.md" not in disk

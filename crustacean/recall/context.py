@@ -33,11 +33,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from crustacean.documents import DocumentSkipped, read_document
+from crustacean.documents import Document, DocumentSkipped, read_document
 from crustacean.errors import UsageError
 from crustacean.markdown import code_lines, heading
 from crustacean.recall.memories import MemoryDoc
@@ -391,11 +392,12 @@ def choose(
     `shares` (path: relevance from the search ranking) replaces the word-share relevance;
     `texts` (path: best lines) stands for a long memory's body in the budget."""
     topic_words = words(topic or "")
-    picked, cut = [], []
+    picked: list[tuple[MemoryDoc, str, float]] = []  # the reason is worded for those kept
+    cut: list[tuple[str, str]] = []
     for mem in mems:
         tier = mem.tier
         if tier == "hot":
-            picked.append((mem, "hot"))
+            picked.append((mem, tier, 1.0))
             continue
         if tier == "archive":
             continue  # never loaded, and not news to anyone
@@ -405,20 +407,20 @@ def choose(
             score, asked = relevance(topic_words, mem), bool(topic_words)
         need = RELEVANT if tier == "warm" else HIGHLY_RELEVANT
         if asked and score >= need:
-            picked.append((mem, f"{tier}, relevance {score:.2f}"))
+            picked.append((mem, tier, score))
     picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
     kept, used = [], 0
-    for i, (mem, why) in enumerate(picked):
-        if i >= caps.max_entries:  # before `texts`: a lazy mapping works out only what it must
-            cut.append((mem.path, f"over memory.max_entries {caps.max_entries}"))
-            continue
+    budget_cut = f"over memory.budget_chars {caps.budget_chars}"
+    for mem, tier, score in picked[: caps.max_entries]:  # `texts` (lazy): only what it must
         best = texts.get(mem.path) if texts is not None else None  # no len(): lazy
         size = mem.size if best is None else len(best)
         if used + size > caps.budget_chars:
-            cut.append((mem.path, f"over memory.budget_chars {caps.budget_chars}"))
+            cut.append((mem.path, budget_cut))
         else:
-            kept.append((mem, why))
+            kept.append((mem, "hot" if tier == "hot" else f"{tier}, relevance {score:.2f}"))
             used += size
+    over = f"over memory.max_entries {caps.max_entries}"
+    cut += [(mem.path, over) for mem, _, _ in picked[caps.max_entries :]]
     return kept, cut
 
 
@@ -448,17 +450,63 @@ def _person_file(mems: list[MemoryDoc], audience: Audience) -> MemoryDoc | None:
     return None
 
 
+class Reader:
+    """Where a context reads the workspace: each read fresh, as a CLI process makes it once.
+    A long-lived server keeps what it read between calls instead (session.py)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+
+    @contextmanager
+    def ranking(self, topic: str, now: datetime) -> Iterator[Ranking]:
+        """The search ranking of every line for the topic, the index refreshed first."""
+        from crustacean.recall.search import SearchIndex
+
+        with SearchIndex(self.ws) as index:
+            yield index.ranking(topic, now)
+
+    def memories(self, ranking: Ranking | None) -> tuple[list[MemoryDoc], list[tuple[str, str]]]:
+        """The memories a context may pick (every one but the archived with a topic), and the
+        problems of every memory file (memory_index.py)."""
+        scanned = ranking.index.scanned if ranking is not None else None
+        return load_memories(self.ws, bodies=False, topic=ranking is not None, scanned=scanned)
+
+    def document(self, rel: str) -> Document:
+        """A foundation file, one bad byte read as U+FFFD (`DocumentSkipped` when unusable)."""
+        return read_document(self.ws.root, rel, lenient=True)
+
+    def body(self, mem: MemoryDoc) -> Document:
+        """The document of a memory the context loads."""
+        return mem.doc
+
+    def record(self, paths: list[str], now: datetime) -> None:
+        """A recall of each memory the context loaded."""
+        from crustacean.state import open_state
+
+        with open_state(self.ws) as db:
+            db.record_recalls(paths, now, "context")
+
+    def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
+        """The memories a topic can pick: hot ones, and the others the ranking found relevant
+        (`choose` drops the rest), so 10,000 memories are not weighed one by one."""
+        return [m for m in mems if m.path in shares or m.tier == "hot"]
+
+
 def assemble(
-    ws: Workspace, audience: Audience, topic: str | None, caps: Caps, now: datetime
+    ws: Workspace,
+    audience: Audience,
+    topic: str | None,
+    caps: Caps,
+    now: datetime,
+    reader: Reader | None = None,
 ) -> Context:
     """Read the workspace and build the context; no side effects (the caller records recalls)
     but the search index's refresh."""
+    reader = reader if reader is not None else Reader(ws)
     if topic and topic.strip():
-        from crustacean.recall.search import SearchIndex
-
-        with SearchIndex(ws) as index:
-            return _assemble(ws, audience, topic, caps, now, index.ranking(topic, now))
-    return _assemble(ws, audience, topic, caps, now, None)
+        with reader.ranking(topic, now) as ranking:
+            return _assemble(ws, audience, topic, caps, now, ranking, reader)
+    return _assemble(ws, audience, topic, caps, now, None, reader)
 
 
 def _assemble(
@@ -468,6 +516,7 @@ def _assemble(
     caps: Caps,
     now: datetime,
     ranking: Ranking | None,
+    reader: Reader,
 ) -> Context:
     entries: list[Entry] = []
     not_loaded: list[tuple[str, str]] = []
@@ -480,7 +529,7 @@ def _assemble(
         if not (ws.root / rel).is_file():
             continue  # a missing file is normal (no log yet today); nothing to load
         try:
-            doc = read_document(ws.root, rel, lenient=True)  # one bad byte hides nothing
+            doc = reader.document(rel)  # one bad byte hides nothing
         except DocumentSkipped as e:
             problems.append((rel, e.reason))
             continue
@@ -495,30 +544,32 @@ def _assemble(
         entries.append(Entry(rel, "foundation", rel, text, why))
     if caps.whole:  # what the foundation took is not left for memories and found lines
         caps = replace(caps, budget_chars=max(caps.budget_chars - used - WHOLE_OVERHEAD, 0))
-    scanned = ranking.index.scanned if ranking is not None else None
-    mems, bad = load_memories(ws, bodies=False, topic=ranking is not None, scanned=scanned)
+    mems, bad = reader.memories(ranking)
     problems += bad
     person = _person_file(mems, audience)
     if person is not None:
-        body = loadable(person.doc.body)
+        doc = reader.body(person)
         entries.append(
-            Entry(person.path, "person", person.doc.name, body, str(audience), person.tier)
+            Entry(person.path, "person", doc.name, loadable(doc.body), str(audience), person.tier)
         )
     elif audience.kind in ("dm", "group"):
         not_loaded.append((f"{audience.kind}:{audience.name}", "no matching file"))
-    rest = [m for m in mems if m is not person]
     shares = texts = None
     if ranking is not None:
         shares = ranking.best_shares()
+        rest = [m for m in reader.candidates(mems, shares) if m is not person]
         texts = _BestLines(ranking, rest, shares)
+    else:
+        rest = [m for m in mems if m is not person]
     kept, cut = choose(rest, topic, caps, shares, texts)
     spent = 0
     for mem, why in kept:
         section = "lesson" if mem.path.startswith("memory/lessons/") else "memory"
-        text = texts.get(mem.path, mem.doc.body) if texts is not None else mem.doc.body
-        why += ", best lines for the topic" if text is not mem.doc.body else ""
-        text = loadable(text)
-        entries.append(Entry(mem.path, section, mem.doc.name, text, why, mem.tier))
+        doc = reader.body(mem)
+        best = texts.get(mem.path) if texts is not None else None
+        why += ", best lines for the topic" if best is not None else ""
+        text = loadable(best if best is not None else doc.body)
+        entries.append(Entry(mem.path, section, doc.name, text, why, mem.tier))
         spent += len(text)
     if ranking is not None:
         entries += _found(ranking, {e.path for e in entries}, caps.budget_chars - spent)
@@ -611,16 +662,19 @@ class ContextRequest:
 
 
 def build_context(
-    ws: Workspace, request: ContextRequest, now: datetime, for_name: str = "--for"
+    ws: Workspace,
+    request: ContextRequest,
+    now: datetime,
+    for_name: str = "--for",
+    reader: Reader | None = None,
 ) -> Context:
-    """Assemble a context and record a recall for every memory it loaded."""
-    from crustacean.state import open_state
-
+    """Assemble a context and record a recall for every memory it loaded; `reader` reads the
+    workspace (default: everything fresh)."""
+    reader = reader if reader is not None else Reader(ws)
     audience = parse_for(request.audience, for_name)
-    ctx = assemble(ws, audience, request.topic, request.caps(ws), now)
+    ctx = assemble(ws, audience, request.topic, request.caps(ws), now, reader)
     if request.budget_chars is not None:
         ctx = ctx.within(request.budget_chars)
     if ctx.memory_paths:
-        with open_state(ws) as db:
-            db.record_recalls(ctx.memory_paths, now, "context")
+        reader.record(ctx.memory_paths, now)
     return ctx

@@ -70,7 +70,6 @@ from crustacean.recall.search_read import (
     MAX_BUDGET_CHARS,
     MAX_HITS,
     SCAFFOLD_ROWIDS,
-    TOP_ROWID,
     VECTOR_FILES,
     Hit,
     IndexReader,
@@ -400,19 +399,23 @@ class SearchIndex(IndexReader):
         """Bring the index up to date before a search (`IndexReader.search`'s `refresh`)."""
         self.update()
 
-    def ranking(self, topic: str, now: datetime, n: int = TOPIC_LINES) -> Ranking:
-        """The best `n` lines for a topic (live files, no scaffold), for `context --topic`."""
-        self.update()
+    def ranking(
+        self, topic: str, now: datetime, n: int = TOPIC_LINES, *, refresh: bool = True
+    ) -> Ranking:
+        """The best `n` lines for a topic (live files, no scaffold), for `context --topic`;
+        `refresh` updates the index first (a server that just did leaves it)."""
+        if refresh:
+            self.update()
         query = parse_query(topic, self.ws.today(now))
         scope = self._scope("", archive=False)
         lexical = self._scored(query, scope).ranked(None, n)
         shares = {r: share for r, _, share in lexical}
         ranked = self._fused(query, [(r, s) for r, s, _ in lexical], scope, n)
-        files = self.db.conn.execute(
+        sql = (
             "SELECT first_rowid, lines, path FROM search_files "
-            "WHERE lines > 0 AND first_rowid < ? ORDER BY first_rowid",
-            (SCAFFOLD_ROWIDS,),
-        ).fetchall()
+            f"WHERE lines > 0 AND first_rowid < {SCAFFOLD_ROWIDS} ORDER BY first_rowid"
+        )
+        files = self.while_lines_same("live files", lambda: self.db.conn.execute(sql).fetchall())
         return Ranking(self, ranked, shares, _marks(query), files)
 
 
@@ -473,10 +476,13 @@ class Ranking:
     marks: str
     files: list[tuple[int, int, str]]  # (first rowid, lines, path), by first rowid
     _paths: list[str | None] | None = None
+    _starts: list[int] | None = None  # each file's first rowid, for bisecting
     _by_path: dict[str, list[tuple[int, float]]] | None = None
 
     def path_of(self, rowid: int) -> str | None:
-        k = bisect_right(self.files, (rowid, TOP_ROWID, "")) - 1
+        if self._starts is None:
+            self._starts = [first for first, _, _ in self.files]
+        k = bisect_right(self._starts, rowid) - 1
         if k < 0:
             return None
         first, count, path = self.files[k]
@@ -499,12 +505,14 @@ class Ranking:
 
     def best_shares(self) -> dict[str, float]:
         """Each file's best line: the share of the topic's words it holds (0 to 1)."""
-        out: dict[str, float] = {}
-        for path, lines in self.by_path().items():
-            best = max(self.shares.get(rowid, 0.0) for rowid, _ in lines)
-            if best > 0.0:
-                out[path] = best
-        return out
+        best: dict[str, float] = {}  # in by_path's order: each file's first ranked line
+        shares = self.shares
+        for (rowid, _), path in zip(self.lines, self.paths(), strict=True):
+            if path is not None:
+                share = shares.get(rowid, 0.0)
+                if share > best.get(path, -1.0):
+                    best[path] = share
+        return {path: share for path, share in best.items() if share > 0.0}
 
     def hits(self, keep: Callable[[str], bool], budget: int, limit: int = MAX_HITS) -> list[Hit]:
         """The best windows of the files `keep` accepts, filling `budget` characters."""

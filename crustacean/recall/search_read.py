@@ -20,7 +20,7 @@ from hashlib import blake2b
 from itertools import combinations
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 from crustacean import daily
 from crustacean.errors import SearchQueryError
@@ -63,6 +63,7 @@ ARCHIVE_ROWIDS = 1 << 40
 TOP_ROWID = 1 << 62
 VECTOR_FILES = "search-vectors"  # .crustacean/search-vectors-<version>.{ids,int8}.npy
 
+_T = TypeVar("_T")
 _TIME = re.compile(r"\[(\d{1,2}:\d{2})\]")
 # Private marks (not [ ]) so that brackets in the text do not pass for a match.
 _OPEN, _CLOSE = "\x01", "\x02"
@@ -305,25 +306,13 @@ def disk_mark(disk: dict[str, os.stat_result]) -> int:
     for st in disk.values():
         numbers.append(st.st_size)
         numbers.append(st.st_mtime_ns)
-    return _mark(list(disk), numbers)
+    return mark_of(list(disk), numbers)
 
 
-def scan_mark(root: Path | str) -> tuple[int, int, list[tuple[str, str]]]:
-    """`disk_mark(scan_markdown(root))`, the number of files and the folders that could not be
-    read: what a shell search checks before it answers."""
-    problems: list[tuple[str, str]] = []
-    paths, stats = stat_markdown(root, RECALLED, problems)
-    numbers = array("q")
-    add = numbers.append
-    for st in stats:
-        add(st.st_size)
-        add(st.st_mtime_ns)
-    return _mark(paths, numbers), len(paths), problems
-
-
-def _mark(paths: list[str], numbers: array[int]) -> int:
+def mark_of(paths: list[str], numbers: array[int]) -> int:
     """The paths hashed as one text and the sizes and mtimes as one array (formatting a line
-    per file was most of the check's own time)."""
+    per file was most of the check's own time): the index's mark of the disk, and the memory
+    index's of the memory files (memory_index.py)."""
     text = "\0".join(paths).encode("utf-8", "surrogateescape")
     h = blake2b(len(text).to_bytes(8, "big"), digest_size=8)  # where the numbers start
     h.update(text)
@@ -409,7 +398,7 @@ class IndexReader:
         self.conn = conn
         self.db_path = db_path
         self.today = today
-        self._first_rowids: tuple[object, set[int]] | None = None
+        self._kept: dict[str, tuple[object, object]] = {}  # while_lines_same
 
     def search(
         self,
@@ -538,14 +527,20 @@ class IndexReader:
         return scored
 
     def _firsts(self) -> set[int]:
-        """Each file's first rowid (no pair of lines across two files), kept while the index's
-        mark of the disk is the same."""
-        row = self.conn.execute("SELECT value FROM search_meta WHERE key = 'disk'").fetchone()
-        mark = row[0] if row else None
-        if mark is None or self._first_rowids is None or self._first_rowids[0] != mark:
-            got = {r for (r,) in self.conn.execute("SELECT first_rowid FROM search_files")}
-            self._first_rowids = (mark, got)
-        return self._first_rowids[1]
+        """Each file's first rowid (no pair of lines across two files)."""
+        sql = "SELECT first_rowid FROM search_files"
+        return self.while_lines_same("firsts", lambda: {r for (r,) in self.conn.execute(sql)})
+
+    def while_lines_same(self, key: str, fetch: Callable[[], _T]) -> _T:
+        """What `fetch` reads of the index, kept while its lines are the same: every update
+        that adds or drops a line, or a rebuild, draws a new `vectors` token (search.py)."""
+        row = self.conn.execute("SELECT value FROM search_meta WHERE key = 'vectors'").fetchone()
+        token = row[0] if row else None
+        kept = self._kept.get(key)
+        if token is None or kept is None or kept[0] != token:
+            kept = (token, fetch())
+            self._kept[key] = kept
+        return cast(_T, kept[1])
 
     def _words(self, term: Term, scope: _Scope, total: int) -> list[Word]:
         """One term's word, or a joined word's parts when no line holds it as a phrase."""

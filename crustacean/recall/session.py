@@ -1,0 +1,124 @@
+"""What a long-lived server keeps between context calls, so a call does not stat every file.
+
+A CLI process builds a context once and reads everything fresh (`context.Reader`). The MCP
+server answers a conversation's calls: it keeps its search index open and the memories its
+last sweep found (a stat of every memory file, memory_index.py), and sweeps again only when
+its caller says so: after the server's own writes, or when its refresh interval has passed
+(mcp_server.py decides, as it does for search). Between sweeps, a file the context loads (a
+foundation file, a memory it keeps) is stat'ed on every call and read again as soon as its size
+or mtime changed, so what a context loads is never older than the file; a file written within
+RACY_NS of its read is read again (the same clock tick could hide a second write).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from time import time_ns
+from typing import TYPE_CHECKING
+
+from crustacean.documents import Document
+from crustacean.recall.context import Reader
+from crustacean.recall.memories import MemoryDoc
+from crustacean.recall.memory_index import RACY_NS, load_memories, read_doc
+from crustacean.state import StateDB, open_state
+from crustacean.workspace import Workspace
+
+if TYPE_CHECKING:
+    from crustacean.recall.search import Ranking, SearchIndex
+
+Problems = list[tuple[str, str]]
+
+
+class SessionReader(Reader):
+    """A `Reader` that keeps what it read for the next call; `sweep()` makes the next call
+    check every file again. One caller at a time (the server serializes its calls)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        super().__init__(ws)
+        self._db: StateDB | None = None
+        self._index: SearchIndex | None = None
+        self._index_stale = True
+        self._scanned_now = False  # the index was updated in this call: its stats are fresh
+        self._memories: dict[bool, tuple[list[MemoryDoc], Problems]] = {}
+        self._docs: dict[str, tuple[tuple[int, int], Document]] = {}
+        self._by_path: tuple[list[MemoryDoc], list[MemoryDoc], dict[str, MemoryDoc]] | None = None
+
+    def sweep(self) -> None:
+        """Check every file again on the next call: the memories and the search index."""
+        self._memories.clear()
+        self._index_stale = True
+
+    @contextmanager
+    def ranking(self, topic: str, now: datetime) -> Iterator[Ranking]:
+        if self._index is None:
+            from crustacean.recall.search import SearchIndex
+
+            self._index = SearchIndex(self.ws, self._state())
+        refresh, self._index_stale = self._index_stale, False
+        self._scanned_now = refresh
+        try:
+            yield self._index.ranking(topic, now, refresh=refresh)
+        finally:
+            self._scanned_now = False
+
+    def memories(self, ranking: Ranking | None) -> tuple[list[MemoryDoc], Problems]:
+        topic = ranking is not None
+        if topic not in self._memories:
+            fresh = ranking is not None and self._scanned_now
+            scanned = ranking.index.scanned if fresh and ranking is not None else None
+            self._memories[topic] = load_memories(
+                self.ws, bodies=False, topic=topic, scanned=scanned
+            )
+        return self._memories[topic]
+
+    def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
+        kept = self._by_path
+        if kept is None or kept[0] is not mems:  # worked out once per sweep
+            hot = [m for m in mems if m.tier == "hot"]
+            kept = (mems, hot, {m.path: m for m in mems})
+            self._by_path = kept
+        _, hot, by_path = kept
+        relevant = [by_path[p] for p in shares if p in by_path and by_path[p].tier != "hot"]
+        return hot + relevant
+
+    def document(self, rel: str) -> Document:
+        return self._kept(rel, lambda: super(SessionReader, self).document(rel))
+
+    def body(self, mem: MemoryDoc) -> Document:
+        return self._kept(mem.path, lambda: read_doc(self.ws.root, mem.path))
+
+    def _kept(self, rel: str, read: Callable[[], Document]) -> Document:
+        """The file's document as last read while its size and mtime are the same."""
+        try:
+            st = os.stat(self.ws.root / rel)
+        except OSError:
+            self._docs.pop(rel, None)
+            return read()  # gone meanwhile: the read says how
+        key = (st.st_size, st.st_mtime_ns)
+        got = self._docs.get(rel)
+        if got is not None and got[0] == key:
+            return got[1]
+        doc = read()
+        if st.st_mtime_ns < time_ns() - RACY_NS:
+            self._docs[rel] = (key, doc)
+        else:
+            self._docs.pop(rel, None)
+        return doc
+
+    def record(self, paths: list[str], now: datetime) -> None:
+        self._state().record_recalls(paths, now, "context")
+
+    def _state(self) -> StateDB:
+        """The session's one connection to state.db (the index's too), opened on first use."""
+        if self._db is None:
+            self._db = open_state(self.ws, any_thread=True)  # the server serializes its calls
+        return self._db
+
+    def close(self) -> None:
+        """Close the session's database."""
+        if self._db is not None:
+            self._db.close()
+        self._db, self._index = None, None
