@@ -11,9 +11,9 @@ Run: `.venv/bin/python bench/collect_tokens_bench.py [--sessions 12] [--messages
   tools and prompt (characters / 4) over the distinct messages' text (/ 4). Target ≤ 1.3.
 - **Month's cost** at list prices (`[prices]`): collect's USD from its run records over the 3 days,
   × 10; curate's share is the items collect appended a month × curate's USD per routed entry, with
-  curate's tokens per routed entry measured as it is by `bench/curate_bench.py`'s "handed
-  destinations" request (its uncached tokens billed as cache writes, the rest as cache reads,
-  plus 80 output tokens per entry). The scripted model notes one item per 8 messages.
+  curate's USD per routed entry measured as it is by `bench/curate_bench.py`'s "handed
+  destinations" run (its request bodies billed as the prompt cache would, its scripted replies
+  as output, at the mid tier's list prices). The scripted model notes one item per 8 messages.
   Target < $3 (compile's and calibrate's weekly and monthly runs are not in it).
 
 The backlog folder
@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the 
 from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import count, data_size, isolate, row
-from crustacean.config import PricesConfig, load_config
+from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
 from crustacean.stages.collect import collect
 from crustacean.workspace import Workspace
@@ -231,11 +231,7 @@ def curate_usd_per_entry(tmp: Path) -> tuple[float, float]:
     from bench.curate_bench import measure
 
     got = measure(tmp, 10, 2, "handed destinations")
-    price = PricesConfig().mid  # list prices of the mid tier
-    uncached = got["uncached_per_entry"]
-    cached = got["per_entry"] - uncached
-    usd = (uncached * price.cache_write + cached * price.cache_read + 80 * price.output) / 1e6
-    return got["per_entry"], usd
+    return got["per_entry"], got["usd_per_entry"]
 
 
 def prompt_text(body: dict[str, Any]) -> str:

@@ -12,17 +12,18 @@ local fake Messages API:
   (content and sha256) handed with the entries. The scripted model writes every destination in
   one turn, with the handed sha256s, and reports the routing.
 
-Input tokens are measured from the request bodies the fake server received (bytes / 4, the same
-estimate as its count_tokens endpoint), every turn counted whole; "uncached" is what each turn
-adds beyond the longest prefix it shares with the turn before (what the prompt cache cannot
-serve). The model's behaviour is scripted, so the figure measures the request shape and the turns
-it needs, not a real model's choices.
+Input tokens are measured from the request bodies the fake server received (characters / 4),
+every turn counted whole, and billed as the API's prompt cache would (`bench/prompt_cache.py`:
+tools, system, messages in that order, read up to the longest prefix an earlier breakpoint wrote,
+written up to the last breakpoint); "uncached" is what is not a cache read (cache writes and plain
+input). Output tokens are the scripted replies' JSON / 4. USD per routed entry is that bill at the
+mid tier's list prices (`[prices].mid`). The model's behaviour is scripted, so the figure measures
+the request shape and the turns it needs, not a real model's choices.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import tempfile
@@ -37,7 +38,9 @@ sys.path.insert(0, str(REPO / "tests"))
 from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import data_size, isolate, row
+from bench.prompt_cache import PromptCache
 from crustacean.config import load_config
+from crustacean.llm.loop import min_cacheable_tokens
 from crustacean.ops.init import init_workspace
 from crustacean.stages import curate as curate_mod
 from crustacean.store.changes import sha256_hex
@@ -134,39 +137,33 @@ def measure(tmp: Path, people: int, per_person: int, shape: str) -> dict[str, fl
         with FakeAnthropic() as fake:
             env = {"ANTHROPIC_API_KEY": "bench-key", "ANTHROPIC_BASE_URL": fake.url}
             ws = Workspace(root, load_config(root, env=env, overrides=["llm.max_retries=0"]))
-            fake.enqueue(*script(root, routes, reads))
+            replies = script(root, routes, reads)
+            fake.enqueue(*replies)
             result = curate_mod.curate(ws, env=env, clock=lambda: NOW)
-            bodies = [_uncached_view(m.body) for m in fake.messages()]
+            bodies = [m.body for m in fake.messages()]
     finally:
         curate_mod.handed_files = original
     routed = sum(result.routed.values())
     assert routed == sum(len(t) for t in routes.values()), (result.routed, result.skipped)
-    total = sum(len(b) // 4 for b in bodies)
-    fresh = len(bodies[0]) // 4
-    for earlier, later in itertools.pairwise(bodies):
-        fresh += (len(later) - _shared(earlier, later)) // 4
+    model = ws.settings.models.mid
+    cache = PromptCache(min_cacheable_tokens(model))
+    for body, reply in zip(bodies, replies, strict=True):
+        cache.send(body, len(json.dumps(reply["content"])) // 4)
+    bill = cache.bill
     return {
         "turns": len(bodies),
         "routed": routed,
-        "per_entry": total / routed,
-        "uncached_per_entry": fresh / routed,
-        "first": len(bodies[0]) // 4,
+        "per_entry": bill.total_input / routed,
+        "uncached_per_entry": (bill.input + bill.cache_write) / routed,
+        "output_per_entry": bill.output / routed,
+        "usd_per_entry": bill.usd(ws.settings.prices.mid) / routed,
+        "first": bill_first(bodies[0]),
     }
 
 
-def _uncached_view(body: dict[str, Any]) -> str:
-    """The body as sent, without the moving cache breakpoint (it is not content)."""
-    return json.dumps(body).replace(', "cache_control": {"type": "ephemeral"}', "")
-
-
-def _shared(a: str, b: str) -> int:
-    """Length of the longest common prefix of two request bodies."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+def bill_first(body: dict[str, Any]) -> int:
+    """The first request's input tokens (nothing cached yet)."""
+    return PromptCache(0).send(body).total_input
 
 
 def main() -> None:
@@ -184,12 +181,16 @@ def main() -> None:
     size = f"{args.people} contacts, {before['routed']:.0f} entries over 3 daily logs"
     data_size(size)
     print(f"curate token economy ({size}; scripted model, fake API)\n")
-    print("| request | turns | input tokens / routed entry | uncached / entry | first turn |")
-    print("|---|---|---|---|---|")
+    print(
+        "| request | turns | input tokens / routed entry | uncached / entry | output / entry "
+        "| USD / entry (list) | first turn |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, m in got.items():
         print(
             f"| {name} | {m['turns']:.0f} | {m['per_entry']:,.0f} | "
-            f"{m['uncached_per_entry']:,.0f} | {m['first']:,.0f} |"
+            f"{m['uncached_per_entry']:,.0f} | {m['output_per_entry']:,.0f} | "
+            f"${m['usd_per_entry']:.5f} | {m['first']:,.0f} |"
         )
     ratio = after["per_entry"] / before["per_entry"]
     print(f"\nhanded / baseline: {ratio:.2f}x input tokens per routed entry")
