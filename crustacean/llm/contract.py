@@ -316,6 +316,19 @@ def render_section(stage: str) -> str:
     return "\n".join(lines)
 
 
+TOOLS_SENT = "(Each tool, with its fields, is in this request's tool definitions.)"
+
+
+def sent_doc(stage: str, doc: str) -> str:
+    """The stage doc as sent: its tool listing is the very text of the tool definitions the
+    request carries, so it is replaced by one line (no run sends the same text twice). A
+    workspace copy whose listing differs (older, edited) is sent as it is."""
+    if stage not in CONTRACTS:
+        return doc
+    listing = "\n".join(line for spec in tool_specs(stage) for line in _render_tool(spec))
+    return doc.replace(listing, TOOLS_SENT, 1) if listing else doc
+
+
 def _render_tool(spec: ToolSpec) -> list[str]:
     props = spec.input_schema.get("properties", {})
     req = set(spec.input_schema.get("required", []))
