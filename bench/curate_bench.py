@@ -9,8 +9,9 @@ local fake Messages API:
   entries). The scripted model does what a real model did in that situation: reads the READMEs
   and MEMORY.md, then for each destination reads the file in one turn and writes it in the next.
 - **handed**: the request as it is now, with the READMEs, MEMORY.md and each likely destination
-  (content and sha256) handed with the entries. The scripted model writes every destination in
-  one turn, with the handed sha256s, and reports the routing.
+  (content and sha256) handed with the entries. The scripted model reads in one turn the
+  destinations that were not handed (beyond `HAND_FILES`), writes every destination in one turn
+  with the sha256s it was handed or read, and reports the routing.
 
 Input tokens are measured from the request bodies the fake server received (characters / 4),
 every turn counted whole, and billed as the API's prompt cache would (`bench/prompt_cache.py`:
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from datetime import UTC, datetime
@@ -49,7 +51,7 @@ from crustacean.workspace import Workspace
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DAYS = ("2026-11-28", "2026-11-29", "2026-11-30")
 NAMES = ["Alice", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas"]
-NAMES += ["Kofi", "Lena"]
+NAMES += ["Kofi", "Lena", "Marta", "Nuno", "Olga", "Pedro", "Quim"]
 SHAPES = {  # name: (files handed with the entries, how the scripted model reads)
     "nothing handed, one read then one write per file": (False, "serial"),
     "nothing handed, all reads in one turn (baseline)": (False, "parallel"),
@@ -108,7 +110,9 @@ def script(root: Path, routes: dict[str, list[str]], reads: str) -> list[dict[st
     if reads == "none":
         sha = {p: sha256_hex((root / p).read_bytes()) for p in routes}
         writes = [write(p, t, sha[p]) for p, t in routes.items()]
-        return [tool_use(*writes), tool_use(routing), finish]
+        unhanded = [p for p in routes if p not in handed_paths(root)]
+        first_reads = [tool_use(*[("read_context_file", {"path": p}) for p in unhanded])]
+        return [*(first_reads if unhanded else []), tool_use(*writes), tool_use(routing), finish]
     first = tool_use(
         *[
             ("read_context_file", {"path": p})
@@ -124,6 +128,19 @@ def script(root: Path, routes: dict[str, list[str]], reads: str) -> list[dict[st
         turns.append(tool_use(("read_context_file", {"path": path})))
         turns.append(tool_use(write(path, texts, None)))
     return [*turns, tool_use(routing), finish]
+
+
+def handed_paths(root: Path) -> set[str]:
+    """The files curate's request hands over (the rest the scripted model reads first)."""
+    from crustacean.state import open_state
+    from crustacean.store import Store
+
+    ws = Workspace(root, load_config(root))
+    store = Store(ws)
+    with open_state(ws) as db:
+        entries = curate_mod.pending_entries(ws, db, store, NOW, ws.settings.curate.days)
+    prompt = curate_mod.request_for(ws, store, entries).prompt
+    return set(re.findall(r'<file path="([^"]+)"', prompt))
 
 
 def measure(tmp: Path, people: int, per_person: int, shape: str) -> dict[str, float]:
