@@ -221,6 +221,13 @@ def main() -> None:
         unit="tokens",
     )
     row(
+        "curate USD per routed entry at list prices (prompt cache billed)",
+        after["usd_per_entry"],
+        baseline=before["usd_per_entry"],
+        baseline_name="nothing handed, reads in one turn",
+        unit="USD",
+    )
+    row(
         "curate uncached input tokens per routed entry",
         after["uncached_per_entry"],
         baseline=before["uncached_per_entry"],
