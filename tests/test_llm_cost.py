@@ -66,3 +66,24 @@ def test_each_turn_keeps_the_previous_turns_breakpoint_and_moves_the_last() -> N
     third = marks(build_params(req, "m", history))
     assert third == ["tool finish", "system", "message 2 block 24", "message 4 block 24"]
     assert "cache_control" not in json.dumps(history)  # the loop's own history is never marked
+
+
+def test_the_plan_bills_a_first_turn_as_cache_writes_where_it_is_marked(tmp_path: Path) -> None:
+    from crustacean.config import load_config
+    from crustacean.llm.runner import plan_stage
+    from crustacean.ops.init import init_workspace
+    from crustacean.workspace import Workspace
+
+    init_workspace(tmp_path / "ws", detect=False)
+    ws = Workspace(tmp_path / "ws", load_config(tmp_path / "ws"))
+    price = ws.settings.prices.mid
+    out = 8192 // 8 * price.output / 1e6
+    cached = plan_stage(ws, StageRequest("curate", "# Curate", "route these"))
+    assert cached.est_cost_first_turn == pytest.approx(
+        cached.est_input_tokens * price.cache_write / 1e6 + out
+    )
+    once = plan_stage(ws, StageRequest("curate", "# Curate", "go", cache_prompt=False))
+    prefix = (once.system_chars + once.tools_chars) // 4
+    assert once.est_cost_first_turn == pytest.approx(
+        (prefix * price.cache_write + (once.est_input_tokens - prefix) * price.input) / 1e6 + out
+    )
