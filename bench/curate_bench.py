@@ -46,6 +46,7 @@ from crustacean.llm.loop import min_cacheable_tokens
 from crustacean.ops.init import init_workspace
 from crustacean.stages import curate as curate_mod
 from crustacean.store.changes import sha256_hex
+from crustacean.usage import cost
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -171,9 +172,9 @@ def measure(tmp: Path, people: int, per_person: int, shape: str) -> dict[str, fl
         "turns": len(bodies),
         "routed": routed,
         "per_entry": bill.total_input / routed,
-        "uncached_per_entry": (bill.input + bill.cache_write) / routed,
-        "output_per_entry": bill.output / routed,
-        "usd_per_entry": bill.usd(ws.settings.prices.mid) / routed,
+        "uncached_per_entry": (bill.input_tokens + bill.cache_write_tokens) / routed,
+        "output_per_entry": bill.output_tokens / routed,
+        "usd_per_entry": cost(bill, ws.settings.prices.mid) / routed,
         "first": bill_first(bodies[0]),
     }
 
@@ -213,27 +214,22 @@ def main() -> None:
     print(f"\nhanded / baseline: {ratio:.2f}x input tokens per routed entry")
     serial = got["nothing handed, one read then one write per file"]["per_entry"]
     print(f"handed / one read and write per file: {after['per_entry'] / serial:.2f}x")
-    row(
-        "curate input tokens per routed entry",
-        after["per_entry"],
-        baseline=before["per_entry"],
-        baseline_name="nothing handed, reads in one turn",
-        unit="tokens",
-    )
-    row(
-        "curate USD per routed entry at list prices (prompt cache billed)",
-        after["usd_per_entry"],
-        baseline=before["usd_per_entry"],
-        baseline_name="nothing handed, reads in one turn",
-        unit="USD",
-    )
-    row(
-        "curate uncached input tokens per routed entry",
-        after["uncached_per_entry"],
-        baseline=before["uncached_per_entry"],
-        baseline_name="nothing handed, reads in one turn",
-        unit="tokens",
-    )
+    for figure, key, unit in (
+        ("curate input tokens per routed entry", "per_entry", "tokens"),
+        (
+            "curate USD per routed entry at list prices (prompt cache billed)",
+            "usd_per_entry",
+            "USD",
+        ),
+        ("curate uncached input tokens per routed entry", "uncached_per_entry", "tokens"),
+    ):
+        row(
+            figure,
+            after[key],
+            baseline=before[key],
+            baseline_name="nothing handed, reads in one turn",
+            unit=unit,
+        )
 
 
 if __name__ == "__main__":

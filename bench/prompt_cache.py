@@ -14,32 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any
 
-from crustacean.config import PriceConfig
+from crustacean.usage import Usage
 
 LOOKBACK = 20  # blocks before a breakpoint where the API still looks for a cache hit
-
-
-@dataclass
-class Bill:
-    input: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    output: int = 0
-
-    def usd(self, price: PriceConfig) -> float:
-        return (
-            self.input * price.input
-            + self.cache_read * price.cache_read
-            + self.cache_write * price.cache_write
-            + self.output * price.output
-        ) / 1e6
-
-    @property
-    def total_input(self) -> int:
-        return self.input + self.cache_read + self.cache_write
 
 
 def _blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
@@ -68,9 +47,10 @@ class PromptCache:
     def __init__(self, min_tokens: int) -> None:
         self.min_tokens = min_tokens
         self.written: set[str] = set()
-        self.bill = Bill()
+        self.bill = Usage()
 
-    def send(self, body: dict[str, Any], output_tokens: int = 0) -> Bill:
+    def send(self, body: dict[str, Any], output_tokens: int = 0) -> Usage:
+        """The request's usage, as the API would report it; added to the run's `bill`."""
         blocks = _blocks(body)
         chain, sizes, h = [], [], hashlib.sha256()
         for key, _ in blocks:
@@ -89,7 +69,6 @@ class PromptCache:
         cached = [m for m in marks if upto[m] >= self.min_tokens]
         self.written.update(chain[m] for m in cached)
         write = max(0, upto[cached[-1]] - read) if cached else 0
-        one = Bill(upto[-1] - read - write, read, write, output_tokens)
-        for name in ("input", "cache_read", "cache_write", "output"):
-            setattr(self.bill, name, getattr(self.bill, name) + getattr(one, name))
+        one = Usage(upto[-1] - read - write, output_tokens, read, write)
+        self.bill += one
         return one
