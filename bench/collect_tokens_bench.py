@@ -10,10 +10,11 @@ Run: `.venv/bin/python bench/collect_tokens_bench.py [--sessions 12] [--messages
   everything is collected. Input tokens per new transcript token are every request's system text,
   tools and prompt (characters / 4) over the distinct messages' text (/ 4). Target ≤ 1.3.
 - **Month's cost** at list prices (`[prices]`): collect's USD from its run records over the 3 days,
-  × 10; curate's share is the items collect appended a month × curate's USD per routed entry, with
-  curate's tokens per routed entry measured as it is by `bench/curate_bench.py`'s "handed
-  destinations" request (its uncached tokens billed as cache writes, the rest as cache reads,
-  plus 80 output tokens per entry). The scripted model notes one item per 8 messages.
+  × 10; curate's share is the items collect appended a month × curate's USD per routed entry,
+  measured on one run of a day's items (curate runs once a day; 3 entries a contact) as
+  `bench/curate_bench.py`'s "handed destinations" run is measured (its request bodies billed as
+  the prompt cache would, its scripted replies as output, at the mid tier's list prices). The
+  scripted model notes one item per 8 messages.
   Target < $3 (compile's and calibrate's weekly and monthly runs are not in it).
 
 The backlog folder
@@ -53,7 +54,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake Messages API lives with the 
 from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import count, data_size, isolate, row
-from crustacean.config import PricesConfig, load_config
+from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
 from crustacean.stages.collect import collect
 from crustacean.workspace import Workspace
@@ -226,16 +227,16 @@ def dense_reply(body: dict[str, Any]) -> dict[str, Any]:
     return tool_use(("record_notes", {"items": items}), usage=usage)
 
 
-def curate_usd_per_entry(tmp: Path) -> tuple[float, float]:
-    """Curate's (input tokens, USD) per routed entry, as curate is (its own bench's request)."""
-    from bench.curate_bench import measure
+CURATE_PER_CONTACT = 3  # a day's entries for curate's run: this many to each destination
 
-    got = measure(tmp, 10, 2, "handed destinations")
-    price = PricesConfig().mid  # list prices of the mid tier
-    uncached = got["uncached_per_entry"]
-    cached = got["per_entry"] - uncached
-    usd = (uncached * price.cache_write + cached * price.cache_read + 80 * price.output) / 1e6
-    return got["per_entry"], usd
+
+def curate_usd_per_entry(tmp: Path, entries: int) -> dict[str, float]:
+    """Curate's measured run (its own bench's handed request) on `entries` entries: curate
+    runs once a day, so the month's runs each see a day's items."""
+    from bench.curate_bench import NAMES, measure
+
+    people = min(len(NAMES), max(1, round(entries / CURATE_PER_CONTACT)))
+    return measure(tmp, people, CURATE_PER_CONTACT, "handed destinations")
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -317,11 +318,13 @@ def main() -> None:
             with sqlite3.connect(batch_root / ".crustacean/state.db") as db:
                 left = db.execute("SELECT count(*) FROM collect_sent_batches").fetchone()[0]
             agent = increment_run(fake, tmp)
-        curate_tokens, curate_entry_usd = curate_usd_per_entry(tmp / "curate")
+        day_items = agent["items"] / AGENT_DAYS
+        run = curate_usd_per_entry(tmp / "curate", round(day_items))
+    curate_tokens, curate_entry_usd = run["per_entry"], run["usd_per_entry"]
     ratio, bare_ratio = sent / new_chars, bare_sent / bare_chars
     inc_ratio = agent["sent_chars"] / agent["new_chars"]
     month_collect = agent["usd"] / AGENT_DAYS * 30
-    month_items = agent["items"] / AGENT_DAYS * 30
+    month_items = day_items * 30
     month_curate = month_items * curate_entry_usd
     month = month_collect + month_curate
     size = (
@@ -375,8 +378,10 @@ def main() -> None:
     )
     print(f"| collect, a month | ${month_collect:.3f} | |")
     print(
-        f"| curate's share, a month: {month_items:,.0f} items × {curate_tokens:,.0f} input "
-        f"tokens/entry (${curate_entry_usd:.5f}) | ${month_curate:.2f} | |"
+        f"| curate's share, a month: {month_items:,.0f} items × ${curate_entry_usd:.5f} a routed "
+        f"entry (a daily run of {run['routed']:.0f} entries in {run['turns']:.0f} turns: "
+        f"{curate_tokens:,.0f} input tokens, {run['uncached_per_entry']:,.0f} uncached, "
+        f"{run['output_per_entry']:,.0f} output an entry) | ${month_curate:.2f} | |"
     )
     print(f"| month, collect + curate | ${month:.2f} | < $3 |\n")
     print("| figure | value | baseline | ratio |")

@@ -9,21 +9,24 @@ local fake Messages API:
   entries). The scripted model does what a real model did in that situation: reads the READMEs
   and MEMORY.md, then for each destination reads the file in one turn and writes it in the next.
 - **handed**: the request as it is now, with the READMEs, MEMORY.md and each likely destination
-  (content and sha256) handed with the entries. The scripted model writes every destination in
-  one turn, with the handed sha256s, and reports the routing.
+  (content and sha256) handed with the entries. The scripted model reads in one turn the
+  destinations that were not handed (beyond `HAND_FILES`), writes every destination in one turn
+  with the sha256s it was handed or read, and reports the routing.
 
-Input tokens are measured from the request bodies the fake server received (bytes / 4, the same
-estimate as its count_tokens endpoint), every turn counted whole; "uncached" is what each turn
-adds beyond the longest prefix it shares with the turn before (what the prompt cache cannot
-serve). The model's behaviour is scripted, so the figure measures the request shape and the turns
-it needs, not a real model's choices.
+Input tokens are measured from the request bodies the fake server received (characters / 4),
+every turn counted whole, and billed as the API's prompt cache would (`bench/prompt_cache.py`:
+tools, system, messages in that order, read up to the longest prefix an earlier breakpoint wrote,
+written up to the last breakpoint); "uncached" is what is not a cache read (cache writes and plain
+input). Output tokens are the scripted replies' JSON / 4. USD per routed entry is that bill at the
+mid tier's list prices (`[prices].mid`). The model's behaviour is scripted, so the figure measures
+the request shape and the turns it needs, not a real model's choices.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
+import re
 import sys
 import tempfile
 from datetime import UTC, datetime
@@ -37,16 +40,19 @@ sys.path.insert(0, str(REPO / "tests"))
 from fakeapi import FakeAnthropic, tool_use
 
 from bench.common import data_size, isolate, row
+from bench.prompt_cache import PromptCache
 from crustacean.config import load_config
+from crustacean.llm.loop import min_cacheable_tokens
 from crustacean.ops.init import init_workspace
 from crustacean.stages import curate as curate_mod
 from crustacean.store.changes import sha256_hex
+from crustacean.usage import cost
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DAYS = ("2026-11-28", "2026-11-29", "2026-11-30")
 NAMES = ["Alice", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas"]
-NAMES += ["Kofi", "Lena"]
+NAMES += ["Kofi", "Lena", "Marta", "Nuno", "Olga", "Pedro", "Quim"]
 SHAPES = {  # name: (files handed with the entries, how the scripted model reads)
     "nothing handed, one read then one write per file": (False, "serial"),
     "nothing handed, all reads in one turn (baseline)": (False, "parallel"),
@@ -105,7 +111,9 @@ def script(root: Path, routes: dict[str, list[str]], reads: str) -> list[dict[st
     if reads == "none":
         sha = {p: sha256_hex((root / p).read_bytes()) for p in routes}
         writes = [write(p, t, sha[p]) for p, t in routes.items()]
-        return [tool_use(*writes), tool_use(routing), finish]
+        unhanded = [p for p in routes if p not in handed_paths(root)]
+        first_reads = [tool_use(*[("read_context_file", {"path": p}) for p in unhanded])]
+        return [*(first_reads if unhanded else []), tool_use(*writes), tool_use(routing), finish]
     first = tool_use(
         *[
             ("read_context_file", {"path": p})
@@ -123,6 +131,19 @@ def script(root: Path, routes: dict[str, list[str]], reads: str) -> list[dict[st
     return [*turns, tool_use(routing), finish]
 
 
+def handed_paths(root: Path) -> set[str]:
+    """The files curate's request hands over (the rest the scripted model reads first)."""
+    from crustacean.state import open_state
+    from crustacean.store import Store
+
+    ws = Workspace(root, load_config(root))
+    store = Store(ws)
+    with open_state(ws) as db:
+        entries = curate_mod.pending_entries(ws, db, store, NOW, ws.settings.curate.days)
+    prompt = curate_mod.request_for(ws, store, entries).prompt
+    return set(re.findall(r'<file path="([^"]+)"', prompt))
+
+
 def measure(tmp: Path, people: int, per_person: int, shape: str) -> dict[str, float]:
     handed, reads = SHAPES[shape]
     root = tmp / reads
@@ -134,39 +155,33 @@ def measure(tmp: Path, people: int, per_person: int, shape: str) -> dict[str, fl
         with FakeAnthropic() as fake:
             env = {"ANTHROPIC_API_KEY": "bench-key", "ANTHROPIC_BASE_URL": fake.url}
             ws = Workspace(root, load_config(root, env=env, overrides=["llm.max_retries=0"]))
-            fake.enqueue(*script(root, routes, reads))
+            replies = script(root, routes, reads)
+            fake.enqueue(*replies)
             result = curate_mod.curate(ws, env=env, clock=lambda: NOW)
-            bodies = [_uncached_view(m.body) for m in fake.messages()]
+            bodies = [m.body for m in fake.messages()]
     finally:
         curate_mod.handed_files = original
     routed = sum(result.routed.values())
     assert routed == sum(len(t) for t in routes.values()), (result.routed, result.skipped)
-    total = sum(len(b) // 4 for b in bodies)
-    fresh = len(bodies[0]) // 4
-    for earlier, later in itertools.pairwise(bodies):
-        fresh += (len(later) - _shared(earlier, later)) // 4
+    model = ws.settings.models.mid
+    cache = PromptCache(min_cacheable_tokens(model))
+    for body, reply in zip(bodies, replies, strict=True):
+        cache.send(body, len(json.dumps(reply["content"])) // 4)
+    bill = cache.bill
     return {
         "turns": len(bodies),
         "routed": routed,
-        "per_entry": total / routed,
-        "uncached_per_entry": fresh / routed,
-        "first": len(bodies[0]) // 4,
+        "per_entry": bill.total_input / routed,
+        "uncached_per_entry": (bill.input_tokens + bill.cache_write_tokens) / routed,
+        "output_per_entry": bill.output_tokens / routed,
+        "usd_per_entry": cost(bill, ws.settings.prices.mid) / routed,
+        "first": bill_first(bodies[0]),
     }
 
 
-def _uncached_view(body: dict[str, Any]) -> str:
-    """The body as sent, without the moving cache breakpoint (it is not content)."""
-    return json.dumps(body).replace(', "cache_control": {"type": "ephemeral"}', "")
-
-
-def _shared(a: str, b: str) -> int:
-    """Length of the longest common prefix of two request bodies."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+def bill_first(body: dict[str, Any]) -> int:
+    """The first request's input tokens (nothing cached yet)."""
+    return PromptCache(0).send(body).total_input
 
 
 def main() -> None:
@@ -184,31 +199,37 @@ def main() -> None:
     size = f"{args.people} contacts, {before['routed']:.0f} entries over 3 daily logs"
     data_size(size)
     print(f"curate token economy ({size}; scripted model, fake API)\n")
-    print("| request | turns | input tokens / routed entry | uncached / entry | first turn |")
-    print("|---|---|---|---|---|")
+    print(
+        "| request | turns | input tokens / routed entry | uncached / entry | output / entry "
+        "| USD / entry (list) | first turn |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, m in got.items():
         print(
             f"| {name} | {m['turns']:.0f} | {m['per_entry']:,.0f} | "
-            f"{m['uncached_per_entry']:,.0f} | {m['first']:,.0f} |"
+            f"{m['uncached_per_entry']:,.0f} | {m['output_per_entry']:,.0f} | "
+            f"${m['usd_per_entry']:.5f} | {m['first']:,.0f} |"
         )
     ratio = after["per_entry"] / before["per_entry"]
     print(f"\nhanded / baseline: {ratio:.2f}x input tokens per routed entry")
     serial = got["nothing handed, one read then one write per file"]["per_entry"]
     print(f"handed / one read and write per file: {after['per_entry'] / serial:.2f}x")
-    row(
-        "curate input tokens per routed entry",
-        after["per_entry"],
-        baseline=before["per_entry"],
-        baseline_name="nothing handed, reads in one turn",
-        unit="tokens",
-    )
-    row(
-        "curate uncached input tokens per routed entry",
-        after["uncached_per_entry"],
-        baseline=before["uncached_per_entry"],
-        baseline_name="nothing handed, reads in one turn",
-        unit="tokens",
-    )
+    for figure, key, unit in (
+        ("curate input tokens per routed entry", "per_entry", "tokens"),
+        (
+            "curate USD per routed entry at list prices (prompt cache billed)",
+            "usd_per_entry",
+            "USD",
+        ),
+        ("curate uncached input tokens per routed entry", "uncached_per_entry", "tokens"),
+    ):
+        row(
+            figure,
+            after[key],
+            baseline=before[key],
+            baseline_name="nothing handed, reads in one turn",
+            unit=unit,
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from crustacean.folder_index import index_span
 from crustacean.llm.stage_tools import RECORD_AUDIT, RECORD_DIGEST, RECORD_NOTES, RECORD_ROUTING
 from crustacean.llm.tools import TOOLS, ToolSpec, write_spec
 from crustacean.store import policy
@@ -46,12 +47,24 @@ class Input:
     hashed: bool = False
 
 
-def file_block(path: str, data: bytes, limit: int | None = None) -> str:
+def file_block(
+    path: str, data: bytes, limit: int | None = None, index_note: str | None = None
+) -> str:
     """A file handed to a model: its text (cut to `limit` characters, and marked so) with the
-    sha256 of its whole bytes, so it can write without reading the file again."""
+    sha256 of its whole bytes, so it can write without reading the file again. `index_note`
+    stands in for the body of a folder README's `## Index` (code's, and what it lists is
+    handed elsewhere), and the tag says so."""
     text = data.decode("utf-8", "replace")
+    mark = ""
+    if index_note is not None:
+        lines = text.split("\n")
+        span = index_span(lines)
+        if span is not None and span[1] > span[0] + 1:
+            kept = [*lines[: span[0] + 1], "", index_note, ""]
+            text = "\n".join([*kept, *lines[span[1] :]]).rstrip("\n") + "\n"
+            mark = ' index="left out"'
     cut = limit is not None and len(text) > limit
-    mark = f' cut_at="{limit}"' if cut else ""
+    mark += f' cut_at="{limit}"' if cut else ""
     body = text[:limit] if cut else text
     return f'<file path="{path}" sha256="{sha256_hex(data)}"{mark}>\n{body}</file>'
 
@@ -148,7 +161,8 @@ CONTRACTS: dict[str, Contract] = {
                 Input("existing-files", "the memory files that exist, with their names"),
                 Input(
                     "files",
-                    "the folder READMEs, MEMORY.md and the likely destinations",
+                    "the folder READMEs (their `## Index` left out: code's, and its files are "
+                    "in `<existing-files>`), MEMORY.md and the likely destinations",
                     hashed=True,
                 ),
             ),
@@ -314,6 +328,19 @@ def render_section(stage: str) -> str:
     lines += ["", "**What code does after you:**"] + [f"- Code {x}." for x in c.after]
     lines += [END]
     return "\n".join(lines)
+
+
+TOOLS_SENT = "(Each tool, with its fields, is in this request's tool definitions.)"
+
+
+def sent_doc(stage: str, doc: str) -> str:
+    """The stage doc as sent: its tool listing is the very text of the tool definitions the
+    request carries, so it is replaced by one line (no run sends the same text twice). A
+    workspace copy whose listing differs (older, edited) is sent as it is."""
+    if stage not in CONTRACTS:
+        return doc
+    listing = "\n".join(line for spec in tool_specs(stage) for line in _render_tool(spec))
+    return doc.replace(listing, TOOLS_SENT, 1) if listing else doc
 
 
 def _render_tool(spec: ToolSpec) -> list[str]:

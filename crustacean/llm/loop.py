@@ -79,7 +79,7 @@ def build_params(req: StageRequest, model: str, messages: list[dict[str, Any]]) 
     tools = [t.for_anthropic() for t in tool_specs(req)]
     system: dict[str, Any] = {
         "type": "text",
-        "text": preamble_for(req.stage) + "\n" + req.system_doc,
+        "text": preamble_for(req.stage) + "\n" + contract.sent_doc(req.stage, req.system_doc),
     }
     prefix_tokens = (len(system["text"]) + len(json.dumps(tools))) // 4
     if prefix_tokens >= req.min_cache_tokens:
@@ -99,14 +99,19 @@ def build_params(req: StageRequest, model: str, messages: list[dict[str, Any]]) 
 
 
 def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy whose last block carries the moving cache breakpoint (older ones are dropped)."""
+    """A copy whose last block carries the moving cache breakpoint, and whose previous turn's
+    last block keeps the one it had: the API looks for a cached prefix only about 20 blocks
+    before a breakpoint, so a turn of many parallel calls and results would otherwise miss the
+    whole conversation cached by the turn before. With the tools' and the system's, four marks,
+    the API's most; older ones are dropped."""
     out = copy.deepcopy(messages)
-    if not out:
-        return out
-    last = out[-1]
-    if isinstance(last["content"], str):
-        last["content"] = [{"type": "text", "text": last["content"]}]
-    last["content"][-1] = {**last["content"][-1], "cache_control": EPHEMERAL}
+    for back in (3, 1) if len(out) >= 3 else (1,):
+        if len(out) < back:
+            continue
+        msg = out[-back]
+        if isinstance(msg["content"], str):
+            msg["content"] = [{"type": "text", "text": msg["content"]}]
+        msg["content"][-1] = {**msg["content"][-1], "cache_control": EPHEMERAL}
     return out
 
 

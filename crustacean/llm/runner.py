@@ -60,7 +60,8 @@ def plan_stage(ws: Workspace, req: StageRequest) -> RunPlan:
     total = system_chars + tools_chars + len(req.prompt)
     tokens = total // CHARS_PER_TOKEN + 1
     price = getattr(ws.settings.prices, tier)
-    first = cost(Usage(input_tokens=tokens, output_tokens=req.max_tokens // 8), price)
+    first = cost(_first_turn_usage(params, tokens, (system_chars + tools_chars) // 4), price)
+    first += cost(Usage(output_tokens=req.max_tokens // 8), price)
     excerpt = req.prompt if len(req.prompt) <= 600 else req.prompt[:600] + " …"
     return RunPlan(
         req.stage,
@@ -73,6 +74,16 @@ def plan_stage(ws: Workspace, req: StageRequest) -> RunPlan:
         tokens,
         first,
     )
+
+
+def _first_turn_usage(params: dict[str, Any], tokens: int, prefix: int) -> Usage:
+    """How a first turn is billed: nothing is cached yet, so what its marks cover is a cache
+    write (1.25x the input price), the rest plain input."""
+    if "cache_control" in json.dumps(params["messages"]):
+        return Usage(cache_write_tokens=tokens)
+    if any("cache_control" in b for b in params["system"]):
+        return Usage(input_tokens=tokens - prefix, cache_write_tokens=prefix)
+    return Usage(input_tokens=tokens)
 
 
 class ModelSession:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from crustacean import daily
 from crustacean.clock import Clock
 from crustacean.documents import parse_document
-from crustacean.llm.contract import file_block
+from crustacean.llm.contract import FOLDER_READMES, file_block
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
@@ -41,7 +41,8 @@ MAP_LIMIT = 400
 HAND_FILES = 12  # at most this many likely destinations are handed to the model with the entries
 HAND_CHARS = 24_000  # ...within this many characters in all
 HAND_FILE_CHARS = 6_000  # a bigger file is left for the model to read if it needs it
-ALWAYS_HANDED = ("memory/README.md", "knowledge/README.md", "MEMORY.md")
+ALWAYS_HANDED = (*FOLDER_READMES, "MEMORY.md")
+INDEX_NOTE = "(left out: code keeps this Index; the files it lists are in <existing-files>)"
 _NAME_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’-]{2,}")
 # Channel prefixes of contact and group file names, and `name`: the id of a person known by no
 # channel (`contacts/name-ana-lopez.md`); none of them is a name to match entries by.
@@ -196,7 +197,8 @@ def handed_files(store: Store, entries: list[Entry], labels: Mapping[str, str]) 
         if data is None or len(data) > HAND_FILE_CHARS or used + len(data) > HAND_CHARS:
             continue
         used += len(data)
-        out.append(file_block(path, data))
+        note = INDEX_NOTE if path in FOLDER_READMES else None
+        out.append(file_block(path, data, index_note=note))
     return "\n".join(out)
 
 

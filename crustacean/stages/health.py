@@ -291,10 +291,25 @@ def daily_logs(logs: Mapping[date, str], today: date, days: int = 30) -> Check:
         f"{len(window) - len(missing)}/{len(window)} days logged; {len(missing)} missing, "
         f"{len(empty)} empty, {len(noisy)} noisy"
     )
-    details = [f"missing: {d}" for d in missing] + [f"empty: {d}" for d in empty]
-    details += [f"noisy (short or repeated bullets): {d}" for d in noisy]
+    kinds = (("missing", missing), ("empty", empty), ("noisy (short or repeated bullets)", noisy))
+    details = [f"{kind}: {date_ranges(days)}" for kind, days in kinds if days]
     status = "warn" if missing or empty or noisy else "ok"
     return Check("daily_logs", status, summary, _capped(details), figures)
+
+
+def date_ranges(days: list[date]) -> str:
+    """Days as one compact line: runs of consecutive days as `first..last` (a month of
+    missing logs is one range, not 30 lines a reader or a model has to count)."""
+    runs: list[list[date]] = []
+    for day in sorted(set(days)):
+        if runs and day - runs[-1][-1] == timedelta(days=1):
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    return ", ".join(
+        r[0].isoformat() if len(r) == 1 else f"{r[0].isoformat()}..{r[-1].isoformat()}"
+        for r in runs
+    )
 
 
 # ---------------------------------------------------------------------------- MEMORY.md
