@@ -382,6 +382,12 @@ def _leftovers(ws: Workspace) -> Finding:
     )
 
 
+def doctor_fixes(root: Path) -> list[tuple[str, str]]:
+    """`doctor --fix`: each repair that was needed, as (check, what was done)."""
+    done = [("repository", fix_repository(root)), ("interrupted write", fix_interrupted(root))]
+    return [(name, what) for name, what in done if what is not None]
+
+
 def fix_interrupted(root: Path) -> str | None:
     """`doctor --fix`: what a killed write left, repaired as the next call would (its files
     undone or kept, a version a later commit dropped made again, stale locks and temp files
