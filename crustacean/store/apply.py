@@ -44,6 +44,7 @@ from crustacean.store.versions import (
     blob_id,
     clear_stale_index_lock,
     lock_owner_alive,
+    users_commit,
 )
 from crustacean.tree import is_temp
 from crustacean.workspace import NOT_GIT, OWN_STATE, Skip, Workspace, walk
@@ -91,6 +92,8 @@ class Applier:
         nothing is repaired, and only a proposal may be queued)."""
         with self._lock():
             busy = self.versioned and self.git.busy() is not None
+            if self.versioned and not busy:
+                _wait_for_users_commit(self.git)
             if not busy:  # mid-merge nothing is repaired or written; proposals still queue
                 self.recover()
                 self.sweep_dead_temps()
@@ -538,6 +541,29 @@ _CALL_TEMPS = Skip(top=OWN_STATE, temps=True)
 
 def _stray_temp_files(root: Path, skip: Skip = NOT_GIT) -> list[str]:
     return [rel for rel, entry in walk(root, skip) if is_temp(entry.name) and not entry.is_dir()]
+
+
+def _wait_for_users_commit(git: Git) -> None:
+    """A version moved HEAD under the user's `git commit` whose editor was open, and their
+    commit failed ("cannot lock ref 'HEAD'") when they saved the message. So a write waits for
+    it (the user is typing, not gone), and past USER_COMMIT_WAIT fails naming it instead."""
+    import time
+
+    from crustacean.store import versions
+
+    pid = users_commit(git.root, git.git_dir)
+    if pid is None:
+        return
+    log.warning("waiting for your `git commit` (pid %d): its editor is open", pid)
+    deadline = time.monotonic() + versions.USER_COMMIT_WAIT
+    while (pid := users_commit(git.root, git.git_dir)) is not None:
+        if time.monotonic() >= deadline:
+            raise LockedError(
+                f"your `git commit` (pid {pid}) in {git.root} is waiting for its message in an "
+                f"editor; a version now would make it fail. Save or close the editor, then "
+                "try again; nothing was written."
+            )
+        time.sleep(0.1)
 
 
 def _head_locked(git: Git) -> bool:

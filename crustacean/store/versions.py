@@ -41,6 +41,7 @@ MAINTENANCE = ("maintenance", "run", "--auto", "--quiet")  # what `git commit` r
 # The config a version reads: signing (`commit-tree` ignores commit.gpgsign) and the upkeep after.
 SETTINGS = r"^(commit\.gpgsign|maintenance\.auto|gc\.pruneexpire)$"
 INDEX_LOCK_WAIT = 10.0  # seconds a write waits for another git command to release index.lock
+USER_COMMIT_WAIT = 30.0  # seconds a write waits for the user's `git commit` with its editor open
 LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacean holding it
 VERSION_INDEX = "crustacean-index"  # in the git folder: the private index versions are staged on
 VERSION_INDEX_OF = "crustacean-index.head"  # ... and the commit whose tree it holds
@@ -99,7 +100,7 @@ def _subcommand(args: Sequence[str]) -> str:
     """The git command `args` run, past any `-c key=value` before it (for messages)."""
     words = iter(args)
     for word in words:
-        if word == "-c":
+        if word in ("-c", "-C"):
             next(words, None)
         elif not word.startswith("-"):
             return word
@@ -642,6 +643,42 @@ class Git:
 
     def show(self, rev: str) -> str:
         return self.out("show", "--stat", "--patch", "--format=fuller", self.resolve(rev))
+
+
+def users_commit(root: Path, git_dir: Path) -> int | None:
+    """The pid of a `git commit` running in this workspace whose message is not written yet
+    (its editor is open; git holds no lock meanwhile, and fails if HEAD moves under it), or
+    None. Cheap unless one may be running: git writes COMMIT_EDITMSG before the editor
+    opens and HEAD's reflog after the commit, so only a message newer than the reflog
+    makes a /proc walk."""
+    try:
+        started = (git_dir / "COMMIT_EDITMSG").stat().st_mtime_ns
+    except OSError:
+        return None
+    try:
+        if (git_dir / "logs" / "HEAD").stat().st_mtime_ns > started:
+            return None
+    except OSError:
+        pass
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    real_root = os.path.realpath(root)
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
+            if not argv or os.path.basename(argv[0]) != b"git":
+                continue
+            if _subcommand([a.decode("utf-8", "replace") for a in argv[1:]]) != "commit":
+                continue
+            cwd = os.readlink(os.path.join(entry.path, "cwd"))
+        except OSError:
+            continue
+        if cwd == real_root or cwd.startswith(real_root + os.sep):
+            return int(entry.name)
+    return None
 
 
 def _owner_pid(owner: Path) -> int | None:
