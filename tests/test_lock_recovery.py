@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_store_git import USER_ENV
 
 from conftest import run_cli
 from crustacean.config import load_config
@@ -28,12 +29,6 @@ from crustacean.store.versions import COMMIT_WRITTEN
 from crustacean.tree import is_temp
 from crustacean.workspace import Workspace
 
-USER_ENV = {
-    "GIT_AUTHOR_NAME": "Ada",
-    "GIT_AUTHOR_EMAIL": "ada@example.org",
-    "GIT_COMMITTER_NAME": "Ada",
-    "GIT_COMMITTER_EMAIL": "ada@example.org",
-}
 ACKED = "memory/notes/acked.md"
 KILLED_LINE = "- written by the killed call\n"
 

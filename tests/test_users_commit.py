@@ -16,18 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_store_git import USER_ENV
 
 from conftest import run_cli, snapshot
 from crustacean.store import versions
 from crustacean.workspace import Workspace
 
 EXE = str(Path(sys.executable).parent / "crustacean")
-USER_ENV = {
-    "GIT_AUTHOR_NAME": "Ada",
-    "GIT_AUTHOR_EMAIL": "ada@example.org",
-    "GIT_COMMITTER_NAME": "Ada",
-    "GIT_COMMITTER_EMAIL": "ada@example.org",
-}
 # The user's editor: says it is open, waits until the test lets it go, writes the message.
 EDITOR = """#!/bin/sh
 touch "{started}"
