@@ -39,7 +39,6 @@ from mcp.types import (
     JSONRPCError,
     TextContent,
 )
-from pydantic import ValidationError
 
 from crustacean.clock import Clock, wall_clock
 from crustacean.config import load_config
@@ -286,9 +285,10 @@ async def _answer_unreadable(
 
 
 def unreadable(exc: Exception) -> JSONRPCError | None:
-    """The JSON-RPC error for a line the transport could not read (a pydantic ValidationError
-    of the message union), or None for a blank line."""
-    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    """The JSON-RPC error for a line the transport could not read (the validation error of
+    the message union the SDK reports), or None for a blank line."""
+    listed = getattr(exc, "errors", None)  # the SDK's validator says what it found
+    errors: list[dict[str, Any]] = list(listed()) if callable(listed) else []
     if errors and errors[0]["type"] == "json_invalid":
         if not str(errors[0].get("input", "")).strip():
             return None
