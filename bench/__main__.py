@@ -179,19 +179,24 @@ def header(outcomes: list[Outcome], quick: bool, subset: str) -> list[str]:
 
 KEPT = (  # sections a rerun must not drop: written by hand, not by this run
     "## Before",  # the budgets of an earlier checkout, to compare with
+    "## After",  # the budgets right after a change, to compare with
     "## Reliability",  # figures from the kill -9 suite (pytest), not from these benches
     "## Collect cost",  # before and after of collect's cost work (issue 34), kept by hand
 )
 
 
-def _kept_sections(out: Path) -> str:
-    """The sections of `out` whose heading starts with one of KEPT, in their order."""
+def _kept_sections(out: Path, ran: set[str]) -> str:
+    """The sections of `out` a rerun keeps, in their order: those whose heading starts with one
+    of KEPT, and the own sections of benches this run did not run (`--budgets` runs a few)."""
     try:
         text = out.read_text()
     except OSError:
         return ""
-    sections = ("\n" + text).split("\n## ")[1:]
-    kept = [f"## {s.rstrip()}" for s in sections if f"## {s}".startswith(KEPT)]
+    sections = [f"## {s.rstrip()}" for s in ("\n" + text).split("\n## ")[1:]]
+    others = tuple(f"(`bench/{name}`" for name in RUNS if name not in ran)
+    kept = [
+        s for s in sections if s.startswith(KEPT) or any(o in s.split("\n", 1)[0] for o in others)
+    ]
     return "".join(f"\n{s}\n" for s in kept)
 
 
@@ -224,7 +229,7 @@ def main() -> int:
     parts += ["", combined]
     for o in outcomes:
         parts += ["", f"## {RUNS[o.name][2]} (`bench/{o.name}`, {o.seconds:.0f} s)", "", o.output]
-    kept = _kept_sections(args.out)
+    kept = _kept_sections(args.out, {o.name for o in outcomes})
     args.out.write_text("\n".join(parts) + "\n" + kept)
     print(f"wrote {args.out}", file=sys.stderr)
     return 1 if any(o.failure for o in outcomes) else 0
