@@ -12,6 +12,7 @@ which the server derives the tool's input schema. `build_server` registers them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -19,16 +20,26 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    TextContent,
+)
 
 from crustacean.clock import Clock, wall_clock
 from crustacean.config import load_config
@@ -252,7 +263,65 @@ def _recall(ws: Workspace, path: str, now: datetime) -> None:
 def serve(ws: Workspace) -> None:
     """Run over stdio until the client goes away; logs go to stderr, never stdout."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    build_server(ws).run()
+    anyio.run(_serve_stdio, build_server(ws))
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    """The SDK's stdio transport and server loop, with a JSON-RPC error answering each line
+    it cannot read (the SDK drops those silently, so a client would wait for its timeout).
+    The answers go out through the transport's one writer, so no reply is torn. The loop is
+    reached through the attribute `MCPServer.run_stdio_async` uses: no public call takes
+    the streams."""
+    loop = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_answer_unreadable, read_stream, send, write_stream)
+            await loop.run(receive, write_stream, loop.create_initialization_options())
+
+
+async def _answer_unreadable(
+    lines: AsyncIterable[SessionMessage | Exception],
+    server: MemoryObjectSendStream[SessionMessage | Exception],
+    replies: Any,
+) -> None:
+    """Pass each message on to the server; answer a line that is not JSON with -32700 and
+    one that is not a JSON-RPC message with -32600 (its id when it has one). Blank lines are
+    no message and get no answer."""
+    async with server:
+        async for item in lines:
+            if not isinstance(item, Exception):
+                await server.send(item)
+                continue
+            error = unreadable(item)
+            if error is not None:
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await replies.send(SessionMessage(error))
+
+
+def unreadable(exc: Exception) -> JSONRPCError | None:
+    """The JSON-RPC error for a line the transport could not read (the validation error of
+    the message union the SDK reports), or None for a blank line."""
+    listed = getattr(exc, "errors", None)  # the SDK's validator says what it found
+    errors: list[dict[str, Any]] = list(listed()) if callable(listed) else []
+    if errors and errors[0]["type"] == "json_invalid":
+        if not str(errors[0].get("input", "")).strip():
+            return None
+        return _error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+    msg_id: str | int | None = None
+    for err in errors:  # a field missing or wrong in the message: its input is the message
+        given = err.get("input")
+        if len(err["loc"]) == 2 and isinstance(given, dict):
+            found = given.get("id")
+            if isinstance(found, str | int) and not isinstance(found, bool):
+                msg_id = found
+            break
+    what = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
+    return _error(msg_id, INVALID_REQUEST, what)
+
+
+def _error(msg_id: str | int | None, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=msg_id, error=ErrorData(code=code, message=message))
 
 
 def tool_schemas(ws: Workspace) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ To change the schema, append a new `("mNNN_name", sql)` entry; never edit an app
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -368,9 +369,21 @@ class StateDB:
                 f"{self.path} is a folder, not the state database. Move it aside and run the "
                 f"command again (a new database is made); {HOLDS}."
             )
+        if _emptied(self.path):
+            raise StateDBError(
+                f"{self.path} is empty (0 bytes), so what it held is gone (a full disk, or a "
+                "tool that truncated it?). Restore it from a backup, or move it aside (`mv "
+                f"{self.path} {self.path}.empty`) and run the command again; {HOLDS}."
+            )
+        if not self.path.exists():
+            self._create(any_thread)
+        self.conn = self._open(self.path, any_thread)
+
+    def _open(self, path: Path, any_thread: bool) -> sqlite3.Connection:
+        """A connection, configured and migrated; a clear error when it cannot be used."""
         try:
             self.conn = sqlite3.connect(
-                self.path,
+                path,
                 timeout=BUSY_TIMEOUT_MS / 1000,
                 isolation_level=None,
                 check_same_thread=not any_thread,
@@ -388,6 +401,23 @@ class StateDB:
         except BaseException:
             self.conn.close()
             raise
+        return self.conn
+
+    def _create(self, any_thread: bool) -> None:
+        """A new database is made whole beside its place and linked in, so a kill never leaves
+        an empty state.db (which `_emptied` must take for a lost one); a racing opener's
+        database, linked first, is kept."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
+        tmp.unlink(missing_ok=True)
+        self._open(tmp, any_thread).close()
+        try:
+            os.link(tmp, self.path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not self.path.exists():
+                os.replace(tmp, self.path)
+        tmp.unlink(missing_ok=True)
 
     def _configure(self) -> None:
         """WAL lets readers run beside a writer; busy_timeout makes writers wait, not fail."""
@@ -532,6 +562,24 @@ class StateDB:
                 rows,
             )
             conn.executemany("DELETE FROM memory_index WHERE path = ?", [(p,) for p in tiers])
+
+
+WAL_MAGIC = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")  # a write-ahead log's first bytes
+
+
+def _emptied(path: Path) -> bool:
+    """A state.db of 0 bytes with no write-ahead log to replay: a database that was made
+    (they are made whole, see `StateDB._create`) and then lost its bytes."""
+    try:
+        if not path.is_file() or path.stat().st_size:
+            return False
+    except OSError:
+        return False
+    try:
+        with path.with_name(path.name + "-wal").open("rb") as wal:
+            return wal.read(4) not in WAL_MAGIC  # SQLite ignores a log without it
+    except OSError:
+        return True
 
 
 def open_state(ws: Workspace, *, any_thread: bool = False) -> StateDB:

@@ -7,7 +7,7 @@ import typer
 
 from crustacean.cli.common import console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, zone_name
-from crustacean.ops.status import Status, fix_repository, workspace_status
+from crustacean.ops.status import Status, doctor_fixes, workspace_status
 from crustacean.ops.status import doctor as run_doctor
 from crustacean.workspace import find_workspace
 
@@ -101,7 +101,9 @@ def doctor(
     fix: Annotated[
         bool,
         typer.Option(
-            "--fix", help="Recover a damaged repository: the files on disk as a new version."
+            "--fix",
+            help="Repair what a killed write left, and recover a damaged repository "
+            "(the files on disk as a new version).",
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
@@ -109,8 +111,9 @@ def doctor(
     """Check what would stop a scheduled run, with a fix for each problem; exit 1 on a failure."""
     st = state(ctx)
     root = find_workspace(st.workspace)
-    if fix and (done := fix_repository(root)) is not None and not as_json:
-        say(f" fix  repository: {done}")
+    for name, done in doctor_fixes(root) if fix else []:
+        if not as_json:
+            say(f" fix  {name}: {done}")
     report = run_doctor(root, ping=ping)
     if as_json:
         print_json(report.to_json())

@@ -12,13 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crustacean.config import STAGES, load_config
 from crustacean.errors import CrustaceanError
 from crustacean.runs import RunRecord, last_run, latest_run, list_runs
 from crustacean.schedule import next_slot
 from crustacean.workspace import WORKING_MEMORY, Workspace
+
+if TYPE_CHECKING:
+    from crustacean.store.apply import Applier
 
 BOOTSTRAP_CHARS = 20_000
 WARN_AT = 0.85
@@ -216,6 +219,7 @@ def doctor(
     out.findings.append(_writable(ws))
     if (repo := _repository(ws)) is not None:
         out.findings.append(repo)
+    out.findings.append(_leftovers(ws))
     out.findings += _cron(ws)
     out.findings.append(_last_run(ws, now))
     out.findings.append(_lock(ws))
@@ -343,17 +347,63 @@ def _repository(ws: Workspace) -> Finding | None:
 def fix_repository(root: Path) -> str | None:
     """`doctor --fix`: a damaged repository recovered (the files on disk as a new version on
     its last intact commit); what was done, or None when nothing needed it."""
-    from crustacean.store.apply import Applier
-    from crustacean.store.files import Files
-    from crustacean.store.versions import Git
-
     ws = Workspace(root, load_config(root))
-    done = Applier(ws, Git(ws.root), Files(ws.root).read_bytes).rebuild_damaged()
+    done = _applier(ws).rebuild_damaged()
     if done is None:
         return None
     commit, parent = done
     on = f"on version {parent[:12]}" if parent else "as a new first version"
     return f"recorded the files on disk as version {commit[:12]} {on}"
+
+
+def _applier(ws: Workspace) -> Applier:
+    from crustacean.store.apply import Applier
+    from crustacean.store.files import Files
+    from crustacean.store.versions import Git
+
+    return Applier(ws, Git(ws.root), Files(ws.root).read_bytes)
+
+
+def _leftovers(ws: Workspace) -> Finding:
+    """What a killed write left (its journal, crustacean's own index lock, a stale ref lock):
+    named before the next call repairs it, so nobody follows git's advice to delete the lock
+    and commit first."""
+    try:
+        found = _applier(ws).leftovers()
+    except CrustaceanError as e:
+        return Finding("interrupted write", "warn", f"cannot tell ({e})")
+    if not found:
+        return Finding("interrupted write", "ok", "no write was left half done")
+    return Finding(
+        "interrupted write",
+        "warn",
+        "; ".join(found) + ": the next crustacean command repairs it",
+        "run `crustacean doctor --fix` to repair it now; do not delete git's lock by hand",
+    )
+
+
+def doctor_fixes(root: Path) -> list[tuple[str, str]]:
+    """`doctor --fix`: each repair that was needed, as (check, what was done)."""
+    done = [("repository", fix_repository(root)), ("interrupted write", fix_interrupted(root))]
+    return [(name, what) for name, what in done if what is not None]
+
+
+def fix_interrupted(root: Path) -> str | None:
+    """`doctor --fix`: what a killed write left, repaired as the next call would (its files
+    undone or kept, a version a later commit dropped made again, stale locks and temp files
+    removed); what was done, or None when nothing needed it."""
+    ws = Workspace(root, load_config(root))
+    applier = _applier(ws)
+    had = applier.leftovers()
+    undone, stray = applier.repair()
+    if not had and not stray and not undone:
+        return None
+    done = ["repaired an interrupted write" if had else "cleaned up after a killed write"]
+    if undone:
+        done.append("its unfinished files put back")
+    if stray:
+        done.append("removed " + ", ".join(stray[:5]) + (" …" if stray[5:] else ""))
+    return "; ".join(done)
 
 
 def _writable(ws: Workspace) -> Finding:

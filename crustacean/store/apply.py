@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -42,6 +43,8 @@ from crustacean.store.versions import (
     Git,
     blob_id,
     clear_stale_index_lock,
+    lock_owner_alive,
+    users_commit,
 )
 from crustacean.tree import is_temp
 from crustacean.workspace import NOT_GIT, OWN_STATE, Skip, Workspace, walk
@@ -50,7 +53,9 @@ if TYPE_CHECKING:
     from filelock import AcquireReturnProxy
 
 WRITE_LOCK_SECONDS = 60.0
-INDEX_SYNC = ":index-sync"  # the fault point between the commit and the user's index
+INDEX_SYNC = ":index-sync"  # the fault point between the user's index and HEAD's move
+HEAD_MOVED = ":head-moved"  # the fault point between HEAD's move and the journal's removal
+SNAPSHOT_MADE = ":snapshot-made"  # the fault point after the user's edits' snapshot version
 RENAME_LANES_FROM = 4  # files in a call from which they are renamed on several threads
 SYNC_ONCE_FROM = 32  # new files in a call from which their temp files are synced at once
 TEMPS_DURABLE = ":temps-durable"  # the fault point between that sync and the journal's rename
@@ -70,6 +75,8 @@ class Applier:
     def versioned(self) -> bool:
         if self._versioned is None:
             self._versioned = self.git.is_repo() and self._is_top()
+            if self._versioned:
+                _exclude_temps(self.git)
         return self._versioned
 
     def _is_top(self) -> bool:
@@ -85,11 +92,13 @@ class Applier:
         nothing is repaired, and only a proposal may be queued)."""
         with self._lock():
             busy = self.versioned and self.git.busy() is not None
+            if self.versioned and not busy:
+                _wait_for_users_commit(self.git)
             if not busy:  # mid-merge nothing is repaired or written; proposals still queue
                 self.recover()
                 self.sweep_dead_temps()
-                if self.versioned and _head_locked(self.git.git_dir):
-                    _clear_stale_ref_locks(self.root)  # a killed run's ref lock must not block
+                if self.versioned and _head_locked(self.git):
+                    _clear_stale_ref_locks(self.git)  # a killed run's ref lock must not block
             yield busy
 
     def apply(self, plan: Plan, touched: list[str], call_id: str, actor: str) -> Applied:
@@ -108,6 +117,8 @@ class Applier:
             existing = [p for p, b in plan.before.items() if b is not None and p in kept]
             base, head_ids = self.git.head_blobs(existing)  # one git process for both
             snapshot = self._snapshot_dirty(plan, actor, base, existing, head_ids)
+            if snapshot is not None:
+                _fault_point(SNAPSHOT_MADE)
             head = snapshot or base
             settle = self._apply(plan, touched, call_id, head, base, sha256, settle_later=True)
             failing.pop_all()
@@ -287,18 +298,40 @@ class Applier:
                 (self.root / path).unlink(missing_ok=True)
             if self.versioned and self.git.busy() is not None:
                 return False, stray  # the user's merge or rebase is theirs: touch nothing
-            stray += _clear_stale_ref_locks(self.root)
             if self.versioned:
+                stray += _clear_stale_ref_locks(self.git)
                 lock = self.git.git_dir / "index.lock"
                 if lock.exists() and clear_stale_index_lock(self.root, lock, _dead_owner(self)):
-                    stray.append(".git/index.lock")
+                    stray.append(_shown(self.git, lock))
             undone = self.recover()
         return undone, stray
 
+    def leftovers(self) -> list[str]:
+        """What a killed call left for the next call to repair, for doctor to name first: its
+        journal, crustacean's own stale index lock, ref locks no process holds. Read only."""
+        found = []
+        if self.journal_path.exists():
+            found.append(f"an interrupted write ({self.ws.state_dir.name}/journal.json)")
+        if not self.versioned:
+            return found
+        lock = self.git.git_dir / "index.lock"
+        owner = _dead_owner(self)
+        if lock.exists() and owner is not None and not lock_owner_alive(self.root, lock, owner):
+            found.append(f"crustacean's own stale {_shown(self.git, lock)} (pid {owner} is gone)")
+        found += [
+            f"a stale {_shown(self.git, p)} that no running process holds"
+            for p in ref_locks(self.git)
+            if not lock_owner_alive(self.root, p, None, unknown_is_stale=True)
+        ]
+        return found
+
     def recover(self) -> bool:
-        """Finish a call a crash interrupted: undo its files unless its version was committed,
-        keep (and version as the user's) any file edited since the crash, and bring the user's
-        index in line with HEAD for the call's files. True when something was undone."""
+        """Finish a call a crash interrupted: undo its files unless its version was committed
+        (or HEAD holds them: the user committed the index that had taken them), keep (and
+        version as the user's) any file edited since the crash, version again what a later
+        commit dropped from a committed call (the user deleted git's stale index lock and
+        committed), and bring the user's index in line with HEAD for the call's files. True
+        when something was undone."""
         if not self.journal_path.exists():
             return False
         try:
@@ -309,18 +342,24 @@ class Applier:
             return False
         if self.versioned and self.git.busy() is not None:
             return False  # left for after the user's merge or rebase
-        base = data.get("base", data.get("head"))
-        committed = False
-        if self.versioned and self.git.head() not in (None, data.get("head")):
-            committed = self.git.committed_call(data["call_id"], data.get("head"))
+        version, at_head = None, {}
+        now = self.git.head() if self.versioned else None
+        moved = now not in (None, data.get("head"))
+        if moved:
+            version = self.git.committed_call(data["call_id"], data.get("head"))
+            at_head = self.git.blob_ids("HEAD", list(originals))
         after: dict[str, str | None] = data.get("after", {})
-        undone, edited = False, []
+        undone, edited, dropped = False, [], []
         for path, original in originals.items():
             disk = self.read_bytes(path)
+            held = moved and at_head.get(path) == (None if disk is None else _git_blob_id(disk))
             if path in after and _sha_or_none(disk) != after[path]:
                 if disk != original:
                     edited.append(path)  # changed since the crash: never overwritten
-            elif not committed and disk != original:
+            elif version is not None:
+                if not held and disk != original:
+                    dropped.append(path)  # committed, then dropped by a later commit
+            elif disk != original and not held:
                 self._put(path, original)
                 undone = True
         _drop(str(t) for t in _call_temps(self.root, originals))  # files it had not renamed yet
@@ -335,10 +374,28 @@ class Applier:
                         trailers={TRAILER_ACTOR: "user"},
                         parent=head,
                     )
-                if head is not None and head != base:  # HEAD moved: the index must follow
+                if dropped and head is not None and version is not None:
+                    head = self._restore_dropped(dropped, version, data["call_id"], head)
+                if head is not None:  # the index as HEAD: a kill may leave it either side
                     self.git.sync_index(head, list(originals))
         self.journal_path.unlink(missing_ok=True)
         return undone
+
+    def _restore_dropped(
+        self, paths: list[str], version: tuple[str, str], call_id: str, head: str
+    ) -> str:
+        """A committed call's files that a later commit took out of HEAD (their index had not
+        followed the version yet), as a new version by the call's actor, with a log line."""
+        author, subject = version
+        actor = author.removeprefix("crustacean ")
+        log.warning("a commit dropped %s of an interrupted write; versioned again", paths)
+        return self.git.commit_paths(
+            paths,
+            actor=actor,
+            message=f"restore what a later commit dropped: {subject}"[:200],
+            trailers={TRAILER_ACTOR: actor, TRAILER_CALL: call_id},
+            parent=head,
+        )
 
     def _snapshot_dirty(
         self,
@@ -398,7 +455,17 @@ class Applied:
             self.applier.journal_path.unlink(missing_ok=True)
             return None
         touched, call_id = self.touched, self.call_id
-        head, snapshot, settle = self.head, self.snapshot, self.settle
+        head, settle = self.head, self.settle
+        index_was: list[bytes | None] = []  # the user's index before it took the version
+
+        def before_head(commit: str) -> None:
+            """The renames on disk, then the user's index holds the version, before HEAD names
+            it: a kill never leaves HEAD ahead of the index, whose next `git commit` (after
+            git's advice to delete a stale lock) would drop the version again."""
+            settle()
+            index_was.append(self.git.sync_index(commit, touched, hold=True))
+            _fault_point(INDEX_SYNC)
+
         try:
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
             version = self.git.commit_paths(
@@ -407,27 +474,53 @@ class Applied:
                 message=message,
                 trailers=trailers,
                 parent=head,
-                before_ref=settle,  # the renames are on disk before HEAD names the version
+                before_ref=before_head,
                 fault=_fault_point,
             )
-            settle()
         except BaseException:
             settle()
             self.applier.restore(self.applier.read_journal())
-            if snapshot is not None:  # the user's snapshot did land: the index follows it
-                with contextlib.suppress(Exception):  # never hide why the commit failed
-                    self.git.sync_index(snapshot, touched)
+            with contextlib.suppress(Exception):  # never hide why the commit failed
+                self._index_back(index_was, touched)
             self.applier.journal_path.unlink(missing_ok=True)
             raise
-        self.upkeep = self.git.start_maintenance()  # beside the index update, as git commit
-        try:
-            _fault_point(INDEX_SYNC)
-            self.git.sync_index(version, touched)  # a kill before this: recover() syncs it
-        except BaseException:
-            self.upkeep()
-            raise
+        _fault_point(HEAD_MOVED)
+        self.upkeep = self.git.start_maintenance()  # once HEAD names the version, as git commit
         self.applier.journal_path.unlink(missing_ok=True)
         return version
+
+    def _index_back(self, index_was: list[bytes | None], touched: list[str]) -> None:
+        """After a failed version: the user's index as it was, or following the snapshot of
+        their edits, which did land (git's lock is taken again if another git has it not)."""
+        if not index_was and self.snapshot is None:
+            return
+        with self.git.index_locked():  # still held (re-entrant), or taken by another git
+            if self.snapshot is not None:
+                self.git.sync_index(self.snapshot, touched)
+            else:
+                self.git.put_index(index_was[0])
+
+
+# The names of a call's temp files (atomic.py's `.<name>.<8 characters>.tmp`, see
+# tree.TEMP_NAME) as a line of the repository's own exclude file: a kill leaves some until the
+# next call removes them, and meanwhile `git status` and `git add -A` never see them.
+TEMP_EXCLUDE = ".*.????????.tmp"
+
+
+def _exclude_temps(git: Git) -> None:
+    """`info/exclude` (the repository's own ignore file, never committed) names the temp files
+    once; an exclude file that cannot be read or written is left as it is."""
+    exclude = git.common_dir / "info" / "exclude"
+    try:
+        text = exclude.read_text("utf-8") if exclude.exists() else ""
+        if TEMP_EXCLUDE in text.splitlines():
+            return
+        exclude.parent.mkdir(exist_ok=True)
+        lead = "" if not text or text.endswith("\n") else "\n"
+        with exclude.open("a", encoding="utf-8") as fh:
+            fh.write(f"{lead}# crustacean: temp files a killed write leaves\n{TEMP_EXCLUDE}\n")
+    except (OSError, UnicodeDecodeError) as e:
+        log.warning("could not name crustacean's temp files in %s (%s)", exclude, e)
 
 
 def _call_temps(root: Path, paths: Iterable[str]) -> list[Path]:
@@ -456,33 +549,68 @@ def _stray_temp_files(root: Path, skip: Skip = NOT_GIT) -> list[str]:
     return [rel for rel, entry in walk(root, skip) if is_temp(entry.name) and not entry.is_dir()]
 
 
-def _head_locked(git_dir: Path) -> bool:
-    """The locks a commit's `update-ref HEAD` needs; two stats, cheap enough for every write."""
-    head = git_dir / "HEAD"
-    try:
-        ref = head.read_text("utf-8").removeprefix("ref: ").strip()
-    except OSError:
-        return False
-    return (git_dir / "HEAD.lock").exists() or (git_dir / f"{ref}.lock").exists()
-
-
-def _clear_stale_ref_locks(root: Path, wait: float = 2.0) -> list[str]:
-    """A kill during `git update-ref` leaves `HEAD.lock`/`refs/**.lock`, and git then refuses
-    every commit. A ref update lasts milliseconds, so a lock still there after `wait` seconds
-    (while we hold the store's write lock) is stale."""
+def _wait_for_users_commit(git: Git) -> None:
+    """A version moved HEAD under the user's `git commit` whose editor was open, and their
+    commit failed ("cannot lock ref 'HEAD'") when they saved the message. So a write waits for
+    it (the user is typing, not gone), and past USER_COMMIT_WAIT fails naming it instead."""
     import time
 
-    git_dir = root / ".git"
-    if not git_dir.is_dir():
-        return []
-    locks = [p for p in (git_dir / "HEAD.lock", *git_dir.glob("refs/**/*.lock")) if p.is_file()]
+    from crustacean.store import versions
+
+    pid = users_commit(git.root, git.git_dir)
+    if pid is None:
+        return
+    log.warning("waiting for your `git commit` (pid %d): its editor is open", pid)
+    deadline = time.monotonic() + versions.USER_COMMIT_WAIT
+    while (pid := users_commit(git.root, git.git_dir)) is not None:
+        if time.monotonic() >= deadline:
+            raise LockedError(
+                f"your `git commit` (pid {pid}) in {git.root} is waiting for its message in an "
+                f"editor; a version now would make it fail. Save or close the editor, then "
+                "try again; nothing was written."
+            )
+        time.sleep(0.1)
+
+
+def _head_locked(git: Git) -> bool:
+    """The locks a commit's `update-ref HEAD` needs (HEAD's in the worktree's git folder, the
+    branch's where the refs live); two stats, cheap enough for every write."""
+    try:
+        ref = (git.git_dir / "HEAD").read_text("utf-8").removeprefix("ref: ").strip()
+    except OSError:
+        return False
+    if (git.git_dir / "HEAD.lock").exists():
+        return True
+    return (git.git_dir / f"{ref}.lock").exists() or (git.common_dir / f"{ref}.lock").exists()
+
+
+def ref_locks(git: Git) -> list[Path]:
+    """The ref locks there are now: HEAD's (a linked worktree's own) and the branches'."""
+    found = [git.git_dir / "HEAD.lock", *git.common_dir.glob("refs/**/*.lock")]
+    return [p for p in dict.fromkeys(found) if p.is_file()]
+
+
+def _clear_stale_ref_locks(git: Git, wait: float = 2.0) -> list[str]:
+    """A kill during `git update-ref` leaves `HEAD.lock`/`refs/**.lock`, and git then refuses
+    every commit. A ref update lasts milliseconds, so a lock still there after `wait` seconds
+    (while we hold the store's write lock) that no running process owns is stale."""
+    import time
+
+    locks = ref_locks(git)
     deadline = time.monotonic() + wait
     while locks and time.monotonic() < deadline:
         time.sleep(0.1)
         locks = [p for p in locks if p.is_file()]
-    for lock in locks:
-        lock.unlink(missing_ok=True)
-    return [p.relative_to(root).as_posix() for p in locks]
+    gone = [p for p in locks if clear_stale_index_lock(git.root, p, unknown_is_stale=True)]
+    return [_shown(git, p) for p in gone]
+
+
+def _shown(git: Git, path: Path) -> str:
+    """A path in git's folders as the user finds it: from the workspace, else as it is."""
+    try:
+        return path.relative_to(git.root).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _dead_owner(store: Applier) -> int | None:
@@ -579,6 +707,7 @@ class _TimedLock(FileLock):
 
 
 _FAULT_HOOK: Callable[[str], None] | None = None
+log = logging.getLogger(__name__)
 
 
 def _fault_point(path: str) -> None:

@@ -12,6 +12,7 @@ runs it.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import hashlib
 import logging
@@ -43,6 +44,7 @@ MAINTENANCE = ("maintenance", "run", "--auto", "--quiet")  # what `git commit` r
 SETTINGS = r"^(commit\.gpgsign|maintenance\.auto|gc\.pruneexpire)$"
 CONFIG = ("config", "-z", "--get-regexp", SETTINGS)  # the one `git config` that reads them
 INDEX_LOCK_WAIT = 10.0  # seconds a write waits for another git command to release index.lock
+USER_COMMIT_WAIT = 30.0  # seconds a write waits for the user's `git commit` with its editor open
 LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacean holding it
 VERSION_INDEX = "crustacean-index"  # in the git folder: the private index versions are staged on
 VERSION_INDEX_OF = "crustacean-index.head"  # ... and the commit whose tree it holds
@@ -101,7 +103,7 @@ def _subcommand(args: Sequence[str]) -> str:
     """The git command `args` run, past any `-c key=value` before it (for messages)."""
     words = iter(args)
     for word in words:
-        if word == "-c":
+        if word in ("-c", "-C"):
             next(words, None)
         elif not word.startswith("-"):
             return word
@@ -256,6 +258,14 @@ class Git:
             )
         return self._git_dir
 
+    @property
+    def common_dir(self) -> Path:
+        """Where the refs live: the git folder, or for a linked worktree (`git worktree add`)
+        the main repository's, which its `.git` file names through git."""
+        if (self.root / ".git").is_dir():
+            return self.git_dir
+        return Path(self.out("rev-parse", "--path-format=absolute", "--git-common-dir"))
+
     def busy(self) -> str | None:
         """What is in progress that a write must not step into (a merge, a rebase...) or a
         detached HEAD; None when the repository is on a branch with nothing in progress."""
@@ -358,14 +368,15 @@ class Git:
         trailers: dict[str, str],
         now: datetime | None = None,
         parent: str | LookUp | None = LookUp.HEAD,
-        before_ref: Callable[[], None] | None = None,
+        before_ref: Callable[[str], None] | None = None,
         fault: Callable[[str], None] | None = None,
     ) -> str:
         """Commit the working-tree state of `paths` on top of HEAD; return the new commit id.
 
         `parent` is HEAD when the caller already knows it (saves a git call); `update-ref`
         still checks HEAD did not move meanwhile, and fails the write if it did. `before_ref`
-        runs just before HEAD moves (the caller's files become durable meanwhile); `fault` is
+        runs with the new commit just before HEAD moves (the caller's files become durable,
+        and the user's index takes the version, meanwhile); `fault` is
         called between the commit object and the ref update (the crash tests kill there).
         """
         env = {
@@ -398,7 +409,7 @@ class Git:
         commit = self.out("commit-tree", tree, *parents, *sign, env=env, input=body.encode())
         (fault or _no_fault)(COMMIT_WRITTEN)
         if before_ref is not None:
-            before_ref()
+            before_ref(commit)
         ref_env = {k: v for k, v in env.items() if k.startswith("GIT_COMMITTER_")}
         reflog = f"crustacean {actor}"
         self.run("update-ref", "-m", reflog, "HEAD", commit, head or "0" * 40, env=ref_env)
@@ -565,17 +576,21 @@ class Git:
                 lock.unlink(missing_ok=True)
             owner.unlink(missing_ok=True)
 
-    def sync_index(self, commit: str, paths: Iterable[str]) -> None:
+    def sync_index(self, commit: str, paths: Iterable[str], *, hold: bool = False) -> bytes | None:
         """Make the user's index hold `commit`'s version of `paths` (every other entry, their
-        staged work included, stays as it was), then commit git's lock over the index."""
+        staged work included, stays as it was), then commit git's lock over the index. With
+        `hold` the lock is taken again at once (a version moves HEAD after its index, and no
+        other git may stage or commit in between). Returns the index as it was (None: none)."""
         if self._index_fd is None or self._index_fd < 0:
             raise RuntimeError("sync_index needs index_locked() held")
         index = self.git_dir / "index"
         tmp = self.root / STATE_DIR / f"index-{uuid.uuid4().hex}"
         env = {"GIT_INDEX_FILE": str(tmp)}
+        before = None
         try:
             if index.is_file():
-                shutil.copyfile(index, tmp)
+                before = index.read_bytes()
+                tmp.write_bytes(before)
             else:  # no index yet: start from the commit, not from empty (all would be "deleted")
                 self.run("read-tree", commit, env=env)
             listed = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in set(paths))
@@ -592,23 +607,43 @@ class Git:
             data = tmp.read_bytes()
         finally:
             tmp.unlink(missing_ok=True)
-        self._replace_index(data)
+        self.put_index(data, hold=hold)
+        return before
 
-    def _replace_index(self, data: bytes) -> None:
+    def put_index(self, data: bytes | None, *, hold: bool = False) -> None:
         """Write the user's new index into git's lock and rename it over the index (git's own
-        protocol), which also releases the lock. Callers hold index_locked()."""
+        protocol), which also releases the lock (`hold`: and takes it again; None: no index).
+        Callers hold index_locked()."""
+        if self._index_fd is None or self._index_fd < 0:
+            raise RuntimeError("put_index needs index_locked() held")
         self._index_fd, fd = -1, self._index_fd  # closed here; the rename below releases it
+        lock = self.git_dir / "index.lock"
         with os.fdopen(fd, "wb") as fh:  # no fsync, as git does for its index: HEAD rebuilds it
-            fh.write(data)
-        os.replace(self.git_dir / "index.lock", self.git_dir / "index")
+            fh.write(data or b"")
+        if data is None:
+            (self.git_dir / "index").unlink(missing_ok=True)
+            lock.unlink()
+        else:
+            os.replace(lock, self.git_dir / "index")
+        if hold:
+            with contextlib.suppress(FileExistsError):  # another git took it: it is theirs
+                self._index_fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
 
-    def committed_call(self, call_id: str, base: str | None) -> bool:
-        """Whether a version of call `call_id` landed after `base` (commits on top included)."""
+    def committed_call(self, call_id: str, base: str | None) -> tuple[str, str] | None:
+        """The author and subject of call `call_id`'s version if it landed after `base`
+        (commits on top included), else None."""
         span = [f"{base}..HEAD"] if base else ["HEAD"]
         proc = self.run(
-            "log", "--format=%H", "-n1", "--fixed-strings", f"--grep={call_id}", *span, check=False
+            "log",
+            "--format=%an%x00%s",
+            "-n1",
+            "--fixed-strings",
+            f"--grep={call_id}",
+            *span,
+            check=False,
         )
-        return proc.returncode == 0 and bool(proc.stdout.strip())
+        author, sep, subject = proc.stdout.decode("utf-8", "replace").strip().partition("\0")
+        return (author, subject) if proc.returncode == 0 and sep else None
 
     def commit_all(self, *, actor: str, message: str) -> str | None:
         """The baseline commit of a brand-new repository (init only)."""
@@ -667,6 +702,42 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(extra or {})}
 
 
+def users_commit(root: Path, git_dir: Path) -> int | None:
+    """The pid of a `git commit` running in this workspace whose message is not written yet
+    (its editor is open; git holds no lock meanwhile, and fails if HEAD moves under it), or
+    None. Cheap unless one may be running: git writes COMMIT_EDITMSG before the editor
+    opens and HEAD's reflog after the commit, so only a message newer than the reflog
+    makes a /proc walk."""
+    try:
+        started = (git_dir / "COMMIT_EDITMSG").stat().st_mtime_ns
+    except OSError:
+        return None
+    try:
+        if (git_dir / "logs" / "HEAD").stat().st_mtime_ns > started:
+            return None
+    except OSError:
+        pass
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    real_root = os.path.realpath(root)
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
+            if not argv or os.path.basename(argv[0]) != b"git":
+                continue
+            if _subcommand([a.decode("utf-8", "replace") for a in argv[1:]]) != "commit":
+                continue
+            cwd = os.readlink(os.path.join(entry.path, "cwd"))
+        except OSError:
+            continue
+        if cwd == real_root or cwd.startswith(real_root + os.sep):
+            return int(entry.name)
+    return None
+
+
 def _owner_pid(owner: Path) -> int | None:
     try:
         return int(owner.read_text().strip())
@@ -684,18 +755,23 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clear_stale_index_lock(root: Path, lock: Path, owner: int | None = None) -> bool:
-    """Remove `lock` when no live process owns it, with a log line; True when it is gone."""
+def clear_stale_index_lock(
+    root: Path, lock: Path, owner: int | None = None, *, unknown_is_stale: bool = False
+) -> bool:
+    """Remove `lock` when no live process owns it, with a log line; True when it is gone.
+    `unknown_is_stale`: without /proc to tell, the lock is stale (a ref lock, waited on)."""
     if not lock.exists():
         return True
-    if _lock_owner_alive(root, lock, owner):
+    if lock_owner_alive(root, lock, owner, unknown_is_stale=unknown_is_stale):
         return False
     lock.unlink(missing_ok=True)
     log.warning("removed a stale %s: no running process owns it (a killed git left it)", lock)
     return True
 
 
-def _lock_owner_alive(root: Path, lock: Path, owner: int | None) -> bool:
+def lock_owner_alive(
+    root: Path, lock: Path, owner: int | None, *, unknown_is_stale: bool = False
+) -> bool:
     """git writes no pid into its locks, so look for an owner: the crustacean that last took
     it, any process with the lock open, or a git process working in this workspace (git runs
     from the top of the work tree). Without /proc nothing can be told, so only a lock a dead
@@ -705,7 +781,7 @@ def _lock_owner_alive(root: Path, lock: Path, owner: int | None) -> bool:
         return True
     proc = Path("/proc")
     if not (proc / "self" / "fd").is_dir():
-        return owner is None or owner == me
+        return not unknown_is_stale and (owner is None or owner == me)
     real_root = os.path.realpath(root)
     target = os.path.realpath(lock)
     for entry in os.scandir(proc):
