@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from store_helpers import copy_workspace, git, make_template
+from store_helpers import git
 
 from crustacean.config import load_config
 from crustacean.store.changes import sha256_hex
@@ -20,17 +20,6 @@ from crustacean.workspace import Workspace
 
 DAY = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 NOTE = "memory/notes/a.md"
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
-
-
-@pytest.fixture
-def ws(template: Path, tmp_path: Path) -> Workspace:
-    """A freshly initialized workspace: a copy of one made per module (init is slow)."""
-    return copy_workspace(template, tmp_path)
 
 
 def commits(root: Path) -> int:
@@ -43,8 +32,8 @@ def files_of(root: Path, rev: str = "HEAD") -> list[str]:
 
 
 @pytest.fixture
-def store(ws: Workspace) -> Store:
-    return Store(ws, clock=lambda: DAY)
+def store(copied_ws: Workspace) -> Store:
+    return Store(copied_ws, clock=lambda: DAY)
 
 
 def put(store: Store, changes: list[dict], actor: str = "user", message: str = "test"):

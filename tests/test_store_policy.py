@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
-from store_helpers import copy_workspace, git, make_template
+from store_helpers import git
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -131,15 +130,9 @@ TABLE: list[tuple[str, str, str, str | None, Verdict]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
-
-
 @pytest.fixture
-def ws(template: Path, tmp_path: Path) -> Workspace:
-    """A freshly initialized workspace: a copy of one made per module (init is slow)."""
-    return copy_workspace(template, tmp_path)
+def ws(copied_ws: Workspace) -> Workspace:
+    return copied_ws
 
 
 @pytest.mark.parametrize(("actor", "mode", "path", "to", "verdict"), TABLE)
