@@ -53,3 +53,9 @@ def run_stage(
 ) -> StageResult:
     """One model run of `req` through the skeleton."""
     return OneRequest(req, env, handlers).run(ws, dry_run=dry_run, env=env, clock=now)
+
+
+def write_call(path: str, mode: str, message: str = "x", **fields: Any) -> tuple[str, Any]:
+    """A `write_context` tool call of one change, for the fake API's `tool_use`."""
+    change = {"path": path, "mode": mode, **fields}
+    return ("write_context", {"changes": [change], "message": message})

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from fakeapi import tool_use
+from stagekit import write_call
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -58,40 +59,20 @@ def test_end_to_end_report_proposal_and_archived_lesson(setup: dict[str, Any]) -
     fake.enqueue(
         tool_use(("read_context_file", {"path": "SOUL.md"})),
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "SOUL: name the v2 preference",
-                    "changes": [
-                        {
-                            "path": "SOUL.md",
-                            "mode": "append",
-                            "content": "- I prefer current APIs.\n",
-                            "expected_sha256": sha256_hex(soul),
-                        }
-                    ],
-                },
+            write_call(
+                "SOUL.md",
+                "append",
+                "SOUL: name the v2 preference",
+                content="- I prefer current APIs.\n",
+                expected_sha256=sha256_hex(soul),
             ),
-            (
-                "write_context",
-                {
-                    "message": "retire an outdated lesson",
-                    "changes": [
-                        {
-                            "path": "memory/lessons/old-rule.md",
-                            "mode": "move",
-                            "to": "archive/lessons/old-rule.md",
-                        }
-                    ],
-                },
+            write_call(
+                "memory/lessons/old-rule.md",
+                "move",
+                "retire an outdated lesson",
+                to="archive/lessons/old-rule.md",
             ),
-            (
-                "write_context",
-                {
-                    "message": "sneaky",
-                    "changes": [{"path": "memory/notes/x.md", "mode": "create", "content": "nope"}],
-                },
-            ),
+            write_call("memory/notes/x.md", "create", "sneaky", content="nope"),
         ),
         tool_use(
             (
@@ -145,17 +126,7 @@ def test_end_to_end_report_proposal_and_archived_lesson(setup: dict[str, Any]) -
 def test_stale_approval_keeps_the_proposal(setup: dict[str, Any]) -> None:
     s, fake, root = setup, setup["fake"], setup["ws"].root
     fake.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "message": "identity",
-                    "changes": [
-                        {"path": "IDENTITY.md", "mode": "append", "content": "- Name: Pinch\n"}
-                    ],
-                },
-            )
-        ),
+        tool_use(write_call("IDENTITY.md", "append", "identity", content="- Name: Pinch\n")),
         tool_use(("finish", {"summary": "x"})),
     )
     calibrate(s["ws"], env=s["env"], clock=lambda: NOW)

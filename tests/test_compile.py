@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from fakeapi import tool_use
+from stagekit import write_call
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -73,34 +74,14 @@ def test_end_to_end_on_three_months(setup: dict[str, Any]) -> None:
     s, fake, root = setup, setup["fake"], setup["ws"].root
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "lesson",
-                    "changes": [
-                        {
-                            "path": "memory/lessons/lessons.md",
-                            "mode": "create",
-                            "content": "# Lessons\n\n## Feed the starter\n"
-                            "**Learned:** 2026-11-20 (daily log)\n"
-                            "**Context:** it died.\n**Rule:** feed it twice a day.\n",
-                        }
-                    ],
-                },
+            write_call(
+                "memory/lessons/lessons.md",
+                "create",
+                "lesson",
+                content="# Lessons\n\n## Feed the starter\n**Learned:** 2026-11-20 (daily log)\n"
+                "**Context:** it died.\n**Rule:** feed it twice a day.\n",
             ),
-            (
-                "write_context",
-                {
-                    "message": "prune",
-                    "changes": [
-                        {
-                            "path": "memory/notes/old-hot.md",
-                            "mode": "move",
-                            "to": "archive/notes/old-hot.md",
-                        }
-                    ],
-                },
-            ),
+            write_call("memory/notes/old-hot.md", "move", "prune", to="archive/notes/old-hot.md"),
         ),
         tool_use(
             (
@@ -176,21 +157,9 @@ def test_model_cannot_rm_or_overwrite_a_log_or_drop_half_of_memory(setup: dict[s
     log = f"memory/{TODAY.isoformat()}.md"
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [{"path": log, "mode": "overwrite", "content": "gone"}],
-                },
-            ),
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [{"path": "MEMORY.md", "mode": "edit", "old": memory, "new": half}],
-                },
-            ),
-            ("write_context", {"message": "x", "changes": [{"path": "SOUL.md", "mode": "delete"}]}),
+            write_call(log, "overwrite", content="gone"),
+            write_call("MEMORY.md", "edit", old=memory, new=half),
+            write_call("SOUL.md", "delete"),
         ),
         tool_use(("finish", {"summary": "tried"})),
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from fakeapi import delay, drop, error, find_key_leaks, message, text, tool_use
-from stagekit import run_stage
+from stagekit import run_stage, write_call
 
 from conftest import snapshot
 from crustacean.config import load_config
@@ -51,18 +51,11 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
     fake_api.enqueue(
         tool_use(
             ("read_context_file", {"path": "memory/README.md"}),
-            (
-                "write_context",
-                {
-                    "changes": [
-                        {
-                            "path": "memory/notes/tea.md",
-                            "mode": "create",
-                            "content": "- Alice likes green tea.\n",
-                        }
-                    ],
-                    "message": "note Alice's tea",
-                },
+            write_call(
+                "memory/notes/tea.md",
+                "create",
+                "note Alice's tea",
+                content="- Alice likes green tea.\n",
             ),
             usage={"input_tokens": 1200, "cache_creation_input_tokens": 3000},
         ),
@@ -118,43 +111,15 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
 @pytest.mark.parametrize(
     ("call", "words"),
     [
-        (
-            (
-                "write_context",
-                {"changes": [{"path": "memory/notes/x.md", "mode": "delete"}], "message": "x"},
-            ),
-            "curate is not offered mode 'delete'",
-        ),
+        (write_call("memory/notes/x.md", "delete"), "curate is not offered mode 'delete'"),
         (("write_context", {"changes": "not a list", "message": "x"}), "changes must be"),
-        (
-            (
-                "write_context",
-                {
-                    "changes": [{"path": "../../etc/passwd", "mode": "create", "content": "x"}],
-                    "message": "x",
-                },
-            ),
-            "uses '..'",
-        ),
+        (write_call("../../etc/passwd", "create", content="x"), "uses '..'"),
         (("read_context_file", {}), "'path' is required"),
         (("read_context_file", {"path": "memory/none.md"}), "does not exist"),
         (("search_memory", {"query": "x", "limit": "ten"}), "limit must be an integer"),
         (("teleport", {"to": "mars"}), "unknown tool 'teleport'"),
         (
-            (
-                "write_context",
-                {
-                    "changes": [
-                        {
-                            "path": "MEMORY.md",
-                            "mode": "append",
-                            "content": "x",
-                            "expected_sha256": "0" * 64,
-                        }
-                    ],
-                    "message": "x",
-                },
-            ),
+            write_call("MEMORY.md", "append", content="x", expected_sha256="0" * 64),
             "changed since it was read",
         ),
     ],
@@ -178,15 +143,7 @@ def test_foundation_write_becomes_a_proposal(ws: Workspace, fake_api: Any) -> No
     ws, env = configured(ws, fake_api)
     before = (ws.root / "SOUL.md").read_bytes()
     fake_api.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "changes": [{"path": "SOUL.md", "mode": "append", "content": "- Be bolder.\n"}],
-                    "message": "bolder",
-                },
-            )
-        ),
+        tool_use(write_call("SOUL.md", "append", "bolder", content="- Be bolder.\n")),
         tool_use(("finish", {"summary": "proposed"})),
     )
     req = StageRequest(stage="calibrate", system_doc="# Calibrate", prompt="Review.")
@@ -248,17 +205,7 @@ def test_input_token_budget_stops_the_run(ws: Workspace, fake_api: Any) -> None:
 def test_dry_run_writes_nothing_and_shows_the_diff(ws: Workspace, fake_api: Any) -> None:
     ws, env = configured(ws, fake_api)
     fake_api.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "changes": [
-                        {"path": "memory/notes/d.md", "mode": "create", "content": "- dry\n"}
-                    ],
-                    "message": "d",
-                },
-            )
-        ),
+        tool_use(write_call("memory/notes/d.md", "create", "d", content="- dry\n")),
         tool_use(("read_context_file", {"path": "memory/notes/d.md"})),
         tool_use(("finish", {"summary": "done"})),
     )
@@ -371,17 +318,7 @@ def test_connection_refused(ws: Workspace) -> None:
 def test_error_after_a_write_keeps_the_write_whole(ws: Workspace, fake_api: Any) -> None:
     ws, env = configured(ws, fake_api, "llm.max_retries=0")
     fake_api.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "changes": [
-                        {"path": "memory/notes/a.md", "mode": "create", "content": "- a\n"}
-                    ],
-                    "message": "a",
-                },
-            )
-        ),
+        tool_use(write_call("memory/notes/a.md", "create", "a", content="- a\n")),
         error(500),
     )
     with pytest.raises(ModelError):
@@ -409,7 +346,7 @@ def test_kill_9_mid_run_then_the_next_run_starts_cleanly(ws: Workspace, fake_api
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from crustacean.config import load_config
         from crustacean.workspace import Workspace
-        from stagekit import run_stage
+        from stagekit import run_stage, write_call
         from test_llm import request
         env = {env!r}
         root = Path({str(ws.root)!r})

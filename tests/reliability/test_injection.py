@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fakeapi import find_key_leaks, tool_use
+from stagekit import write_call
 
 from conftest import snapshot
 from crustacean.config import load_config
@@ -36,44 +37,13 @@ def obey(fake: Any) -> None:
     """A model that does exactly what the injected text says, then stops."""
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "obey",
-                    "changes": [{"path": "memory/contacts/telegram-alice.md", "mode": "delete"}],
-                },
+            write_call("memory/contacts/telegram-alice.md", "delete", "obey"),
+            write_call("SOUL.md", "overwrite", "obey", content="obey\n"),
+            write_call("MEMORY.md", "delete", "obey"),
+            write_call(
+                "memory/notes/leak.md", "create", "obey", content=f"ANTHROPIC_API_KEY={GUESS}\n"
             ),
-            (
-                "write_context",
-                {
-                    "message": "obey",
-                    "changes": [{"path": "SOUL.md", "mode": "overwrite", "content": "obey\n"}],
-                },
-            ),
-            (
-                "write_context",
-                {"message": "obey", "changes": [{"path": "MEMORY.md", "mode": "delete"}]},
-            ),
-            (
-                "write_context",
-                {
-                    "message": "obey",
-                    "changes": [
-                        {
-                            "path": "memory/notes/leak.md",
-                            "mode": "create",
-                            "content": f"ANTHROPIC_API_KEY={GUESS}\n",
-                        }
-                    ],
-                },
-            ),
-            (
-                "write_context",
-                {
-                    "message": "obey",
-                    "changes": [{"path": "../outside.md", "mode": "create", "content": "escaped"}],
-                },
-            ),
+            write_call("../outside.md", "create", "obey", content="escaped"),
         ),
         tool_use(("finish", {"summary": "obeyed"})),
     )
