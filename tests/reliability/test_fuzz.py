@@ -141,7 +141,7 @@ HOSTILE_PATHS = (
     "memory/notes/statelink/journal.json",  # symlink into .crustacean
     "memory/notes/rootlink",  # symlink to the workspace root
     "memory/notes/rootlink/.git/config",
-    # "memory/notes/loop" (a symlink loop) is left out: see test_symlink_loop_is_a_clean_error
+    # "memory/notes/loop" (a symlink loop) is left out: test_what_the_fuzzer_found_is_a_clean_error
     "memory",  # a folder
     "memory/notes",
     "a" * 256 + ".md",
@@ -240,7 +240,7 @@ CHANGES = st.one_of(
 MESSAGES = st.one_of(
     *[st.just("fuzz")] * 8,
     st.text(max_size=40),
-    # a lone surrogate is left out: see test_surrogate_message_is_a_clean_error
+    # a lone surrogate is left out: see test_what_the_fuzzer_found_is_a_clean_error
     st.sampled_from(["", "  ", "a\x00b", "x" * 5000]),
     JSON,
 )
@@ -392,28 +392,18 @@ def test_write_context_never_escapes(fuzz_store: Store, tmp_path: Path) -> None:
 # Bugs the fuzzer found (both fixed in the store); each stays pinned here.
 
 
-def test_surrogate_message_is_a_clean_error(fuzz_store: Store) -> None:
-    root = fuzz_store.root
-    before = _memory_files(root)
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [("memory/notes/new.md", "a\udc80b"), ("memory/notes/loop", "fuzz")],
+    ids=["surrogate message", "symlink loop"],
+)
+def test_what_the_fuzzer_found_is_a_clean_error(fuzz_store: Store, path: str, message: str) -> None:
+    before = _memory_files(fuzz_store.root)
     with pytest.raises(CrustaceanError):
         fuzz_store.write_context(
-            [{"path": "memory/notes/new.md", "mode": "create", "content": "x\n"}],
-            actor="user",
-            message="a\udc80b",
+            [{"path": path, "mode": "create", "content": "x\n"}], actor="user", message=message
         )
-    assert _memory_files(root) == before
-
-
-def test_symlink_loop_is_a_clean_error(fuzz_store: Store) -> None:
-    root = fuzz_store.root
-    before = _memory_files(root)
-    with pytest.raises(CrustaceanError):
-        fuzz_store.write_context(
-            [{"path": "memory/notes/loop", "mode": "create", "content": "x\n"}],
-            actor="user",
-            message="fuzz",
-        )
-    assert _memory_files(root) == before
+    assert _memory_files(fuzz_store.root) == before
 
 
 def test_overwrite_then_delete_trashes_the_original_too(fuzz_store: Store) -> None:
