@@ -68,11 +68,8 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
     rec = run.record
     assert (rec.status, rec.turns, rec.summary) == ("ok", 2, "Filed one note.")
     assert rec.files_changed == ["memory/notes/tea.md"] and len(rec.versions) == 1
-    assert (rec.usage.input_tokens, rec.usage.cache_write_tokens, rec.usage.cache_read_tokens) == (
-        1500,
-        3000,
-        3000,
-    )
+    u = rec.usage
+    assert (u.input_tokens, u.cache_write_tokens, u.cache_read_tokens) == (1500, 3000, 3000)
     assert rec.cost_usd > 0
     assert (ws.root / "memory/notes/tea.md").read_text() == "- Alice likes green tea.\n"
     log = git(ws.root, "log", "-1", "--format=%an|%s|%B")
