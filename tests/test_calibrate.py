@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 from fakeapi import tool_use
-from stagekit import write_call
+from stagekit import live, write_call
 
 from conftest import run_cli, snapshot
-from crustacean.config import load_config
 from crustacean.runs import RunRecorder
 from crustacean.stages.calibrate import calibrate
 from crustacean.store.changes import sha256_hex
@@ -48,9 +47,8 @@ def setup(ws: Workspace, fake_api: Any) -> dict[str, Any]:
     (root / "memory/projects-extra").mkdir()
     (root / "memory/projects-extra/x.md").write_text("# orphan folder\n")
     history(ws)
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
-    live = Workspace(root, load_config(root, env=env, overrides=["llm.max_retries=0"]))
-    return {"ws": live, "env": env, "fake": fake_api}
+    running, env = live(ws, fake_api, key=KEY)
+    return {"ws": running, "env": env, "fake": fake_api}
 
 
 def test_end_to_end_report_proposal_and_archived_lesson(setup: dict[str, Any]) -> None:
@@ -139,11 +137,9 @@ def test_stale_approval_keeps_the_proposal(setup: dict[str, Any]) -> None:
 
 
 def test_a_new_workspace_gets_a_useful_report(ws: Workspace, fake_api: Any) -> None:
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
+    running, env = live(ws, fake_api, key=KEY)
     fake_api.enqueue(tool_use(("finish", {"summary": "nothing to say"})))
-    result = calibrate(
-        Workspace(ws.root, load_config(ws.root, env=env)), env=env, clock=lambda: NOW
-    )
+    result = calibrate(running, env=env, clock=lambda: NOW)
     audit = (ws.root / result.audit).read_text()
     assert audit.count("## Pipeline Health") == 1  # issue 34, item 11: one heading
     assert "calibrate: 1 run(s)" in audit  # the check ran after the review: its own run counts

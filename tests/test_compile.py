@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fakeapi import tool_use
-from stagekit import write_call
+from stagekit import live, write_call
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -61,9 +61,8 @@ def build(root: Path) -> list[str]:
 @pytest.fixture
 def setup(ws: Workspace, fake_api: Any) -> dict[str, Any]:
     lines = build(ws.root)
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
-    live = Workspace(ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0"]))
-    return {"ws": live, "env": env, "fake": fake_api, "memory_lines": lines}
+    running, env = live(ws, fake_api, key=KEY)
+    return {"ws": running, "env": env, "fake": fake_api, "memory_lines": lines}
 
 
 def run(s: dict[str, Any], **kw: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from fakeapi import delay, drop, error, find_key_leaks, message, text, tool_use
-from stagekit import run_stage, write_call
+from stagekit import live, run_stage, write_call
 
 from conftest import snapshot
 from crustacean.config import load_config
@@ -35,9 +35,7 @@ def request(prompt: str = "Route today's notes.") -> StageRequest:
 
 
 def configured(ws: Workspace, fake: Any, *extra: str) -> tuple[Workspace, dict[str, str]]:
-    overrides = ["llm.max_retries=2", "llm.timeout_seconds=5", *extra]
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url}
-    return Workspace(ws.root, load_config(ws.root, env=env, overrides=overrides)), env
+    return live(ws, fake, "llm.max_retries=2", "llm.timeout_seconds=5", *extra, key=KEY)
 
 
 def git(root: Path, *args: str) -> str:
