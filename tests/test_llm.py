@@ -341,7 +341,7 @@ def test_kill_9_mid_run_then_the_next_run_starts_cleanly(ws: Workspace, fake_api
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from crustacean.config import load_config
         from crustacean.workspace import Workspace
-        from stagekit import run_stage, write_call
+        from stagekit import run_stage
         from test_llm import request
         env = {env!r}
         root = Path({str(ws.root)!r})
