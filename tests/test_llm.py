@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fakeapi import delay, drop, error, find_key_leaks, message, text, tool_use
 from stagekit import live, run_stage, write_call
+from store_helpers import git
 
 from conftest import snapshot
 from crustacean.config import load_config
@@ -36,12 +37,6 @@ def request(prompt: str = "Route today's notes.") -> StageRequest:
 
 def configured(ws: Workspace, fake: Any, *extra: str) -> tuple[Workspace, dict[str, str]]:
     return live(ws, fake, "llm.max_retries=2", "llm.timeout_seconds=5", *extra, key=KEY)
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
