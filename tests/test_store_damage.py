@@ -3,10 +3,8 @@ a version whose tree object is gone (what `git gc --prune=now` next to a write l
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
+from store_helpers import git
 from typer.testing import CliRunner
 
 from conftest import run_cli, snapshot
@@ -16,12 +14,6 @@ from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 NOTE = "memory/notes/kept.md"
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def cli(ws: Workspace, *args: str) -> str:
@@ -36,11 +28,11 @@ def damaged(ws: Workspace) -> tuple[Workspace, str]:
     store.write_context(
         [{"path": NOTE, "mode": "create", "content": "- one\n"}], actor="user", message="a"
     )
-    intact = git(ws.root, "rev-parse", "HEAD")
+    intact = git(ws.root, "rev-parse", "HEAD").strip()
     store.write_context(
         [{"path": NOTE, "mode": "append", "content": "- two\n"}], actor="user", message="b"
     )
-    tree = git(ws.root, "rev-parse", "HEAD^{tree}")
+    tree = git(ws.root, "rev-parse", "HEAD^{tree}").strip()
     (ws.root / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
     return ws, intact
 
@@ -77,8 +69,8 @@ def test_doctor_names_the_damage_and_fix_records_the_disk_on_the_last_intact_ver
     fixed = cli(ws, "doctor", "--fix")
     assert f"on version {intact[:12]}" in fixed
     assert "ok  repository: HEAD and its tree are intact" in fixed
-    assert git(ws.root, "rev-parse", "HEAD^") == intact
-    assert git(ws.root, "show", f"HEAD:{NOTE}") + "\n" == disk.decode()
+    assert git(ws.root, "rev-parse", "HEAD^").strip() == intact
+    assert git(ws.root, "show", f"HEAD:{NOTE}") == disk.decode()
     assert (ws.root / NOTE).read_bytes() == disk
     assert git(ws.root, "status", "--porcelain") == ""
     Store(ws).write_context(
