@@ -11,11 +11,9 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import typer
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from crustacean.cli.common import CrustaceanGroup
-from crustacean.cli.runs_cmd import runs_app
+from conftest import run_cli
 from crustacean.errors import EXIT_LOCKED, LockedError, UsageError
 from crustacean.runs import (
     INPUT_JSON_LIMIT,
@@ -331,18 +329,8 @@ def test_to_json_is_plain_data(ws: Workspace) -> None:
 
 
 def cli(ws: Workspace, *args: str, code: int = 0) -> Result:
-    """`crustacean runs …` through a local root group (the real one registers it too)."""
-    app = typer.Typer(cls=CrustaceanGroup)
-
-    @app.callback()
-    def root() -> None:
-        """Root."""
-
-    app.add_typer(runs_app, name="runs")
-    env = {"CRUSTACEAN_WORKSPACE": str(ws.root)}
-    result = CliRunner().invoke(app, ["runs", *args], prog_name="crustacean", env=env)
-    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
-    return result
+    """`crustacean runs …` in the workspace, as `CRUSTACEAN_WORKSPACE` names it."""
+    return run_cli("runs", *args, code=code, env={"CRUSTACEAN_WORKSPACE": str(ws.root)})
 
 
 @pytest.fixture
