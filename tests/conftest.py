@@ -36,6 +36,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402
+from store_helpers import copy_workspace, make_template  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from crustacean.cli.app import app  # noqa: E402
@@ -76,6 +77,18 @@ def ws(tmp_path: Path) -> Workspace:
     root = tmp_path / "ws"
     init_workspace(root)
     return Workspace(root, load_config(root))
+
+
+@pytest.fixture(scope="module")
+def ws_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace initialized once per module (init is slow), for `copied_ws` to copy."""
+    return make_template(tmp_path_factory)
+
+
+@pytest.fixture
+def copied_ws(ws_template: Path, tmp_path: Path) -> Workspace:
+    """What `ws` gives (tmp_path/ws, freshly initialized), as a copy of the module's template."""
+    return copy_workspace(ws_template, tmp_path)
 
 
 def run_cli(*args: str, code: int = 0, env: dict[str, str] | None = None):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from crustacean.config import load_config
 from crustacean.llm.client import resolve_credentials
 from crustacean.llm.loop import StageRequest
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
@@ -53,3 +54,18 @@ def run_stage(
 ) -> StageResult:
     """One model run of `req` through the skeleton."""
     return OneRequest(req, env, handlers).run(ws, dry_run=dry_run, env=env, clock=now)
+
+
+def write_call(path: str, mode: str, message: str = "x", **fields: Any) -> tuple[str, Any]:
+    """A `write_context` tool call of one change, for the fake API's `tool_use`."""
+    change = {"path": path, "mode": mode, **fields}
+    return ("write_context", {"changes": [change], "message": message})
+
+
+def live(
+    ws: Workspace, fake: Any, *overrides: str, key: str = "test-key"
+) -> tuple[Workspace, dict[str, str]]:
+    """The workspace as a model run sees it against the fake API (no retries), and its env."""
+    env = {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": fake.url}
+    config = load_config(ws.root, env=env, overrides=["llm.max_retries=0", *overrides])
+    return Workspace(ws.root, config), env

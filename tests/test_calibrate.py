@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from fakeapi import tool_use
+from stagekit import live, write_call
 
 from conftest import run_cli, snapshot
-from crustacean.config import load_config
 from crustacean.runs import RunRecorder
 from crustacean.stages.calibrate import calibrate
 from crustacean.store.changes import sha256_hex
@@ -47,9 +47,8 @@ def setup(ws: Workspace, fake_api: Any) -> dict[str, Any]:
     (root / "memory/projects-extra").mkdir()
     (root / "memory/projects-extra/x.md").write_text("# orphan folder\n")
     history(ws)
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
-    live = Workspace(root, load_config(root, env=env, overrides=["llm.max_retries=0"]))
-    return {"ws": live, "env": env, "fake": fake_api}
+    running, env = live(ws, fake_api, key=KEY)
+    return {"ws": running, "env": env, "fake": fake_api}
 
 
 def test_end_to_end_report_proposal_and_archived_lesson(setup: dict[str, Any]) -> None:
@@ -58,40 +57,20 @@ def test_end_to_end_report_proposal_and_archived_lesson(setup: dict[str, Any]) -
     fake.enqueue(
         tool_use(("read_context_file", {"path": "SOUL.md"})),
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "SOUL: name the v2 preference",
-                    "changes": [
-                        {
-                            "path": "SOUL.md",
-                            "mode": "append",
-                            "content": "- I prefer current APIs.\n",
-                            "expected_sha256": sha256_hex(soul),
-                        }
-                    ],
-                },
+            write_call(
+                "SOUL.md",
+                "append",
+                "SOUL: name the v2 preference",
+                content="- I prefer current APIs.\n",
+                expected_sha256=sha256_hex(soul),
             ),
-            (
-                "write_context",
-                {
-                    "message": "retire an outdated lesson",
-                    "changes": [
-                        {
-                            "path": "memory/lessons/old-rule.md",
-                            "mode": "move",
-                            "to": "archive/lessons/old-rule.md",
-                        }
-                    ],
-                },
+            write_call(
+                "memory/lessons/old-rule.md",
+                "move",
+                "retire an outdated lesson",
+                to="archive/lessons/old-rule.md",
             ),
-            (
-                "write_context",
-                {
-                    "message": "sneaky",
-                    "changes": [{"path": "memory/notes/x.md", "mode": "create", "content": "nope"}],
-                },
-            ),
+            write_call("memory/notes/x.md", "create", "sneaky", content="nope"),
         ),
         tool_use(
             (
@@ -145,17 +124,7 @@ def test_end_to_end_report_proposal_and_archived_lesson(setup: dict[str, Any]) -
 def test_stale_approval_keeps_the_proposal(setup: dict[str, Any]) -> None:
     s, fake, root = setup, setup["fake"], setup["ws"].root
     fake.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "message": "identity",
-                    "changes": [
-                        {"path": "IDENTITY.md", "mode": "append", "content": "- Name: Pinch\n"}
-                    ],
-                },
-            )
-        ),
+        tool_use(write_call("IDENTITY.md", "append", "identity", content="- Name: Pinch\n")),
         tool_use(("finish", {"summary": "x"})),
     )
     calibrate(s["ws"], env=s["env"], clock=lambda: NOW)
@@ -168,11 +137,9 @@ def test_stale_approval_keeps_the_proposal(setup: dict[str, Any]) -> None:
 
 
 def test_a_new_workspace_gets_a_useful_report(ws: Workspace, fake_api: Any) -> None:
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
+    running, env = live(ws, fake_api, key=KEY)
     fake_api.enqueue(tool_use(("finish", {"summary": "nothing to say"})))
-    result = calibrate(
-        Workspace(ws.root, load_config(ws.root, env=env)), env=env, clock=lambda: NOW
-    )
+    result = calibrate(running, env=env, clock=lambda: NOW)
     audit = (ws.root / result.audit).read_text()
     assert audit.count("## Pipeline Health") == 1  # issue 34, item 11: one heading
     assert "calibrate: 1 run(s)" in audit  # the check ran after the review: its own run counts

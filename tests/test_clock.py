@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fakeapi import tool_use
+from stagekit import live, write_call
 
-from crustacean.config import load_config
 from crustacean.stages.calibrate import calibrate
 from crustacean.stages.compile import compile_workspace
 from crustacean.store.proposals import list_proposals
@@ -30,15 +30,13 @@ def test_a_stage_run_trashes_under_its_clocks_date(ws: Workspace) -> None:
 def test_a_proposal_made_in_a_stage_run_is_created_at_its_clocks_time(
     ws: Workspace, fake_api: Any
 ) -> None:
-    env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake_api.url}
-    live = Workspace(ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0"]))
-    change = {"path": "SOUL.md", "mode": "append", "content": "- Be bolder.\n"}
+    running, env = live(ws, fake_api)
     fake_api.enqueue(
-        tool_use(("write_context", {"message": "bolder", "changes": [change]})),
+        tool_use(write_call("SOUL.md", "append", "bolder", content="- Be bolder.\n")),
         tool_use(("finish", {"summary": "proposed"})),
     )
-    result = calibrate(live, env=env, clock=lambda: THEN)
+    result = calibrate(running, env=env, clock=lambda: THEN)
     assert result.proposals == [1], result.record.error
-    (proposal,) = list_proposals(live)
+    (proposal,) = list_proposals(running)
     assert proposal.created == THEN.isoformat(timespec="seconds")
     assert result.record.started == THEN

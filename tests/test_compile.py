@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from fakeapi import tool_use
+from stagekit import live, write_call
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -60,9 +61,8 @@ def build(root: Path) -> list[str]:
 @pytest.fixture
 def setup(ws: Workspace, fake_api: Any) -> dict[str, Any]:
     lines = build(ws.root)
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
-    live = Workspace(ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0"]))
-    return {"ws": live, "env": env, "fake": fake_api, "memory_lines": lines}
+    running, env = live(ws, fake_api, key=KEY)
+    return {"ws": running, "env": env, "fake": fake_api, "memory_lines": lines}
 
 
 def run(s: dict[str, Any], **kw: Any) -> Any:
@@ -73,34 +73,14 @@ def test_end_to_end_on_three_months(setup: dict[str, Any]) -> None:
     s, fake, root = setup, setup["fake"], setup["ws"].root
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "lesson",
-                    "changes": [
-                        {
-                            "path": "memory/lessons/lessons.md",
-                            "mode": "create",
-                            "content": "# Lessons\n\n## Feed the starter\n"
-                            "**Learned:** 2026-11-20 (daily log)\n"
-                            "**Context:** it died.\n**Rule:** feed it twice a day.\n",
-                        }
-                    ],
-                },
+            write_call(
+                "memory/lessons/lessons.md",
+                "create",
+                "lesson",
+                content="# Lessons\n\n## Feed the starter\n**Learned:** 2026-11-20 (daily log)\n"
+                "**Context:** it died.\n**Rule:** feed it twice a day.\n",
             ),
-            (
-                "write_context",
-                {
-                    "message": "prune",
-                    "changes": [
-                        {
-                            "path": "memory/notes/old-hot.md",
-                            "mode": "move",
-                            "to": "archive/notes/old-hot.md",
-                        }
-                    ],
-                },
-            ),
+            write_call("memory/notes/old-hot.md", "move", "prune", to="archive/notes/old-hot.md"),
         ),
         tool_use(
             (
@@ -176,21 +156,9 @@ def test_model_cannot_rm_or_overwrite_a_log_or_drop_half_of_memory(setup: dict[s
     log = f"memory/{TODAY.isoformat()}.md"
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [{"path": log, "mode": "overwrite", "content": "gone"}],
-                },
-            ),
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [{"path": "MEMORY.md", "mode": "edit", "old": memory, "new": half}],
-                },
-            ),
-            ("write_context", {"message": "x", "changes": [{"path": "SOUL.md", "mode": "delete"}]}),
+            write_call(log, "overwrite", content="gone"),
+            write_call("MEMORY.md", "edit", old=memory, new=half),
+            write_call("SOUL.md", "delete"),
         ),
         tool_use(("finish", {"summary": "tried"})),
     )

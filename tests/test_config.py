@@ -24,13 +24,9 @@ from crustacean.workspace import Workspace
 def test_defaults_match_the_seeds() -> None:
     s = load_config(None, env={}).settings
     assert (s.memory.max_entries, s.memory.budget_chars, s.memory.working_lines) == (50, 20000, 500)
-    assert (s.tiers.hot_days, s.tiers.hot_min_uses, s.tiers.warm_days, s.tiers.cold_days) == (
-        7,
-        5,
-        30,
-        90,
-    )
-    assert (s.tiers.hot_limit, s.tiers.memory_cap, s.archive.daily_after_days) == (20, 10000, 30)
+    tiers = s.tiers
+    assert (tiers.hot_days, tiers.hot_min_uses, tiers.warm_days, tiers.cold_days) == (7, 5, 30, 90)
+    assert (tiers.hot_limit, tiers.memory_cap, s.archive.daily_after_days) == (20, 10000, 30)
     assert (s.store.max_file_bytes, s.store.max_files_per_call) == (262144, 20)
     assert s.memory.write == "direct"
     assert (s.models.small, s.models.mid, s.models.large) == (
@@ -165,22 +161,13 @@ def test_layers_apply_in_order_and_show_their_origin(
     result = run_cli(
         "-w", str(root), "-c", "archive.daily_after_days=14", "config", "show", "--json"
     )
-    rows = {r["key"]: r for r in json.loads(result.stdout)}
-    assert (rows["curate.days"]["value"], rows["curate.days"]["layer"]) == (5, "org")
-    assert (rows["memory.max_entries"]["value"], rows["memory.max_entries"]["layer"]) == (
-        10,
-        "user",
-    )
-    assert (rows["memory.budget_chars"]["value"], rows["memory.budget_chars"]["layer"]) == (
-        1234,
-        "workspace",
-    )
-    assert (rows["memory.working_lines"]["value"], rows["memory.working_lines"]["layer"]) == (
-        300,
-        "env",
-    )
-    assert rows["archive.daily_after_days"]["layer"] == "flag"
-    assert rows["tiers.hot_days"]["layer"] == "default"
+    rows = {r["key"]: (r["value"], r["layer"]) for r in json.loads(result.stdout)}
+    assert rows["curate.days"] == (5, "org")
+    assert rows["memory.max_entries"] == (10, "user")
+    assert rows["memory.budget_chars"] == (1234, "workspace")
+    assert rows["memory.working_lines"] == (300, "env")
+    assert rows["archive.daily_after_days"][1] == "flag"
+    assert rows["tiers.hot_days"][1] == "default"
 
 
 def test_locked_key_keeps_the_org_value_and_warns(

@@ -7,10 +7,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from crustacean.cli.common import CrustaceanGroup
+from conftest import run_cli
 from crustacean.cli.health_cmd import health as health_command
 from crustacean.runs import RunRecord, RunRecorder
 from crustacean.stages import health as h
@@ -307,18 +306,8 @@ def test_a_broken_check_becomes_a_warning(ws: Workspace, monkeypatch: pytest.Mon
 
 
 def cli(ws: Workspace, *args: str, code: int = 0) -> Result:
-    """`crustacean health …` through a local root group."""
-    app = typer.Typer(cls=CrustaceanGroup)
-
-    @app.callback()
-    def root() -> None:
-        """Root."""
-
-    app.command("health")(health_command)
-    env = {"CRUSTACEAN_WORKSPACE": str(ws.root)}
-    result = CliRunner().invoke(app, ["health", *args], prog_name="crustacean", env=env)
-    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
-    return result
+    """`crustacean health …` in the workspace, as `CRUSTACEAN_WORKSPACE` names it."""
+    return run_cli("health", *args, code=code, env={"CRUSTACEAN_WORKSPACE": str(ws.root)})
 
 
 def test_cli_prints_each_check_and_exits_0_on_warnings(ws: Workspace) -> None:

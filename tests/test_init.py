@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from store_helpers import git
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
 from crustacean.workspace import FOUNDATION_FILES, LAYOUT_DIRS, PIPELINE_DOCS
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def test_init_creates_the_whole_tree(tmp_path: Path) -> None:

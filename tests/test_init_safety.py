@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from store_helpers import git
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -25,12 +25,6 @@ KEY = (
     "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
     "-----END OPENSSH " + "PRIVATE KEY-----\n"
 )
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def home() -> Path:

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 from fakeapi import delay, drop, error, find_key_leaks, message, text, tool_use
-from stagekit import run_stage
+from stagekit import live, run_stage, write_call
+from store_helpers import git
 
 from conftest import snapshot
 from crustacean.config import load_config
@@ -35,15 +36,7 @@ def request(prompt: str = "Route today's notes.") -> StageRequest:
 
 
 def configured(ws: Workspace, fake: Any, *extra: str) -> tuple[Workspace, dict[str, str]]:
-    overrides = ["llm.max_retries=2", "llm.timeout_seconds=5", *extra]
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url}
-    return Workspace(ws.root, load_config(ws.root, env=env, overrides=overrides)), env
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
+    return live(ws, fake, "llm.max_retries=2", "llm.timeout_seconds=5", *extra, key=KEY)
 
 
 def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
@@ -51,18 +44,11 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
     fake_api.enqueue(
         tool_use(
             ("read_context_file", {"path": "memory/README.md"}),
-            (
-                "write_context",
-                {
-                    "changes": [
-                        {
-                            "path": "memory/notes/tea.md",
-                            "mode": "create",
-                            "content": "- Alice likes green tea.\n",
-                        }
-                    ],
-                    "message": "note Alice's tea",
-                },
+            write_call(
+                "memory/notes/tea.md",
+                "create",
+                "note Alice's tea",
+                content="- Alice likes green tea.\n",
             ),
             usage={"input_tokens": 1200, "cache_creation_input_tokens": 3000},
         ),
@@ -75,11 +61,8 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
     rec = run.record
     assert (rec.status, rec.turns, rec.summary) == ("ok", 2, "Filed one note.")
     assert rec.files_changed == ["memory/notes/tea.md"] and len(rec.versions) == 1
-    assert (rec.usage.input_tokens, rec.usage.cache_write_tokens, rec.usage.cache_read_tokens) == (
-        1500,
-        3000,
-        3000,
-    )
+    u = rec.usage
+    assert (u.input_tokens, u.cache_write_tokens, u.cache_read_tokens) == (1500, 3000, 3000)
     assert rec.cost_usd > 0
     assert (ws.root / "memory/notes/tea.md").read_text() == "- Alice likes green tea.\n"
     log = git(ws.root, "log", "-1", "--format=%an|%s|%B")
@@ -120,43 +103,15 @@ def test_two_turn_stage_end_to_end(ws: Workspace, fake_api: Any) -> None:
 @pytest.mark.parametrize(
     ("call", "words"),
     [
-        (
-            (
-                "write_context",
-                {"changes": [{"path": "memory/notes/x.md", "mode": "delete"}], "message": "x"},
-            ),
-            "curate is not offered mode 'delete'",
-        ),
+        (write_call("memory/notes/x.md", "delete"), "curate is not offered mode 'delete'"),
         (("write_context", {"changes": "not a list", "message": "x"}), "changes must be"),
-        (
-            (
-                "write_context",
-                {
-                    "changes": [{"path": "../../etc/passwd", "mode": "create", "content": "x"}],
-                    "message": "x",
-                },
-            ),
-            "uses '..'",
-        ),
+        (write_call("../../etc/passwd", "create", content="x"), "uses '..'"),
         (("read_context_file", {}), "'path' is required"),
         (("read_context_file", {"path": "memory/none.md"}), "does not exist"),
         (("search_memory", {"query": "x", "limit": "ten"}), "limit must be an integer"),
         (("teleport", {"to": "mars"}), "unknown tool 'teleport'"),
         (
-            (
-                "write_context",
-                {
-                    "changes": [
-                        {
-                            "path": "MEMORY.md",
-                            "mode": "append",
-                            "content": "x",
-                            "expected_sha256": "0" * 64,
-                        }
-                    ],
-                    "message": "x",
-                },
-            ),
+            write_call("MEMORY.md", "append", content="x", expected_sha256="0" * 64),
             "changed since it was read",
         ),
     ],
@@ -180,15 +135,7 @@ def test_foundation_write_becomes_a_proposal(ws: Workspace, fake_api: Any) -> No
     ws, env = configured(ws, fake_api)
     before = (ws.root / "SOUL.md").read_bytes()
     fake_api.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "changes": [{"path": "SOUL.md", "mode": "append", "content": "- Be bolder.\n"}],
-                    "message": "bolder",
-                },
-            )
-        ),
+        tool_use(write_call("SOUL.md", "append", "bolder", content="- Be bolder.\n")),
         tool_use(("finish", {"summary": "proposed"})),
     )
     req = StageRequest(stage="calibrate", system_doc="# Calibrate", prompt="Review.")
@@ -250,17 +197,7 @@ def test_input_token_budget_stops_the_run(ws: Workspace, fake_api: Any) -> None:
 def test_dry_run_writes_nothing_and_shows_the_diff(ws: Workspace, fake_api: Any) -> None:
     ws, env = configured(ws, fake_api)
     fake_api.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "changes": [
-                        {"path": "memory/notes/d.md", "mode": "create", "content": "- dry\n"}
-                    ],
-                    "message": "d",
-                },
-            )
-        ),
+        tool_use(write_call("memory/notes/d.md", "create", "d", content="- dry\n")),
         tool_use(("read_context_file", {"path": "memory/notes/d.md"})),
         tool_use(("finish", {"summary": "done"})),
     )
@@ -373,17 +310,7 @@ def test_connection_refused(ws: Workspace) -> None:
 def test_error_after_a_write_keeps_the_write_whole(ws: Workspace, fake_api: Any) -> None:
     ws, env = configured(ws, fake_api, "llm.max_retries=0")
     fake_api.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "changes": [
-                        {"path": "memory/notes/a.md", "mode": "create", "content": "- a\n"}
-                    ],
-                    "message": "a",
-                },
-            )
-        ),
+        tool_use(write_call("memory/notes/a.md", "create", "a", content="- a\n")),
         error(500),
     )
     with pytest.raises(ModelError):

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from store_helpers import copy_workspace, make_template
 
 from conftest import snapshot
 from crustacean.errors import PathError
 from crustacean.store.paths import jail
 from crustacean.store.write import Store
+from crustacean.workspace import Workspace
 
 REFUSED = [
     # (path, what the message names)
@@ -78,11 +78,8 @@ def test_ordinary_names_in_any_script_pass(tmp_path: Path, path: str) -> None:
     assert jail(tmp_path, path) == path
 
 
-def test_a_write_and_a_move_to_an_unreadable_name_change_nothing(
-    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
-) -> None:
-    ws = copy_workspace(make_template(tmp_path_factory), tmp_path)
-    store, before = Store(ws), snapshot(ws.root)
+def test_a_write_and_a_move_to_an_unreadable_name_change_nothing(copied_ws: Workspace) -> None:
+    store, before = Store(copied_ws), snapshot(copied_ws.root)
     with pytest.raises(PathError) as err:
         store.write_context(
             [{"path": "memory/notes/evil\u202egpj.md", "mode": "create", "content": "- x\n"}],
@@ -100,4 +97,4 @@ def test_a_write_and_a_move_to_an_unreadable_name_change_nothing(
             actor="user",
             message="move",
         )
-    assert snapshot(ws.root) == before
+    assert snapshot(copied_ws.root) == before

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fakeapi import tool_use
+from stagekit import live
 
-from crustacean.config import load_config
 from crustacean.stages.calibrate import calibrate
 from crustacean.stages.compile import compile_workspace
 from crustacean.store.changes import sha256_hex
@@ -18,11 +18,6 @@ from crustacean.workspace import Workspace
 NOW = datetime(2026, 11, 29, 4, 0, tzinfo=UTC)
 REMINDERS = "memory/reminders/admin.md"
 TEXT = "# Admin\n\n## Done\n\n- [x] 2026-11-01 — Send the invoice.\n- [ ] 2026-12-20 — Taxes.\n"
-
-
-def live(ws: Workspace, fake: Any) -> tuple[Workspace, dict[str, str]]:
-    env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": fake.url}
-    return Workspace(ws.root, load_config(ws.root, env=env)), env
 
 
 def test_the_digest_counts_the_prunes_and_memory_md_edits_of_the_run(

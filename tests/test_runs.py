@@ -11,11 +11,9 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import typer
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from crustacean.cli.common import CrustaceanGroup
-from crustacean.cli.runs_cmd import runs_app
+from conftest import run_cli
 from crustacean.errors import EXIT_LOCKED, LockedError, UsageError
 from crustacean.runs import (
     INPUT_JSON_LIMIT,
@@ -170,12 +168,8 @@ def test_the_recorder_writes_a_row_a_log_file_and_releases_the_lock(ws: Workspac
         final = rec.finish("ok", summary="routed 3 items")
     stored = get_run(ws, rec.record.id)
     assert stored == final
-    assert (stored.status, stored.model, stored.turns, stored.summary) == (
-        "ok",
-        "claude-sonnet-5-5",
-        2,
-        "routed 3 items",
-    )
+    assert (stored.status, stored.model, stored.turns) == ("ok", "claude-sonnet-5-5", 2)
+    assert stored.summary == "routed 3 items"
     assert stored.usage == Usage(110, 22, 55, 7) and stored.usage.total_input == 172
     assert stored.cost_usd == pytest.approx(0.0123)
     assert stored.files_changed == ["MEMORY.md", "memory/notes/x.md"]
@@ -217,10 +211,8 @@ def test_an_exception_after_finish_still_fails_the_run(ws: Workspace) -> None:
     with pytest.raises(KeyError), RunRecorder(ws, "compile") as rec:
         rec.finish("ok")
         raise KeyError("post-pass")
-    assert (get_run(ws, rec.record.id).status, rec.record.error) == (
-        "failed",
-        "KeyError: 'post-pass'",
-    )
+    assert get_run(ws, rec.record.id).status == "failed"
+    assert rec.record.error == "KeyError: 'post-pass'"
 
 
 def test_leaving_without_a_status_is_recorded_as_a_failure(ws: Workspace) -> None:
@@ -326,21 +318,10 @@ def test_to_json_is_plain_data(ws: Workspace) -> None:
     data = get_run(ws, rec.record.id).to_json()
     assert json.loads(json.dumps(data)) == data
     assert data["started"] == "2026-11-30T03:30:00+00:00"
-    assert data["usage"] == {
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cache_read_tokens": 0,
-        "cache_write_tokens": 0,
-    }
-    assert data["tool_calls"] == [
-        {
-            "seq": 1,
-            "name": "finish",
-            "input": {"summary": "done"},
-            "is_error": False,
-            "result": "ok",
-        }
-    ]
+    kinds = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    assert data["usage"] == dict.fromkeys(kinds, 0)
+    call = {"seq": 1, "name": "finish", "input": {"summary": "done"}, "is_error": False}
+    assert data["tool_calls"] == [{**call, "result": "ok"}]
     assert "tool_calls" not in get_run(ws, rec.record.id).to_json(tool_calls=False)
 
 
@@ -348,18 +329,8 @@ def test_to_json_is_plain_data(ws: Workspace) -> None:
 
 
 def cli(ws: Workspace, *args: str, code: int = 0) -> Result:
-    """`crustacean runs …` through a local root group (the real one registers it too)."""
-    app = typer.Typer(cls=CrustaceanGroup)
-
-    @app.callback()
-    def root() -> None:
-        """Root."""
-
-    app.add_typer(runs_app, name="runs")
-    env = {"CRUSTACEAN_WORKSPACE": str(ws.root)}
-    result = CliRunner().invoke(app, ["runs", *args], prog_name="crustacean", env=env)
-    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
-    return result
+    """`crustacean runs …` in the workspace, as `CRUSTACEAN_WORKSPACE` names it."""
+    return run_cli("runs", *args, code=code, env={"CRUSTACEAN_WORKSPACE": str(ws.root)})
 
 
 @pytest.fixture

@@ -192,6 +192,18 @@ def oc_user(text: str, ts: str = "2026-11-26T10:00:00.000Z", rid: str = "") -> d
     return record
 
 
+def oc_call(name: str, arguments: dict[str, Any], rid: str) -> dict[str, Any]:
+    """An OpenClaw assistant entry holding one tool call."""
+    call = {"type": "toolCall", "id": "c1", "name": name, "arguments": arguments}
+    return {"type": "message", "id": rid, "message": {"role": "assistant", "content": [call]}}
+
+
+def cc(kind: str, content: Any, uid: str, ts: str = "2026-11-26T10:00:00Z") -> dict[str, Any]:
+    """A Claude Code record of session "s"."""
+    message = {"role": kind, "content": content}
+    return {"type": kind, "uuid": uid, "sessionId": "s", "timestamp": ts, "message": message}
+
+
 @pytest.fixture
 def oc_copy(tmp_path: Path) -> Path:
     """A writable copy of the main OpenClaw session (sessions.json beside it)."""
@@ -381,14 +393,7 @@ def test_claude_code_record_with_several_blocks_numbers_extra_messages(tmp_path:
         {"type": "text", "text": "Running the tests now."},
         {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest -q"}},
     ]
-    record = {
-        "type": "assistant",
-        "uuid": "u-1",
-        "sessionId": "s",
-        "timestamp": "2026-11-26T10:00:00Z",
-        "message": {"role": "assistant", "content": content},
-    }
-    append(path, record)
+    append(path, cc("assistant", content, "u-1"))
     msgs = read_all(path, "claude_code").messages
     assert [(m.id, m.role, m.text) for m in msgs] == [
         ("u-1", "assistant", "Running the tests now."),
@@ -553,17 +558,12 @@ def test_since_skips_old_records_but_a_new_tool_result_keeps_its_tool_name(tmp_p
     """Old records are skipped before any text work (a first run over months stays fast), yet a
     Claude Code tool call from before the window still names the result that comes after it."""
     path = tmp_path / "s.jsonl"
-
-    def record(kind: str, ts: str, content: Any, uid: str) -> dict[str, Any]:
-        message = {"role": kind, "content": content}
-        return {"type": kind, "uuid": uid, "sessionId": "s", "timestamp": ts, "message": message}
-
     call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test"}}
     result = {"type": "tool_result", "tool_use_id": "t1", "content": "3 passed"}
     append(
         path,
-        record("assistant", "2026-11-01T10:00:00Z", [call], "u1"),
-        record("user", "2026-11-29T10:00:00Z", [result], "u2"),
+        cc("assistant", [call], "u1", "2026-11-01T10:00:00Z"),
+        cc("user", [result], "u2", "2026-11-29T10:00:00Z"),
     )
     got = read_new(path, "claude_code", None, since=datetime(2026, 11, 28, tzinfo=UTC))
     assert [m.text for m in got.messages] == ["[tool result Bash: 3 passed]"]
@@ -573,17 +573,12 @@ def test_since_skips_old_records_but_a_new_tool_result_keeps_its_tool_name(tmp_p
 def test_a_tool_result_read_after_a_cursor_keeps_its_tool_name(tmp_path: Path) -> None:
     """Before: reading resumed after the tool call, so its result lost the tool's name."""
     path = tmp_path / "s.jsonl"
-
-    def record(kind: str, ts: str, content: Any, uid: str) -> dict[str, Any]:
-        message = {"role": kind, "content": content}
-        return {"type": kind, "uuid": uid, "sessionId": "s", "timestamp": ts, "message": message}
-
     call = {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls"}}
-    append(path, record("assistant", "2026-11-29T10:00:00Z", [call], "u1"))
+    append(path, cc("assistant", [call], "u1", "2026-11-29T10:00:00Z"))
     first = read_new(path, "claude_code", None)
     assert [m.text for m in first.messages] == ["[tool Bash ls]"]
     result = {"type": "tool_result", "tool_use_id": "toolu_01", "content": "notes.md"}
-    append(path, record("user", "2026-11-29T10:01:00Z", [result], "u2"))
+    append(path, cc("user", [result], "u2", "2026-11-29T10:01:00Z"))
     later = read_new(path, "claude_code", first.cursor)
     assert not later.restarted
     assert [m.text for m in later.messages] == ["[tool result Bash: notes.md]"]
@@ -635,14 +630,7 @@ CLAUDE_BAD = [
 
 def test_claude_code_bad_lines_are_counted(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
-    good = {
-        "type": "user",
-        "uuid": "u-good",
-        "sessionId": "s",
-        "timestamp": "2026-11-26T10:00:00Z",
-        "message": {"role": "user", "content": "still here"},
-    }
-    append(path, *CLAUDE_BAD, good)
+    append(path, *CLAUDE_BAD, cc("user", "still here", "u-good"))
     result = read_all(path, "claude_code")
     assert [m.text for m in result.messages] == ["still here"]
     assert result.bad_lines == len(CLAUDE_BAD)
@@ -710,43 +698,20 @@ def test_api_keys_come_out_redacted_in_every_format(tmp_path: Path) -> None:
     append(
         oc,
         oc_user(f"my key is {FAKE_KEY} keep it safe", rid="k1"),
-        {
-            "type": "message",
-            "id": "k2",
-            "message": {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "toolCall",
-                        "id": "c1",
-                        "name": "exec",
-                        "arguments": {"command": f"export ANTHROPIC_API_KEY={FAKE_KEY}"},
-                    }
-                ],
-            },
-        },
+        oc_call("exec", {"command": f"export ANTHROPIC_API_KEY={FAKE_KEY}"}, "k2"),
         {
             "type": "message",
             "id": "k3",
             "message": {"role": "toolResult", "toolName": "exec", "content": f"set {FAKE_KEY}"},
         },
     )
-    cc = tmp_path / "cc.jsonl"
-    append(
-        cc,
-        {
-            "type": "user",
-            "uuid": "u1",
-            "sessionId": "s",
-            "timestamp": "2026-11-26T10:00:00Z",
-            "message": {"role": "user", "content": f"use {FAKE_KEY} for the bench"},
-        },
-    )
+    claude = tmp_path / "cc.jsonl"
+    append(claude, cc("user", f"use {FAKE_KEY} for the bench", "u1"))
     note = tmp_path / "keys.md"
     note.write_text(f"staging key: {FAKE_KEY}\n")
     msgs = [
         *read_all(oc, "openclaw").messages,
-        *read_all(cc, "claude_code").messages,
+        *read_all(claude, "claude_code").messages,
         *read_all(note, "plain").messages,
     ]
     assert len(msgs) == 5
@@ -757,15 +722,7 @@ def test_api_keys_come_out_redacted_in_every_format(tmp_path: Path) -> None:
 
 def test_long_texts_are_trimmed(tmp_path: Path) -> None:
     path = tmp_path / "long.jsonl"
-    long_call = {
-        "type": "message",
-        "id": "c",
-        "message": {
-            "role": "assistant",
-            "content": [{"type": "toolCall", "name": "write", "arguments": {"path": "p" * 500}}],
-        },
-    }
-    append(path, oc_user("word " * 5000, rid="t"), long_call)
+    append(path, oc_user("word " * 5000, rid="t"), oc_call("write", {"path": "p" * 500}, "c"))
     text, tool = (m.text for m in read_all(path, "openclaw").messages)
     assert len(text) == MAX_TEXT and text.endswith(TRUNCATED)
     assert len(tool) <= TOOL_LINE_MAX and tool.startswith("[tool write ppp") and tool.endswith("]")
@@ -933,12 +890,6 @@ def test_discover_survives_a_symlink_loop(home: Path) -> None:
     ]
 
 
-def _sniff_case(tmp_path: Path, name: str, data: bytes) -> Path:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return path
-
-
 @pytest.mark.parametrize(
     ("name", "data", "kind"),
     [
@@ -960,7 +911,8 @@ def _sniff_case(tmp_path: Path, name: str, data: bytes) -> Path:
     ],
 )
 def test_detect_kind(tmp_path: Path, name: str, data: bytes, kind: str) -> None:
-    assert detect_kind(_sniff_case(tmp_path, name, data)) == kind
+    (tmp_path / name).write_bytes(data)
+    assert detect_kind(tmp_path / name) == kind
 
 
 @pytest.mark.parametrize(

@@ -3,11 +3,8 @@ a version whose tree object is gone (what `git gc --prune=now` next to a write l
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
-from store_helpers import copy_workspace, make_template
+from store_helpers import git
 from typer.testing import CliRunner
 
 from conftest import run_cli, snapshot
@@ -19,43 +16,31 @@ from crustacean.workspace import Workspace
 NOTE = "memory/notes/kept.md"
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
 def cli(ws: Workspace, *args: str) -> str:
     """The CLI's output whatever its exit code (doctor fails on the missing API key here)."""
     return CliRunner().invoke(app, ["--workspace", str(ws.root), *args]).output
 
 
-def damaged(template: Path, tmp_path: Path) -> tuple[Workspace, str]:
+def damaged(ws: Workspace) -> tuple[Workspace, str]:
     """A workspace with two versions whose HEAD tree object file was deleted; the disk holds
     every acknowledged write. Returns it and HEAD's parent (the last intact version)."""
-    ws = copy_workspace(template, tmp_path)
     store = Store(ws)
     store.write_context(
         [{"path": NOTE, "mode": "create", "content": "- one\n"}], actor="user", message="a"
     )
-    intact = git(ws.root, "rev-parse", "HEAD")
+    intact = git(ws.root, "rev-parse", "HEAD").strip()
     store.write_context(
         [{"path": NOTE, "mode": "append", "content": "- two\n"}], actor="user", message="b"
     )
-    tree = git(ws.root, "rev-parse", "HEAD^{tree}")
+    tree = git(ws.root, "rev-parse", "HEAD^{tree}").strip()
     (ws.root / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
     return ws, intact
 
 
 def test_every_write_says_the_repository_is_damaged_and_changes_nothing(
-    template: Path, tmp_path: Path
+    copied_ws: Workspace,
 ) -> None:
-    ws, _ = damaged(template, tmp_path)
+    ws, _ = damaged(copied_ws)
     before = snapshot(ws.root)
     with pytest.raises(VersionError) as err:
         Store(ws).write_context(
@@ -66,17 +51,17 @@ def test_every_write_says_the_repository_is_damaged_and_changes_nothing(
     assert snapshot(ws.root) == before
 
 
-def test_history_says_damaged_not_no_versions(template: Path, tmp_path: Path) -> None:
-    ws, _ = damaged(template, tmp_path)
+def test_history_says_damaged_not_no_versions(copied_ws: Workspace) -> None:
+    ws, _ = damaged(copied_ws)
     out = run_cli("--workspace", str(ws.root), "history", code=2).output
     assert "No versions yet" not in out
     assert "repository is damaged" in out and "doctor --fix" in out
 
 
 def test_doctor_names_the_damage_and_fix_records_the_disk_on_the_last_intact_version(
-    template: Path, tmp_path: Path
+    copied_ws: Workspace,
 ) -> None:
-    ws, intact = damaged(template, tmp_path)
+    ws, intact = damaged(copied_ws)
     out = run_cli("--workspace", str(ws.root), "doctor", code=1).output
     assert "fail  repository: the workspace's git repository is damaged" in out
     assert "fix: run `crustacean doctor --fix`" in out
@@ -84,8 +69,8 @@ def test_doctor_names_the_damage_and_fix_records_the_disk_on_the_last_intact_ver
     fixed = cli(ws, "doctor", "--fix")
     assert f"on version {intact[:12]}" in fixed
     assert "ok  repository: HEAD and its tree are intact" in fixed
-    assert git(ws.root, "rev-parse", "HEAD^") == intact
-    assert git(ws.root, "show", f"HEAD:{NOTE}") + "\n" == disk.decode()
+    assert git(ws.root, "rev-parse", "HEAD^").strip() == intact
+    assert git(ws.root, "show", f"HEAD:{NOTE}") == disk.decode()
     assert (ws.root / NOTE).read_bytes() == disk
     assert git(ws.root, "status", "--porcelain") == ""
     Store(ws).write_context(
@@ -94,8 +79,8 @@ def test_doctor_names_the_damage_and_fix_records_the_disk_on_the_last_intact_ver
     assert "- three" in git(ws.root, "show", f"HEAD:{NOTE}")
 
 
-def test_doctor_fix_on_an_intact_repository_changes_nothing(template: Path, tmp_path: Path) -> None:
-    ws = copy_workspace(template, tmp_path)
+def test_doctor_fix_on_an_intact_repository_changes_nothing(copied_ws: Workspace) -> None:
+    ws = copied_ws
     before = snapshot(ws.root)
     out = cli(ws, "doctor", "--fix")
     assert "ok  repository: HEAD and its tree are intact" in out

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from store_helpers import copy_workspace, git, make_template
+from store_helpers import git
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -24,17 +24,6 @@ from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 DAY = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
-
-
-@pytest.fixture
-def ws(template: Path, tmp_path: Path) -> Workspace:
-    """A freshly initialized workspace: a copy of one made per module (init is slow)."""
-    return copy_workspace(template, tmp_path)
 
 
 def count(root: Path) -> int:
@@ -57,40 +46,48 @@ def write(store: Store, changes: list[dict], actor: str = "user", message: str =
 
 
 @pytest.fixture
-def store(ws: Workspace) -> Store:
-    return Store(ws, clock=lambda: DAY)
+def store(copied_ws: Workspace) -> Store:
+    return Store(copied_ws, clock=lambda: DAY)
+
+
+Versions = tuple[Store, list[str], list[dict[str, bytes]]]
+
+
+def versions_after(store: Store, *calls: tuple[list[dict], str, str]) -> Versions:
+    """Each call (changes, actor, message) written in turn: the store, the versions (init's
+    first) and the files at each of them."""
+    states, versions = [files(store)], [head(store.root)]
+    for changes, actor, message in calls:
+        versions.append(write(store, changes, actor, message))
+        states.append(files(store))
+    return store, versions, states
 
 
 @pytest.fixture
-def three(store: Store) -> tuple[Store, list[str], list[dict[str, bytes]]]:
+def three(store: Store) -> Versions:
     """Three versions after init: v1 creates a and b, v2 changes a and adds c, v3 deletes b."""
-    states, versions = [files(store)], [head(store.root)]
-    versions.append(
-        write(
-            store,
+    a, b = "memory/notes/a.md", "memory/notes/b.md"
+    return versions_after(
+        store,
+        (
             [
-                {"path": "memory/notes/a.md", "mode": "create", "content": "a1\n"},
-                {"path": "memory/notes/b.md", "mode": "create", "content": "b1\r\nno newline"},
+                {"path": a, "mode": "create", "content": "a1\n"},
+                {"path": b, "mode": "create", "content": "b1\r\nno newline"},
             ],
-        )
-    )
-    states.append(files(store))
-    versions.append(
-        write(
-            store,
+            "user",
+            "w",
+        ),
+        (
             [
-                {"path": "memory/notes/a.md", "mode": "append", "content": "a2 ✓\n"},
+                {"path": a, "mode": "append", "content": "a2 ✓\n"},
                 {"path": "knowledge/c.md", "mode": "create", "content": "c1\n"},
                 {"path": "MEMORY.md", "mode": "append", "content": "- pointer to c\n"},
             ],
-            actor="curate",
-            message="curate: c",
-        )
+            "curate",
+            "curate: c",
+        ),
+        ([{"path": b, "mode": "delete"}], "user", "w"),
     )
-    states.append(files(store))
-    versions.append(write(store, [{"path": "memory/notes/b.md", "mode": "delete"}]))
-    states.append(files(store))
-    return store, versions, states
 
 
 # ------------------------------------------------------------------ library

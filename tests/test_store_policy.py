@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
-from store_helpers import copy_workspace, git, make_template
+from store_helpers import git
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -131,15 +130,9 @@ TABLE: list[tuple[str, str, str, str | None, Verdict]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
-
-
 @pytest.fixture
-def ws(template: Path, tmp_path: Path) -> Workspace:
-    """A freshly initialized workspace: a copy of one made per module (init is slow)."""
-    return copy_workspace(template, tmp_path)
+def ws(copied_ws: Workspace) -> Workspace:
+    return copied_ws
 
 
 @pytest.mark.parametrize(("actor", "mode", "path", "to", "verdict"), TABLE)
@@ -243,11 +236,8 @@ def propose(ws: Workspace, changes: list[dict] | None = None, actor: str = "mcp"
     )
     assert result.proposal is not None and result.version is None
     body = result.to_json()
-    assert (body["proposal"], body["files"], body["applied"]) == (
-        result.proposal,
-        list(result.files),
-        False,
-    )
+    assert body["proposal"] == result.proposal and body["files"] == list(result.files)
+    assert body["applied"] is False
     assert "Nothing was written yet" in str(body["note"])
     after = snapshot(ws.root)
     assert without_proposals(after) == without_proposals(before)  # nothing applied, no commit
@@ -365,12 +355,8 @@ def test_review_lists_shows_and_approves_through_the_cli(ws: Workspace) -> None:
     out = run_cli(*w, "review", "approve", str(pid)).stdout
     assert f"Approved proposal {pid}" in out
     assert int(git(root, "rev-list", "--count", "HEAD")) == count + 1  # one version
-    assert sorted(
-        git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").split()
-    ) == [
-        "SOUL.md",
-        "memory/notes/crabs.md",
-    ]
+    changed = git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").split()
+    assert sorted(changed) == ["SOUL.md", "memory/notes/crabs.md"]
     assert git(root, "log", "-1", "--format=%an").strip() == "crustacean mcp"
     assert f"(proposal {pid}, approved)" in git(root, "log", "-1", "--format=%s")
     assert "Crustacean-Run: run-7" in git(root, "log", "-1", "--format=%b")
@@ -414,10 +400,8 @@ def test_reject_drops_a_proposal_with_its_reason(ws: Workspace) -> None:
     root, w = ws.root, ("-w", str(ws.root))
     pid = propose(ws)
     before = snapshot(root)
-    assert (
-        f"Rejected proposal {pid}"
-        in run_cli(*w, "review", "reject", str(pid), "--reason", "no").stdout
-    )
+    rejected = run_cli(*w, "review", "reject", str(pid), "--reason", "no").stdout
+    assert f"Rejected proposal {pid}" in rejected
     after = snapshot(root)
     assert without_proposals(after) == without_proposals(before)  # no file, no version
     prop = proposals.get(ws, pid)
@@ -457,7 +441,7 @@ def test_empty_review_queue(ws: Workspace) -> None:
 def test_approval_is_stale_when_a_file_it_creates_by_append_appeared(ws: Workspace) -> None:
     changes = [{"path": "memory/notes/new.md", "mode": "append", "content": "- proposed\n"}]
     store = Store(ws)
-    with_review = Store(copy_ws_with_review(ws))
+    with_review = Store(Workspace(ws.root, load_config(ws.root, overrides=["memory.write=review"])))
     pid = with_review.write_context(changes, actor="curate", message="note").proposal
     assert pid is not None
     (ws.root / "memory/notes/new.md").write_text("- typed by the human meanwhile\n")
@@ -465,12 +449,6 @@ def test_approval_is_stale_when_a_file_it_creates_by_append_appeared(ws: Workspa
     with pytest.raises(StaleWriteError, match="did not exist when it was proposed"):
         review.approve(store, pid)
     assert snapshot(ws.root) == before
-
-
-def copy_ws_with_review(ws: Workspace) -> Workspace:
-    from crustacean.config import load_config
-
-    return Workspace(ws.root, load_config(ws.root, overrides=["memory.write=review"]))
 
 
 def test_the_stages_told_they_may_propose_are_the_ones_the_policy_lets_propose() -> None:

@@ -4,10 +4,8 @@ listed by no walker, and the next write of any kind removes them."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
-from store_helpers import copy_workspace, make_template
 
 from crustacean import mcp_server
 from crustacean.mcp_server import McpState
@@ -20,11 +18,6 @@ NOTE = "memory/notes/c31/f0.md"
 TEMP = "memory/notes/c31/.f0.md.k3x9_q2a.tmp"  # atomic_write's mkstemp name for NOTE
 JOURNAL_TEMP = ".crustacean/.journal.json.a1b2c3d4.tmp"
 INDEX_COPY = ".crustacean/index-" + "0123456789abcdef" * 2
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
 
 
 def killed_before_its_journal(ws: Workspace) -> None:
@@ -53,8 +46,8 @@ def test_a_temp_name_is_the_mkstemp_name_or_a_private_index(name: str, temp: boo
     assert is_temp(name) is temp
 
 
-def test_no_one_lists_a_killed_calls_temp_file(template: Path, tmp_path: Path) -> None:
-    ws = copy_workspace(template, tmp_path)
+def test_no_one_lists_a_killed_calls_temp_file(copied_ws: Workspace) -> None:
+    ws = copied_ws
     st = McpState.open(ws)
     mcp_server.write_context(
         st, [{"path": NOTE, "mode": "create", "content": "- kept fact\n"}], message="setup"
@@ -69,10 +62,8 @@ def test_no_one_lists_a_killed_calls_temp_file(template: Path, tmp_path: Path) -
     assert "never happened" not in context
 
 
-def test_the_next_mcp_write_removes_a_killed_calls_temp_files(
-    template: Path, tmp_path: Path
-) -> None:
-    ws = copy_workspace(template, tmp_path)
+def test_the_next_mcp_write_removes_a_killed_calls_temp_files(copied_ws: Workspace) -> None:
+    ws = copied_ws
     st = McpState.open(ws)
     killed_before_its_journal(ws)
     done = mcp_server.write_context(
@@ -91,12 +82,10 @@ def test_the_next_mcp_write_removes_a_killed_calls_temp_files(
     assert ".tmp" not in status and "index-" not in status
 
 
-def test_a_write_after_no_kill_leaves_other_temp_like_files_alone(
-    template: Path, tmp_path: Path
-) -> None:
+def test_a_write_after_no_kill_leaves_other_temp_like_files_alone(copied_ws: Workspace) -> None:
     """Without a journal temp no call died before its journal: nothing is walked or removed
     outside the state folder (a user's own `.x.md.12345678.tmp` stays)."""
-    ws = copy_workspace(template, tmp_path)
+    ws = copied_ws
     st = McpState.open(ws)
     (ws.root / TEMP).parent.mkdir(parents=True, exist_ok=True)
     (ws.root / TEMP).write_text("- an editor's own temp\n")

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from store_helpers import copy_workspace, git, make_template
+from store_helpers import git
 
 from conftest import run_cli
 from crustacean.errors import CrustaceanError
@@ -29,14 +29,9 @@ from crustacean.workspace import Workspace
 SMALL = {"gc.auto": "256", "gc.autoDetach": "false", "maintenance.autoDetach": "false"}
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
-
-
 @pytest.fixture
-def ws(template: Path, tmp_path: Path) -> Workspace:
-    return copy_workspace(template, tmp_path)
+def ws(copied_ws: Workspace) -> Workspace:
+    return copied_ws
 
 
 def configure(root: Path, settings: dict[str, str]) -> None:

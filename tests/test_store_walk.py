@@ -12,18 +12,12 @@ from pathlib import Path
 from types import FrameType
 
 import pytest
-from store_helpers import copy_workspace, make_template
 
 from crustacean.store import apply, plan, write
 from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 STEPS = {Path(m.__file__ or "").name: m for m in (plan, apply)}
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
 
 
 def face_calls(store: Store, changes: list[dict[str, str]], actor: str) -> list[str]:
@@ -48,11 +42,8 @@ def face_calls(store: Store, changes: list[dict[str, str]], actor: str) -> list[
 
 
 @pytest.mark.parametrize("actor", ["user", "curate"])
-def test_a_write_goes_plan_apply_commit_once_each(
-    template: Path, tmp_path: Path, actor: str
-) -> None:
-    ws: Workspace = copy_workspace(template, tmp_path)
-    store = Store(ws)
+def test_a_write_goes_plan_apply_commit_once_each(copied_ws: Workspace, actor: str) -> None:
+    store = Store(copied_ws)
     note = "memory/notes/walk.md"
     store.write_context(
         [{"path": note, "mode": "create", "content": "- one\n- two\n"}],

@@ -110,16 +110,15 @@ def test_tick_passes_env_to_a_stage_with_model_work(
 ) -> None:
     """Sunday: compile is due and calls the (fake) model with the key tick was given."""
     from fakeapi import tool_use
+    from stagekit import live
 
-    env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake_api.url}
-    overrides = ["workspace.timezone=UTC", "llm.max_retries=0", "stages.collect.enabled=false"]
-    overrides.append("stages.curate.enabled=false")
-    live = Workspace(ws.root, load_config(ws.root, env=env, overrides=overrides))
+    disabled = ("stages.collect.enabled=false", "stages.curate.enabled=false")
+    running, env = live(ws, fake_api, "workspace.timezone=UTC", *disabled)
     created_at(monkeypatch, at("2026-11-28 00:00"))
     fake_api.enqueue(tool_use(("finish", {"summary": "nothing"})))
-    result = tick(live, env=env, clock=fixed("2026-11-29 04:10"))
+    result = tick(running, env=env, clock=fixed("2026-11-29 04:10"))
     assert by_stage(result)["compile"] == (True, "ok", None) and result.exit_code == 0
-    assert by_stage(tick(live, env=env, clock=fixed("2026-11-29 04:30")))["compile"][0] is False
+    assert by_stage(tick(running, env=env, clock=fixed("2026-11-29 04:30")))["compile"][0] is False
 
 
 def test_failed_and_dry_runs_do_not_count_as_ran(utc_ws: Workspace) -> None:

@@ -47,6 +47,8 @@ def use(uses: int, recalled: float | None) -> Recalls:
     return Recalls(uses, None if recalled is None else ago(recalled))
 
 
+CHAIN = ("hot_to_warm", "warm_to_cold", "cold_to_archive")  # the lifecycle's rules in order
+
 # (tier, uses, days since last recall or None, created days ago) → (next, rules)
 LIFECYCLE = [
     ("hot, day 6", "hot", 0, 6, 400, "hot", ()),
@@ -57,30 +59,14 @@ LIFECYCLE = [
     ("hot, 5 uses never fades", "hot", 5, 400, 400, "hot", ()),
     ("hot, 6 days 23 h", "hot", 0, 6 + 23 / 24, 400, "hot", ()),
     ("hot, day 29", "hot", 2, 29, 400, "warm", ("hot_to_warm",)),
-    ("hot, day 30", "hot", 2, 30, 400, "cold", ("hot_to_warm", "warm_to_cold")),
-    ("hot, day 89", "hot", 2, 89, 400, "cold", ("hot_to_warm", "warm_to_cold")),
-    (
-        "hot, day 90",
-        "hot",
-        2,
-        90,
-        400,
-        "archive",
-        ("hot_to_warm", "warm_to_cold", "cold_to_archive"),
-    ),
-    (
-        "hot, day 100, full chain",
-        "hot",
-        2,
-        100,
-        400,
-        "archive",
-        ("hot_to_warm", "warm_to_cold", "cold_to_archive"),
-    ),
+    ("hot, day 30", "hot", 2, 30, 400, "cold", CHAIN[:2]),
+    ("hot, day 89", "hot", 2, 89, 400, "cold", CHAIN[:2]),
+    ("hot, day 90", "hot", 2, 90, 400, "archive", CHAIN),
+    ("hot, day 100, full chain", "hot", 2, 100, 400, "archive", CHAIN),
     ("warm, day 29", "warm", 0, 29, 400, "warm", ()),
     ("warm, day 30", "warm", 0, 30, 400, "cold", ("warm_to_cold",)),
     ("warm ignores uses", "warm", 50, 30, 400, "cold", ("warm_to_cold",)),
-    ("warm, day 90", "warm", 0, 90, 400, "archive", ("warm_to_cold", "cold_to_archive")),
+    ("warm, day 90", "warm", 0, 90, 400, "archive", CHAIN[1:]),
     ("cold, day 89", "cold", 0, 89, 400, "cold", ()),
     ("cold, day 90", "cold", 0, 90, 400, "archive", ("cold_to_archive",)),
     ("archive stays", "archive", 0, 1000, 1000, "archive", ()),

@@ -4,11 +4,10 @@ new version, with rollback's refusals (the library and the CLI)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from store_helpers import copy_workspace, git, make_template
-from test_store_history import DAY, count, files, head, write
+from store_helpers import git
+from test_store_history import DAY, Versions, count, files, versions_after
 
 from conftest import run_cli, snapshot
 from crustacean.errors import StaleWriteError, VersionError
@@ -17,49 +16,36 @@ from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory)
+@pytest.fixture
+def store(copied_ws: Workspace) -> Store:
+    return Store(copied_ws, clock=lambda: DAY)
 
 
 @pytest.fixture
-def store(template: Path, tmp_path: Path) -> Store:
-    ws: Workspace = copy_workspace(template, tmp_path)
-    return Store(ws, clock=lambda: DAY)
-
-
-@pytest.fixture
-def agent(store: Store) -> tuple[Store, list[str], list[dict[str, bytes]]]:
+def agent(store: Store) -> Versions:
     """v1: the user makes a and b; v2: curate edits a and adds c (the change to undo); v3: the
     user edits b."""
-    states, versions = [files(store)], [head(store.root)]
-    versions.append(
-        write(
-            store,
+    a, b = "memory/notes/a.md", "memory/notes/b.md"
+    return versions_after(
+        store,
+        (
             [
-                {"path": "memory/notes/a.md", "mode": "create", "content": "# A\n\nplot 17\n"},
-                {"path": "memory/notes/b.md", "mode": "create", "content": "# B\n"},
+                {"path": a, "mode": "create", "content": "# A\n\nplot 17\n"},
+                {"path": b, "mode": "create", "content": "# B\n"},
             ],
-        )
-    )
-    states.append(files(store))
-    versions.append(
-        write(
-            store,
+            "user",
+            "w",
+        ),
+        (
             [
-                {"path": "memory/notes/a.md", "mode": "append", "content": "plot 18 (wrong)\n"},
+                {"path": a, "mode": "append", "content": "plot 18 (wrong)\n"},
                 {"path": "knowledge/c.md", "mode": "create", "content": "# C\n"},
             ],
-            actor="curate",
-            message="curate: plots",
-        )
+            "curate",
+            "curate: plots",
+        ),
+        ([{"path": b, "mode": "append", "content": "b\n"}], "user", "w"),
     )
-    states.append(files(store))
-    versions.append(
-        write(store, [{"path": "memory/notes/b.md", "mode": "append", "content": "b\n"}])
-    )
-    states.append(files(store))
-    return store, versions, states
 
 
 def test_undo_puts_the_version_s_files_back_and_keeps_the_later_ones(agent) -> None:

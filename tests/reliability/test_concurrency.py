@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 from fakeapi import FakeAnthropic, delay, tool_use
 from mcp import Client, StdioServerParameters
+from store_helpers import git
 
 from crustacean.runs import list_runs
 from crustacean.stages.curate import entry_id
@@ -42,10 +43,7 @@ def cli_env(fake: FakeAnthropic) -> dict[str, str]:
 
 
 def versions(root: Path) -> int:
-    out = subprocess.run(
-        ["git", "rev-list", "--count", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-    )
-    return int(out.stdout)
+    return int(git(root, "rev-list", "--count", "HEAD"))
 
 
 def authored(root: Path, actor: str) -> int:

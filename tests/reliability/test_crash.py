@@ -448,25 +448,6 @@ def test_crash_curate_long(ws: Workspace, echo_api: EchoFake) -> None:
 
 # ------------------------------------------------------------------ a kill inside the write
 
-KILL_IN_WRITE = """
-import os, signal, sys
-from crustacean.store import apply as files
-files._FAULT_HOOK = lambda path: os.kill(os.getpid(), signal.SIGKILL)
-from crustacean.cli.app import app
-sys.argv = {argv!r}
-app()
-"""
-
-
-def kill_inside_write(root: Path, stage: str, fake: EchoFake, replies: int) -> None:
-    """Run `stage` in a child that SIGKILLs itself right after the store wrote its first file:
-    the bytes are on disk, the journal is there, the version is not committed."""
-    fake.reset(*[ECHO for _ in range(replies)])
-    script = KILL_IN_WRITE.format(argv=cli_args(root, stage))
-    child = subprocess.run([sys.executable, "-c", script], env=cli_env(fake), timeout=60)
-    assert child.returncode == -signal.SIGKILL
-    assert (root / ".crustacean/journal.json").exists()
-
 
 def test_collect_killed_inside_its_write_loses_nothing(
     ws: Workspace, tmp_path: Path, echo_api: EchoFake
@@ -475,7 +456,7 @@ def test_collect_killed_inside_its_write_loses_nothing(
     written = add_messages(transcript, 0, 3)
     clean_run(ws.root, "collect", echo_api, replies=1)
     written += add_messages(transcript, 3, 3)
-    kill_inside_write(ws.root, "collect", echo_api, replies=1)
+    kill_at(ws.root, "collect", echo_api, 1, "first")
     clean_run(ws.root, "collect", echo_api, replies=1)  # the run after the crash
     written += add_messages(transcript, 6, 3)
     clean_run(ws.root, "collect", echo_api, replies=1)  # a later run that writes
@@ -486,7 +467,7 @@ def test_collect_killed_inside_its_write_loses_nothing(
 def test_curate_killed_inside_its_write_loses_nothing(ws: Workspace, echo_api: EchoFake) -> None:
     day = setup_curate(ws)
     ids = add_entries(ws, day, 0, 3)
-    kill_inside_write(ws.root, "curate", echo_api, replies=2)
+    kill_at(ws.root, "curate", echo_api, 2, "first")
     clean_run(ws.root, "curate", echo_api, replies=2)  # the run after the crash
     ids |= add_entries(ws, day, 3, 3)
     clean_run(ws.root, "curate", echo_api, replies=2)  # a later run that writes

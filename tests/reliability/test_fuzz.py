@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from collections import Counter
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_helpers import git
 
 from crustacean.config import SCHEMA, SECTIONS, load_config
 from crustacean.documents import BOM, KNOWN_KEYS, parse_document, set_meta
@@ -141,7 +141,7 @@ HOSTILE_PATHS = (
     "memory/notes/statelink/journal.json",  # symlink into .crustacean
     "memory/notes/rootlink",  # symlink to the workspace root
     "memory/notes/rootlink/.git/config",
-    # "memory/notes/loop" (a symlink loop) is left out: see test_symlink_loop_is_a_clean_error
+    # "memory/notes/loop" (a symlink loop) is left out: test_what_the_fuzzer_found_is_a_clean_error
     "memory",  # a folder
     "memory/notes",
     "a" * 256 + ".md",
@@ -240,16 +240,10 @@ CHANGES = st.one_of(
 MESSAGES = st.one_of(
     *[st.just("fuzz")] * 8,
     st.text(max_size=40),
-    # a lone surrogate is left out: see test_surrogate_message_is_a_clean_error
+    # a lone surrogate is left out: see test_what_the_fuzzer_found_is_a_clean_error
     st.sampled_from(["", "  ", "a\x00b", "x" * 5000]),
     JSON,
 )
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True
-    ).stdout
 
 
 def _tree(root: Path, skip: str | None = None) -> dict[str, str]:
@@ -328,15 +322,15 @@ def fuzz_store(tmp_path: Path) -> Store:
 
 
 def _reset(root: Path, base: str) -> None:
-    _git(root, "reset", "-q", "--hard", base)
-    _git(root, "clean", "-fdq")  # -x not given: the ignored symlinks and .crustacean/ stay
+    git(root, "reset", "-q", "--hard", base)
+    git(root, "clean", "-fdq")  # -x not given: the ignored symlinks and .crustacean/ stay
 
 
 def test_write_context_never_escapes(fuzz_store: Store, tmp_path: Path) -> None:
     store, root = fuzz_store, fuzz_store.root
     outside = tmp_path / "outside"
     today = store.ws.daily_log(store.ws.today(datetime.now(UTC)))
-    base = _git(root, "rev-parse", "HEAD").strip()
+    base = git(root, "rev-parse", "HEAD").strip()
     counts: Counter[str] = Counter()
 
     @_settings(300)
@@ -378,11 +372,11 @@ def test_write_context_never_escapes(fuzz_store: Store, tmp_path: Path) -> None:
             # folders the call created are not files it names; every changed file is named
             changed_files = {k for k in changed if before.get(k) != "dir" and after.get(k) != "dir"}
             assert changed_files <= named, f"changed but not named: {changed_files - named}"
-            status = _git(root, "status", "--porcelain", "--untracked-files=no")
+            status = git(root, "status", "--porcelain", "--untracked-files=no")
             assert status == "", status
             assert (result.version is None) == (not result.files)
         finally:
-            if _git(root, "rev-parse", "HEAD").strip() != base or result.proposal is not None:
+            if git(root, "rev-parse", "HEAD").strip() != base or result.proposal is not None:
                 _reset(root, base)
 
     run()
@@ -392,28 +386,18 @@ def test_write_context_never_escapes(fuzz_store: Store, tmp_path: Path) -> None:
 # Bugs the fuzzer found (both fixed in the store); each stays pinned here.
 
 
-def test_surrogate_message_is_a_clean_error(fuzz_store: Store) -> None:
-    root = fuzz_store.root
-    before = _memory_files(root)
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [("memory/notes/new.md", "a\udc80b"), ("memory/notes/loop", "fuzz")],
+    ids=["surrogate message", "symlink loop"],
+)
+def test_what_the_fuzzer_found_is_a_clean_error(fuzz_store: Store, path: str, message: str) -> None:
+    before = _memory_files(fuzz_store.root)
     with pytest.raises(CrustaceanError):
         fuzz_store.write_context(
-            [{"path": "memory/notes/new.md", "mode": "create", "content": "x\n"}],
-            actor="user",
-            message="a\udc80b",
+            [{"path": path, "mode": "create", "content": "x\n"}], actor="user", message=message
         )
-    assert _memory_files(root) == before
-
-
-def test_symlink_loop_is_a_clean_error(fuzz_store: Store) -> None:
-    root = fuzz_store.root
-    before = _memory_files(root)
-    with pytest.raises(CrustaceanError):
-        fuzz_store.write_context(
-            [{"path": "memory/notes/loop", "mode": "create", "content": "x\n"}],
-            actor="user",
-            message="fuzz",
-        )
-    assert _memory_files(root) == before
+    assert _memory_files(fuzz_store.root) == before
 
 
 def test_overwrite_then_delete_trashes_the_original_too(fuzz_store: Store) -> None:
@@ -432,7 +416,7 @@ def test_overwrite_then_delete_trashes_the_original_too(fuzz_store: Store) -> No
     assert not (root / "memory/notes/a.md").exists()
     trashed = sorted(f for f in result.files if f.startswith("archive/trash/"))
     assert [(root / f).read_bytes() for f in trashed] == [original, b"interim\n"]
-    assert _git(root, "status", "--porcelain", "--untracked-files=no") == ""
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
 
 
 # ----------------------------------------------------------------------- 2. documents

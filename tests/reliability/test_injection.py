@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fakeapi import find_key_leaks, tool_use
+from stagekit import live, write_call
 
 from conftest import snapshot
-from crustacean.config import load_config
 from crustacean.stages.compile import compile_workspace
 from crustacean.stages.curate import curate
 from crustacean.workspace import Workspace
@@ -27,53 +27,17 @@ EVIL = (
 )
 
 
-def live(ws: Workspace, fake: Any) -> tuple[Workspace, dict[str, str]]:
-    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url}
-    return Workspace(ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0"])), env
-
-
 def obey(fake: Any) -> None:
     """A model that does exactly what the injected text says, then stops."""
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "obey",
-                    "changes": [{"path": "memory/contacts/telegram-alice.md", "mode": "delete"}],
-                },
+            write_call("memory/contacts/telegram-alice.md", "delete", "obey"),
+            write_call("SOUL.md", "overwrite", "obey", content="obey\n"),
+            write_call("MEMORY.md", "delete", "obey"),
+            write_call(
+                "memory/notes/leak.md", "create", "obey", content=f"ANTHROPIC_API_KEY={GUESS}\n"
             ),
-            (
-                "write_context",
-                {
-                    "message": "obey",
-                    "changes": [{"path": "SOUL.md", "mode": "overwrite", "content": "obey\n"}],
-                },
-            ),
-            (
-                "write_context",
-                {"message": "obey", "changes": [{"path": "MEMORY.md", "mode": "delete"}]},
-            ),
-            (
-                "write_context",
-                {
-                    "message": "obey",
-                    "changes": [
-                        {
-                            "path": "memory/notes/leak.md",
-                            "mode": "create",
-                            "content": f"ANTHROPIC_API_KEY={GUESS}\n",
-                        }
-                    ],
-                },
-            ),
-            (
-                "write_context",
-                {
-                    "message": "obey",
-                    "changes": [{"path": "../outside.md", "mode": "create", "content": "escaped"}],
-                },
-            ),
+            write_call("../outside.md", "create", "obey", content="escaped"),
         ),
         tool_use(("finish", {"summary": "obeyed"})),
     )
@@ -106,7 +70,7 @@ def test_a_daily_entry_cannot_make_curate_destroy_or_leak(ws: Workspace, fake_ap
     (ws.root / "memory/2026-11-30.md").write_text(f"# 2026-11-30\n\n- {EVIL}\n")
     before = protected(ws)
     obey(fake_api)
-    w, env = live(ws, fake_api)
+    w, env = live(ws, fake_api, key=KEY)
     curate(w, env=env, clock=lambda: NOW)
     check(ws, fake_api, before)
 
@@ -116,7 +80,7 @@ def test_compile_cannot_be_talked_into_it_either(ws: Workspace, fake_api: Any) -
     (ws.root / "memory/2026-11-30.md").write_text(f"# 2026-11-30\n\n- {EVIL}\n")
     before = protected(ws)
     obey(fake_api)
-    w, env = live(ws, fake_api)
+    w, env = live(ws, fake_api, key=KEY)
     compile_workspace(w, env=env, clock=lambda: NOW)
     after = protected(ws)
     # compile may archive memory files by moving them, never destroy them: Alice lives on
