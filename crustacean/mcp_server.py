@@ -270,9 +270,14 @@ async def _serve_stdio(server: MCPServer) -> None:
     """The SDK's stdio transport and server loop, with a JSON-RPC error answering each line
     it cannot read (the SDK drops those silently, so a client would wait for its timeout).
     The answers go out through the transport's one writer, so no reply is torn. The loop is
-    reached through the attribute `MCPServer.run_stdio_async` uses: no public call takes
-    the streams."""
-    loop = server._lowlevel_server
+    reached through the attribute `MCPServer.run_stdio_async` and the SDK's own in-memory
+    client use (the SDK notes it should be public; no public call takes the streams); an SDK
+    without it serves as `run_stdio_async` does, only without those answers
+    (tests/test_mcp_jsonrpc.py checks the installed one has it)."""
+    loop = getattr(server, "_lowlevel_server", None)
+    if loop is None or not hasattr(loop, "run"):
+        await server.run_stdio_async()
+        return
     async with stdio_server() as (read_stream, write_stream):
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         async with anyio.create_task_group() as tg:
