@@ -11,6 +11,7 @@ To change the schema, append a new `("mNNN_name", sql)` entry; never edit an app
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -407,8 +408,8 @@ class StateDB:
         """A new database is made whole beside its place and linked in, so a kill never leaves
         an empty state.db (which `_emptied` must take for a lost one); a racing opener's
         database, linked first, is kept."""
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
-        tmp.unlink(missing_ok=True)
+        # one name per opener: threads of one process (the MCP server's tool calls) race too
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(6)}.new")
         self._open(tmp, any_thread).close()
         try:
             os.link(tmp, self.path)

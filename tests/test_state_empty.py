@@ -66,3 +66,30 @@ def test_a_new_database_is_made_whole_and_leaves_nothing_beside_it(tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".new")] == []
     with sqlite3.connect(tmp_path / "state.db") as conn:
         assert conn.execute("SELECT count(*) FROM _migrations").fetchone()[0] > 0
+
+
+def test_threads_that_make_the_database_at_once_all_open_it(tmp_path: Path) -> None:
+    """The MCP server's tool calls run on threads of one process: each makes its new
+    database under its own name, so none links another's half-made file (a 0-byte
+    state.db, "database is locked", "disk I/O error" before)."""
+    import threading
+
+    state = tmp_path / ".crustacean"
+    state.mkdir()
+    start, errors = threading.Barrier(12), []
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            StateDB(state, any_thread=True).conn.close()
+        except Exception as e:  # collected: the assertion names them
+            errors.append(e)
+
+    threads = [threading.Thread(target=open_one) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert (state / "state.db").stat().st_size > 0
+    assert not list(state.glob(".state.db.*.new"))
