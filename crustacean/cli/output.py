@@ -17,12 +17,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import typer
 
 from crustacean.cli.plain import safe as safe  # the one escape (stdlib only)
+from crustacean.clock import local_time as local_time  # the one time format (clock.py)
+from crustacean.clock import zone_name as zone_name
 
 if TYPE_CHECKING:
     from rich.console import Console, JustifyMethod
@@ -289,22 +290,6 @@ def wrap_diff_line(line: str, width: int) -> str:
     marker = line[:1] if line[:1] in ("+", "-", " ") else ""
     pieces = wrap(line[len(marker) :], max(width - len(marker), 20))
     return "\n".join(marker + piece for piece in pieces)
-
-
-# ---------------------------------------------------------------- times
-
-
-def zone_name(tz: tzinfo, when: datetime | None = None) -> str:
-    """The workspace zone as a view names it once: `Europe/Berlin`, else its abbreviation."""
-    key = getattr(tz, "key", None)
-    if key and not str(key).startswith("Etc/"):  # Etc/UTC, Etc/GMT+2: the short name reads better
-        return str(key)
-    return (when or datetime.now(tz)).astimezone(tz).tzname() or "local"
-
-
-def local_time(moment: datetime, tz: tzinfo, seconds: bool = False) -> str:
-    """A moment in the workspace's zone, without repeating the zone on every row."""
-    return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
 # ---------------------------------------------------------------- tables

@@ -13,6 +13,7 @@ import os
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from crustacean.clock import Clock, wall_clock
+from crustacean.clock import Clock, wall_clock, zone_name
 from crustacean.config import STAGES
 from crustacean.documents import DocumentSkipped, parse_document
 from crustacean.errors import (
@@ -164,12 +165,15 @@ def _html(
     ctx: UiContext, ws: Workspace | None, name: str, http_status: int = 200, **kw: Any
 ) -> Response:
     pending = len(proposals.list_proposals(ws)) if ws is not None else 0
+    tz = ws.tz if ws is not None else UTC
     body = render.page(
         name,
         csrf=ctx.guard.csrf,
         root=str(ctx.root),
         pending=pending,
         warnings=list(ws.config.warnings) if ws is not None else [],
+        tz=tz,
+        zone=zone_name(tz),
         **kw,
     )
     return HTMLResponse(body, status_code=http_status)
@@ -207,7 +211,6 @@ def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         "overview.html",
         title="Overview",
         status=status,
-        tz=ws.tz,
         chart=render.cost_chart(days, per_stage),
         findings=[f for f in report.findings if f.status != "ok"],
         ok_checks=sum(f.status == "ok" for f in report.findings),
@@ -499,14 +502,14 @@ def runs(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     listed = views.page_of(found, page, RUNS_PER_PAGE)
     # the listing leaves tool calls out; this page shows their count and the refusals
     paged = views.Paged([get_run(ws, r.id) for r in listed.items], listed.page, listed.more)
-    return _html(ctx, ws, "runs.html", title="Runs", paged=paged, stage=stage, tz=ws.tz)
+    return _html(ctx, ws, "runs.html", title="Runs", paged=paged, stage=stage)
 
 
 def run_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean runs show ID`: tokens, cost, tool calls, refusals and what it wrote."""
     rec = get_run(ws, request.path_params["rid"])
     refusals = [c for c in rec.tool_calls if c.is_error]
-    return _html(ctx, ws, "run.html", title=f"Run {rec.id}", r=rec, refusals=refusals, tz=ws.tz)
+    return _html(ctx, ws, "run.html", title=f"Run {rec.id}", r=rec, refusals=refusals)
 
 
 # ---------------------------------------------------------------- search

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Generic, TypeVar
 
 from crustacean.config import STAGES
@@ -102,6 +103,15 @@ class ShownVersion:
     message: list[str]
     files: list[DiffFile]
     trailers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def time(self) -> datetime | None:
+        """The commit date git printed (`Wed Dec 2 00:44:32 2026 +0000`, English whatever the
+        locale), so the page can show it in the one format of every other time."""
+        try:
+            return datetime.strptime(self.date, "%a %b %d %H:%M:%S %Y %z")
+        except ValueError:
+            return None
 
     @property
     def run_id(self) -> str | None:
