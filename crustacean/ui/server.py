@@ -79,6 +79,7 @@ def build_app(ctx: UiContext) -> Starlette:
         Route("/versions/{vid}", _get(ctx, version_page)),
         Route("/versions/{vid}/rollback", _get(ctx, rollback_confirm)),
         Route("/versions/{vid}/rollback", _change(ctx, rollback_do), methods=["POST"]),
+        Route("/versions/{vid}/rollback/files", _get(ctx, rollback_files)),
         Route("/versions/{vid}/undo", _get(ctx, undo_confirm)),
         Route("/versions/{vid}/previous", _get(ctx, previous_version)),
         Route("/versions/{vid}/undo", _change(ctx, undo_do), methods=["POST"]),
@@ -385,12 +386,20 @@ def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, st
 
 
 def _planned_diff(store: Store, changes: list[Change]) -> tuple[list[views.DiffFile], bool]:
-    """What a rollback or an undo would change, now → after, clipped for the page."""
-    triples = [
-        (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
-        for c in changes
-    ]
-    return views.clip(views.parse_unified(unified_diff(triples)))
+    """What a rollback or an undo would change, now → after, clipped for the page: files are
+    read and diffed one by one only until the page's budget is spent (a rollback of 2,500
+    files read and diffed them all to show the first few)."""
+    shown: list[views.DiffFile] = []
+    lines = 0
+    for c in changes[: views.MAX_LISTED_FILES]:
+        if lines >= views.MAX_DIFF_LINES:
+            break
+        triple = (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
+        parsed = views.parse_unified(unified_diff([triple]))
+        shown += parsed
+        lines += sum(len(f.lines) for f in parsed)
+    diff, cut = views.clip(shown)
+    return diff, cut or len(shown) < len(changes)
 
 
 def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
@@ -405,11 +414,34 @@ def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Respons
         title=f"Roll back to {target[:12]}",
         target=target,
         path=path,
-        changes=changes[: views.MAX_LISTED_FILES],
+        changes=changes[: views.MAX_LISTED_FILES] if path else [],
+        folders=[] if path else views.by_folder(changes),
         count=len(changes),
-        diff=diff[: views.MAX_LISTED_FILES],
+        diff=diff,
         cut=cut,
         digest=views.change_digest(target, changes),
+    )
+
+
+def rollback_files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """Every file a whole-workspace rollback would write, paged: the list behind the
+    confirmation's per-folder summary."""
+    _, target, changes = _rollback_plan(ws, request.path_params["vid"], None)
+    folder = request.query_params.get("folder") or None
+    if folder:
+        changes = [c for c in changes if views.top_folder(c.path) == folder]
+    paged = views.page_of(
+        changes, views.page_number(request.query_params.get("page")), FILES_PER_PAGE
+    )
+    return _html(
+        ctx,
+        ws,
+        "rollback_files.html",
+        title=f"Files a rollback to {target[:12]} writes",
+        target=target,
+        folder=folder,
+        paged=paged,
+        count=len(changes),
     )
 
 

@@ -198,6 +198,40 @@ def clip(files: list[DiffFile], budget: int = MAX_DIFF_LINES) -> tuple[list[Diff
     return out, cut
 
 
+@dataclass(frozen=True)
+class FolderCount:
+    """What a whole-workspace rollback does in one top-level folder."""
+
+    folder: str
+    restore: int = 0
+    bring_back: int = 0
+    trash: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.restore + self.bring_back + self.trash
+
+
+ROOT_FOLDER = "(root)"  # files at the top of the workspace, as `crustacean status` names them
+
+
+def top_folder(path: str) -> str:
+    return path.split("/", 1)[0] if "/" in path else ROOT_FOLDER
+
+
+def by_folder(changes: Iterable[Change]) -> list[FolderCount]:
+    """Counts per top-level folder, folders in name order and `(root)` first: a confirmation
+    of 2,500 files reads as a few rows (the file list is one link away)."""
+    counts: dict[str, dict[str, int]] = {}
+    for ch in changes:
+        folder = top_folder(ch.path)
+        kind = {"delete": "trash", "create": "bring_back"}.get(ch.mode, "restore")
+        row = counts.setdefault(folder, {})
+        row[kind] = row.get(kind, 0) + 1
+    order = sorted(counts, key=lambda f: (f != ROOT_FOLDER, f))
+    return [FolderCount(f, **counts[f]) for f in order]
+
+
 def foundation_marks(changes: Iterable[Change]) -> list[str]:
     """'deletes SOUL.md', 'replaces USER.md': what a reviewer must not miss on a card."""
     verbs = {"delete": "deletes", "overwrite": "replaces", "move": "moves away"}
