@@ -53,6 +53,7 @@ FILES_PER_PAGE = 200
 RUNS_PER_PAGE = 50
 PROPOSALS_PER_PAGE = 20
 SEARCH_HITS = 30
+WHOLE_DIFF = (20, 400)  # files, lines of a whole-workspace rollback's first look at its diff
 
 
 @dataclass
@@ -385,20 +386,25 @@ def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, st
     return store, target, changes
 
 
-def _planned_diff(store: Store, changes: list[Change]) -> tuple[list[views.DiffFile], bool]:
+def _planned_diff(
+    store: Store,
+    changes: list[Change],
+    files: int = views.MAX_LISTED_FILES,
+    budget: int = views.MAX_DIFF_LINES,
+) -> tuple[list[views.DiffFile], bool]:
     """What a rollback or an undo would change, now → after, clipped for the page: files are
     read and diffed one by one only until the page's budget is spent (a rollback of 2,500
     files read and diffed them all to show the first few)."""
     shown: list[views.DiffFile] = []
     lines = 0
-    for c in changes[: views.MAX_LISTED_FILES]:
-        if lines >= views.MAX_DIFF_LINES:
+    for c in changes[:files]:
+        if lines >= budget:
             break
         triple = (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
         parsed = views.parse_unified(unified_diff([triple]))
         shown += parsed
         lines += sum(len(f.lines) for f in parsed)
-    diff, cut = views.clip(shown)
+    diff, cut = views.clip(shown, budget)
     return diff, cut or len(shown) < len(changes)
 
 
@@ -406,7 +412,9 @@ def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Respons
     """What rolling back would change, file by file, before anything is written."""
     path = request.query_params.get("path") or None
     store, target, changes = _rollback_plan(ws, request.path_params["vid"], path)
-    diff, cut = _planned_diff(store, changes)
+    # the whole workspace: a first look at the diff (its files are counted above, listed a
+    # link away); one file: its whole diff
+    diff, cut = _planned_diff(store, changes, *(() if path else WHOLE_DIFF))
     return _html(
         ctx,
         ws,
