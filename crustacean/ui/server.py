@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 from starlette.applications import Starlette
@@ -48,6 +48,7 @@ from crustacean.ui import render, views
 from crustacean.ui.security import Guard, GuardMiddleware
 from crustacean.workspace import Workspace, open_workspace
 
+T = TypeVar("T")
 VERSIONS_PER_PAGE = 50
 FILES_PER_PAGE = 200
 RUNS_PER_PAGE = 50
@@ -189,6 +190,11 @@ def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=303)
 
 
+def _paged(request: Request, items: Sequence[T], size: int) -> views.Paged[T]:
+    """The page of `items` that the request's `?page=` asks for."""
+    return views.page_of(items, views.page_number(request.query_params.get("page")), size)
+
+
 def _store(ws: Workspace) -> Store:
     return Store(ws)
 
@@ -231,9 +237,7 @@ def files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     folder = request.query_params.get("dir", "").strip("/")
     infos = _store(ws).list_context_files(f"{folder}/" if folder else None)
     entries = views.folder_entries(folder, infos)
-    paged = views.page_of(
-        entries, views.page_number(request.query_params.get("page")), FILES_PER_PAGE
-    )
+    paged = _paged(request, entries, FILES_PER_PAGE)
     return _html(
         ctx,
         ws,
@@ -438,9 +442,7 @@ def rollback_files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     folder = request.query_params.get("folder") or None
     if folder:
         changes = [c for c in changes if views.top_folder(c.path) == folder]
-    paged = views.page_of(
-        changes, views.page_number(request.query_params.get("page")), FILES_PER_PAGE
-    )
+    paged = _paged(request, changes, FILES_PER_PAGE)
     return _html(
         ctx,
         ws,
@@ -480,9 +482,7 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         status = "pending"
     found = proposals.list_proposals(store.ws, None if status == "all" else status)
     found.sort(key=lambda p: p.id, reverse=True)
-    paged = views.page_of(
-        found, views.page_number(request.query_params.get("page")), PROPOSALS_PER_PAGE
-    )
+    paged = _paged(request, found, PROPOSALS_PER_PAGE)
     cards = []
     for prop in paged.items:
         diff: list[views.DiffFile] = []
