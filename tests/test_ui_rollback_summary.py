@@ -47,7 +47,7 @@ BY_FOLDER = [
 
 @pytest.mark.parametrize(("changes", "rows"), BY_FOLDER)
 def test_by_folder(changes: list[tuple[str, str]], rows: list[tuple[str, int, int, int]]) -> None:
-    got = views.by_folder(Change(p, m) for p, m in changes)  # type: ignore[arg-type]
+    got = views.by_folder(Change(p, m) for p, m in changes)
     assert [(f.folder, f.restore, f.bring_back, f.trash) for f in got] == rows
     assert sum(f.total for f in got) == len(changes)
 
