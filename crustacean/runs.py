@@ -176,6 +176,19 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+REASON_LIMIT = 60
+
+
+def short_reason(error: str, limit: int = REASON_LIMIT) -> str:
+    """A run's failure as a table cell shows it: the first line, cut at a word within `limit`
+    characters (the whole text stays in the record, for `runs show` and the run's page)."""
+    first = (error.strip().splitlines() or [""])[0].strip()
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + "…"
+
+
 def error_line(exc: BaseException) -> str:
     """`Type: message` on one redacted line; a traceback never reaches the record."""
     message = str(exc)

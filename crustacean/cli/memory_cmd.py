@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state, warn
-from crustacean.cli.output import Col, fit_table
+from crustacean.cli.output import Col, fit_table, local_time, zone_name
 from crustacean.recall import memory_ops
 from crustacean.recall.memory_ops import TierRow
 from crustacean.tiers import TIERS
@@ -56,22 +56,23 @@ def tier_list(
     """List memories with their tier, why they are in it, and their recall counts."""
     if only is not None and only not in TIERS:
         raise typer.BadParameter(f"use one of {', '.join(TIERS)}.", param_hint="--tier")
-    rows, problems = memory_ops.tier_rows(state(ctx).open(), only)
+    ws = state(ctx).open()
+    rows, problems = memory_ops.tier_rows(ws, only)
     if as_json:
         print_json([r.to_json() for r in rows])
         return
-    console.print(_tier_table(rows))
+    console.print(_tier_table(rows, ws.tz))
     for path, why in problems:
         warn(f"Skipped: {path} ({why})")
 
 
-def _tier_table(rows: list[TierRow]) -> Table:
+def _tier_table(rows: list[TierRow], tz: tzinfo) -> Table:
     cols = [
         Col("path", shrink=28, path=True),
         Col("tier"),
         Col("why", shrink=12, drop=2),
         Col("uses", justify="right", drop=1),
-        Col("last recalled", drop=3),
+        Col(f"last recalled ({zone_name(tz)})", drop=3),
     ]
     table_rows = [
         [
@@ -79,7 +80,7 @@ def _tier_table(rows: list[TierRow]) -> Table:
             r.tier,
             r.how,
             str(r.recalls.uses),
-            r.recalls.last_recalled.strftime("%Y-%m-%d") if r.recalls.last_recalled else "never",
+            local_time(r.recalls.last_recalled, tz) if r.recalls.last_recalled else "never",
         ]
         for r in rows
     ]

@@ -16,13 +16,14 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import typer
 
 from crustacean.cli.plain import safe as safe  # the one escape (stdlib only)
+from crustacean.clock import local_time as local_time  # the one time format (clock.py)
+from crustacean.clock import zone_name as zone_name
 
 if TYPE_CHECKING:
     from rich.console import Console, JustifyMethod
@@ -47,7 +48,7 @@ def _adaptive() -> type[Console]:
 
         @property
         def size(self) -> ConsoleDimensions:
-            if self._width is None and not self.is_terminal:
+            if not self.is_terminal:  # rich takes COLUMNS as a width: a pipe ignores it
                 return ConsoleDimensions(PIPE_WIDTH, 25)
             return super().size
 
@@ -230,6 +231,15 @@ def say(text: str = "", *, err: bool = False) -> None:
     target.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
+def labelled(label: str, value: str, pad: int) -> str:
+    """`Error      ModelError: …` with the value's wrapped lines aligned under its first word
+    on a terminal (a pipe keeps the line whole)."""
+    term = console.width if console.is_terminal else None
+    lines = wrap(safe(value), None if term is None else max(term - pad - 1, 20))
+    indent = " " * (pad + 1)
+    return "\n".join([f"{label:<{pad}} {lines[0]}"] + [indent + x.lstrip() for x in lines[1:]])
+
+
 def verbatim(text: str) -> None:
     """A line to copy as it is (a crontab line, a command): never wrapped, even on a terminal."""
     console.print(safe(text), markup=False, highlight=False, soft_wrap=True)
@@ -266,23 +276,20 @@ def print_diff(text: str) -> None:
     # lazy: rich.syntax (pygments), ~65 ms, only for a diff on a terminal
     from rich.syntax import Syntax
 
-    console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+    wrapped = "\n".join(wrap_diff_line(line, console.width) for line in text.split("\n"))
+    syntax = Syntax(wrapped, "diff", theme="ansi_dark", background_color="default")
+    console.print(syntax, soft_wrap=True)  # rich cropped each line at the width: paths cut
 
 
-# ---------------------------------------------------------------- times
-
-
-def zone_name(tz: tzinfo, when: datetime | None = None) -> str:
-    """The workspace zone as a view names it once: `Europe/Berlin`, else its abbreviation."""
-    key = getattr(tz, "key", None)
-    if key and not str(key).startswith("Etc/"):  # Etc/UTC, Etc/GMT+2: the short name reads better
-        return str(key)
-    return (when or datetime.now(tz)).astimezone(tz).tzname() or "local"
-
-
-def local_time(moment: datetime, tz: tzinfo, seconds: bool = False) -> str:
-    """A moment in the workspace's zone, without repeating the zone on every row."""
-    return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+def wrap_diff_line(line: str, width: int) -> str:
+    """A diff line wrapped between words for a terminal, each piece keeping its `+`, `-` or
+    ` ` in the first column (so it is coloured as the line it belongs to); a `---`/`+++`
+    header (one path) and a lone long word stay whole."""
+    if line.startswith(("--- ", "+++ ")):
+        return line
+    marker = line[:1] if line[:1] in ("+", "-", " ") else ""
+    pieces = wrap(line[len(marker) :], max(width - len(marker), 20))
+    return "\n".join(marker + piece for piece in pieces)
 
 
 # ---------------------------------------------------------------- tables
@@ -372,18 +379,24 @@ def path_list(paths: Sequence[str], limit: int = 3) -> str:
 def fit_table(
     cols: Sequence[Col], rows: Sequence[Sequence[str]], *, title: str | None = None
 ) -> Table:
-    """A table whose key columns stay whole at the terminal's width (see `plan_columns`)."""
+    """A table whose key columns stay whole at the terminal's width (see `plan_columns`), and
+    whose cells never split a word, a path or a command across lines: a text column is kept
+    at least as wide as its longest word when the table still fits, and a word wider than
+    its column even so is shortened in the middle, as a path is."""
     # lazy: rich.table and rich.text, ~50 ms, only for a command that prints a table
     from rich import box
     from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
+    cells = [[safe(str(r[i])) for i in range(len(cols))] for r in rows]
     natural = [
-        max([cell_len(c.name)] + [max(map(cell_len, str(r[i]).split("\n"))) for r in rows])
+        max([cell_len(c.name)] + [max(map(cell_len, r[i].split("\n"))) for r in cells])
         for i, c in enumerate(cols)
     ]
-    widths = plan_columns(natural, cols, width())
+    widths = _word_safe_widths(
+        natural, cols, [_longest_word(r[i] for r in cells) for i in range(len(cols))]
+    )
     table = Table(
         title=title,
         box=box.SIMPLE_HEAD,
@@ -400,18 +413,49 @@ def fit_table(
             c.name,
             justify=c.justify,
             no_wrap=not wraps,
-            overflow="fold" if wraps else "ignore",
+            overflow="ellipsis" if wraps else "ignore",
             width=w if w is not None and w < natural[i] else None,
         )
-    for row in rows:
-        cells = []
-        for i in keep:
-            cell, w = safe(str(row[i])), widths[i]
-            if cols[i].path and w is not None:
-                cell = shorten_middle(cell, w)
-            cells.append(Text(cell))
-        table.add_row(*cells)
+    for row in cells:
+        table.add_row(*(Text(_fit_cell(row[i], cols[i], widths[i])) for i in keep))
     return table
+
+
+def _longest_word(texts: Iterator[str]) -> int:
+    # lazy: rich.cells loads rich, only with a table to print
+    from rich.cells import cell_len
+
+    return max((cell_len(w) for t in texts for w in t.split()), default=0)
+
+
+def _word_safe_widths(
+    natural: Sequence[int], cols: Sequence[Col], longest: Sequence[int]
+) -> list[int | None]:
+    """`plan_columns` with each wrapping text column's floor raised to its longest word, so
+    rich never folds one; when that cannot fit the terminal, the plain plan."""
+    term = width()
+    raised = [
+        replace(c, shrink=max(c.shrink, min(longest[i], natural[i])))
+        if c.shrink is not None and not c.path
+        else c
+        for i, c in enumerate(cols)
+    ]
+    planned = plan_columns(natural, raised, term)
+    kept = [w for w in planned if w is not None]
+    if term is None or sum(kept) + GAP * (len(kept) - 1) <= term:
+        return planned
+    return plan_columns(natural, cols, term)
+
+
+def _fit_cell(cell: str, col: Col, w: int | None) -> str:
+    """A path shortened in the middle to its column; in a text column, each word too wide."""
+    if w is None:
+        return cell
+    if col.path:
+        return shorten_middle(cell, w)
+    if col.shrink is None:
+        return cell
+    return re.sub(r"\S+", lambda m: shorten_middle(m.group(), w), cell)
 
 
 # ---------------------------------------------------------------- progress

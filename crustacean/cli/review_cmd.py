@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, path_list, print_diff, zone_name
+from crustacean.clock import stored_time
 from crustacean.store import Store, proposals
 from crustacean.store import review as store_review
 from crustacean.store.proposals import Proposal
@@ -60,10 +61,8 @@ def _pending_table(pending: list[Proposal], tz: tzinfo) -> Table:
 
 def _when(created: str, tz: tzinfo) -> str:
     """A proposal's stored UTC time, in the workspace's zone like every other view."""
-    try:
-        return local_time(datetime.fromisoformat(created.replace("Z", "+00:00")), tz)
-    except ValueError:
-        return created
+    moment = stored_time(created)
+    return local_time(moment, tz) if moment else created
 
 
 @review_app.command("show")

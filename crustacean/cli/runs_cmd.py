@@ -6,11 +6,10 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
 from crustacean import runs as run_log
-from crustacean.cli.common import CrustaceanGroup, cell, console, print_json, safe, say, state
-from crustacean.cli.output import Col, fit_table, local_time, width, zone_name
+from crustacean.cli.common import CrustaceanGroup, console, print_json, say, state
+from crustacean.cli.output import Col, fit_table, labelled, local_time, width, zone_name
 from crustacean.runs import RunRecord
 
 runs_app = typer.Typer(
@@ -56,11 +55,12 @@ def show(
     if as_json:
         print_json(rec.to_json() | {"log": str(run_log.log_path(ws, rec.id))})
         return
-    console.print(_details(rec, ws.tz))
-    say(f"Log        {run_log.log_path(ws, rec.id)}")
+    for label, value in [*_details(rec, ws.tz), ("Log", str(run_log.log_path(ws, rec.id)))]:
+        say(labelled(label, value, 10))
     if rec.tool_calls:
         say(f"\nTool calls ({len(rec.tool_calls)}):")
-        console.print(_calls_table(rec))
+        for line in _calls(rec):
+            say(line)
     else:
         say("\nNo tool calls.")
     _set_aside(rec)
@@ -120,12 +120,12 @@ def _model(model: str | None) -> str:
     return model.removeprefix("claude-") if width() is not None else model
 
 
-def _details(r: RunRecord, tz: tzinfo) -> Text:
+def _details(r: RunRecord, tz: tzinfo) -> list[tuple[str, str]]:
     u = r.usage
-    rows = [
+    return [
         ("Run", f"{r.id} ({r.stage})"),
         ("Status", _status(r)),
-        ("Started", f"{local_time(r.started, tz, seconds=True)} {zone_name(tz, r.started)}"),
+        ("Started", f"{local_time(r.started, tz)} {zone_name(tz, r.started)}"),
         ("Duration", _duration(r.duration)),
         ("Model", f"{r.model or '—'}, {r.turns} turn(s)"),
         (
@@ -140,25 +140,18 @@ def _details(r: RunRecord, tz: tzinfo) -> Text:
         ("Summary", r.summary or "—"),
         ("Error", r.error or "—"),
     ]
-    return Text(safe("\n".join(f"{label:<10} {value}" for label, value in rows)))
 
 
-def _calls_table(r: RunRecord) -> Table:
-    table = Table(show_edge=False)
-    for col in ("#", "tool", "result"):
-        table.add_column(col)
-    table.add_column("input", overflow="fold", max_width=60)
-    table.add_column("summary", overflow="fold")
+def _calls(r: RunRecord) -> list[str]:
+    """One entry per tool call, its input on the line under it: lines wrap between words, so
+    a path in an input or a result is never cut (a table folded them mid-word at 80 columns)."""
+    out = []
     for c in r.tool_calls:
         args = json.dumps(c.input, ensure_ascii=False)
-        table.add_row(
-            str(c.seq),
-            cell(c.name),
-            "error" if c.is_error else "ok",
-            cell(args if len(args) <= 120 else args[:119] + "…"),
-            cell(c.result),
-        )
-    return table
+        args = args if len(args) <= 120 else args[:119] + "…"
+        outcome = "error" if c.is_error else "ok"
+        out += [f"  {c.seq}. {c.name} ({outcome}): {c.result}", f"       input: {args}"]
+    return out
 
 
 def _status(r: RunRecord) -> str:

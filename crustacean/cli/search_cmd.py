@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from crustacean.cli.common import console, print_json, safe, say, state, warn
+from crustacean.cli.common import print_json, safe, say, state, warn
 from crustacean.cli.output import progress
 from crustacean.recall.search import Hit, IndexStats, SearchIndex, SearchRequest, find
 
@@ -99,7 +99,7 @@ def _print_hits(hits: list[Hit], as_json: bool, *, full: bool) -> None:
             block = f"{where}  {h.score:.2f}{when}\n{text}"
         else:
             block = f"{where}  {h.score:.2f}  {safe(h.snippet)}"
-        console.print(block, markup=False, soft_wrap=True)
+        say(block)  # on a terminal wrapped between words: a path stays whole
 
 
 def _report(stats: IndexStats) -> None:

@@ -9,6 +9,7 @@ from crustacean.cli.common import console, print_json, say, state
 from crustacean.cli.output import Col, fit_table, local_time, zone_name
 from crustacean.ops.status import Status, doctor_fixes, workspace_status
 from crustacean.ops.status import doctor as run_doctor
+from crustacean.runs import RunRecord, short_reason
 from crustacean.workspace import find_workspace
 
 BARS = " ▁▂▃▄▅▆▇█"
@@ -40,10 +41,20 @@ def _stages(result: Status, tz: tzinfo) -> None:
     rows = []
     for s in result.stages:
         last = local_time(s.last.started, tz) if s.last else "never"
-        outcome = s.last.status + (f": {s.last.error}" if s.last.error else "") if s.last else ""
         nxt = local_time(s.next_slot, tz) if s.next_slot else "disabled"
-        rows.append([s.stage, s.schedule, last, outcome, nxt])
+        rows.append([s.stage, s.schedule, last, _outcome(s.last), nxt])
     console.print(fit_table(cols, rows, title=f"Stages (times in {zone_name(tz)})"))
+    for s in result.stages:
+        if s.last and s.last.error:
+            say(f"{s.stage}'s last run, in full: `crustacean runs show {s.last.id}`")
+
+
+def _outcome(last: RunRecord | None) -> str:
+    """`failed: ModelError: the model API refused…`: a short reason; the detail is in `runs
+    show` (a whole error in a cell made the table a column of words)."""
+    if last is None:
+        return ""
+    return last.status + (f": {short_reason(last.error)}" if last.error else "")
 
 
 def _costs(result: Status) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
-from datetime import date
+from datetime import date, datetime, tzinfo
 from functools import cache
 from html import escape
 from pathlib import Path
@@ -19,6 +19,9 @@ from urllib.parse import urlencode
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
+
+from crustacean.clock import local_time, stored_time
+from crustacean.runs import short_reason
 
 HERE = Path(__file__).parent
 STAGE_COLOURS = {
@@ -39,8 +42,21 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["short"] = lambda v: (v or "")[:12]
+    env.filters["when"] = when
+    env.filters["reason"] = short_reason  # a run's failure in a table cell, as `status` has it
     env.globals["qs"] = query_string
     return env
+
+
+def when(moment: datetime | str | None, tz: tzinfo) -> str:
+    """Any moment a page shows, in the one format of the CLI's tables (`clock.local_time`):
+    an aware datetime, or a stored ISO text (a proposal's `created`)."""
+    if moment is None or moment == "":
+        return "—"
+    if isinstance(moment, datetime):
+        return local_time(moment, tz)
+    parsed = stored_time(moment)
+    return local_time(parsed, tz) if parsed else moment
 
 
 def page(name: str, **context: Any) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 from starlette.applications import Starlette
@@ -25,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from crustacean.clock import Clock, wall_clock
+from crustacean.clock import Clock, wall_clock, zone_name
 from crustacean.config import STAGES
 from crustacean.documents import DocumentSkipped, parse_document
 from crustacean.errors import (
@@ -47,11 +48,13 @@ from crustacean.ui import render, views
 from crustacean.ui.security import Guard, GuardMiddleware
 from crustacean.workspace import Workspace, open_workspace
 
+T = TypeVar("T")
 VERSIONS_PER_PAGE = 50
 FILES_PER_PAGE = 200
 RUNS_PER_PAGE = 50
 PROPOSALS_PER_PAGE = 20
 SEARCH_HITS = 30
+WHOLE_DIFF = (20, 400)  # files, lines of a whole-workspace rollback's first look at its diff
 
 
 @dataclass
@@ -78,6 +81,7 @@ def build_app(ctx: UiContext) -> Starlette:
         Route("/versions/{vid}", _get(ctx, version_page)),
         Route("/versions/{vid}/rollback", _get(ctx, rollback_confirm)),
         Route("/versions/{vid}/rollback", _change(ctx, rollback_do), methods=["POST"]),
+        Route("/versions/{vid}/rollback/files", _get(ctx, rollback_files)),
         Route("/versions/{vid}/undo", _get(ctx, undo_confirm)),
         Route("/versions/{vid}/previous", _get(ctx, previous_version)),
         Route("/versions/{vid}/undo", _change(ctx, undo_do), methods=["POST"]),
@@ -164,12 +168,15 @@ def _html(
     ctx: UiContext, ws: Workspace | None, name: str, http_status: int = 200, **kw: Any
 ) -> Response:
     pending = len(proposals.list_proposals(ws)) if ws is not None else 0
+    tz = ws.tz if ws is not None else UTC
     body = render.page(
         name,
         csrf=ctx.guard.csrf,
         root=str(ctx.root),
         pending=pending,
         warnings=list(ws.config.warnings) if ws is not None else [],
+        tz=tz,
+        zone=zone_name(tz),
         **kw,
     )
     return HTMLResponse(body, status_code=http_status)
@@ -181,6 +188,11 @@ def _error(ctx: UiContext, ws: Workspace | None, code: int, message: str) -> Res
 
 def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=303)
+
+
+def _paged(request: Request, items: Sequence[T], size: int) -> views.Paged[T]:
+    """The page of `items` that the request's `?page=` asks for."""
+    return views.page_of(items, views.page_number(request.query_params.get("page")), size)
 
 
 def _store(ws: Workspace) -> Store:
@@ -207,7 +219,6 @@ def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         "overview.html",
         title="Overview",
         status=status,
-        tz=ws.tz,
         chart=render.cost_chart(days, per_stage),
         findings=[f for f in report.findings if f.status != "ok"],
         ok_checks=sum(f.status == "ok" for f in report.findings),
@@ -226,9 +237,7 @@ def files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     folder = request.query_params.get("dir", "").strip("/")
     infos = _store(ws).list_context_files(f"{folder}/" if folder else None)
     entries = views.folder_entries(folder, infos)
-    paged = views.page_of(
-        entries, views.page_number(request.query_params.get("page")), FILES_PER_PAGE
-    )
+    paged = _paged(request, entries, FILES_PER_PAGE)
     return _html(
         ctx,
         ws,
@@ -381,20 +390,35 @@ def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, st
     return store, target, changes
 
 
-def _planned_diff(store: Store, changes: list[Change]) -> tuple[list[views.DiffFile], bool]:
-    """What a rollback or an undo would change, now → after, clipped for the page."""
-    triples = [
-        (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
-        for c in changes
-    ]
-    return views.clip(views.parse_unified(unified_diff(triples)))
+def _planned_diff(
+    store: Store,
+    changes: list[Change],
+    files: int = views.MAX_LISTED_FILES,
+    budget: int = views.MAX_DIFF_LINES,
+) -> tuple[list[views.DiffFile], bool]:
+    """What a rollback or an undo would change, now → after, clipped for the page: files are
+    read and diffed one by one only until the page's budget is spent (a rollback of 2,500
+    files read and diffed them all to show the first few)."""
+    shown: list[views.DiffFile] = []
+    lines = 0
+    for c in changes[:files]:
+        if lines >= budget:
+            break
+        triple = (c.path, store.read_bytes(c.path), None if c.mode == "delete" else c.content)
+        parsed = views.parse_unified(unified_diff([triple]))
+        shown += parsed
+        lines += sum(len(f.lines) for f in parsed)
+    diff, cut = views.clip(shown, budget)
+    return diff, cut or len(shown) < len(changes)
 
 
 def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """What rolling back would change, file by file, before anything is written."""
     path = request.query_params.get("path") or None
     store, target, changes = _rollback_plan(ws, request.path_params["vid"], path)
-    diff, cut = _planned_diff(store, changes)
+    # the whole workspace: a first look at the diff (its files are counted above, listed a
+    # link away); one file: its whole diff
+    diff, cut = _planned_diff(store, changes, *(() if path else WHOLE_DIFF))
     return _html(
         ctx,
         ws,
@@ -402,11 +426,32 @@ def rollback_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Respons
         title=f"Roll back to {target[:12]}",
         target=target,
         path=path,
-        changes=changes[: views.MAX_LISTED_FILES],
+        changes=changes[: views.MAX_LISTED_FILES] if path else [],
+        folders=[] if path else views.by_folder(changes),
         count=len(changes),
-        diff=diff[: views.MAX_LISTED_FILES],
+        diff=diff,
         cut=cut,
         digest=views.change_digest(target, changes),
+    )
+
+
+def rollback_files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
+    """Every file a whole-workspace rollback would write, paged: the list behind the
+    confirmation's per-folder summary."""
+    _, target, changes = _rollback_plan(ws, request.path_params["vid"], None)
+    folder = request.query_params.get("folder") or None
+    if folder:
+        changes = [c for c in changes if views.top_folder(c.path) == folder]
+    paged = _paged(request, changes, FILES_PER_PAGE)
+    return _html(
+        ctx,
+        ws,
+        "rollback_files.html",
+        title=f"Files a rollback to {target[:12]} writes",
+        target=target,
+        folder=folder,
+        paged=paged,
+        count=len(changes),
     )
 
 
@@ -437,9 +482,7 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
         status = "pending"
     found = proposals.list_proposals(store.ws, None if status == "all" else status)
     found.sort(key=lambda p: p.id, reverse=True)
-    paged = views.page_of(
-        found, views.page_number(request.query_params.get("page")), PROPOSALS_PER_PAGE
-    )
+    paged = _paged(request, found, PROPOSALS_PER_PAGE)
     cards = []
     for prop in paged.items:
         diff: list[views.DiffFile] = []
@@ -499,14 +542,14 @@ def runs(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     listed = views.page_of(found, page, RUNS_PER_PAGE)
     # the listing leaves tool calls out; this page shows their count and the refusals
     paged = views.Paged([get_run(ws, r.id) for r in listed.items], listed.page, listed.more)
-    return _html(ctx, ws, "runs.html", title="Runs", paged=paged, stage=stage, tz=ws.tz)
+    return _html(ctx, ws, "runs.html", title="Runs", paged=paged, stage=stage)
 
 
 def run_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean runs show ID`: tokens, cost, tool calls, refusals and what it wrote."""
     rec = get_run(ws, request.path_params["rid"])
     refusals = [c for c in rec.tool_calls if c.is_error]
-    return _html(ctx, ws, "run.html", title=f"Run {rec.id}", r=rec, refusals=refusals, tz=ws.tz)
+    return _html(ctx, ws, "run.html", title=f"Run {rec.id}", r=rec, refusals=refusals)
 
 
 # ---------------------------------------------------------------- search

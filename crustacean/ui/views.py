@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Generic, TypeVar
 
 from crustacean.config import STAGES
@@ -104,6 +105,15 @@ class ShownVersion:
     trailers: dict[str, str] = field(default_factory=dict)
 
     @property
+    def time(self) -> datetime | None:
+        """The commit date git printed (`Wed Dec 2 00:44:32 2026 +0000`, English whatever the
+        locale), so the page can show it in the one format of every other time."""
+        try:
+            return datetime.strptime(self.date, "%a %b %d %H:%M:%S %Y %z")
+        except ValueError:
+            return None
+
+    @property
     def run_id(self) -> str | None:
         """The run that wrote it; a call outside any run names only itself."""
         run = self.trailers.get(TRAILER_RUN)
@@ -186,6 +196,40 @@ def clip(files: list[DiffFile], budget: int = MAX_DIFF_LINES) -> tuple[list[Diff
         out.append(DiffFile(f.path, f.old, f.new, f.lines[:budget], f.added, f.removed))
         budget -= len(f.lines)
     return out, cut
+
+
+@dataclass(frozen=True)
+class FolderCount:
+    """What a whole-workspace rollback does in one top-level folder."""
+
+    folder: str
+    restore: int = 0
+    bring_back: int = 0
+    trash: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.restore + self.bring_back + self.trash
+
+
+ROOT_FOLDER = "(root)"  # files at the top of the workspace, as `crustacean status` names them
+
+
+def top_folder(path: str) -> str:
+    return path.split("/", 1)[0] if "/" in path else ROOT_FOLDER
+
+
+def by_folder(changes: Iterable[Change]) -> list[FolderCount]:
+    """Counts per top-level folder, folders in name order and `(root)` first: a confirmation
+    of 2,500 files reads as a few rows (the file list is one link away)."""
+    counts: dict[str, dict[str, int]] = {}
+    for ch in changes:
+        folder = top_folder(ch.path)
+        kind = {"delete": "trash", "create": "bring_back"}.get(ch.mode, "restore")
+        row = counts.setdefault(folder, {})
+        row[kind] = row.get(kind, 0) + 1
+    order = sorted(counts, key=lambda f: (f != ROOT_FOLDER, f))
+    return [FolderCount(f, **counts[f]) for f in order]
 
 
 def foundation_marks(changes: Iterable[Change]) -> list[str]:
