@@ -3,7 +3,7 @@ nearest to it ("car" for "automobile"), ranked after the lines holding the word 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,7 @@ def extra(monkeypatch: pytest.MonkeyPatch) -> Iterator[semantic.Embedder]:
     semantic.forget()
 
 
-def W(body: set[int], near: set[int] = frozenset(), weight: float = 1.0) -> Word:  # type: ignore[assignment]
+def W(body: set[int], near: Iterable[int] = (), weight: float = 1.0) -> Word:
     return Word(set(body), set(), weight, near=frozenset(near))
 
 
