@@ -35,7 +35,7 @@ from bench.common import BUDGET_HEADER, ROWS_ENV, budget_line, num
 
 RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "store_bench.py": ([], ["--reps", "2"], "write_context versions against git commit"),
-    "search_bench.py": ([], ["--files", "60"], "search, re-index and ranking"),
+    "search_bench.py": ([], ["--files", "60", "--queries", "6"], "search, re-index and ranking"),
     "recall_bench.py": ([], ["--sessions", "3"], "what search and context find within a budget"),
     "context_bench.py": ([], ["--files", "60", "--rounds", "1"], "context on many memories"),
     "runtime_bench.py": ([], ["--turns", "2", "--rounds", "1"], "agent loop and CLI start-up"),

@@ -323,30 +323,33 @@ class Figures:
     mrr_ours: float = 0.0
     mrr_base: float = 0.0
     needles: int = 0
+    queries: int = 30
 
 
-def measure(root: Path, files: int, tmp: Path) -> Figures:
+def measure(root: Path, files: int, tmp: Path, n_queries: int = 30) -> Figures:
     rng = random.Random(7)
     ws, memory = _workspace(root, files)
     needles = plant_needles(root, memory, 30, rng)
-    fig = Figures(needles=len(needles))
+    fig = Figures(needles=len(needles), queries=n_queries)
     with SearchIndex(ws) as index:
         fig.builds = [_time(index.rebuild) for _ in range(2)]
         conn = index.db.conn
         fig.chunks = _count_rows(conn)
         indexed = _indexed(conn)
         fig.files = len(indexed)
-        queries = _queries(rng, 30)
+        queries = _queries(rng, n_queries)
         fig.quick = search_times(index, queries, refresh=False, rounds=5)
         fig.fresh = search_times(index, queries, refresh=True, rounds=3)
         fig.check = [_time(index.update) for _ in range(5)]
         fig.mcp = mcp_times(ws, queries)
-        fig.cli = cli_times(root, queries[:20], tmp / "pycache")
+        fig.cli = cli_times(root, queries[: n_queries * 2 // 3], tmp / "pycache")
         fig.tool, fig.grep = grep_times(root, queries)
         fig.reindex = reindex_times(index, root, memory, rng, rounds=5)
         fig.mrr_ours = mrr_chunked(index, needles)
     if semantic_installed():  # last: its vectors stay in the index of a reused --dir
-        fig.cli_semantic = cli_times(root, queries[:10], tmp / "pycache", semantic=True)["search"]
+        fig.cli_semantic = cli_times(
+            root, queries[: n_queries // 3], tmp / "pycache", semantic=True
+        )["search"]
     fig.mrr_base = mrr_whole_files(root, indexed, needles, tmp)
     return fig
 
@@ -384,7 +387,7 @@ def report(fig: Figures, memory_files: int) -> None:
     print(
         f"\n{memory_files} memory files + daily logs: {fig.files} indexed files, {fig.chunks} "
         f"index rows; SQLite {sqlite3.sqlite_version}; Python {platform.python_version()}; "
-        f"baseline tool: {fig.tool}; 30 queries; {fig.needles} needles.\n"
+        f"baseline tool: {fig.tool}; {fig.queries} queries; {fig.needles} needles.\n"
     )
     print("| figure | median | p95 | baseline | ratio |")
     print("|---|---|---|---|---|")
@@ -467,12 +470,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000, help="memory files to generate")
     parser.add_argument("--dir", type=Path, help="generate here, or reuse a bench workspace here")
+    parser.add_argument("--queries", type=int, default=30, help="queries (2/3 of them by the CLI)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crustacean-search-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
         os.environ["CRUSTACEAN_SEMANTIC"] = "0"  # the default install: lexical search
-        report(measure((args.dir or tmp / "ws").resolve(), args.files, tmp), args.files)
+        report(
+            measure((args.dir or tmp / "ws").resolve(), args.files, tmp, args.queries), args.files
+        )
 
 
 if __name__ == "__main__":
