@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {
     "store_bench.py": ["--reps", "2"],
-    "search_bench.py": ["--files", "60"],
+    "search_bench.py": ["--files", "60", "--queries", "6"],
     "recall_bench.py": ["--sessions", "3"],
     "context_bench.py": ["--files", "60", "--rounds", "1"],
     "runtime_bench.py": ["--turns", "2", "--rounds", "1"],
