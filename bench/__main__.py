@@ -177,25 +177,24 @@ def header(outcomes: list[Outcome], quick: bool, subset: str) -> list[str]:
     ]
 
 
-KEPT = (  # sections a rerun must not drop: written by hand, not by this run
-    "## Before",  # the budgets of an earlier checkout, to compare with
-    "## After",  # the budgets right after a change, to compare with
-    "## Reliability",  # figures from the kill -9 suite (pytest), not from these benches
-    "## Collect cost",  # before and after of collect's cost work (issue 34), kept by hand
-)
+WRITTEN = ("## Budgets", "## Every figure")  # the sections every run writes anew
 
 
 def _kept_sections(out: Path, ran: set[str]) -> str:
-    """The sections of `out` a rerun keeps, in their order: those whose heading starts with one
-    of KEPT, and the own sections of benches this run did not run (`--budgets` runs a few)."""
+    """The sections of `out` a rerun keeps, in their order: every one it does not write anew,
+    that is all but the budget table, the figure table and the own sections of the benches it
+    ran (hand-written before/after sections, the crash suite's figures, and the benches that
+    `--budgets` does not run stay as they were)."""
     try:
         text = out.read_text()
     except OSError:
         return ""
     sections = [f"## {s.rstrip()}" for s in ("\n" + text).split("\n## ")[1:]]
-    others = tuple(f"(`bench/{name}`" for name in RUNS if name not in ran)
+    mine = tuple(f"(`bench/{name}`" for name in ran)
     kept = [
-        s for s in sections if s.startswith(KEPT) or any(o in s.split("\n", 1)[0] for o in others)
+        s
+        for s in sections
+        if not s.startswith(WRITTEN) and not any(m in s.split("\n", 1)[0] for m in mine)
     ]
     return "".join(f"\n{s}\n" for s in kept)
 

@@ -138,19 +138,21 @@ def test_benchmark_runs_on_tiny_data(name: str, tmp_path: Path) -> None:
 def test_a_rerun_keeps_the_hand_written_sections_and_the_benches_it_did_not_run(
     tmp_path: Path,
 ) -> None:
-    """Before/After/Reliability are written by hand; `--budgets` reruns only a few benches, so
-    the others' own sections stay as their last full run wrote them."""
+    """Before/After/Reliability and a branch's notes are written by hand; `--budgets` reruns
+    only a few benches, so the others' own sections stay as their last full run wrote them."""
     out = tmp_path / "RESULTS.md"
     out.write_text(
         "# Benchmark results\n\n## Budgets\n\nnew\n\n## Before (main at abc1234)\n\n| old |\n\n"
         "## store (`bench/store_bench.py`, 3 s)\n\nx\n\n"
         "## recall (`bench/recall_bench.py`, 9 s)\n\nr\n\n"
         "## After issue 31 (main at def5678)\n\n| mid |\n\n"
-        "## Reliability: kill -9\n\n### trials\n\ny\n"
+        "## Reliability: kill -9\n\n### trials\n\ny\n\n"
+        "## Read paths (a branch's notes)\n\nz\n"
     )
     assert _bench_main()._kept_sections(out, {"store_bench.py"}) == (
         "\n## Before (main at abc1234)\n\n| old |\n\n"
         "## recall (`bench/recall_bench.py`, 9 s)\n\nr\n\n"
         "## After issue 31 (main at def5678)\n\n| mid |\n\n"
-        "## Reliability: kill -9\n\n### trials\n\ny\n"
+        "## Reliability: kill -9\n\n### trials\n\ny\n\n"
+        "## Read paths (a branch's notes)\n\nz\n"
     )
