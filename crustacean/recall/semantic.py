@@ -32,7 +32,9 @@ import sys
 from collections.abc import Callable
 from hashlib import blake2b
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 WEIGHT = 0.3  # 1.0 before near words; 0.3 measured best with them (bench/RESULTS.md, Recall)
 DENSE_TOP = 300  # lines the dense side adds to the lexical candidates
@@ -196,14 +198,13 @@ class Embedder:
         table itself cached beside state.db: parsing the tokenizer's JSON costs ~250 ms)."""
         if self._vocab is None:
             np = self.np
-            table = cached_table(
-                self.tokenizer_file, cache_dir, WORD_FILES, lambda: _word_table(self, np), np
-            )
-            if table is None or not len(table):
-                self._vocab = ([], np.zeros((0, self.embedding.shape[1]), dtype=np.float32))
-            else:
-                names = [n.decode("ascii") for n in table["name"].tolist()]
-                self._vocab = (names, np.asarray(table["row"], dtype=np.float32))
+
+            def build() -> Any:
+                return _word_table(self, np)
+
+            got = cached_table(self.tokenizer_file, cache_dir, WORD_FILES, build, _words_of, np)
+            empty: tuple[list[str], Any] = ([], np.zeros((0, self.embedding.shape[1])))
+            self._vocab = got or empty
         return self._vocab
 
     def lines(self, texts: list[str]) -> list[bytes]:
@@ -362,8 +363,7 @@ def bpe_table(tokenizer_file: Path, cache_dir: Path | None, np: Any) -> BpeTable
     def build() -> Any:
         return _pack(json.loads(tokenizer_file.read_bytes()), np)
 
-    flat = cached_table(tokenizer_file, cache_dir, BPE_FILES, build, np, check=_unpack)
-    return None if flat is None else _unpack(flat)
+    return cached_table(tokenizer_file, cache_dir, BPE_FILES, build, _unpack, np)
 
 
 def cached_table(
@@ -371,24 +371,25 @@ def cached_table(
     cache_dir: Path | None,
     prefix: str,
     build: Callable[[], Any],
+    load: Callable[[Any], T | None],
     np: Any,
-    check: Callable[[Any], object] = lambda a: True,
-) -> Any:
-    """An array derived from the bundled tokenizer, from `cache_dir` (built there on first
-    use, atomically, named by the tokenizer file's path, size and mtime, so a reinstalled
-    package gets a new one; `check` refuses a damaged one); with no folder, built in memory.
-    None when `build` finds a tokenizer of another shape."""
+) -> T | None:
+    """`load` of an array derived from the bundled tokenizer, read from `cache_dir` (built
+    there by `build` on first use, atomically, named by the tokenizer file's path, size and
+    mtime, so a reinstalled package gets a new one; a file `load` refuses is built again);
+    with no folder, built in memory. None when `build` finds a tokenizer of another shape."""
     if cache_dir is None:
-        return build()
+        table = build()
+        return None if table is None else load(table)
     st = tokenizer_file.stat()
     tag = f"{_FORMAT}\0{tokenizer_file}\0{st.st_size}\0{st.st_mtime_ns}"
     digest = blake2b(tag.encode("utf-8", "surrogateescape"), digest_size=8)
     name = f"{prefix}-{digest.hexdigest()}.npy"
     path = cache_dir / name
     try:
-        table = np.load(path, mmap_mode="r")
-        if check(table) is not None:
-            return table
+        loaded = load(np.load(path, mmap_mode="r"))
+        if loaded is not None:
+            return loaded
     except (OSError, ValueError):
         pass
     table = build()
@@ -403,7 +404,15 @@ def cached_table(
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only state folder: built again next time
-    return table
+    return load(table)
+
+
+def _words_of(table: Any) -> tuple[list[str], Any] | None:
+    """A word table's names and float32 rows; None for an array of another layout."""
+    if table.dtype.names != ("name", "row"):
+        return None
+    names = [n.decode("ascii") for n in table["name"].tolist()]
+    return names, table["row"].astype("float32")
 
 
 def _word_table(embedder: Embedder, np: Any) -> Any:
