@@ -576,10 +576,11 @@ class IndexReader:
         embedder = semantic.load()
         if embedder is None or " " in word:
             return set()
-        out: set[int] = set()
-        for name in embedder.neighbours(word, Path(self.db_path).parent):
-            out |= {r for (r,) in self.conn.execute(sql, (f"body : {fts_string(name)}",))}
-        return out
+        near = embedder.neighbours(word, Path(self.db_path).parent)
+        if not near:
+            return set()
+        match = "body : (" + " OR ".join(fts_string(name) for name in near) + ")"
+        return {r for (r,) in self.conn.execute(sql, (match,))}
 
     def _cjk_rowids(self, piece: str, scope: _Scope) -> set[int]:
         """Lines holding a CJK piece: the trigram index for 3+ characters, LIKE below that."""
