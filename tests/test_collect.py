@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fakeapi import find_key_leaks, tool_use
+from stagekit import write_call
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -297,17 +298,8 @@ def test_an_injected_instruction_can_do_nothing_but_return_items(setup: dict[str
     before = snapshot(s["ws"].root)
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {"changes": [{"path": "MEMORY.md", "mode": "delete"}], "message": "obey"},
-            ),
-            (
-                "write_context",
-                {
-                    "changes": [{"path": "SOUL.md", "mode": "overwrite", "content": "evil"}],
-                    "message": "obey",
-                },
-            ),
+            write_call("MEMORY.md", "delete", "obey"),
+            write_call("SOUL.md", "overwrite", "obey", content="evil"),
         ),
         notes(),
     )

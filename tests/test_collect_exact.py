@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -69,22 +69,31 @@ def sessions_dir(root: Path, agent: str = "main") -> Path:
     return folder
 
 
+@dataclass(frozen=True)
+class Kit:
+    """A workspace reading OpenClaw's folders under `home`, its env and the fake API."""
+
+    ws: Workspace
+    env: dict[str, str]
+    api: FakeAnthropic
+    home: Path
+
+    def live(self, *overrides: str) -> Workspace:
+        pairs = ["llm.max_retries=0", *overrides]
+        return Workspace(self.ws.root, load_config(self.ws.root, env=self.env, overrides=pairs))
+
+    def run(self, ws: Workspace | None = None, now: datetime = NOW, **kw: Any) -> CollectResult:
+        return collect(ws or self.live(), env=self.env, clock=lambda: now, **kw)
+
+
 @pytest.fixture
-def env(ws: Workspace, tmp_path: Path, fake_api: FakeAnthropic) -> dict[str, str]:
+def k(ws: Workspace, tmp_path: Path, fake_api: FakeAnthropic) -> Kit:
     toml = ws.root / "crustacean.toml"
     agents = tmp_path / "openclaw/agents"
     toml.write_text(toml.read_text() + f'\n[[sources]]\nkind = "openclaw"\npath = "{agents}"\n')
-    return {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
-
-
-def live(ws: Workspace, env: dict[str, str], *overrides: str) -> Workspace:
-    return Workspace(
-        ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0", *overrides])
+    return Kit(
+        ws, {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}, fake_api, tmp_path
     )
-
-
-def run(ws: Workspace, env: dict[str, str], now: datetime = NOW, **kw: Any) -> CollectResult:
-    return collect(ws, env=env, clock=lambda: now, **kw)
 
 
 def section(body: dict[str, Any]) -> str:
@@ -123,21 +132,19 @@ def sent(fake: FakeAnthropic) -> list[str]:
 # ------------------------------------------------------------------ items bound to messages
 
 
-def test_two_sessions_in_one_run_with_a_model_that_gives_no_session_label(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_two_sessions_in_one_run_with_a_model_that_gives_no_session_label(k: Kit) -> None:
     t = NOW - timedelta(hours=3)
-    (sessions_dir(tmp_path) / "alpha.jsonl").write_text(
+    (sessions_dir(k.home) / "alpha.jsonl").write_text(
         header("alpha", t) + line("a1", "user", "note-1 Ana likes green tea", t)
     )
-    coach = sessions_dir(tmp_path, "coach") / "beta.jsonl"
+    coach = sessions_dir(k.home, "coach") / "beta.jsonl"
     coach.write_text(
         header("beta", t) + line("b1", "user", "note-2 run 5k on Sunday", t + timedelta(minutes=30))
     )
-    fake_api.enqueue(echo)
-    result = run(live(ws, env), env)
+    k.api.enqueue(echo)
+    result = k.run()
     assert result.record.status == "ok" and result.appended == 2 and result.chunks == 1
-    log = (ws.root / "memory/2026-11-30.md").read_text()
+    log = (k.ws.root / "memory/2026-11-30.md").read_text()
     alpha, beta = log.split("session=alpha", 1)[1], log.split("session=beta", 1)[1]
     assert "Noted note-1." in alpha.split("### ")[0] and "Noted note-2." in beta.split("### ")[0]
     assert (
@@ -146,10 +153,10 @@ def test_two_sessions_in_one_run_with_a_model_that_gives_no_session_label(
         and "### [09:00]" in log
         and "### [09:30]" in log
     )
-    body = fake_api.messages()[0].body
+    body = k.api.messages()[0].body
     assert "## openclaw:main · session alpha\n-- 2026-11-30 Mon\nm1 09:00 user:" in section(body)
     assert "## openclaw:coach · session beta\n-- 2026-11-30 Mon\nm2 09:30 user:" in section(body)
-    assert run(live(ws, env), env).record.status == "skipped"
+    assert k.run().record.status == "skipped"
 
 
 def two_sessions(tmp_path: Path) -> None:
@@ -161,62 +168,58 @@ def two_sessions(tmp_path: Path) -> None:
 
 
 def test_an_item_citing_nothing_in_a_two_session_chunk_is_refused_and_corrected_once(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+    k: Kit,
 ) -> None:
-    two_sessions(tmp_path)
-    fake_api.enqueue(
+    two_sessions(k.home)
+    k.api.enqueue(
         notes(
             {"category": "fact", "text": "Ana likes tea.", "session": "telegram"},
             {"category": "fact", "text": "Noted note-2.", "refs": ["m2"]},
         ),
         notes({"category": "fact", "text": "Ana likes tea.", "refs": ["m1"]}),
     )
-    result = run(live(ws, env), env)
+    result = k.run()
     assert result.record.status == "ok" and result.appended == 2 and result.set_aside == 0
-    refusal = fake_api.messages()[1].body["messages"][-1]["content"][0]
+    refusal = k.api.messages()[1].body["messages"][-1]["content"][0]
     assert refusal["is_error"] is True and refusal["content"].startswith("1 item(s) recorded.")
     assert (
         "- item 1 ('Ana likes tea.'): it cites no message of this text, which holds 2 "
         in (refusal["content"])
     )
-    log = (ws.root / "memory/2026-11-30.md").read_text()
+    log = (k.ws.root / "memory/2026-11-30.md").read_text()
     assert "Ana likes tea." in log.split("session=alpha", 1)[1].split("### ")[0]
     assert "Noted note-2." in log.split("session=beta", 1)[1]
-    assert run(live(ws, env), env).record.status == "skipped"  # the cursors moved
+    assert k.run().record.status == "skipped"  # the cursors moved
 
 
-def test_cli_an_item_still_miscited_after_one_correction_is_set_aside(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    two_sessions(tmp_path)
+def test_cli_an_item_still_miscited_after_one_correction_is_set_aside(k: Kit) -> None:
+    two_sessions(k.home)
     wrong = {"category": "fact", "text": "Unbound.", "refs": ["m99"]}
-    fake_api.enqueue(
+    k.api.enqueue(
         notes(wrong, {"category": "fact", "text": "Noted note-1.", "refs": ["m1", "m7"]}),
         notes(wrong),
     )
-    out = run_cli("-w", str(ws.root), "collect", "--json", env=env)
+    out = run_cli("-w", str(k.ws.root), "collect", "--json", env=k.env)
     data = json.loads(out.stdout)
     assert data["status"] == "ok" and data["appended"] == 1
     assert data["set_aside"] == 1 and data["bogus_refs"] == 3  # m7, then m99 twice
     assert "1 set aside" in data["run"]["summary"]
-    shown = run_cli("-w", str(ws.root), "runs", "show", data["run"]["id"], "--json").stdout
+    shown = run_cli("-w", str(k.ws.root), "runs", "show", data["run"]["id"], "--json").stdout
     (aside,) = json.loads(shown)["set_aside"]
     assert aside["kind"] == "item" and aside["text"] == "Unbound."
     assert aside["reason"].startswith("chunk 1, its refs (m99) name no message of this text")
-    assert logged(ws.root) == {"note-1": 1}
+    assert logged(k.ws.root) == {"note-1": 1}
 
 
-def test_an_item_citing_nothing_in_a_one_session_chunk_goes_to_that_session(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_an_item_citing_nothing_in_a_one_session_chunk_goes_to_that_session(k: Kit) -> None:
     t = NOW - timedelta(hours=3)
-    (sessions_dir(tmp_path) / "solo.jsonl").write_text(
+    (sessions_dir(k.home) / "solo.jsonl").write_text(
         header("solo", t) + line("s1", "user", "hello", t) + line("s2", "assistant", "hi", t)
     )
-    fake_api.enqueue(notes({"category": "person", "text": "Maya is the user's sister."}))
-    result = run(live(ws, env), env)
+    k.api.enqueue(notes({"category": "person", "text": "Maya is the user's sister."}))
+    result = k.run()
     assert result.record.status == "ok" and result.unbound == 1 and result.appended == 1
-    log = (ws.root / "memory/2026-11-30.md").read_text()
+    log = (k.ws.root / "memory/2026-11-30.md").read_text()
     assert "session=solo" in log and "- [person] Maya is the user's sister." in log
     assert result.to_json()["attributed_to_chunk_session"] == 1
 
@@ -406,14 +409,12 @@ def test_item_text_loses_copied_bullets_and_tags(text: str, clean: str, norm: st
     assert clean_text(text) == clean and normalize(text) == norm
 
 
-def test_echoed_log_lines_merge_instead_of_nesting(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_echoed_log_lines_merge_instead_of_nesting(k: Kit) -> None:
     t = NOW - timedelta(hours=3)
-    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "tea", t))
-    day = ws.root / "memory/2026-11-30.md"
+    (sessions_dir(k.home) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "tea", t))
+    day = k.ws.root / "memory/2026-11-30.md"
     day.write_text("# 2026-11-30\n\n### [08:00] drinks\n\n- [preference] Ana likes green tea.\n")
-    fake_api.enqueue(
+    k.api.enqueue(
         notes(
             {
                 "category": "preference",
@@ -423,7 +424,7 @@ def test_echoed_log_lines_merge_instead_of_nesting(
             {"category": "preference", "text": "ana LIKES green tea.", "refs": ["m1"]},
         )
     )
-    result = run(live(ws, env), env)
+    result = k.run()
     assert result.duplicates == 2 and result.appended == 0
     assert "merged as duplicates" in result.record.summary
     assert day.read_text().count("green tea") == 1
@@ -432,10 +433,8 @@ def test_echoed_log_lines_merge_instead_of_nesting(
 # ------------------------------------------------------------------ exactly once across files
 
 
-def test_a_live_file_with_its_reset_and_checkpoint_copies_is_sent_once(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    folder = sessions_dir(tmp_path)
+def test_a_live_file_with_its_reset_and_checkpoint_copies_is_sent_once(k: Kit) -> None:
+    folder = sessions_dir(k.home)
     t = NOW - timedelta(hours=5)
     first = [
         line("e1", "user", "note-1 my sister Maya visits", t),
@@ -453,36 +452,34 @@ def test_a_live_file_with_its_reset_and_checkpoint_copies_is_sent_once(
     (folder / "s2.jsonl").write_text(
         header("s2", t) + line("e1", "user", "note-5 other session", t)
     )
-    fake_api.enqueue(echo)
-    result = run(live(ws, env), env)
+    k.api.enqueue(echo)
+    result = k.run()
     assert result.record.status == "ok" and result.new_messages == 5 and result.copies == 7
-    assert sorted(sent(fake_api)) == [f"note-{i}" for i in range(1, 6)]
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(1, 6)}
-    assert "session=s1 -->" in (ws.root / "memory/2026-11-30.md").read_text()  # the live file
+    assert sorted(sent(k.api)) == [f"note-{i}" for i in range(1, 6)]
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(1, 6)}
+    assert "session=s1 -->" in (k.ws.root / "memory/2026-11-30.md").read_text()  # the live file
     with (folder / "s1.jsonl").open("a") as fh:
         fh.write(line("e6", "user", "note-6 after the copies", t + timedelta(minutes=9)))
     (folder / "s1.checkpoint.0d1e.jsonl").write_bytes((folder / "s1.jsonl").read_bytes())
-    fake_api.enqueue(echo)
-    assert run(live(ws, env), env).new_messages == 1
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(1, 7)}
-    assert run(live(ws, env), env).record.status == "skipped"
-    assert len(fake_api.messages()) == 2
+    k.api.enqueue(echo)
+    assert k.run().new_messages == 1
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(1, 7)}
+    assert k.run().record.status == "skipped"
+    assert len(k.api.messages()) == 2
 
 
 # ------------------------------------------------------------------ the cursor is the truth
 
 
-def test_a_message_appended_after_the_cursor_four_days_ago_is_collected(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_a_message_appended_after_the_cursor_four_days_ago_is_collected(k: Kit) -> None:
     then = NOW - timedelta(days=4)
-    folder = sessions_dir(tmp_path)
+    folder = sessions_dir(k.home)
     live_file = folder / "s1.jsonl"
     live_file.write_text(
         header("s1", then) + line("e1", "user", "note-1 before", then - timedelta(hours=1))
     )
-    fake_api.enqueue(echo)
-    assert run(live(ws, env), env, now=then).record.status == "ok"
+    k.api.enqueue(echo)
+    assert k.run(now=then).record.status == "ok"
     # the laptop slept (or the key failed) for four days; the conversation went on meanwhile
     with live_file.open("a") as fh:
         fh.write(
@@ -493,31 +490,29 @@ def test_a_message_appended_after_the_cursor_four_days_ago_is_collected(
         + line("x1", "user", "note-9 long before the last run", then - timedelta(days=3))
         + line("x2", "user", "note-3 a session started in the gap", then + timedelta(hours=1))
     )
-    fake_api.enqueue(echo)
-    result = run(live(ws, env), env)
+    k.api.enqueue(echo)
+    result = k.run()
     assert result.record.status == "ok" and result.new_messages == 2
-    assert logged(ws.root) == {"note-1": 1, "note-2": 1, "note-3": 1}
-    assert (ws.root / f"memory/{(then + timedelta(minutes=10)).date()}.md").exists()
-    fake_api.enqueue(echo)
-    back = run(live(ws, env), env, since=then - timedelta(days=5))  # --since still backfills
-    assert back.new_messages == 1 and "note-9" in section(fake_api.messages()[-1].body)
+    assert logged(k.ws.root) == {"note-1": 1, "note-2": 1, "note-3": 1}
+    assert (k.ws.root / f"memory/{(then + timedelta(minutes=10)).date()}.md").exists()
+    k.api.enqueue(echo)
+    back = k.run(since=then - timedelta(days=5))  # --since still backfills
+    assert back.new_messages == 1 and "note-9" in section(k.api.messages()[-1].body)
 
 
-def test_since_backfills_a_message_the_first_window_passed_by(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    folder = sessions_dir(tmp_path)
+def test_since_backfills_a_message_the_first_window_passed_by(k: Kit) -> None:
+    folder = sessions_dir(k.home)
     old = NOW - timedelta(days=9)
     (folder / "s.jsonl").write_text(
         header("s", old)
         + line("e1", "user", "note-1 nine days ago", old)
         + line("e2", "user", "note-2 today", NOW - timedelta(hours=1))
     )
-    fake_api.enqueue(echo, echo)
-    assert run(live(ws, env), env).new_messages == 1  # a first run reads the window only
-    back = run(live(ws, env), env, since=NOW - timedelta(days=10))
-    assert back.new_messages == 1 and logged(ws.root) == {"note-1": 1, "note-2": 1}
-    assert (ws.root / f"memory/{old.date()}.md").exists()
+    k.api.enqueue(echo, echo)
+    assert k.run().new_messages == 1  # a first run reads the window only
+    back = k.run(since=NOW - timedelta(days=10))
+    assert back.new_messages == 1 and logged(k.ws.root) == {"note-1": 1, "note-2": 1}
+    assert (k.ws.root / f"memory/{old.date()}.md").exists()
 
 
 # ------------------------------------------------------------------ one budget per run
@@ -534,77 +529,67 @@ def big_transcript(tmp_path: Path, count: int, size: int = 2900, now: datetime =
     (sessions_dir(tmp_path) / "big.jsonl").write_text("".join(lines))
 
 
-def test_a_later_chunk_is_shown_what_the_earlier_chunks_noted_for_its_days(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    big_transcript(tmp_path, 40)  # about 116,000 characters: two chunks, one day
-    fake_api.enqueue(echo, echo)
-    result = run(live(ws, env), env)
+def test_a_later_chunk_is_shown_what_the_earlier_chunks_noted_for_its_days(k: Kit) -> None:
+    big_transcript(k.home, 40)  # about 116,000 characters: two chunks, one day
+    k.api.enqueue(echo, echo)
+    result = k.run()
     assert result.record.status == "ok" and result.chunks_sent == 2
-    first, second = (m.body for m in fake_api.messages())
+    first, second = (m.body for m in k.api.messages())
     assert "<noted-earlier-this-run>" not in json.dumps(first)
     noted = json.dumps(second).split("<noted-earlier-this-run>")[1].split("</noted-")[0]
     assert "-- 2026-11-29" in noted and "- Noted note-0." in noted
     assert "already-in-daily-logs" not in json.dumps(second)  # the day's log is not re-sent
 
 
-def test_an_answer_near_its_output_budget_is_said_in_the_run_record(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    big_transcript(tmp_path, 2)
+def test_an_answer_near_its_output_budget_is_said_in_the_run_record(k: Kit) -> None:
+    big_transcript(k.home, 2)
     reply = tool_use(("record_notes", {"items": []}), usage={"output_tokens": 4000})
-    fake_api.enqueue(reply)
-    result = run(live(ws, env), env)
+    k.api.enqueue(reply)
+    result = k.run()
     assert result.near_output_budget == 1 and result.to_json()["near_output_budget"] == 1
     assert "1 answer(s) came close to their output budget" in "\n".join(result.fates())
-    log = (ws.logs_dir / f"{result.record.id}.log").read_text()
+    log = (k.ws.logs_dir / f"{result.record.id}.log").read_text()
     assert "chunk 1: the answer used 4,000 of its 4,096 output tokens (max_tokens)" in log
 
 
-def test_a_transcript_larger_than_the_run_budget_is_collected_over_two_runs(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    big_transcript(tmp_path, 80)
-    small = live(ws, env, "budget.max_turns=2")
+def test_a_transcript_larger_than_the_run_budget_is_collected_over_two_runs(k: Kit) -> None:
+    big_transcript(k.home, 80)
+    small = k.live("budget.max_turns=2")
     planned = collect(small, env={}, clock=lambda: NOW, plan=True)
     assert planned.chunks == 4 and planned.plan and planned.plan.requests == 4
     assert planned.left_for_next_run > 0
-    fake_api.enqueue(*[echo] * 4)
-    first = run(small, env)
+    k.api.enqueue(*[echo] * 4)
+    first = k.run(small)
     assert first.record.status == "partial" and first.chunks_sent == 2
-    assert first.record.turns == 2 and first.left_for_next_run == 80 - len(set(sent(fake_api)))
+    assert first.record.turns == 2 and first.left_for_next_run == 80 - len(set(sent(k.api)))
     assert "left for the next run" in first.record.summary
     assert "budget" in (first.record.error or "")
-    half = logged(ws.root)
-    assert set(half) == set(sent(fake_api)) and all(n == 1 for n in half.values())
-    second = run(small, env)
+    half = logged(k.ws.root)
+    assert set(half) == set(sent(k.api)) and all(n == 1 for n in half.values())
+    second = k.run(small)
     assert second.record.status == "ok" and second.chunks_sent == 2
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(80)}  # nothing lost, nothing twice
-    assert sorted(sent(fake_api)) == sorted(f"note-{i}" for i in range(80))
-    assert run(small, env).record.status == "skipped" and len(fake_api.messages()) == 4
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(80)}  # nothing lost, nothing twice
+    assert sorted(sent(k.api)) == sorted(f"note-{i}" for i in range(80))
+    assert k.run(small).record.status == "skipped" and len(k.api.messages()) == 4
 
 
-def test_input_tokens_bound_the_whole_run(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    big_transcript(tmp_path, 40)
+def test_input_tokens_bound_the_whole_run(k: Kit) -> None:
+    big_transcript(k.home, 40)
     budget = 9000
-    small = live(ws, env, f"budget.max_input_tokens={budget}")
-    fake_api.enqueue(*[echo] * 40)
+    small = k.live(f"budget.max_input_tokens={budget}")
+    k.api.enqueue(*[echo] * 40)
     runs = []
     while not runs or runs[-1].record.status == "partial":
-        runs.append(run(small, env))
+        runs.append(k.run(small))
         assert runs[-1].record.usage.total_input <= budget
         assert len(runs) < 30
     assert len(runs) > 1 and runs[-1].record.status == "ok"
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(40)}
 
 
-def test_plan_prices_every_chunk(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    big_transcript(tmp_path, 80)
-    one = live(ws, env)
+def test_plan_prices_every_chunk(k: Kit) -> None:
+    big_transcript(k.home, 80)
+    one = k.live()
     planned = collect(one, env={}, clock=lambda: NOW, plan=True)
     assert planned.plan and planned.plan.requests == planned.chunks == 4
     assert planned.plan.est_input_tokens > 4 * 15_000
@@ -613,12 +598,12 @@ def test_plan_prices_every_chunk(
         planned.plan.est_cost_first_turn / 2
     )
     # the CLI reads the last two days by the wall clock: the same transcript, 20 hours before it
-    big_transcript(tmp_path, 80, now=datetime.now(UTC))
-    out = run_cli("-w", str(ws.root), "collect", "--plan").stdout
+    big_transcript(k.home, 80, now=datetime.now(UTC))
+    out = run_cli("-w", str(k.ws.root), "collect", "--plan").stdout
     assert "for all 4 requests" in out
-    out = run_cli("-w", str(ws.root), "-c", "budget.max_turns=2", "collect", "--plan").stdout
+    out = run_cli("-w", str(k.ws.root), "-c", "budget.max_turns=2", "collect", "--plan").stdout
     assert "covers part of it; 40 message(s) would wait for the next run" in out
-    assert fake_api.requests == []
+    assert k.api.requests == []
 
 
 # ------------------------------------------------------------------ clean input
@@ -641,9 +626,7 @@ def test_every_chunk_starts_with_its_session_header() -> None:
     assert [r for c in chunks for r in c.refs] == [f"m{i}" for i in range(1, 13)]
 
 
-def test_noise_is_stripped_and_a_bad_byte_does_not_drop_the_message(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_noise_is_stripped_and_a_bad_byte_does_not_drop_the_message(k: Kit) -> None:
     t = NOW - timedelta(hours=2)
     meta = (
         'Conversation info (untrusted metadata):\n```json\n{"message_id": "42", "sender": '
@@ -657,30 +640,28 @@ def test_noise_is_stripped_and_a_bad_byte_does_not_drop_the_message(
     ).encode()
     bad = line("e4", "user", "note-3 cafX with a bad byte", t).encode()
     bad = bad.replace(b"cafX", b"caf\xe9")  # Latin-1 bytes in a UTF-8 file
-    (sessions_dir(tmp_path) / "s.jsonl").write_bytes(body + bad)
-    fake_api.enqueue(echo)
-    result = run(live(ws, env), env)
+    (sessions_dir(k.home) / "s.jsonl").write_bytes(body + bad)
+    k.api.enqueue(echo)
+    result = k.run()
     assert result.record.status == "ok" and result.new_messages == 3 and result.bad_lines == 0
-    text = section(fake_api.messages()[0].body)
+    text = section(k.api.messages()[0].body)
     assert "heartbeat poll" not in text and "untrusted metadata" not in text
     assert "message_id" not in text and "\x1b" not in text and "title" not in text
     assert "note-2 red text done" in text and "note-3 caf\ufffd with a bad byte" in text
 
 
-def test_cache_marks_only_a_stable_prefix_big_enough_to_cache(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_cache_marks_only_a_stable_prefix_big_enough_to_cache(k: Kit) -> None:
     t = NOW - timedelta(hours=2)
-    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
-    fake_api.enqueue(echo, echo)
-    run(live(ws, env), env)  # the default small model: its minimum is larger than the prefix
-    body = fake_api.messages()[0].body
+    (sessions_dir(k.home) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
+    k.api.enqueue(echo, echo)
+    k.run()  # the default small model: its minimum is larger than the prefix
+    body = k.api.messages()[0].body
     assert "cache_control" not in json.dumps(body)
     assert min_cacheable_tokens("claude-haiku-5-5") == 4096
-    with (sessions_dir(tmp_path) / "s.jsonl").open("a") as fh:
+    with (sessions_dir(k.home) / "s.jsonl").open("a") as fh:
         fh.write(line("e2", "user", "again", t))
-    run(live(ws, env, "models.small=claude-sonnet-5-5"), env)
-    body = fake_api.messages()[1].body
+    k.run(k.live("models.small=claude-sonnet-5-5"))
+    body = k.api.messages()[1].body
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in json.dumps(body["messages"])  # the one-off prompt is not
@@ -693,92 +674,84 @@ def test_cache_marks_only_a_stable_prefix_big_enough_to_cache(
 # ------------------------------------------------------------------ batches
 
 
-def test_batch_submits_records_the_id_and_a_later_run_appends(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    big_transcript(tmp_path, 80)
-    one = live(ws, env)
-    fake_api.enqueue(*[echo] * 4)
-    submitted = run(one, env, batch=True)
+def test_batch_submits_records_the_id_and_a_later_run_appends(k: Kit) -> None:
+    big_transcript(k.home, 80)
+    one = k.live()
+    k.api.enqueue(*[echo] * 4)
+    submitted = k.run(one, batch=True)
     assert submitted.record.status == "ok" and submitted.batch
     batch_id = submitted.batch["submitted"]
     assert submitted.batch["requests"] == 4 and submitted.waiting_in_batch == 80
-    assert fake_api.messages() == [] and len(fake_api.batch_requests()) == 4
-    assert all(p["tool_choice"]["name"] == "record_notes" for p in fake_api.batch_requests())
-    with sqlite3.connect(ws.root / ".crustacean/state.db") as db:
+    assert k.api.messages() == [] and len(k.api.batch_requests()) == 4
+    assert all(p["tool_choice"]["name"] == "record_notes" for p in k.api.batch_requests())
+    with sqlite3.connect(k.ws.root / ".crustacean/state.db") as db:
         assert db.execute("SELECT batch_id FROM collect_sent_batches").fetchall() == [(batch_id,)]
-    assert logged(ws.root) == {}
-    waiting = run(one, env)  # not ended yet: nothing is sent again, nothing appended
+    assert logged(k.ws.root) == {}
+    waiting = k.run(one)  # not ended yet: nothing is sent again, nothing appended
     assert waiting.record.status == "skipped" and waiting.waiting_in_batch == 80
     assert waiting.batch and waiting.batch["still_waiting"] == [batch_id]
-    assert fake_api.messages() == [] and len(fake_api.batch_requests()) == 4
-    fake_api.end_batches()
-    fetched = run(one, env)
+    assert k.api.messages() == [] and len(k.api.batch_requests()) == 4
+    k.api.end_batches()
+    fetched = k.run(one)
     assert fetched.record.status == "ok" and fetched.batch and fetched.batch["fetched"] == batch_id
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(80)}
-    assert f"batch={batch_id}" in "".join(p.read_text() for p in (ws.root / "memory").glob("*.md"))
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(80)}
+    assert f"batch={batch_id}" in "".join(
+        p.read_text() for p in (k.ws.root / "memory").glob("*.md")
+    )
     assert fetched.record.cost_usd > 0
-    assert run(one, env).record.status == "skipped" and fake_api.messages() == []
+    assert k.run(one).record.status == "skipped" and k.api.messages() == []
 
 
-def test_a_failed_batch_request_is_released_and_sent_again(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    big_transcript(tmp_path, 60)
-    one = live(ws, env)
+def test_a_failed_batch_request_is_released_and_sent_again(k: Kit) -> None:
+    big_transcript(k.home, 60)
+    one = k.live()
     cut = tool_use(("record_notes", {"items": []}), stop_reason="max_tokens")
-    fake_api.enqueue(echo, error(500, message="overloaded"), cut)
-    assert run(one, env, batch=True).batch["requests"] == 3  # type: ignore[index]  # a batch run sets .batch
-    fake_api.end_batches()
-    fake_api.enqueue(echo, echo)
-    result = run(one, env)  # appends chunk 1, then sends chunks 2 and 3 again directly
+    k.api.enqueue(echo, error(500, message="overloaded"), cut)
+    assert k.run(one, batch=True).batch["requests"] == 3  # type: ignore[index]  # a batch run sets .batch
+    k.api.end_batches()
+    k.api.enqueue(echo, echo)
+    result = k.run(one)  # appends chunk 1, then sends chunks 2 and 3 again directly
     assert result.batch and result.batch["released_chunks"] == 2
-    assert len(fake_api.messages()) == 2
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(60)}
+    assert len(k.api.messages()) == 2
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(60)}
 
 
-def test_batch_cost_is_half_the_direct_cost(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_batch_cost_is_half_the_direct_cost(k: Kit) -> None:
     usage = {"input_tokens": 10_000, "output_tokens": 500}
     reply = tool_use(("record_notes", {"items": []}), usage=usage)
     t = NOW - timedelta(hours=2)
-    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
-    fake_api.enqueue(reply)
-    direct = run(live(ws, env), env, since=NOW - timedelta(days=1)).record.cost_usd
-    with sqlite3.connect(ws.root / ".crustacean/state.db") as db:
+    (sessions_dir(k.home) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
+    k.api.enqueue(reply)
+    direct = k.run(since=NOW - timedelta(days=1)).record.cost_usd
+    with sqlite3.connect(k.ws.root / ".crustacean/state.db") as db:
         db.execute("DELETE FROM collect_ids")
         db.execute("DELETE FROM collect_cursors")
-    fake_api.enqueue(reply)
-    run(live(ws, env), env, batch=True)
-    fake_api.end_batches()
-    batched = run(live(ws, env), env).record.cost_usd
+    k.api.enqueue(reply)
+    k.run(batch=True)
+    k.api.end_batches()
+    batched = k.run().record.cost_usd
     assert direct > 0 and batched == pytest.approx(direct / 2)
 
 
-def test_batch_with_dry_run_is_a_usage_error(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_batch_with_dry_run_is_a_usage_error(k: Kit) -> None:
     t = NOW - timedelta(hours=2)
-    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
-    before = snapshot(ws.root)
+    (sessions_dir(k.home) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "hi", t))
+    before = snapshot(k.ws.root)
     with pytest.raises(UsageError, match="--batch cannot be combined with --dry-run"):
-        run(live(ws, env), env, batch=True, dry_run=True)
-    out = run_cli("-w", str(ws.root), "collect", "--batch", "--dry-run", code=2, env=env)
+        k.run(batch=True, dry_run=True)
+    out = run_cli("-w", str(k.ws.root), "collect", "--batch", "--dry-run", code=2, env=k.env)
     assert "Error: --batch cannot be combined with --dry-run" in out.stderr
-    assert snapshot(ws.root) == before and fake_api.requests == []
+    assert snapshot(k.ws.root) == before and k.api.requests == []
 
 
 # ------------------------------------------------------------------ progress
 
 
-def test_progress_reports_each_chunk(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
-    big_transcript(tmp_path, 80)
+def test_progress_reports_each_chunk(k: Kit) -> None:
+    big_transcript(k.home, 80)
     seen: list[Progress] = []
-    fake_api.enqueue(*[echo] * 4)
-    run(live(ws, env), env, progress=seen.append)
+    k.api.enqueue(*[echo] * 4)
+    k.run(progress=seen.append)
     assert [p.chunks_sent for p in seen] == [1, 2, 3, 4]
     assert all(p.chunks_total == 4 for p in seen) and seen[-1].items == 80
     assert seen[-1].input_tokens > seen[0].input_tokens > 0
@@ -797,68 +770,64 @@ def route_all(body: dict[str, Any]) -> dict[str, Any]:
     return tool_use(("record_routing", {"entries": routing}), ("finish", {"summary": "done"}))
 
 
-def test_curate_sees_a_backfilled_old_day_and_compile_waits_for_it(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_curate_sees_a_backfilled_old_day_and_compile_waits_for_it(k: Kit) -> None:
     from crustacean.stages.compile import compile_workspace
     from crustacean.stages.curate import curate
 
     old = NOW - timedelta(days=40)
-    (sessions_dir(tmp_path) / "s.jsonl").write_text(
+    (sessions_dir(k.home) / "s.jsonl").write_text(
         header("s", old)
         + line("e1", "user", "note-1 forty days ago", old)
         + line("e2", "user", "note-2 today", NOW - timedelta(hours=1))
     )
-    one = live(ws, env)
-    fake_api.enqueue(echo, echo)
-    run(one, env)
-    run(one, env, since=NOW - timedelta(days=41))
+    one = k.live()
+    k.api.enqueue(echo, echo)
+    k.run(one)
+    k.run(one, since=NOW - timedelta(days=41))
     old_log = f"memory/{old.date()}.md"
-    assert (ws.root / old_log).exists()
-    held = compile_workspace(one, env=env, clock=lambda: NOW, no_model=True)
+    assert (k.ws.root / old_log).exists()
+    held = compile_workspace(one, env=k.env, clock=lambda: NOW, no_model=True)
     assert held.ops.archived == [] and held.ops.held == [
         f"{old_log}: 1 uncurated entry from a collect backfill; archived once curate has seen them"
     ]
-    assert (ws.root / old_log).exists()
-    out = run_cli("-w", str(ws.root), "compile", "--no-model", env=env).stdout
+    assert (k.ws.root / old_log).exists()
+    out = run_cli("-w", str(k.ws.root), "compile", "--no-model", env=k.env).stdout
     assert f"not archived: {old_log}: 1 uncurated entry" in out
-    fake_api.enqueue(route_all)
-    curated = curate(one, env=env, clock=lambda: NOW + timedelta(minutes=1))
-    listed = fake_api.messages()[-1].body["messages"][0]["content"]
+    k.api.enqueue(route_all)
+    curated = curate(one, env=k.env, clock=lambda: NOW + timedelta(minutes=1))
+    listed = k.api.messages()[-1].body["messages"][0]["content"]
     assert curated.entries == 2 and str(old.date()) in json.dumps(listed)
     archived = compile_workspace(
-        one, env=env, clock=lambda: NOW + timedelta(minutes=2), no_model=True
+        one, env=k.env, clock=lambda: NOW + timedelta(minutes=2), no_model=True
     )
     assert archived.ops.held == [] and len(archived.ops.archived) == 1
-    assert not (ws.root / old_log).exists()
+    assert not (k.ws.root / old_log).exists()
 
 
-def test_old_notes_a_budget_left_behind_are_read_again_next_run(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_old_notes_a_budget_left_behind_are_read_again_next_run(k: Kit) -> None:
     """Plain notes have no lines to stop before: one left unsent keeps no usable cursor, so it is
     read whole again, even though it is older than any window."""
     import os
 
-    notes_dir = tmp_path / "notes"
+    notes_dir = k.home / "notes"
     notes_dir.mkdir()
     old = (NOW - timedelta(days=6)).timestamp()
     for i in range(60):
         note = notes_dir / f"n{i:02d}.md"
         note.write_text(f"note-{i} " + "a thought about the garden plan " * 95)
         os.utime(note, (old, old))
-    toml = ws.root / "crustacean.toml"
+    toml = k.ws.root / "crustacean.toml"
     toml.write_text(toml.read_text() + f'\n[[sources]]\nkind = "plain"\npath = "{notes_dir}"\n')
-    small = live(ws, env, "budget.max_turns=1")
-    fake_api.enqueue(*[echo] * 10)
-    first = run(small, env, since=NOW - timedelta(days=7))
+    small = k.live("budget.max_turns=1")
+    k.api.enqueue(*[echo] * 10)
+    first = k.run(small, since=NOW - timedelta(days=7))
     assert first.record.status == "partial" and first.chunks > 1
     runs = [first]
     while runs[-1].record.status == "partial":
-        runs.append(run(small, env))
+        runs.append(k.run(small))
         assert len(runs) < 10
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(60)}
-    assert run(small, env).record.status == "skipped"
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(60)}
+    assert k.run(small).record.status == "skipped"
 
 
 def test_the_cli_shows_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -881,19 +850,15 @@ def test_the_cli_shows_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_crash_after_a_batch_append_neither_loses_nor_repeats(
-    ws: Workspace,
-    env: dict[str, str],
-    fake_api: FakeAnthropic,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    k: Kit, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from crustacean.stages import collect_batch
 
-    big_transcript(tmp_path, 40)
-    one = live(ws, env)
-    fake_api.enqueue(*[echo] * 2)
-    run(one, env, batch=True)
-    fake_api.end_batches()
+    big_transcript(k.home, 40)
+    one = k.live()
+    k.api.enqueue(*[echo] * 2)
+    k.run(one, batch=True)
+    k.api.end_batches()
     real = collect_batch.finish_batch
 
     def killed(*args: Any, **kw: Any) -> None:
@@ -901,60 +866,54 @@ def test_a_crash_after_a_batch_append_neither_loses_nor_repeats(
 
     monkeypatch.setattr(collect_batch, "finish_batch", killed)
     with pytest.raises(KeyboardInterrupt):
-        run(one, env)
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}  # the append landed
+        k.run(one)
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(40)}  # the append landed
     monkeypatch.setattr(collect_batch, "finish_batch", real)
-    again = run(one, env)  # finds the marker: finishes the batch instead of fetching it again
+    again = k.run(one)  # finds the marker: finishes the batch instead of fetching it again
     assert again.recovered and again.record.status == "skipped"
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
-    assert fake_api.messages() == []
-    with sqlite3.connect(ws.root / ".crustacean/state.db") as db:
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(40)}
+    assert k.api.messages() == []
+    with sqlite3.connect(k.ws.root / ".crustacean/state.db") as db:
         assert db.execute("SELECT count(*) FROM collect_sent_batches").fetchone() == (0,)
 
 
-def test_tick_fetches_a_finished_batch(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_tick_fetches_a_finished_batch(k: Kit) -> None:
     from crustacean.ops.tick import tick
 
-    big_transcript(tmp_path, 40)
+    big_transcript(k.home, 40)
     off = [f"stages.{s}.enabled=false" for s in ("curate", "compile", "calibrate")]
-    one = live(ws, env, *off)
-    fake_api.enqueue(*[echo] * 2)
-    submitted = run(one, env, batch=True)
-    fake_api.end_batches()
+    one = k.live(*off)
+    k.api.enqueue(*[echo] * 2)
+    submitted = k.run(one, batch=True)
+    k.api.end_batches()
     later = NOW + timedelta(hours=3)  # the next collect slot has come
-    done = tick(one, env=env, clock=lambda: later)
+    done = tick(one, env=k.env, clock=lambda: later)
     assert [(o.stage, o.status) for o in done.outcomes if o.status] == [("collect", "ok")]
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(40)}
-    assert submitted.batch and fake_api.messages() == []
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(40)}
+    assert submitted.batch and k.api.messages() == []
 
 
-def test_a_batch_the_api_lost_is_released_and_sent_again(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
-) -> None:
+def test_a_batch_the_api_lost_is_released_and_sent_again(k: Kit) -> None:
     t = NOW - timedelta(hours=2)
-    (sessions_dir(tmp_path) / "s.jsonl").write_text(
-        header("s", t) + line("e1", "user", "note-1", t)
-    )
-    one = live(ws, env)
-    fake_api.enqueue(echo)
-    batch_id = run(one, env, batch=True).batch["submitted"]  # type: ignore[index]  # a batch run sets .batch
-    del fake_api.batches[batch_id]  # expired results, or deleted: the API answers 404
-    fake_api.enqueue(echo)
-    result = run(one, env)
+    (sessions_dir(k.home) / "s.jsonl").write_text(header("s", t) + line("e1", "user", "note-1", t))
+    one = k.live()
+    k.api.enqueue(echo)
+    batch_id = k.run(one, batch=True).batch["submitted"]  # type: ignore[index]  # a batch run sets .batch
+    del k.api.batches[batch_id]  # expired results, or deleted: the API answers 404
+    k.api.enqueue(echo)
+    result = k.run(one)
     assert result.batch and result.batch["released_chunks"] == 1
-    assert len(fake_api.messages()) == 1 and logged(ws.root) == {"note-1": 1}
+    assert len(k.api.messages()) == 1 and logged(k.ws.root) == {"note-1": 1}
 
 
 def test_an_answer_cut_at_max_tokens_is_not_trusted_and_the_chunk_goes_again_in_halves(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+    k: Kit,
 ) -> None:
     t = NOW - timedelta(hours=3)
     lines = [
         line(f"e{i}", "user", f"note-{i} item {i}", t + timedelta(minutes=i)) for i in range(6)
     ]
-    (sessions_dir(tmp_path) / "s.jsonl").write_text(header("s", t) + "".join(lines))
+    (sessions_dir(k.home) / "s.jsonl").write_text(header("s", t) + "".join(lines))
     cut = tool_use(
         (
             "record_notes",
@@ -962,9 +921,9 @@ def test_an_answer_cut_at_max_tokens_is_not_trusted_and_the_chunk_goes_again_in_
         ),
         stop_reason="max_tokens",
     )
-    fake_api.enqueue(cut, echo, echo)
-    result = run(live(ws, env), env)
+    k.api.enqueue(cut, echo, echo)
+    result = k.run()
     assert result.record.status == "ok", result.record.error
     assert result.chunks_sent == 2
-    assert logged(ws.root) == {f"note-{i}": 1 for i in range(6)}
-    assert [len(NOTE.findall(section(r.body))) for r in fake_api.messages()] == [6, 3, 3]
+    assert logged(k.ws.root) == {f"note-{i}": 1 for i in range(6)}
+    assert [len(NOTE.findall(section(r.body))) for r in k.api.messages()] == [6, 3, 3]

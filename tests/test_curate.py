@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fakeapi import text, tool_use
+from stagekit import write_call
+from store_helpers import commit_all, git
 
 from conftest import run_cli
 from crustacean.config import load_config
@@ -22,6 +22,7 @@ from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 KEY = "test-key"
+ALICE = "memory/contacts/telegram-alice.md"
 DAYS = {
     "2026-11-28": "# 2026-11-28\n\n### [09:10] bakery chat\n"
     "<!-- collect run=r1 session=s1 source=x -->\n\n"
@@ -44,12 +45,7 @@ def setup(ws: Workspace, fake_api: Any) -> dict[str, Any]:
         (ws.root / f"memory/{day}.md").write_text(body)
     contact = ws.root / "memory/contacts/telegram-alice.md"
     contact.write_text("---\nname: Alice\n---\n# Alice\n\n- Works at the bakery.\n")
-    subprocess.run(["git", "add", "-A"], cwd=ws.root, check=True)
-    subprocess.run(
-        ["git", "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qm", "my logs"],
-        cwd=ws.root,
-        check=True,
-    )
+    commit_all(ws.root, "my logs")
     env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.url}
     live = Workspace(ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0"]))
     ids = {e.text: e.id for day, body in DAYS.items() for e in parse_entries(day, body)}
@@ -71,12 +67,6 @@ def routing(s: dict[str, Any], mapping: dict[str, str]) -> tuple[str, dict[str, 
             ]
         },
     )
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def test_routes_a_three_day_log_and_never_twice(setup: dict[str, Any]) -> None:
@@ -137,35 +127,9 @@ def test_routes_a_three_day_log_and_never_twice(setup: dict[str, Any]) -> None:
             ),
         ),
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "again",
-                    "changes": [
-                        {
-                            "path": "memory/contacts/telegram-alice.md",
-                            "mode": "append",
-                            "content": "- Prefers   green tea (2026-11-28).\n",
-                        }
-                    ],
-                },
-            ),
-            (
-                "write_context",
-                {
-                    "message": "soul",
-                    "changes": [
-                        {"path": "SOUL.md", "mode": "append", "content": "- Bake bread.\n"}
-                    ],
-                },
-            ),
-            (
-                "write_context",
-                {
-                    "message": "tidy",
-                    "changes": [{"path": "memory/2026-11-28.md", "mode": "delete"}],
-                },
-            ),
+            write_call(ALICE, "append", "again", content="- Prefers   green tea (2026-11-28).\n"),
+            write_call("SOUL.md", "append", "soul", content="- Bake bread.\n"),
+            write_call("memory/2026-11-28.md", "delete", "tidy"),
         ),
         tool_use(("finish", {"summary": "Routed 5, skipped 1."})),
     )
@@ -263,40 +227,13 @@ def test_stale_write_is_refused_and_the_model_retries(setup: dict[str, Any]) -> 
     path = "memory/contacts/telegram-alice.md"
     old = (root / path).read_bytes()
     (root / path).write_text(old.decode() + "- Added by the agent mid-run.\n")
+    now = sha256_hex((root / path).read_bytes())
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [
-                        {
-                            "path": path,
-                            "mode": "append",
-                            "content": "- Likes tea.\n",
-                            "expected_sha256": sha256_hex(old),
-                        }
-                    ],
-                },
-            )
+            write_call(path, "append", content="- Likes tea.\n", expected_sha256=sha256_hex(old))
         ),
         tool_use(("read_context_file", {"path": path})),
-        tool_use(
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [
-                        {
-                            "path": path,
-                            "mode": "append",
-                            "content": "- Likes tea.\n",
-                            "expected_sha256": sha256_hex((root / path).read_bytes()),
-                        }
-                    ],
-                },
-            )
-        ),
+        tool_use(write_call(path, "append", content="- Likes tea.\n", expected_sha256=now)),
         text("done"),
     )
     result = curate(s["ws"], env=s["env"], clock=clock)
@@ -310,15 +247,7 @@ def test_memory_md_caps_refuse_growth_with_guidance(setup: dict[str, Any]) -> No
     s, fake, root = setup, setup["fake"], setup["ws"].root
     big = "".join(f"- line {i}\n" for i in range(600))
     fake.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [{"path": "MEMORY.md", "mode": "append", "content": big}],
-                },
-            )
-        ),
+        tool_use(write_call("MEMORY.md", "append", content=big)),
         text("ok"),
     )
     before = (root / "MEMORY.md").read_bytes()
@@ -349,17 +278,7 @@ def test_cli_curate_plan_and_dry_run(
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
     fake.enqueue(
-        tool_use(
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [
-                        {"path": "memory/notes/dry.md", "mode": "create", "content": "# Dry\n"}
-                    ],
-                },
-            )
-        ),
+        tool_use(write_call("memory/notes/dry.md", "create", content="# Dry\n")),
         tool_use(("finish", {"summary": "dry"})),
     )
     result = run_cli(*w, "curate", "--dry-run", "--days", "3")
@@ -374,15 +293,7 @@ def test_a_routing_report_without_a_write_leaves_the_entry_for_next_time(
     s, fake = setup, setup["fake"]
     fake.enqueue(
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [
-                        {"path": "memory/2026-11-30.md", "mode": "append", "content": "- no\n"}
-                    ],
-                },
-            ),
+            write_call("memory/2026-11-30.md", "append", content="- no\n"),
             routing(s, {"[reminder]": "memory/reminders/ana.md", "[joke]": "skip"}),
         ),
         tool_use(("finish", {"summary": "claimed more than it did"})),
@@ -460,46 +371,14 @@ def test_a_tidy_that_sorts_every_word_onto_one_line_is_refused_and_the_model_rec
         f"- Bob fact {n}: he keeps bees number {n} behind the allotment shed." for n in range(30)
     ]
     (root / path).write_text("# Bob\n\n" + "\n".join(facts) + "\n")
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    subprocess.run(
-        ["git", "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qm", "bob"],
-        cwd=root,
-        check=True,
-    )
-    old = (root / path).read_bytes()
+    commit_all(root, "bob")
+    sha = {"expected_sha256": sha256_hex((root / path).read_bytes())}
     tidy = " ".join(sorted(w for line in facts for w in line.split()))
     fake.enqueue(
+        tool_use(write_call(path, "edit", "tidy bob", old="\n".join(facts), new=tidy, **sha)),
         tool_use(
-            (
-                "write_context",
-                {
-                    "message": "tidy bob",
-                    "changes": [
-                        {
-                            "path": path,
-                            "mode": "edit",
-                            "old": "\n".join(facts),
-                            "new": tidy,
-                            "expected_sha256": sha256_hex(old),
-                        }
-                    ],
-                },
-            )
-        ),
-        tool_use(
-            (
-                "write_context",
-                {
-                    "message": "add the tea fact",
-                    "changes": [
-                        {
-                            "path": path,
-                            "mode": "append",
-                            "content": "- Bob drinks green tea.\n",
-                            "expected_sha256": sha256_hex(old),
-                        }
-                    ],
-                },
+            write_call(
+                path, "append", "add the tea fact", content="- Bob drinks green tea.\n", **sha
             )
         ),
         text("done"),

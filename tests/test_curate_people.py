@@ -5,12 +5,12 @@ says (the last days, plus the days a backfill wrote)."""
 from __future__ import annotations
 
 import re
-import subprocess
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from fakeapi import tool_use
+from store_helpers import commit_all
 
 from crustacean.config import CurateConfig, load_config
 from crustacean.stages.curate import (
@@ -42,12 +42,7 @@ def clock() -> datetime:
 @pytest.fixture
 def setup(ws: Workspace, fake_api: Any) -> dict[str, Any]:
     (ws.root / f"memory/{DAY}.md").write_text(LOG)
-    subprocess.run(["git", "add", "-A"], cwd=ws.root, check=True)
-    subprocess.run(
-        ["git", "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qm", "a log"],
-        cwd=ws.root,
-        check=True,
-    )
+    commit_all(ws.root, "a log")
     env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake_api.url}
     live = Workspace(ws.root, load_config(ws.root, env=env, overrides=["llm.max_retries=0"]))
     rent, choir = (e.id for e in parse_entries(DAY, LOG))

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from store_helpers import commit_all
 
 from conftest import run_cli, snapshot
 from crustacean.mcp_server import build_server
@@ -42,14 +43,7 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
 def note(ws: Workspace) -> Workspace:
     (ws.root / NOTE).parent.mkdir(parents=True, exist_ok=True)
     (ws.root / NOTE).write_text("---\nname: garden\n---\nThe beans are sown.\n")
-    import subprocess
-
-    subprocess.run(["git", "add", "-A"], cwd=ws.root, check=True)
-    subprocess.run(
-        ["git", "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qm", "garden"],
-        cwd=ws.root,
-        check=True,
-    )
+    commit_all(ws.root, "garden")
     return ws
 
 
