@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,8 @@ from typing import Any
 import pytest
 from fakeapi import find_key_leaks, tool_use
 from stagekit import write_call
+from store_helpers import git
+from test_collect_exact import header, line
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -30,19 +31,8 @@ def clock() -> datetime:
 
 
 def oc_line(i: int, role: str, words: str, ts: str = "2026-11-30T09:0{}:00.000Z") -> str:
-    content: Any = [{"type": "text", "text": words}]
-    return (
-        json.dumps(
-            {
-                "type": "message",
-                "id": f"m{i:03d}",
-                "parentId": None,
-                "timestamp": ts.format(i % 10),
-                "message": {"role": role, "content": content},
-            }
-        )
-        + "\n"
-    )
+    """An OpenClaw message line with id m00i, at the minute of i's last digit."""
+    return line(f"m{i:03d}", role, words, datetime.fromisoformat(ts.format(i % 10)))
 
 
 def cc_line(i: int, role: str, words: str, session: str = "cc-1") -> str:
@@ -72,20 +62,8 @@ def cc_line(i: int, role: str, words: str, session: str = "cc-1") -> str:
 def setup(tmp_path: Path, ws: Workspace, fake_api: Any) -> dict[str, Any]:
     oc = tmp_path / "openclaw/agents/main/sessions"
     oc.mkdir(parents=True)
-    header = (
-        json.dumps(
-            {
-                "type": "session",
-                "version": 3,
-                "id": "sess-a",
-                "timestamp": "2026-11-30T09:00:00.000Z",
-                "cwd": "/w",
-            }
-        )
-        + "\n"
-    )
     (oc / "sess-a.jsonl").write_text(
-        header
+        header("sess-a", datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
         + oc_line(1, "user", "remind me to call Ana on Friday")
         + oc_line(2, "assistant", "Noted, Ana on Friday.")
     )
@@ -149,12 +127,6 @@ def cite_first_of(sessions: list[str]) -> Any:
 
 def run(s: dict[str, Any], **kw: Any) -> Any:
     return collect(s["ws"], env=s["env"], clock=clock, **kw)
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def test_end_to_end_then_nothing_new_costs_nothing(setup: dict[str, Any]) -> None:
@@ -268,27 +240,19 @@ def test_zero_items_still_moves_the_cursor(setup: dict[str, Any]) -> None:
 
 
 def test_secrets_are_redacted_before_the_request(setup: dict[str, Any]) -> None:
-    s, fake = setup, setup["fake"]
-    with s["oc"].open("a") as fh:
-        fh.write(oc_line(5, "user", f"my key is {KEY} keep it safe"))
-    fake.enqueue(notes())
-    run(s)
-    assert find_key_leaks(fake, KEY) == []
-    assert "[REDACTED:Anthropic API key]" in json.dumps(fake.messages()[0].body)
-
-
-def test_issue_20_formats_are_redacted_before_the_request(setup: dict[str, Any]) -> None:
-    # a real OpenClaw transcript once sent a live Composio key to the model
+    # issue 20: a real OpenClaw transcript once sent a live Composio key to the model
     s, fake = setup, setup["fake"]
     composio = "ak_" + "t-F9AbvfZHU7SUrqAGNn"
     telegram = "7012345678:" + "AAE" + "k3Jd9sLq2Wm8Xn5Bv7Cz1Rt4Yp6qW9eR"
     with s["oc"].open("a") as fh:
-        fh.write(oc_line(5, "user", f"use COMPOSIO_API_KEY={composio} and bot {telegram}"))
+        fh.write(oc_line(5, "user", f"my key is {KEY} keep it safe"))
+        fh.write(oc_line(6, "user", f"use COMPOSIO_API_KEY={composio} and bot {telegram}"))
     fake.enqueue(notes())
     run(s)
     body = json.dumps(fake.messages()[0].body)
-    assert composio not in body and telegram not in body
-    assert "[REDACTED:Composio API key]" in body and "[REDACTED:Telegram bot token]" in body
+    assert find_key_leaks(fake, KEY) == [] and composio not in body and telegram not in body
+    for kind in ("Anthropic API key", "Composio API key", "Telegram bot token"):
+        assert f"[REDACTED:{kind}]" in body
 
 
 def test_an_injected_instruction_can_do_nothing_but_return_items(setup: dict[str, Any]) -> None:
@@ -384,21 +348,6 @@ def test_since_filters_and_source_selects(setup: dict[str, Any]) -> None:
     assert result.new_messages == 2 and result.files_scanned == 1
     later = run(s, since=datetime(2026, 12, 1, tzinfo=UTC))
     assert later.new_messages == 0
-
-
-def test_since_backfills_what_the_default_window_passed_by(setup: dict[str, Any]) -> None:
-    """A first run's two-day window moves the cursors past old lines; `--since` reads them."""
-    s, fake = setup, setup["fake"]
-    with s["oc"].open("a") as fh:
-        fh.write(oc_line(3, "user", "an old note", ts="2026-11-01T09:0{}:00.000Z"))
-    fake.enqueue(notes())
-    first = run(s)
-    assert first.new_messages == 4  # the old line is outside the window
-    fake.enqueue(notes())
-    back = run(s, since=datetime(2026, 10, 30, tzinfo=UTC))
-    assert back.new_messages == 1 and len(fake.messages()) == 2
-    assert "an old note" in json.dumps(fake.messages()[-1].body)
-    assert run(s, since=datetime(2026, 10, 30, tzinfo=UTC)).new_messages == 0  # never twice
 
 
 def test_a_wildcard_source_path_covers_every_folder_it_matches(

@@ -513,6 +513,7 @@ def test_since_backfills_a_message_the_first_window_passed_by(k: Kit) -> None:
     back = k.run(since=NOW - timedelta(days=10))
     assert back.new_messages == 1 and logged(k.ws.root) == {"note-1": 1, "note-2": 1}
     assert (k.ws.root / f"memory/{old.date()}.md").exists()
+    assert k.run(since=NOW - timedelta(days=10)).new_messages == 0  # never twice
 
 
 # ------------------------------------------------------------------ one budget per run

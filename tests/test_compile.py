@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakeapi import tool_use
 from stagekit import live, write_call
+from store_helpers import git
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -127,9 +127,7 @@ def test_end_to_end_on_three_months(setup: dict[str, Any]) -> None:
     assert "## Flagged for Calibrate\n- memory/notes/dup-a.md may be stale" in digest
     for line in ops.tiers + ops.archived:
         assert line in digest
-    log = subprocess.run(
-        ["git", "log", "--format=%an|%s"], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
+    log = git(root, "log", "--format=%an|%s")
     assert "crustacean compile|compile: archive" in log and "compile: weekly digest" in log
 
     before = snapshot(root)
@@ -142,10 +140,10 @@ def test_end_to_end_on_three_months(setup: dict[str, Any]) -> None:
 
 
 def test_no_model_runs_only_the_deterministic_pass(setup: dict[str, Any]) -> None:
-    s, fake = setup, setup["fake"]
-    result = compile_workspace(s["ws"], env={}, clock=clock, no_model=True)
-    assert result.model == "skipped (--no-model)" and fake.requests == []
-    assert result.ops.archived and result.digest
+    fake, root = setup["fake"], setup["ws"].root
+    out = run_cli("-w", str(root), "compile", "--no-model").stdout
+    assert "archived:" in out and "Model pass: skipped (--no-model)." in out
+    assert fake.requests == [] and list(root.glob("archive/digests/*-weekly.md"))
 
 
 def test_model_cannot_rm_or_overwrite_a_log_or_drop_half_of_memory(setup: dict[str, Any]) -> None:
@@ -214,13 +212,7 @@ def test_interrupted_between_passes_then_idempotent(
     with pytest.raises(KeyboardInterrupt):
         run(s)
     monkeypatch.undo()
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    status = git(root, "status", "--porcelain", "--untracked-files=no")
     assert status.strip() == ""  # every step that ran is a whole version
     assert not (root / ".crustacean/journal.json").exists()
     fake.enqueue(tool_use(("finish", {"summary": "nothing"})))
@@ -240,12 +232,3 @@ def test_not_a_git_repo(tmp_path: Path) -> None:
     result = compile_workspace(ws, env={}, clock=clock, no_model=True)
     assert result.ops.archived and result.ops.versions == []
     assert len((root / "MEMORY.md").read_text().splitlines()) <= 500
-
-
-def test_cli_compile_no_model(setup: dict[str, Any]) -> None:
-    out = run_cli("-w", str(setup["ws"].root), "compile", "--no-model").stdout
-    assert "archived:" in out and "Model pass: skipped (--no-model)." in out
-
-
-def test_today_is_computed_in_the_workspace_zone() -> None:
-    assert date(2026, 11, 29).weekday() == 6  # the fixture's NOW is a Sunday, compile's day

@@ -79,12 +79,6 @@ def test_daily_dir_option_is_written_to_the_config(tmp_path: Path) -> None:
     assert (root / "memory/daily").is_dir()
 
 
-def test_bad_daily_dir_is_a_usage_error_and_creates_nothing(tmp_path: Path) -> None:
-    result = run_cli("init", str(tmp_path / "w"), "--daily-dir", "weekly", code=2)
-    assert "Error: --daily-dir must be root or daily" in result.stderr
-    assert not (tmp_path / "w").exists()
-
-
 def test_init_on_a_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     result = run_cli("init", str(tmp_path / "f"), code=2)
@@ -213,10 +207,15 @@ def test_init_does_not_guess_between_two_agents(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("answer", "kinds"),
-    [("claude_code\n", ["claude_code"]), ("both\n", ["openclaw", "claude_code"]), ("\n", [])],
+    [
+        ("claude_code\n", ["claude_code"]),
+        ("both\n", ["openclaw", "claude_code"]),
+        ("\n", []),
+        ("telegram\n", None),  # a bad answer: a usage error, and nothing made
+    ],
 )
 def test_at_a_terminal_init_asks_which_agent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, kinds: list[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, kinds: list[str] | None
 ) -> None:
     from typer.testing import CliRunner
 
@@ -228,24 +227,13 @@ def test_at_a_terminal_init_asks_which_agent(
     (home / ".claude/projects").mkdir(parents=True)
     monkeypatch.setattr(init_cmd, "_interactive", lambda: True)
     result = CliRunner().invoke(app, ["init", str(tmp_path / "w")], input=answer)
-    assert result.exit_code == 0, result.output
     assert "Collect which? (openclaw, claude_code, both, none)" in result.output
+    if kinds is None:
+        assert result.exit_code == 2 and not (tmp_path / "w").exists()
+        assert "answer one of openclaw, claude_code, both, none, not 'telegram'" in result.output
+        return
+    assert result.exit_code == 0, result.output
     assert [s.kind for s in load_config(tmp_path / "w", env={}).settings.sources] == kinds
-
-
-def test_a_bad_answer_makes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
-    from crustacean.cli import init_cmd
-    from crustacean.cli.app import app
-
-    (tmp_path / "home/.openclaw/agents").mkdir(parents=True)
-    (tmp_path / "home/.claude/projects").mkdir(parents=True)
-    monkeypatch.setattr(init_cmd, "_interactive", lambda: True)
-    result = CliRunner().invoke(app, ["init", str(tmp_path / "w")], input="telegram\n")
-    assert result.exit_code == 2
-    assert "answer one of openclaw, claude_code, both, none, not 'telegram'" in result.output
-    assert not (tmp_path / "w").exists()
 
 
 def test_an_openclaw_workspace_takes_only_openclaws_transcripts(tmp_path: Path) -> None:
@@ -263,9 +251,12 @@ def test_an_openclaw_workspace_takes_only_openclaws_transcripts(tmp_path: Path) 
         (["--source", "telegram"], "unknown --source 'telegram'; use openclaw or claude_code"),
         (["--source", "openclaw", "--no-detect"], "--source names the sources to add"),
         (["--sample", "--source", "openclaw"], "--sample uses its own layout and sources"),
+        (["--daily-dir", "weekly"], "Error: --daily-dir must be root or daily"),
     ],
 )
-def test_bad_source_options_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_options_are_usage_errors_and_create_nothing(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
     result = run_cli("init", str(tmp_path / "w"), *args, code=2)
     assert message in result.output
     assert not (tmp_path / "w").exists()

@@ -31,30 +31,26 @@ def home() -> Path:
     return Path(os.environ["HOME"])
 
 
-def test_init_without_a_folder_refuses_the_home_folder() -> None:
+@pytest.mark.parametrize(
+    ("above", "named", "words", "hint"),
+    [
+        (False, False, "is your home folder", "crustacean init ~/agent"),
+        (True, False, "holds your home folder", ""),
+        (False, True, "is your home folder", ""),
+    ],
+    ids=["home as the current folder", "a folder above home", "home named"],
+)
+def test_init_refuses_the_home_folder_and_any_above_it(
+    above: bool, named: bool, words: str, hint: str
+) -> None:
     (home() / "notes.md").write_text("mine\n")
-    os.chdir(home())
+    os.chdir(home().parent if above else home())
     before = snapshot(home())
-    result = run_cli("init", code=2)
-    assert "is your home folder" in result.output
-    assert "crustacean init ~/agent" in result.output
+    result = run_cli("init", *([str(home())] if named else []), code=2)
+    assert words in result.output and hint in result.output
     assert "Traceback" not in result.output
     assert snapshot(home()) == before
-    assert not (home() / ".git").exists()
-
-
-def test_init_refuses_a_folder_above_home(tmp_path: Path) -> None:
-    os.chdir(home().parent)
-    before = snapshot(home())
-    result = run_cli("init", code=2)
-    assert "holds your home folder" in result.output
-    assert snapshot(home()) == before
-    assert not (home().parent / "crustacean.toml").exists()
-
-
-def test_init_names_home_explicitly_is_refused_too() -> None:
-    result = run_cli("init", str(home()), code=2)
-    assert "is your home folder" in result.output
+    assert not (home() / ".git").exists() and not (home().parent / "crustacean.toml").exists()
 
 
 def test_init_without_a_folder_in_a_folder_of_its_own_adopts_it() -> None:
@@ -148,15 +144,17 @@ def _dirty_write(ws: Workspace, content: str) -> tuple[Store, Path]:
     return store, full
 
 
+def add_two(store: Store) -> None:
+    """Curate's append to the file the user left dirty."""
+    change = {"path": "memory/notes/x.md", "mode": "append", "content": "- two\n"}
+    store.write_context([change], actor="curate", message="add two")
+
+
 def test_no_snapshot_commits_user_edits_holding_a_credential(ws: Workspace) -> None:
     store, full = _dirty_write(ws, f"# x\n\n- one\n- aws {AWS_ID}\n")
     head = git(ws.root, "rev-parse", "HEAD")
     with pytest.raises(SecretError) as err:
-        store.write_context(
-            [{"path": "memory/notes/x.md", "mode": "append", "content": "- two\n"}],
-            actor="curate",
-            message="add two",
-        )
+        add_two(store)
     assert "memory/notes/x.md has uncommitted edits" in str(err.value)
     assert "AWS access key id, line 4" in str(err.value) and AWS_ID not in str(err.value)
     assert git(ws.root, "rev-parse", "HEAD") == head
@@ -173,11 +171,7 @@ def test_no_snapshot_commits_a_file_over_the_size_limit(tmp_path: Path) -> None:
     ws = Workspace(root, load_config(root))
     _, full = _dirty_write(ws, "# x\n\n" + "- line\n" * 40)
     with pytest.raises(LimitError, match=r"over store\.max_snapshot_bytes"):
-        Store(ws).write_context(
-            [{"path": "memory/notes/x.md", "mode": "append", "content": "- two\n"}],
-            actor="curate",
-            message="add two",
-        )
+        add_two(Store(ws))
     assert full.read_text().count("- line") == 40
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_collect_exact import header, line
 
 from conftest import run_cli
 from conftest import snapshot as _snapshot
@@ -30,18 +31,10 @@ NOW = datetime.now(UTC)
 
 def _fresh_openclaw(dst: Path) -> None:
     """A small OpenClaw session from an hour ago, so collect's two-day window sees it."""
-    stamp = (NOW - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    lines = [
-        {"type": "session", "version": 3, "id": "s-plan", "timestamp": stamp},
-        {
-            "type": "message",
-            "id": "m1",
-            "timestamp": stamp,
-            "message": {"role": "user", "content": [{"type": "text", "text": "Call Ana at 5."}]},
-        },
-    ]
+    hour_ago = NOW - timedelta(hours=1)
     dst.mkdir(parents=True)
-    (dst / "s-plan.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    session = header("s-plan", hour_ago) + line("m1", "user", "Call Ana at 5.", hour_ago)
+    (dst / "s-plan.jsonl").write_text(session)
 
 
 @pytest.fixture

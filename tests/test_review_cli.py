@@ -3,7 +3,7 @@ prints a rejection's reason and the diff of any proposal."""
 
 from __future__ import annotations
 
-import subprocess
+from store_helpers import git
 
 from conftest import run_cli
 from crustacean.store.write import Store
@@ -21,18 +21,14 @@ def propose(ws: Workspace) -> int:
     return result.proposal
 
 
-def git(ws: Workspace, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=ws.root, capture_output=True, text=True, check=True
-    ).stdout
-
-
 def test_an_approval_records_who_approved_in_the_version(ws: Workspace) -> None:
     pid = propose(ws)
     env = {"LOGNAME": "sam", "USER": "sam"}
     run_cli("-w", str(ws.root), "review", "approve", str(pid), env=env)
-    assert git(ws, "log", "-1", "--format=%s") == f"curate: values (proposal {pid}, approved)\n"
-    body = git(ws, "log", "-1", "--format=%b")
+    assert (
+        git(ws.root, "log", "-1", "--format=%s") == f"curate: values (proposal {pid}, approved)\n"
+    )
+    body = git(ws.root, "log", "-1", "--format=%b")
     assert body.startswith("Approved by sam on the command line.\n")
     assert "Crustacean-Actor: mcp" in body  # the proposer stays the version's actor
 
@@ -52,6 +48,6 @@ def test_review_show_of_an_approved_one_shows_its_version(ws: Workspace) -> None
     pid = propose(ws)
     w = ("-w", str(ws.root))
     run_cli(*w, "review", "approve", str(pid))
-    version = git(ws, "rev-parse", "HEAD").strip()
+    version = git(ws.root, "rev-parse", "HEAD").strip()
     shown = run_cli(*w, "review", "show", str(pid)).stdout
     assert f"Diff: version {version[:12]}\n" in shown and "+- Be kind to crabs." in shown

@@ -107,18 +107,19 @@ def test_doctor_config_error_and_cli_exit(ws: Workspace) -> None:
     assert "fail  config:" in result.stdout
 
 
-def test_doctor_ping_and_openclaw(ws: Workspace, fake_api: Any, tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def openclaw_home(tmp_path: Path, config: str, name: str = "home") -> Path:
+    """A HOME whose ~/.openclaw/openclaw.json holds `config`."""
+    home = tmp_path / name
     (home / ".openclaw").mkdir(parents=True)
-    (home / ".openclaw/openclaw.json").write_text(
-        json.dumps(
-            {
-                "agents": {
-                    "defaults": {"workspace": str(ws.root), "memorySearch": {"extraPaths": []}}
-                }
-            }
-        )
-    )
+    (home / ".openclaw/openclaw.json").write_text(config)
+    return home
+
+
+def test_doctor_ping_and_openclaw(ws: Workspace, fake_api: Any, tmp_path: Path) -> None:
+    config = {
+        "agents": {"defaults": {"workspace": str(ws.root), "memorySearch": {"extraPaths": []}}}
+    }
+    home = openclaw_home(tmp_path, json.dumps(config))
     fake_api.enqueue(text("pong"))
     env = {
         "HOME": str(home),
@@ -167,15 +168,13 @@ def test_doctor_ping_and_openclaw(ws: Workspace, fake_api: Any, tmp_path: Path) 
 def test_doctor_reads_openclaw_config_as_openclaw_does(
     tmp_path: Path, config: str, search: str, dreaming: str | None
 ) -> None:
-    home = tmp_path / "home"
-    root = home / "agent-ws"
     from crustacean.ops.init import init_workspace
 
+    root = tmp_path / "home/agent-ws"
+    home = openclaw_home(tmp_path, config.replace("WS", str(root)))
     init_workspace(root, detect=False)
     with (root / "crustacean.toml").open("a") as fh:  # it collects OpenClaw's transcripts
         fh.write('\n[[sources]]\nkind = "openclaw"\npath = "~/.openclaw/agents"\n')
-    (home / ".openclaw").mkdir(parents=True)
-    (home / ".openclaw/openclaw.json").write_text(config.replace("WS", str(root)))
     env = {"HOME": str(home), "CRUSTACEAN_CONFIG_DIR": str(tmp_path / "cfg")}
     by = {f.name: f.status for f in doctor(root, env=env).findings}
     assert by["openclaw memorySearch"] == search
@@ -183,9 +182,7 @@ def test_doctor_reads_openclaw_config_as_openclaw_does(
 
 
 def test_doctor_names_an_unreadable_openclaw_config(ws: Workspace, tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    (home / ".openclaw").mkdir(parents=True)
-    (home / ".openclaw/openclaw.json").write_text("{agents: [")
+    home = openclaw_home(tmp_path, "{agents: [")
     report = doctor(ws.root, env={"HOME": str(home), "CRUSTACEAN_CONFIG_DIR": str(tmp_path)})
     found = next(f for f in report.findings if f.name == "openclaw")
     assert found.status == "warn" and "could not be read as JSON5" in found.detail
@@ -261,9 +258,7 @@ def test_doctor_names_only_what_is_installed(ws: Workspace, tmp_path: Path) -> N
 def test_doctor_keeps_openclaw_advice_out_of_a_claude_code_workspace(
     ws: Workspace, tmp_path: Path
 ) -> None:
-    home = tmp_path / "home2"
-    (home / ".openclaw").mkdir(parents=True)
-    (home / ".openclaw/openclaw.json").write_text("{agents: {defaults: {memorySearch: {}}}}")
+    home = openclaw_home(tmp_path, "{agents: {defaults: {memorySearch: {}}}}", "home2")
     names = _doctor_names(ws, home, tmp_path)
     assert "openclaw memorySearch" not in names and "openclaw dreaming" not in names
 

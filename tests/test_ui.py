@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
+from store_helpers import git
 from ui_helpers import HOSTILE, SOUL_ADDED, open_ws, seed
 
 from conftest import snapshot
@@ -248,9 +249,7 @@ def test_approve_applies_the_proposal_as_a_version(seeded, monkeypatch: pytest.M
     assert SOUL_ADDED.strip() in (ws.root / "SOUL.md").read_text()
     top = hist.history(Store(ws), None, 1)[0]
     assert top.id == vid and top.actor == "calibrate" and top.files == ("SOUL.md",)
-    body = subprocess.run(
-        ["git", "log", "-1", "--format=%b", vid], cwd=ws.root, capture_output=True, text=True
-    ).stdout
+    body = git(ws.root, "log", "-1", "--format=%b", vid)
     assert body.startswith("Approved by sam in the review page.\n")
     assert proposals.get(ws, pid).status == "approved"
     shown = client.get(r.headers["location"]).text
@@ -455,9 +454,9 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 f"---\nname: note-{i}\ntier: {'warm' if i % 3 else 'cold'}\n---\n"
                 f"Note {i} about topic {i % 97}: a fact worth keeping.\n"
             )
-        git = ["git", "-c", "user.name=crustacean user", "-c", "user.email=u@localhost"]
-        subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-        subprocess.run([*git, "commit", "-qm", "10,000 notes"], cwd=root, check=True)
+        ident = ["-c", "user.name=crustacean user", "-c", "user.email=u@localhost"]
+        git(root, *ident, "add", "-A")
+        git(root, *ident, "commit", "-qm", "10,000 notes")
         stream = "".join(
             f"commit refs/heads/HEADREF\ncommitter crustacean curate <c@localhost> "
             f"{1_700_000_000 + i} +0000\ndata {len(f'edit {i}')}\nedit {i}\n"
@@ -465,9 +464,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
             f"M 100644 inline memory/notes/note-{i:05d}.md\ndata 12\nedited {i:04d}\n\n"
             for i in range(120)
         )
-        branch = subprocess.run(
-            ["git", "symbolic-ref", "--short", "HEAD"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
+        branch = git(root, "symbolic-ref", "--short", "HEAD").strip()
         stream = stream.replace("HEADREF", branch)
         subprocess.run(
             ["git", "fast-import", "--quiet"], cwd=root, input=stream.encode(), check=True
