@@ -221,7 +221,9 @@ def _check_mcp_server(box: Sandbox, argv: list[str]) -> None:
 
 
 def _snippets(lang: str) -> list[tuple[str, str]]:
-    return [(g.name, body) for g in GUIDES for la, body in blocks(g) if la == lang]
+    """The guides' snippets, and the README's: every page a user copies configuration from."""
+    pages = [*GUIDES, REPO / "README.md"]
+    return [(g.name, body) for g in pages for la, body in blocks(g) if la == lang]
 
 
 def _is_crustacean_config(data: dict[str, Any]) -> bool:

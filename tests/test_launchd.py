@@ -83,21 +83,20 @@ def test_json(ws: Workspace) -> None:
 
 
 @pytest.mark.parametrize(
-    ("platform", "flags", "kind"),
+    ("platform", "flags", "options", "kind"),
     [
-        ("darwin", [], "launchd"),
-        ("linux", [], "cron"),
-        ("darwin", ["cron"], "cron"),
-        ("linux", ["launchd"], "launchd"),
+        ("darwin", [], cron.Options(), "launchd"),
+        ("linux", [], cron.Options(), "cron"),
+        ("darwin", ["cron"], cron.Options(), "cron"),
+        ("linux", ["launchd"], cron.Options(), "launchd"),
+        ("darwin", [], cron.Options(per_stage=True), "cron"),  # cron-only options pick cron
+        ("darwin", [], cron.Options(crontab_file=Path("t")), "cron"),
     ],
 )
-def test_launchd_is_the_default_on_macos(platform: str, flags: list[str], kind: str) -> None:
-    assert cron.pick_kind(flags, cron.Options(), platform) == kind
-
-
-def test_cron_only_options_pick_cron_even_on_macos() -> None:
-    assert cron.pick_kind([], cron.Options(per_stage=True), "darwin") == "cron"
-    assert cron.pick_kind([], cron.Options(crontab_file=Path("t")), "darwin") == "cron"
+def test_launchd_is_the_default_on_macos(
+    platform: str, flags: list[str], options: cron.Options, kind: str
+) -> None:
+    assert cron.pick_kind(flags, options, platform) == kind
 
 
 @pytest.mark.parametrize(

@@ -224,6 +224,7 @@ def oc_copy(tmp_path: Path) -> Path:
 def test_fixture_parses_to_expected_messages(
     path: Path, kind: str, session: str, source: str, expected: list[tuple[int, str, str]]
 ) -> None:
+    assert detect_kind(path) == kind
     result = read_all(path, kind)
     got = [(m.line, m.role, m.text) for m in result.messages]
     assert [(line, role) for line, role, _ in got] == [(line, role) for line, role, _ in expected]
@@ -908,22 +909,13 @@ def test_discover_survives_a_symlink_loop(home: Path) -> None:
         ("notes.md", b"", "plain"),
         ("todo.TXT", b"buy milk", "plain"),
         ("photo.png", b"\x89PNG", "unknown"),
+        ("gone.jsonl", None, "unknown"),  # a missing file
     ],
 )
-def test_detect_kind(tmp_path: Path, name: str, data: bytes, kind: str) -> None:
-    (tmp_path / name).write_bytes(data)
+def test_detect_kind(tmp_path: Path, name: str, data: bytes | None, kind: str) -> None:
+    if data is not None:
+        (tmp_path / name).write_bytes(data)
     assert detect_kind(tmp_path / name) == kind
-
-
-@pytest.mark.parametrize(
-    ("path", "kind"), [(p, k) for p, k, *_ in EXPECTED], ids=[p.name[:24] for p, *_ in EXPECTED]
-)
-def test_detect_kind_on_fixtures(path: Path, kind: str) -> None:
-    assert detect_kind(path) == kind
-
-
-def test_detect_kind_of_a_missing_file_is_unknown(tmp_path: Path) -> None:
-    assert detect_kind(tmp_path / "gone.jsonl") == "unknown"
 
 
 def test_default_sources(tmp_path: Path) -> None:
