@@ -289,9 +289,8 @@ def test_progress_helper_stays_silent_off_a_terminal() -> None:
 # ---------------------------------------------------------------- quiet, help, completion
 
 
-def test_quiet_keeps_only_errors_and_json(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    run_cli("init", "--no-detect", str(root))
+def test_quiet_keeps_only_errors_and_json(copied_ws: Workspace) -> None:
+    root = copied_ws.root
     assert run_cli("-q", "-w", str(root), "remember", "tea", "Ana likes tea.").stdout == ""
     data = json.loads(run_cli("-q", "-w", str(root), "remember", "tea", "Green.", "--json").stdout)
     assert data["path"] == "memory/lessons/tea.md" and len(data["version"]) == 40
@@ -325,9 +324,8 @@ def test_flags_show_as_flags_in_every_help() -> None:
 # ---------------------------------------------------------------- --json on every result
 
 
-def test_json_results_have_stable_keys(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    run_cli("init", "--no-detect", str(root))
+def test_json_results_have_stable_keys(copied_ws: Workspace) -> None:
+    root = copied_ws.root
     w = ["-w", str(root)]
     made = json.loads(run_cli(*w, "remember", "tea", "Ana likes tea.", "--json").stdout)
     assert set(made) == {"path", "version", "files", "sha256"}
@@ -358,17 +356,15 @@ def test_review_show_approve_and_reject_json(ws: Workspace) -> None:
     assert dropped == {"id": other, "status": "rejected", "reason": ""}
 
 
-def test_history_of_a_file_without_versions_says_so(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    run_cli("init", "--no-detect", str(root))
+def test_history_of_a_file_without_versions_says_so(copied_ws: Workspace) -> None:
+    root = copied_ws.root
     (root / "notes.md").write_text("x\n")
     out = run_cli("-w", str(root), "history", "notes.md").stdout
     assert out.startswith("No version changed notes.md; `crustacean history` lists")
 
 
-def test_times_are_in_the_workspace_zone(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    run_cli("init", "--no-detect", str(root))
+def test_times_are_in_the_workspace_zone(copied_ws: Workspace) -> None:
+    root = copied_ws.root
     w = ["-w", str(root), "-c", "workspace.timezone=Asia/Tokyo"]
     assert "time (Asia/Tokyo)" in run_cli(*w, "history").stdout
     out = run_cli(*w, "tick", "--dry-run").stdout
