@@ -17,7 +17,6 @@ from crustacean.config import (
     render_workspace_toml,
     toml_value,
 )
-from crustacean.errors import ConfigError
 from crustacean.ops.init import init_workspace
 from crustacean.workspace import Workspace
 
@@ -91,9 +90,8 @@ def test_an_old_full_toml_keeps_working_and_its_repeats_are_named(tmp_path: Path
     assert small["default"] == "claude-haiku-5-5"
 
 
-def test_config_show_tells_defaults_from_choices(tmp_path: Path) -> None:
-    run_cli("init", "--no-detect", str(tmp_path / "w"))
-    root = tmp_path / "w"
+def test_config_show_tells_defaults_from_choices(copied_ws: Workspace) -> None:
+    root = copied_ws.root
     rows = json.loads(run_cli("-w", str(root), "config", "show", "--json").stdout)
     chosen = {r["key"] for r in rows if r["layer"] != "default"}
     assert chosen == {"workspace.daily_dir"}
@@ -106,10 +104,10 @@ def test_config_show_tells_defaults_from_choices(tmp_path: Path) -> None:
     )
 
 
-def _workspace(tmp_path: Path, toml: str) -> Path:
+def _workspace(tmp_path: Path, toml: str | bytes) -> Path:
     root = tmp_path / "w"
     root.mkdir()
-    (root / "crustacean.toml").write_text(toml)
+    (root / "crustacean.toml").write_bytes(toml if isinstance(toml, bytes) else toml.encode())
     return root
 
 
@@ -125,11 +123,15 @@ BAD_CONFIGS = [
     ("[memory\nwrite = 1\n", "TOML syntax error"),
     ('[[sources]]\nkind = "openclaw"\n', "'path' must be set"),
     ('[[sources]]\npath = "x"\nkind = "slack"\n', "'kind' must be one of"),
+    ("[store]\nmax_file_bytes = true\n", "key 'store.max_file_bytes' must be an integer"),
+    (b'[memory]\nwrite = "\xff"\n', "not UTF-8"),
 ]
 
 
 @pytest.mark.parametrize(("toml", "expected"), BAD_CONFIGS)
-def test_bad_config_is_one_clear_line_with_exit_2(tmp_path: Path, toml: str, expected: str) -> None:
+def test_bad_config_is_one_clear_line_with_exit_2(
+    tmp_path: Path, toml: str | bytes, expected: str
+) -> None:
     root = _workspace(tmp_path, toml)
     before = snapshot(root)
     result = run_cli("-w", str(root), "config", "show", code=2)
@@ -139,13 +141,6 @@ def test_bad_config_is_one_clear_line_with_exit_2(tmp_path: Path, toml: str, exp
     assert expected in result.stderr
     assert "Traceback" not in result.output
     assert snapshot(root) == before
-
-
-def test_non_utf8_config_is_a_clear_error(tmp_path: Path) -> None:
-    root = _workspace(tmp_path, "")
-    (root / "crustacean.toml").write_bytes(b'[memory]\nwrite = "\xff"\n')
-    result = run_cli("-w", str(root), "config", "show", code=2)
-    assert "not UTF-8" in result.stderr
 
 
 def test_layers_apply_in_order_and_show_their_origin(
@@ -187,32 +182,44 @@ def test_locked_key_keeps_the_org_value_and_warns(
     assert '"review"' in row and "org" in row and "locked" in row
 
 
-def test_org_file_that_is_missing_is_a_config_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CRUSTACEAN_ORG_CONFIG", str(tmp_path / "nope.toml"))
-    result = run_cli("config", "show", code=2)
-    assert "CRUSTACEAN_ORG_CONFIG points to" in result.stderr
-
-
 @pytest.mark.parametrize(
-    ("var", "value", "expected"),
+    ("env", "argv", "words"),
     [
-        ("CRUSTACEAN_MEMORY__MAX_ENTRIES", "many", "must be an integer"),
-        ("CRUSTACEAN_NOPE__KEY", "1", "unknown key 'nope.key'"),
+        (
+            {"CRUSTACEAN_MEMORY__MAX_ENTRIES": "many"},
+            ["config", "show"],
+            ["environment variable CRUSTACEAN_MEMORY__MAX_ENTRIES", "must be an integer"],
+        ),
+        (
+            {"CRUSTACEAN_NOPE__KEY": "1"},
+            ["config", "show"],
+            ["environment variable CRUSTACEAN_NOPE__KEY", "unknown key 'nope.key'"],
+        ),
+        (
+            {"CRUSTACEAN_ORG_CONFIG": "{tmp}/nope.toml"},
+            ["config", "show"],
+            ["CRUSTACEAN_ORG_CONFIG points to"],
+        ),
+        (
+            {},
+            ["-w", "{tmp}/plain", "history"],
+            ["is not a crustacean workspace (no crustacean.toml)"],
+        ),
     ],
+    ids=["env value", "env key", "org file missing", "plain folder"],
 )
-def test_bad_environment_values(
-    monkeypatch: pytest.MonkeyPatch, var: str, value: str, expected: str
+def test_bad_environment_values_and_workspaces_are_usage_errors(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    argv: list[str],
+    words: list[str],
 ) -> None:
-    monkeypatch.setenv(var, value)
-    result = run_cli("config", "show", code=2)
-    assert f"environment variable {var}" in result.stderr and expected in result.stderr
-
-
-def test_bad_flag_value() -> None:
-    result = run_cli("-c", "memory.write", "config", "show", code=2)
-    assert "expected KEY=VALUE" in result.stderr
+    (tmp_path / "plain").mkdir()
+    for var, value in env.items():
+        monkeypatch.setenv(var, value.format(tmp=tmp_path))
+    result = run_cli(*(a.format(tmp=tmp_path) for a in argv), code=2)
+    assert all(w in result.stderr for w in words), result.stderr
 
 
 def test_env_and_flag_values_are_typed() -> None:
@@ -224,12 +231,6 @@ def test_env_and_flag_values_are_typed() -> None:
     assert loaded.settings.stages.curate.enabled is False
     assert loaded.settings.llm.timeout_seconds == 2.5
     assert loaded.warnings  # governance.locked is read only from the org file
-
-
-def test_config_error_names_the_file_key_and_expectation(tmp_path: Path) -> None:
-    root = _workspace(tmp_path, "[store]\nmax_file_bytes = true\n")
-    with pytest.raises(ConfigError, match=r"key 'store.max_file_bytes' must be an integer"):
-        load_config(root, env={})
 
 
 # ------------------------------------------------------------ discovery
@@ -245,18 +246,6 @@ def test_discovery_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("CRUSTACEAN_WORKSPACE", str(b))
     assert json.loads(run_cli("paths", "--json").stdout)["workspace"] == str(b)
     assert json.loads(run_cli("-w", str(a), "paths", "--json").stdout)["workspace"] == str(a)
-
-
-def test_outside_a_workspace_commands_say_how_to_make_one(tmp_path: Path) -> None:
-    result = run_cli("history", code=2)
-    assert "no crustacean workspace in" in result.stderr
-    assert "Run `crustacean init`" in result.stderr
-
-
-def test_workspace_flag_pointing_at_a_plain_folder(tmp_path: Path) -> None:
-    (tmp_path / "plain").mkdir()
-    result = run_cli("-w", str(tmp_path / "plain"), "history", code=2)
-    assert "is not a crustacean workspace (no crustacean.toml)" in result.stderr
 
 
 def test_paths_lists_every_location(ws) -> None:
@@ -275,7 +264,7 @@ def test_paths_lists_every_location(ws) -> None:
 
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Europe/Berlin", "Pacific/Chatham"])
 def test_today_in_the_system_zone_is_the_date_tzlocal_gives(
-    zone: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    zone: str, copied_ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`Workspace.today` with no zone configured reads the C library's local time (no tzlocal
     import); around midnight and DST changes it must be the date of the zone tzlocal names."""
@@ -286,8 +275,7 @@ def test_today_in_the_system_zone_is_the_date_tzlocal_gives(
 
     from crustacean.workspace import Workspace
 
-    root = tmp_path / "ws"
-    init_workspace(root)
+    root = copied_ws.root
     monkeypatch.setenv("TZ", zone)
     time_mod.tzset()
     tzlocal.reload_localzone()

@@ -412,7 +412,6 @@ def test_openclaw_prints_one_command_per_stage_and_writes_nothing(
 @pytest.mark.parametrize(
     "args",
     [
-        ("--systemd", "--openclaw"),
         ("--systemd", "--per-stage"),
         ("--systemd", "--crontab-file", "x"),
         ("--unit-dir", "x"),

@@ -340,25 +340,6 @@ def test_curate_is_handed_its_likely_destinations_with_their_sha256(
     assert handed in prompt and '<file path="memory/README.md"' in prompt
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("Alice became head baker.", ["memory/contacts/telegram-alice.md"]),
-        ("Sourdough starter needs feeding.", ["knowledge/topics/sourdough.md"]),
-        ("Call Ana about the lease.", []),  # no file for Ana yet: nothing to hand
-        ("Telegram was down again.", []),  # a channel prefix is not a name
-    ],
-)
-def test_likely_destinations(text: str, expected: list[str]) -> None:
-    from crustacean.stages.curate import Entry, likely_destinations
-
-    labels = {
-        "memory/contacts/telegram-alice.md": "Alice",
-        "knowledge/topics/sourdough.md": "Sourdough",
-    }
-    assert likely_destinations([Entry("x", "2026-11-30", "", text, 1)], labels) == expected
-
-
 def test_a_tidy_that_sorts_every_word_onto_one_line_is_refused_and_the_model_recovers(
     setup: dict[str, Any],
 ) -> None:

@@ -33,6 +33,7 @@ LOG = (
     "- [person] Omar is thinking about quitting the choir; Lena thinks it's a shame.\n"
 )
 LENA, OMAR = "memory/contacts/name-lena.md", "memory/contacts/name-omar.md"
+ALICE, SOURDOUGH = "memory/contacts/telegram-alice.md", "knowledge/topics/sourdough.md"
 
 
 def clock() -> datetime:
@@ -151,11 +152,17 @@ def test_destinations(item: dict[str, Any], expected: tuple[str, ...]) -> None:
         ("Lena's rent is 1,020 euros now.", [LENA]),
         ("Omar and Lena went to the jazz night.", [LENA, OMAR]),
         ("They settled on a name for the cat: Pepper.", []),  # `name-` is no name
+        ("Alice became head baker.", [ALICE]),
+        ("Sourdough starter needs feeding.", [SOURDOUGH]),
+        ("Call Ana about the lease.", []),  # no file for Ana yet: nothing to hand
+        ("Telegram was down again.", []),  # a channel prefix is not a name
     ],
 )
-def test_name_based_contact_files_are_likely_destinations(text: str, expected: list[str]) -> None:
+def test_likely_destinations_are_the_files_named_by_the_entry(
+    text: str, expected: list[str]
+) -> None:
     entries = parse_entries(DAY, f"- {text}\n")
-    labels = {LENA: "Lena", OMAR: "Omar"}
+    labels = {LENA: "Lena", OMAR: "Omar", ALICE: "Alice", SOURDOUGH: "Sourdough"}
     assert sorted(likely_destinations(entries, labels)) == expected
 
 

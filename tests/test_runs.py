@@ -397,11 +397,6 @@ def test_cli_show_json(ws: Workspace, one_run: str) -> None:
     assert data["log"].endswith(f"{one_run}.log")
 
 
-def test_cli_show_of_an_unknown_id_exits_2(ws: Workspace) -> None:
-    result = cli(ws, "show", "nope", code=2)
-    assert result.stderr == "Error: no run 'nope'; `crustacean runs` lists them.\n"
-
-
 def test_cli_show_marks_an_interrupted_run(ws: Workspace) -> None:
     dead = RunRecorder(ws, "compile")
     dead.__enter__()

@@ -68,8 +68,7 @@ def workspace_state(root: Path) -> dict[str, str]:
 # ---------------------------------------------------------------- token
 
 
-def test_every_request_needs_the_token_then_the_cookie(seeded) -> None:
-    ws, _ = seeded
+def test_every_request_needs_the_token_then_the_cookie(ws: Workspace, seeded) -> None:
     client, guard = client_for(ws.root)
     for path in ("/", "/files", "/file?path=SOUL.md", "/versions", "/ui.css"):
         r = client.get(path)
@@ -113,8 +112,7 @@ def test_a_foreign_host_header_is_refused_even_with_the_cookie(seeded, host: str
     assert proposals.get(ws, pid).status == "pending"
 
 
-def test_localhost_is_the_same_server(seeded) -> None:
-    ws, _ = seeded
+def test_localhost_is_the_same_server(ws: Workspace, seeded) -> None:
     client, _ = logged_in(ws.root)
     assert client.get("/", headers={"host": f"localhost:{PORT}"}).status_code == 200
 
@@ -147,8 +145,7 @@ def test_changes_without_a_valid_csrf_token_change_nothing(seeded) -> None:
     assert all(p.status == "pending" for p in proposals.list_proposals(ws, None))
 
 
-def test_pages_carry_the_csrf_token_and_strict_headers(seeded) -> None:
-    ws, _ = seeded
+def test_pages_carry_the_csrf_token_and_strict_headers(ws: Workspace, seeded) -> None:
     client, guard = logged_in(ws.root)
     r = client.get("/proposals")
     assert f'name="csrf" value="{guard.csrf}"' in r.text
@@ -161,8 +158,7 @@ def test_pages_carry_the_csrf_token_and_strict_headers(seeded) -> None:
 # ---------------------------------------------------------------- escaping
 
 
-def test_hostile_workspace_text_is_escaped_on_every_page(seeded) -> None:
-    ws, _ = seeded
+def test_hostile_workspace_text_is_escaped_on_every_page(ws: Workspace, seeded) -> None:
     store = Store(ws)
     name = "memory/notes/<img src=x onerror=alert(3)>.md"
     store.write_context(
@@ -313,8 +309,7 @@ def test_a_locked_memory_write_cannot_be_overridden(
     assert workspace_state(ws.root) == before
 
 
-def test_rollback_of_one_file_confirms_then_writes_a_user_version(seeded) -> None:
-    ws, _ = seeded
+def test_rollback_of_one_file_confirms_then_writes_a_user_version(ws: Workspace, seeded) -> None:
     client, guard = logged_in(ws.root)
     store = Store(ws)
     path = "memory/contacts/alice.md"
@@ -336,8 +331,7 @@ def test_rollback_of_one_file_confirms_then_writes_a_user_version(seeded) -> Non
     assert "Rolled back" in client.get(r.headers["location"]).text
 
 
-def test_a_rollback_confirmed_before_a_change_is_refused(seeded) -> None:
-    ws, _ = seeded
+def test_a_rollback_confirmed_before_a_change_is_refused(ws: Workspace, seeded) -> None:
     client, guard = logged_in(ws.root)
     path = "memory/contacts/alice.md"
     created = hist.history(Store(ws), path, 10)[-1]
@@ -353,8 +347,7 @@ def test_a_rollback_confirmed_before_a_change_is_refused(seeded) -> None:
     assert workspace_state(ws.root) == before
 
 
-def test_bad_input_gets_a_clear_page_and_changes_nothing(seeded) -> None:
-    ws, _ = seeded
+def test_bad_input_gets_a_clear_page_and_changes_nothing(ws: Workspace, seeded) -> None:
     client, guard = logged_in(ws.root)
     before = workspace_state(ws.root)
     cases = [
@@ -663,8 +656,7 @@ def test_the_real_server_checks_host_and_token_too(seeded) -> None:
 # ---------------------------------------------------------------- undo
 
 
-def test_undo_from_the_version_page(seeded) -> None:
-    ws, _ = seeded
+def test_undo_from_the_version_page(ws: Workspace, seeded) -> None:
     client, guard = logged_in(ws.root)
     versions = hist.history(Store(ws), None, 50)
     weekly = next(v for v in versions if v.message == "compile: weekly pass")
