@@ -66,6 +66,9 @@ def test_the_hook_fits_claude_code_on_the_sample(tmp_path: Path) -> None:
     assert heads[:4] == ["### MEMORY.md", "### SOUL.md", "### IDENTITY.md", "### USER.md"]
     assert md.rstrip().endswith("or `crustacean search WORDS` in a shell.")
     assert "This context is not your whole memory. Not loaded: memory/lessons/" in md
+    out, md = hook("-w", str(root), "-c", "context.hook_chars=4000")  # a config key
+    assert len(out) <= 4000
+    assert "over context.hook_chars 4000" in md or "cut to fit context.hook_chars 4000" in md
 
 
 def test_the_hook_with_memory_md_at_its_caps(tmp_path: Path) -> None:
@@ -102,14 +105,6 @@ def test_a_failing_hook_does_not_block_claude_code(tmp_path: Path) -> None:
     assert res.stdout == ""
     assert res.stderr.startswith("Error: --workspace names ") and res.stderr.count("\n") == 1
     run_cli("-w", missing, "context", code=2)
-
-
-def test_hook_chars_is_a_config_key(tmp_path: Path) -> None:
-    root = tmp_path / "sample"
-    run_cli("init", "--sample", str(root))
-    out, md = hook("-w", str(root), "-c", "context.hook_chars=4000")
-    assert len(out) <= 4000
-    assert "over context.hook_chars 4000" in md or "cut to fit context.hook_chars 4000" in md
 
 
 def test_the_hook_fits_on_10000_memories(big: Workspace) -> None:
@@ -226,32 +221,26 @@ def test_a_cursor_walks_every_file_once(ws: Workspace) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("tool", "args", "message"),
     [
-        ({"limit": 0}, "Error: limit must be from 1 to 100, not 0."),
-        ({"limit": 101}, "Error: limit must be from 1 to 100, not 101."),
+        ("list_context_files", {"limit": 0}, "Error: limit must be from 1 to 100, not 0."),
+        ("list_context_files", {"limit": 101}, "Error: limit must be from 1 to 100, not 101."),
+        ("read_context_file", {"start_line": 0}, "start_line must be at least 1, not 0."),
+        (
+            "read_context_file",
+            {"start_line": 5, "end_line": 2},
+            "end_line 2 is before start_line 5.",
+        ),
+        ("read_context_file", {"start_line": 999}, "start_line 999 is past its end."),
     ],
 )
-def test_bad_list_arguments_are_tool_errors(
-    ws: Workspace, args: dict[str, Any], message: str
+def test_bad_list_arguments_and_line_ranges_are_tool_errors(
+    ws: Workspace, tool: str, args: dict[str, Any], message: str
 ) -> None:
     before = snapshot(ws.root)
-    (result,) = session(ws, ("list_context_files", args))
-    assert result.is_error and message in text_of(result)
-    assert snapshot(ws.root) == before
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ({"start_line": 0}, "start_line must be at least 1, not 0."),
-        ({"start_line": 5, "end_line": 2}, "end_line 2 is before start_line 5."),
-        ({"start_line": 999}, "start_line 999 is past its end."),
-    ],
-)
-def test_bad_line_ranges_are_tool_errors(ws: Workspace, args: dict[str, Any], message: str) -> None:
-    before = snapshot(ws.root)
-    (result,) = session(ws, ("read_context_file", {"path": "MEMORY.md", **args}))
+    if tool == "read_context_file":
+        args = {"path": "MEMORY.md", **args}
+    (result,) = session(ws, (tool, args))
     assert result.is_error and message in text_of(result)
     assert snapshot(ws.root) == before
 

@@ -27,22 +27,18 @@ def test_no_stage_touches_what_dreaming_owns(actor: str, mode: str, path: str) -
     assert verdict.verdict is Verdict.DENY and "OpenClaw's dreaming" in verdict.reason
 
 
-def test_nothing_moves_into_what_dreaming_owns() -> None:
-    verdict = decide(
-        "compile",
-        "move",
-        "memory/notes/a.md",
-        daily="memory",
-        write_setting="direct",
-        to="memory/.Dreams/a.md",
-    )
-    assert verdict.verdict is Verdict.DENY
-
-
-def test_the_user_still_may() -> None:
-    assert decide("user", "edit", "DREAMS.md", daily="memory", write_setting="direct").verdict is (
-        Verdict.ALLOW
-    )
+@pytest.mark.parametrize(
+    ("actor", "mode", "path", "to", "verdict"),
+    [
+        ("compile", "move", "memory/notes/a.md", "memory/.Dreams/a.md", Verdict.DENY),  # into it
+        ("user", "edit", "DREAMS.md", None, Verdict.ALLOW),  # the user still may
+    ],
+)
+def test_nothing_moves_into_what_dreaming_owns_and_the_user_still_may(
+    actor: str, mode: str, path: str, to: str | None, verdict: Verdict
+) -> None:
+    found = decide(actor, mode, path, daily="memory", write_setting="direct", to=to)
+    assert found.verdict is verdict
 
 
 def test_a_compile_delete_of_dream_state_is_refused_and_changes_nothing(ws: Workspace) -> None:

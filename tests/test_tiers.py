@@ -187,14 +187,11 @@ def test_figures_of_the_full_chain() -> None:
     }
 
 
-def test_rules_come_from_config() -> None:
+def test_rules_come_from_config_and_apply() -> None:
     assert Rules.from_config(TiersConfig()) == Rules()
     custom = TiersConfig(hot_days=3, hot_min_uses=2, warm_days=10, cold_days=20, hot_limit=5)
-    assert Rules.from_config(custom) == Rules(3, 2, 10, 20, 5, 10000)
-
-
-def test_custom_rules_apply() -> None:
-    rules = Rules(hot_days=3, hot_min_uses=2)
+    rules = Rules.from_config(custom)
+    assert rules == Rules(3, 2, 10, 20, 5, 10000)
     assert next_tier(mem("hot"), use(1, 3), NOW, rules).next == "warm"
     assert next_tier(mem("hot"), use(2, 3), NOW, rules).next == "hot"
 
