@@ -123,14 +123,6 @@ def test_429_is_retried_then_succeeds(fake_api: FakeAnthropic) -> None:
     assert [r.headers["x-stainless-retry-count"] for r in reqs] == ["0", "1"]
 
 
-def test_529_exhausts_retries(fake_api: FakeAnthropic) -> None:
-    fake_api.enqueue(*[error(529) for _ in range(3)])
-    with pytest.raises(anthropic.OverloadedError) as exc:
-        ask(make_client(fake_api, max_retries=2))
-    assert exc.value.status_code == 529
-    assert len(fake_api.messages()) == 3
-
-
 def test_401_is_not_retried(fake_api: FakeAnthropic) -> None:
     fake_api.enqueue(error(401, message="invalid x-api-key"), text("never"))
     with pytest.raises(anthropic.AuthenticationError) as exc:

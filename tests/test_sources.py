@@ -612,15 +612,6 @@ BAD_LINES = [
 ]
 
 
-def test_bad_lines_are_skipped_and_counted_never_raised(tmp_path: Path) -> None:
-    path = tmp_path / "bad.jsonl"
-    append(path, oc_user("before", rid="a"), *BAD_LINES, b"", b"   ", oc_user("after", rid="b"))
-    result = read_all(path, "openclaw")
-    assert [m.text for m in result.messages] == ["before", "after"]
-    assert result.bad_lines == len(BAD_LINES)  # blank lines are not bad
-    assert result.cursor.offset == path.stat().st_size
-
-
 CLAUDE_BAD = [
     b'{"type": "user", "message": "not a dict"}',
     b'{"uuid": "u", "sessionId": "s"}',
@@ -629,12 +620,22 @@ CLAUDE_BAD = [
 ]
 
 
-def test_claude_code_bad_lines_are_counted(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("kind", "bad", "record"),
+    [
+        ("openclaw", BAD_LINES, lambda text, rid: oc_user(text, rid=rid)),
+        ("claude_code", CLAUDE_BAD, lambda text, rid: cc("user", text, rid)),
+    ],
+)
+def test_bad_lines_are_skipped_and_counted_never_raised(
+    tmp_path: Path, kind: str, bad: list[bytes], record: Any
+) -> None:
     path = tmp_path / "bad.jsonl"
-    append(path, *CLAUDE_BAD, cc("user", "still here", "u-good"))
-    result = read_all(path, "claude_code")
-    assert [m.text for m in result.messages] == ["still here"]
-    assert result.bad_lines == len(CLAUDE_BAD)
+    append(path, record("before", "a"), *bad, b"", b"   ", record("after", "b"))
+    result = read_all(path, kind)
+    assert [m.text for m in result.messages] == ["before", "after"]
+    assert result.bad_lines == len(bad)  # blank lines are not bad
+    assert result.cursor.offset == path.stat().st_size
 
 
 def test_odd_but_valid_content_shapes_do_not_raise(tmp_path: Path) -> None:
