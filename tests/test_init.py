@@ -42,15 +42,6 @@ def test_init_creates_the_whole_tree(tmp_path: Path) -> None:
     load_config(root, env={})  # the written config is valid
 
 
-def test_init_defaults_to_the_current_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "agent").mkdir()
-    monkeypatch.chdir(tmp_path / "agent")  # tmp_path itself holds the test's HOME: refused
-    run_cli("init")
-    assert (tmp_path / "agent/crustacean.toml").is_file()
-
-
 def test_every_config_key_is_in_the_written_toml(tmp_path: Path) -> None:
     run_cli("init", str(tmp_path / "w"))
     text = (tmp_path / "w/crustacean.toml").read_text()
