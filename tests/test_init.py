@@ -242,6 +242,7 @@ def test_an_openclaw_workspace_takes_only_openclaws_transcripts(tmp_path: Path) 
         (["--source", "telegram"], "unknown --source 'telegram'; use openclaw or claude_code"),
         (["--source", "openclaw", "--no-detect"], "--source names the sources to add"),
         (["--sample", "--source", "openclaw"], "--sample uses its own layout and sources"),
+        (["--sample", "--daily-dir", "daily"], "its own layout and sources; drop --daily-dir"),
         (["--daily-dir", "weekly"], "Error: --daily-dir must be root or daily"),
     ],
 )

@@ -97,12 +97,6 @@ def test_sample_refuses_a_folder_that_is_not_empty(
     assert snapshot(target) == before
 
 
-def test_sample_with_daily_dir_is_a_usage_error(tmp_path: Path) -> None:
-    result = run_cli("init", "--sample", str(tmp_path / "s"), "--daily-dir", "daily", code=2)
-    assert "--sample uses its own layout and sources; drop --daily-dir" in result.output
-    assert not (tmp_path / "s").exists()
-
-
 def _quickstart(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     shutil.copy(REPO / "quickstart.sh", tmp_path)
     clean = {
