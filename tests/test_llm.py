@@ -291,11 +291,9 @@ def test_api_faults_fail_the_run_cleanly(
 
 def test_timeout_fails_the_run(ws: Workspace, fake_api: Any) -> None:
     ws, env = configured(ws, fake_api, "llm.timeout_seconds=0.3", "llm.max_retries=0")
-    fake_api.enqueue(delay(3, text("late")))
-    started = time.monotonic()
+    fake_api.enqueue(delay(600, text("late")))  # held 10 minutes: only the timeout ends it
     with pytest.raises(ModelError, match=r"did not answer within 0.3s"):
         run_stage(ws, request(), env=env)
-    assert time.monotonic() - started < 2.5
 
 
 def test_connection_refused(ws: Workspace) -> None:
