@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crustacean.clock import Clock, wall_clock
 from crustacean.config import STAGES
@@ -46,8 +46,7 @@ _LAST_OK_SQL = (
 )
 
 
-@dataclass(frozen=True)
-class Preview:
+class Preview(NamedTuple):
     """What a stage would do if it ran now (`tick --plan`): one line, and its first request's
     estimated size and cost (0 when it would make no model call)."""
 
@@ -57,11 +56,10 @@ class Preview:
     est_cost: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return dict(self._asdict())
 
 
-@dataclass(frozen=True)
-class StageOutcome:
+class StageOutcome(NamedTuple):
     """One stage in a tick: its Due, and what running it gave (None when it did not run)."""
 
     stage: str
