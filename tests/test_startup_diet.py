@@ -86,6 +86,15 @@ def test_the_root_listing_imports_no_command_module(ws: Workspace, tmp_path: Pat
     assert not loaded & modules, loaded & modules
 
 
+def test_the_hook_without_a_topic_imports_no_search_code(ws: Workspace, tmp_path: Path) -> None:
+    """The SessionStart hook (no topic) ranks nothing: the search index and its query parser
+    stay unloaded (the memory index's sweep mark comes from tree.py)."""
+    done, loaded = modules_after(["context", "--format", "claude-hook"], ws.root, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert not {m for m in loaded if m.startswith(("crustacean.recall.search", "croniter"))}
+
+
 def test_the_command_modules_keep_their_annotations_evaluated() -> None:
     """typer reads each built command's signature twice; string annotations (`from __future__
     import annotations`) are compiled and evaluated on every read."""
