@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -131,6 +132,12 @@ def script(start: datetime, messages: int) -> list[dict[str, Any]]:
     ]
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
     """(seconds, stdout) of one fresh process, which must exit 0."""
     start = time.perf_counter()
@@ -187,23 +194,28 @@ def whole_ticks(
 
 def noop_ticks(
     fake: FakeAnthropic, root: Path, runs: int, env: dict[str, str]
-) -> tuple[list[float], list[float], list[float], int, int]:
+) -> tuple[list[float], list[float], list[float], int, int, list[float], list[float]]:
     """Interleaved no-op ticks, `python -c pass` and `python -c 'import typer'` (seconds each),
-    the requests the ticks made, and the stage runs they started (0 unless a slot came round
-    during the bench)."""
+    the requests the ticks made, the stage runs they started (0 unless a slot came round
+    during the bench), and the CPU seconds of each tick and each typer import (steadier than
+    wall time on a loaded machine)."""
     ws = Workspace(root, load_config(root))
     before, asked = len(list_runs(ws, limit=1000)), len(fake.requests)
     tick, bare = [crustacean(), "-w", str(root), "tick"], [sys.executable, "-c", "pass"]
     typer = [sys.executable, "-c", "import typer"]
     for cmd in (tick, bare, typer):  # warm-up: imports into the page cache
         timed(cmd, env, root)
-    ticks, passes, typers = [], [], []
+    ticks, passes, typers, tick_cpu, typer_cpu = [], [], [], [], []
     for _ in range(runs):  # interleaved, so drift hits all alike
+        used = children_cpu()
         ticks.append(timed(tick, env, root)[0])
+        tick_cpu.append(children_cpu() - used)
         passes.append(timed(bare, env, root)[0])
+        used = children_cpu()
         typers.append(timed(typer, env, root)[0])
+        typer_cpu.append(children_cpu() - used)
     started = len(list_runs(ws, limit=1000)) - before
-    return ticks, passes, typers, len(fake.requests) - asked, started
+    return ticks, passes, typers, len(fake.requests) - asked, started, tick_cpu, typer_cpu
 
 
 def crustacean() -> str:
@@ -234,7 +246,9 @@ def main() -> None:
             "CRUSTACEAN_LLM__MAX_RETRIES": "0",
         }
         ticks, bares, root = whole_ticks(fake, Path(tmp), args.rounds, args.messages, env)
-        noop, passes, typers, requests, started = noop_ticks(fake, root, args.runs, env)
+        noop, passes, typers, requests, started, noop_cpu, typer_cpu = noop_ticks(
+            fake, root, args.runs, env
+        )
     calls = int(ticks[0][2])
     wall, server = ms([t[0] for t in ticks]), ms([t[1] for t in ticks])
     net = ms([t[0] - t[1] for t in ticks])
@@ -256,6 +270,12 @@ def main() -> None:
             noop_ms,
             typer_ms,
             "`python -c 'import typer'`",
+        ),
+        (
+            "no-op tick, CPU (user + system)",
+            ms(noop_cpu),
+            ms(typer_cpu),
+            "`python -c 'import typer'`, CPU",
         ),
     ]
     print(

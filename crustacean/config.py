@@ -5,24 +5,21 @@ config dir) < workspace `crustacean.toml` < environment (`CRUSTACEAN_SECTION__KE
 (`-c key=value`). A key listed in the org file's `governance.locked` keeps the org value; a lower
 layer that sets it gets a warning naming the file and the key.
 
-The schema is the dataclasses below: every key has a default and a one-line doc, so the default
-`crustacean.toml`, `config show` and the docs are all generated from one place.
+The schema is the sections below: every key has a default and a one-line doc (its `Key`), so
+the default `crustacean.toml`, `config show` and the docs are all generated from one place. The
+sections are NamedTuples, not frozen dataclasses: every command reads the config, and 24 frozen
+dataclasses cost ~14 ms of code generation at each start-up (bench/RESULTS.md, session 9).
 """
 
-import dataclasses
 import os
 import re
 import tomllib
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
 from crustacean.errors import ConfigError
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
 ENV_PREFIX = "CRUSTACEAN_"
 ORG_ENV = "CRUSTACEAN_ORG_CONFIG"
@@ -33,146 +30,162 @@ Tier = Literal["small", "mid", "large"]
 SourceKind = Literal["auto", "openclaw", "claude_code", "plain"]
 
 
-def _opt(default: Any, doc: str, check: str | None = None) -> Any:
-    """A config field: default, one-line doc, optional named validator."""
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata={"doc": doc, "check": check})
-    return field(default=default, metadata={"doc": doc, "check": check})
+class Key(NamedTuple):
+    """A config key's one-line doc and optional named validator (`CHECKS`), the metadata of
+    its `Annotated` type in the sections below."""
+
+    doc: str
+    check: str | None = None
 
 
-@dataclass(frozen=True)
-class WorkspaceConfig:
+class WorkspaceConfig(NamedTuple):
     """[workspace]: where the daily logs go and which zone says what today is."""
 
-    timezone: str = _opt("", "IANA zone that decides what 'today' is; empty = system zone", "tz")
-    daily_dir: Literal["root", "daily"] = _opt(
-        "root", "daily logs in memory/ (root) or memory/daily/ (daily)"
-    )
+    timezone: Annotated[
+        str, Key("IANA zone that decides what 'today' is; empty = system zone", "tz")
+    ] = ""
+    daily_dir: Annotated[
+        Literal["root", "daily"], Key("daily logs in memory/ (root) or memory/daily/ (daily)")
+    ] = "root"
 
 
-@dataclass(frozen=True)
-class ModelsConfig:
+class ModelsConfig(NamedTuple):
     """[models]: the model id of each tier."""
 
-    small: str = _opt("claude-haiku-5-5", "model id of the small tier (collect)")
-    mid: str = _opt("claude-sonnet-5-5", "model id of the mid tier (curate)")
-    large: str = _opt("claude-opus-5-5", "model id of the large tier (compile, calibrate)")
+    small: Annotated[str, Key("model id of the small tier (collect)")] = "claude-haiku-5-5"
+    mid: Annotated[str, Key("model id of the mid tier (curate)")] = "claude-sonnet-5-5"
+    large: Annotated[str, Key("model id of the large tier (compile, calibrate)")] = (
+        "claude-opus-5-5"
+    )
 
 
-@dataclass(frozen=True)
-class StageConfig:
+class StageConfig(NamedTuple):
     """One stage's [stages.NAME]: whether it runs, on which tier, when."""
 
-    enabled: bool = _opt(True, "whether tick and cron run this stage")
-    tier: Tier = _opt("mid", "model tier this stage runs on")
-    schedule: str = _opt(
-        "0 3 * * *", "5-field cron expression (minute hour day month weekday)", "cron"
-    )
+    enabled: Annotated[bool, Key("whether tick and cron run this stage")] = True
+    tier: Annotated[Tier, Key("model tier this stage runs on")] = "mid"
+    schedule: Annotated[
+        str, Key("5-field cron expression (minute hour day month weekday)", "cron")
+    ] = "0 3 * * *"
 
 
-_DEFAULT_SCHEDULES: set[str] = set()  # the stages' own: valid, so a config that keeps them
-# does not import croniter to check them (tests/test_config.py checks croniter agrees)
-
-
-def _stage(tier: Tier, schedule: str, what: str) -> Any:
-    _DEFAULT_SCHEDULES.add(schedule)
-    return field(
-        default_factory=lambda: StageConfig(tier=tier, schedule=schedule),
-        metadata={"doc": what},
-    )
-
-
-@dataclass(frozen=True)
-class StagesConfig:
+class StagesConfig(NamedTuple):
     """[stages]: the four stages of the pipeline, in run order."""
 
-    collect: StageConfig = _stage("small", "0 */2 * * *", "collect: every 2 hours")
-    curate: StageConfig = _stage("mid", "30 3 * * *", "curate: daily")
-    compile: StageConfig = _stage("large", "0 4 * * 0", "compile: weekly, Sunday")
-    calibrate: StageConfig = _stage("large", "0 5 1 * *", "calibrate: monthly, on the 1st")
+    collect: Annotated[StageConfig, Key("collect: every 2 hours")] = StageConfig(
+        tier="small", schedule="0 */2 * * *"
+    )
+    curate: Annotated[StageConfig, Key("curate: daily")] = StageConfig(
+        tier="mid", schedule="30 3 * * *"
+    )
+    compile: Annotated[StageConfig, Key("compile: weekly, Sunday")] = StageConfig(
+        tier="large", schedule="0 4 * * 0"
+    )
+    calibrate: Annotated[StageConfig, Key("calibrate: monthly, on the 1st")] = StageConfig(
+        tier="large", schedule="0 5 1 * *"
+    )
 
 
-STAGES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(StagesConfig))
+STAGES: tuple[str, ...] = StagesConfig._fields
 """The pipeline's stages in run order: the one list (the registry in stages/, tick, status,
 health, cron, run records and the write policy's actors read it from here)."""
+# The stages' own schedules: valid, so a config that keeps them does not import croniter to
+# check them (tests/test_config.py checks croniter agrees).
+_DEFAULT_SCHEDULES: frozenset[str] = frozenset(stage.schedule for stage in StagesConfig())
 
 
-@dataclass(frozen=True)
-class MemoryConfig:
+class MemoryConfig(NamedTuple):
     """[memory]: who may write, and the caps of context and MEMORY.md."""
 
-    write: Literal["direct", "review", "off"] = _opt(
-        "direct", "model writes: direct, review (every write is a proposal) or off (read-only)"
+    write: Annotated[
+        Literal["direct", "review", "off"],
+        Key("model writes: direct, review (every write is a proposal) or off (read-only)"),
+    ] = "direct"
+    max_entries: Annotated[
+        int, Key("context: at most this many memory entries, newest first", "pos")
+    ] = 50
+    budget_chars: Annotated[int, Key("context: character budget of the memory section", "pos")] = (
+        20000
     )
-    max_entries: int = _opt(50, "context: at most this many memory entries, newest first", "pos")
-    budget_chars: int = _opt(20000, "context: character budget of the memory section", "pos")
-    working_lines: int = _opt(500, "MEMORY.md line cap", "pos")
-    working_chars: int = _opt(12000, "MEMORY.md character cap (OpenClaw's bootstrap limit)", "pos")
+    working_lines: Annotated[int, Key("MEMORY.md line cap", "pos")] = 500
+    working_chars: Annotated[
+        int, Key("MEMORY.md character cap (OpenClaw's bootstrap limit)", "pos")
+    ] = 12000
 
 
-@dataclass(frozen=True)
-class TiersConfig:
+class TiersConfig(NamedTuple):
     """[tiers]: the thresholds of the tier lifecycle (seed 002)."""
 
-    hot_days: int = _opt(7, "hot to warm after this many days without recall...", "pos")
-    hot_min_uses: int = _opt(5, "...and fewer than this many total uses", "pos")
-    warm_days: int = _opt(30, "warm to cold after this many days without recall", "pos")
-    cold_days: int = _opt(90, "cold to archive after this many days without recall", "pos")
-    hot_limit: int = _opt(20, "at most this many hot memories", "pos")
-    memory_cap: int = _opt(10000, "total memories before the lowest cold ones are archived", "pos")
+    hot_days: Annotated[int, Key("hot to warm after this many days without recall...", "pos")] = 7
+    hot_min_uses: Annotated[int, Key("...and fewer than this many total uses", "pos")] = 5
+    warm_days: Annotated[int, Key("warm to cold after this many days without recall", "pos")] = 30
+    cold_days: Annotated[int, Key("cold to archive after this many days without recall", "pos")] = (
+        90
+    )
+    hot_limit: Annotated[int, Key("at most this many hot memories", "pos")] = 20
+    memory_cap: Annotated[
+        int, Key("total memories before the lowest cold ones are archived", "pos")
+    ] = 10000
 
 
-@dataclass(frozen=True)
-class ArchiveConfig:
+class ArchiveConfig(NamedTuple):
     """[archive]: when daily logs move to archive/."""
 
-    daily_after_days: int = _opt(30, "archive daily logs older than this many days", "pos")
-
-
-@dataclass(frozen=True)
-class StoreConfig:
-    """[store]: the write layer's limits."""
-
-    max_file_bytes: int = _opt(262144, "largest file a write may leave behind (256 KB)", "pos")
-    max_files_per_call: int = _opt(20, "most files one write_context call may change", "pos")
-    max_snapshot_bytes: int = _opt(
-        1048576,
-        "largest file init's baseline or a snapshot of user edits commits (1 MB); "
-        "bigger ones are left out",
-        "pos",
+    daily_after_days: Annotated[int, Key("archive daily logs older than this many days", "pos")] = (
+        30
     )
 
 
-@dataclass(frozen=True)
-class BudgetConfig:
+class StoreConfig(NamedTuple):
+    """[store]: the write layer's limits."""
+
+    max_file_bytes: Annotated[int, Key("largest file a write may leave behind (256 KB)", "pos")] = (
+        262144
+    )
+    max_files_per_call: Annotated[
+        int, Key("most files one write_context call may change", "pos")
+    ] = 20
+    max_snapshot_bytes: Annotated[
+        int,
+        Key(
+            "largest file init's baseline or a snapshot of user edits commits (1 MB); "
+            "bigger ones are left out",
+            "pos",
+        ),
+    ] = 1048576
+
+
+class BudgetConfig(NamedTuple):
     """[budget]: where one model run stops as partial."""
 
-    max_turns: int = _opt(40, "model turns per run before it stops as partial", "pos")
-    max_input_tokens: int = _opt(400000, "input tokens per run before it stops as partial", "pos")
+    max_turns: Annotated[int, Key("model turns per run before it stops as partial", "pos")] = 40
+    max_input_tokens: Annotated[
+        int, Key("input tokens per run before it stops as partial", "pos")
+    ] = 400000
 
 
-@dataclass(frozen=True)
-class LlmConfig:
+class LlmConfig(NamedTuple):
     """[llm]: how the model API is reached."""
 
-    base_url: str = _opt("", "Anthropic-compatible API URL; empty = ANTHROPIC_BASE_URL or default")
-    max_retries: int = _opt(2, "retries on 408/409/429/5xx and connection errors", "nonneg")
-    timeout_seconds: float = _opt(120.0, "timeout of one model request", "posf")
-    env_file: str = _opt("", "file with ANTHROPIC_API_KEY=... for cron; empty = the default")
+    base_url: Annotated[
+        str, Key("Anthropic-compatible API URL; empty = ANTHROPIC_BASE_URL or default")
+    ] = ""
+    max_retries: Annotated[
+        int, Key("retries on 408/409/429/5xx and connection errors", "nonneg")
+    ] = 2
+    timeout_seconds: Annotated[float, Key("timeout of one model request", "posf")] = 120.0
+    env_file: Annotated[
+        str, Key("file with ANTHROPIC_API_KEY=... for cron; empty = the default")
+    ] = ""
 
 
-@dataclass(frozen=True)
-class PriceConfig:
+class PriceConfig(NamedTuple):
     """The estimated prices of one tier's model, USD per million tokens."""
 
-    input: float = _opt(3.0, "USD per million input tokens", "nonnegf")
-    output: float = _opt(15.0, "USD per million output tokens", "nonnegf")
-    cache_read: float = _opt(0.3, "USD per million cache-read input tokens", "nonnegf")
-    cache_write: float = _opt(3.75, "USD per million cache-write input tokens", "nonnegf")
-
-
-def _price(inp: float, out: float, read: float, write: float, what: str) -> Any:
-    return field(default_factory=lambda: PriceConfig(inp, out, read, write), metadata={"doc": what})
+    input: Annotated[float, Key("USD per million input tokens", "nonnegf")] = 3.0
+    output: Annotated[float, Key("USD per million output tokens", "nonnegf")] = 15.0
+    cache_read: Annotated[float, Key("USD per million cache-read input tokens", "nonnegf")] = 0.3
+    cache_write: Annotated[float, Key("USD per million cache-write input tokens", "nonnegf")] = 3.75
 
 
 # The list prices of the default models (models.*) on the date below, from the model pages of
@@ -181,140 +194,148 @@ def _price(inp: float, out: float, read: float, write: float, what: str) -> Any:
 PRICES_AS_OF = "2026-12-01"
 
 
-@dataclass(frozen=True)
-class PricesConfig:
+class PricesConfig(NamedTuple):
     """[prices]: each tier's estimated prices (costs shown are estimates from these)."""
 
-    small: PriceConfig = _price(
-        0.10,
-        0.50,
-        0.01,
-        0.125,
-        "estimated prices of the small tier's model (Haiku 5.5, prompts "
-        "up to 100K tokens; a longer prompt costs 5x)",
+    small: Annotated[
+        PriceConfig,
+        Key(
+            "estimated prices of the small tier's model (Haiku 5.5, prompts "
+            "up to 100K tokens; a longer prompt costs 5x)"
+        ),
+    ] = PriceConfig(0.10, 0.50, 0.01, 0.125)
+    mid: Annotated[PriceConfig, Key("estimated prices of the mid tier's model (Sonnet 5.5)")] = (
+        PriceConfig(2.0, 10.0, 0.10, 2.50)
     )
-    mid: PriceConfig = _price(
-        2.0, 10.0, 0.10, 2.50, "estimated prices of the mid tier's model (Sonnet 5.5)"
-    )
-    large: PriceConfig = _price(
-        4.0, 20.0, 0.20, 5.00, "estimated prices of the large tier's model (Opus 5.5)"
+    large: Annotated[PriceConfig, Key("estimated prices of the large tier's model (Opus 5.5)")] = (
+        PriceConfig(4.0, 20.0, 0.20, 5.00)
     )
 
 
-@dataclass(frozen=True)
-class ContextConfig:
+class ContextConfig(NamedTuple):
     """[context]: the budgets of `context` and of the context tools."""
 
-    foundation_chars: int = _opt(30000, "context: budget of foundation files + daily logs", "pos")
-    hook_chars: int = _opt(
-        9500,
-        "most characters `context --format claude-hook` prints (Claude Code cuts 10,000)",
-        "pos",
-    )
-    not_loaded_paths: int = _opt(
-        5, "context: paths named per folder in the 'Not loaded' list (the rest are counted)", "pos"
-    )
-    list_limit: int = _opt(
-        100, "list_context_files (MCP and stages): most files one call returns", "pos"
-    )
-    read_chars: int = _opt(
-        60000, "read_context_file (MCP and stages): largest reply; more needs a line range", "pos"
-    )
+    foundation_chars: Annotated[
+        int, Key("context: budget of foundation files + daily logs", "pos")
+    ] = 30000
+    hook_chars: Annotated[
+        int,
+        Key(
+            "most characters `context --format claude-hook` prints (Claude Code cuts 10,000)", "pos"
+        ),
+    ] = 9500
+    not_loaded_paths: Annotated[
+        int,
+        Key(
+            "context: paths named per folder in the 'Not loaded' list (the rest are counted)", "pos"
+        ),
+    ] = 5
+    list_limit: Annotated[
+        int, Key("list_context_files (MCP and stages): most files one call returns", "pos")
+    ] = 100
+    read_chars: Annotated[
+        int,
+        Key("read_context_file (MCP and stages): largest reply; more needs a line range", "pos"),
+    ] = 60000
 
 
-@dataclass(frozen=True)
-class CollectConfig:
+class CollectConfig(NamedTuple):
     """[collect]: how long a scheduled collect lets a small increment wait."""
 
-    max_wait_hours: float = _opt(
-        12.0,
-        "a scheduled collect (tick, cron) with less new text than is worth a call waits for "
-        "more, up to this many hours after its oldest new message (0 = never waits); a manual "
-        "`crustacean collect` always runs now",
-        "nonnegf",
-    )
+    max_wait_hours: Annotated[
+        float,
+        Key(
+            "a scheduled collect (tick, cron) with less new text than is worth a call waits for "
+            "more, up to this many hours after its oldest new message (0 = never waits); a "
+            "manual `crustacean collect` always runs now",
+            "nonnegf",
+        ),
+    ] = 12.0
 
 
-@dataclass(frozen=True)
-class CurateConfig:
+class CurateConfig(NamedTuple):
     """[curate]: how many days curate reads."""
 
-    days: int = _opt(3, "curate the daily entries of this many last days", "pos")
+    days: Annotated[int, Key("curate the daily entries of this many last days", "pos")] = 3
 
 
-@dataclass(frozen=True)
-class McpConfig:
+class McpConfig(NamedTuple):
     """[mcp]: what the MCP server may write."""
 
-    write: Literal["direct", "ask", "off"] = _opt(
-        "direct", "MCP writes: direct (within policy), ask (every write a proposal) or off"
-    )
+    write: Annotated[
+        Literal["direct", "ask", "off"],
+        Key("MCP writes: direct (within policy), ask (every write a proposal) or off"),
+    ] = "direct"
 
 
-@dataclass(frozen=True)
-class CompileConfig:
+class CompileConfig(NamedTuple):
     """[compile]: the loss guard of the model stages' writes."""
 
-    max_loss_fraction: float = _opt(
-        0.10,
-        "refuse a curate/compile/calibrate run's writes once they lose more than this share of "
-        "a file's lines (content found nowhere the call leaves behind)",
-        "fraction",
-    )
-    loss_floor_lines: int = _opt(
-        3, "...but always let a run lose this many lines of a file (small files)", "nonneg"
-    )
+    max_loss_fraction: Annotated[
+        float,
+        Key(
+            "refuse a curate/compile/calibrate run's writes once they lose more than this share "
+            "of a file's lines (content found nowhere the call leaves behind)",
+            "fraction",
+        ),
+    ] = 0.10
+    loss_floor_lines: Annotated[
+        int, Key("...but always let a run lose this many lines of a file (small files)", "nonneg")
+    ] = 3
 
 
-@dataclass(frozen=True)
-class SourceConfig:
+class SourceConfig(NamedTuple):
     """One [[sources]] table: where collect finds transcripts."""
 
-    kind: SourceKind = _opt("auto", "transcript format")
-    path: str = _opt(
-        "",
-        "folder (or file) of transcripts; ~ is expanded, a relative path is inside the workspace",
-        "required",
-    )
-    glob: str = _opt("", "file pattern inside path; empty = the format's default")
-    name: str = _opt("", "a name for --source; empty = the kind")
+    kind: Annotated[SourceKind, Key("transcript format")] = "auto"
+    path: Annotated[
+        str,
+        Key(
+            "folder (or file) of transcripts; ~ is expanded, a relative path is inside the "
+            "workspace",
+            "required",
+        ),
+    ] = ""
+    glob: Annotated[str, Key("file pattern inside path; empty = the format's default")] = ""
+    name: Annotated[str, Key("a name for --source; empty = the kind")] = ""
 
 
-@dataclass(frozen=True)
-class GovernanceConfig:
+class GovernanceConfig(NamedTuple):
     """[governance]: what the org file locks."""
 
-    locked: list[str] = _opt([], "keys lower layers may not override (read from the org file)")
+    locked: Annotated[
+        list[str], Key("keys lower layers may not override (read from the org file)")
+    ] = []  # noqa: RUF012  # never changed in place: a NamedTuple's default is shared
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """Every config section: the effective values a run reads."""
 
-    workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
-    models: ModelsConfig = field(default_factory=ModelsConfig)
-    stages: StagesConfig = field(default_factory=StagesConfig)
-    memory: MemoryConfig = field(default_factory=MemoryConfig)
-    tiers: TiersConfig = field(default_factory=TiersConfig)
-    archive: ArchiveConfig = field(default_factory=ArchiveConfig)
-    store: StoreConfig = field(default_factory=StoreConfig)
-    budget: BudgetConfig = field(default_factory=BudgetConfig)
-    llm: LlmConfig = field(default_factory=LlmConfig)
-    prices: PricesConfig = field(default_factory=PricesConfig)
-    context: ContextConfig = field(default_factory=ContextConfig)
-    collect: CollectConfig = field(default_factory=CollectConfig)
-    curate: CurateConfig = field(default_factory=CurateConfig)
-    compile: CompileConfig = field(default_factory=CompileConfig)
-    mcp: McpConfig = field(default_factory=McpConfig)
-    sources: list[SourceConfig] = _opt([], "transcript sources collect reads ([[sources]] tables)")
-    governance: GovernanceConfig = field(default_factory=GovernanceConfig)
+    workspace: WorkspaceConfig = WorkspaceConfig()
+    models: ModelsConfig = ModelsConfig()
+    stages: StagesConfig = StagesConfig()
+    memory: MemoryConfig = MemoryConfig()
+    tiers: TiersConfig = TiersConfig()
+    archive: ArchiveConfig = ArchiveConfig()
+    store: StoreConfig = StoreConfig()
+    budget: BudgetConfig = BudgetConfig()
+    llm: LlmConfig = LlmConfig()
+    prices: PricesConfig = PricesConfig()
+    context: ContextConfig = ContextConfig()
+    collect: CollectConfig = CollectConfig()
+    curate: CurateConfig = CurateConfig()
+    compile: CompileConfig = CompileConfig()
+    mcp: McpConfig = McpConfig()
+    sources: Annotated[
+        list[SourceConfig], Key("transcript sources collect reads ([[sources]] tables)")
+    ] = []  # noqa: RUF012  # never changed in place, as `locked`
+    governance: GovernanceConfig = GovernanceConfig()
 
 
 # ---------------------------------------------------------------- schema
 
 
-@dataclass(frozen=True)
-class KeySpec:
+class KeySpec(NamedTuple):
     """One leaf key of the schema."""
 
     name: str
@@ -324,27 +345,48 @@ class KeySpec:
     check: str | None
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    """Field types as objects: this module has no `from __future__ import annotations`, so
-    `field.type` is already evaluated and `get_type_hints` (slow at start-up) is not needed."""
-    return {f.name: f.type for f in dataclasses.fields(cls)}
+class Field(NamedTuple):
+    """One field of a section: its name, type (without its `Key`), default and `Key` (None for
+    a section of `Settings`, which has no doc of its own)."""
+
+    name: str
+    type: Any
+    default: Any
+    key: Key | None
 
 
-def _is_dataclass_type(tp: Any) -> bool:
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+def fields(cls: type) -> list[Field]:
+    """A section's fields in declaration order. This module has no `from __future__ import
+    annotations`, so the annotations are objects already and `get_type_hints` (slow at
+    start-up) is not needed."""
+    defaults: dict[str, Any] = getattr(cls, "_field_defaults", {})
+    found = []
+    for name, tp in cls.__annotations__.items():
+        key = None
+        meta = getattr(tp, "__metadata__", ())  # Annotated[type, Key(...)]
+        if meta:
+            tp, key = tp.__origin__, next((m for m in meta if isinstance(m, Key)), None)
+        found.append(Field(name, tp, defaults.get(name), key))
+    return found
+
+
+def is_section(tp: Any) -> bool:
+    """Whether a field's type is a section (or a [[sources]] table) rather than a value."""
+    return isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_field_defaults")
 
 
 def schema(cls: type = Settings, prefix: str = "", defaults: Any = None) -> list[KeySpec]:
-    """Every leaf key in declaration order (`sources` is one list-of-tables key)."""
+    """Every leaf key in declaration order (`sources` is one list-of-tables key); a nested
+    section's defaults are its parent's (`stages.collect` runs on the small tier)."""
     defaults = cls() if defaults is None else defaults
     keys: list[KeySpec] = []
-    hints = _hints(cls)
-    for f in dataclasses.fields(cls):
-        name, tp, value = f"{prefix}{f.name}", hints[f.name], getattr(defaults, f.name)
-        if _is_dataclass_type(tp):
-            keys.extend(schema(tp, f"{name}.", value))
+    for f in fields(cls):
+        name, value = f"{prefix}{f.name}", getattr(defaults, f.name)
+        if is_section(f.type):
+            keys.extend(schema(f.type, f"{name}.", value))
         else:
-            keys.append(KeySpec(name, tp, value, f.metadata["doc"], f.metadata["check"]))
+            assert f.key is not None  # every leaf has its doc
+            keys.append(KeySpec(name, f.type, value, f.key.doc, f.key.check))
     return keys
 
 
@@ -361,7 +403,7 @@ def describe_type(tp: Any) -> str:
         return "one of " + ", ".join(f'"{a}"' for a in typing.get_args(tp))
     if origin is list:
         inner = typing.get_args(tp)[0]
-        return "an array of tables" if _is_dataclass_type(inner) else "an array of strings"
+        return "an array of tables" if is_section(inner) else "an array of strings"
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[tp]
 
 
@@ -419,7 +461,7 @@ def coerce(tp: Any, value: Any, check: str | None) -> tuple[Any, str | None]:
         ok = value in typing.get_args(tp)
     elif origin is list:
         inner = typing.get_args(tp)[0]
-        if _is_dataclass_type(inner):
+        if is_section(inner):
             return _coerce_tables(inner, value)
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
     elif tp is bool:
@@ -440,18 +482,18 @@ def coerce(tp: Any, value: Any, check: str | None) -> tuple[Any, str | None]:
 def _coerce_tables(cls: type, value: Any) -> tuple[Any, str | None]:
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         return None, "an array of tables ([[sources]] with kind, path, glob)"
-    hints = _hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    keys = {f.name: f for f in fields(cls)}
     items = []
     for i, table in enumerate(value):
         for key, raw in table.items():
-            if key not in fields:
-                return None, f"known keys only in item {i + 1} ({', '.join(fields)}); not '{key}'"
-            _, problem = coerce(hints[key], raw, fields[key].metadata["check"])
+            if key not in keys:
+                return None, f"known keys only in item {i + 1} ({', '.join(keys)}); not '{key}'"
+            f = keys[key]
+            _, problem = coerce(f.type, raw, f.key.check if f.key else None)
             if problem:
                 return None, f"item {i + 1}: '{key}' must be {problem}"
         missing = [
-            k for k, f in fields.items() if f.metadata["check"] == "required" and k not in table
+            k for k, f in keys.items() if f.key and f.key.check == "required" and k not in table
         ]
         if missing:
             return None, f"item {i + 1}: '{missing[0]}' must be set"
@@ -478,7 +520,7 @@ def parse_text_value(tp: Any, text: str) -> Any:
             return float(text)
         except ValueError:
             return text
-    if typing.get_origin(tp) is list and not _is_dataclass_type(typing.get_args(tp)[0]):
+    if typing.get_origin(tp) is list and not is_section(typing.get_args(tp)[0]):
         return [part.strip() for part in text.split(",") if part.strip()]
     return text
 
@@ -486,8 +528,7 @@ def parse_text_value(tp: Any, text: str) -> Any:
 # ---------------------------------------------------------------- layers
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     """One source of values: its label (shown by `config show`) and the values it set."""
 
     name: str  # default | org | user | workspace | env | flag
@@ -495,8 +536,7 @@ class Layer:
     values: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class LoadedConfig:
+class LoadedConfig(NamedTuple):
     """The merged layers: the settings, and where each value came from."""
 
     settings: Settings
@@ -646,20 +686,18 @@ def merge(layers: list[Layer]) -> LoadedConfig:
 
 
 def build_settings(values: Mapping[str, Any]) -> Settings:
-    """Turn dotted keys back into the nested, frozen dataclasses."""
+    """Turn dotted keys back into the nested sections."""
     return _build(Settings, values, "")
 
 
-_D = TypeVar("_D", bound="DataclassInstance")
+_S = TypeVar("_S")
 
 
-def _build(cls: type[_D], values: Mapping[str, Any], prefix: str) -> _D:
-    hints = _hints(cls)
+def _build(cls: type[_S], values: Mapping[str, Any], prefix: str) -> _S:
     kwargs = {}
-    for f in dataclasses.fields(cls):
+    for f in fields(cls):
         name = f"{prefix}{f.name}"
-        tp = hints[f.name]
-        kwargs[f.name] = _build(tp, values, f"{name}.") if _is_dataclass_type(tp) else values[name]
+        kwargs[f.name] = _build(f.type, values, f"{name}.") if is_section(f.type) else values[name]
     return cls(**kwargs)
 
 
@@ -719,8 +757,7 @@ def redundant_keys(
     ]
 
 
-@dataclass(frozen=True)
-class ConfigRow:
+class ConfigRow(NamedTuple):
     """One key as `config show` reports it: its effective value, the layer it came from and
     whether a config file only repeats the default."""
 
@@ -733,7 +770,7 @@ class ConfigRow:
     redundant: bool
 
     def to_json(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
+        return dict(self._asdict())
 
     def shown(self) -> str:
         """The value as TOML, but a source list as its count (it is a table per source)."""
@@ -749,7 +786,7 @@ def config_rows(loaded: LoadedConfig, *, redundant_only: bool = False) -> list[C
             continue
         value, default = loaded.values[key], SCHEMA[key].default
         if key == "sources":
-            value, default = [s.__dict__ for s in value], []
+            value, default = [s._asdict() for s in value], []
         layer = loaded.origins[key]
         source = loaded.sources.get(layer, "")
         rows.append(

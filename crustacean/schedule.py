@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from croniter import croniter
+if TYPE_CHECKING:
+    from croniter import croniter
 
 LATE_AFTER = timedelta(minutes=30)  # a slot run later than this after its time was "missed"
 COUNT_CAP = 100  # missed slots are counted up to here (a sleeping laptop, every 2 hours)
@@ -39,6 +40,33 @@ class Due:
         }
 
 
+def _cron(expr: str, base: datetime) -> croniter:
+    """croniter over `expr` from `base`: imported here, so a tick that finds its slots recorded
+    (ops/tick.py) decides without croniter's import (~15 ms, a fifth of a no-op tick)."""
+    from croniter import croniter
+
+    return croniter(expr, base)
+
+
+class Slots(NamedTuple):
+    """The three slots `stage_due` reads for a stage at one moment: the latest at or before it,
+    the first after it, and the first after the workspace began (None without that)."""
+
+    latest: datetime
+    upcoming: datetime
+    first: datetime | None
+
+    @classmethod
+    def at(cls, expr: str, now: datetime, tz: tzinfo, created: datetime | None) -> Slots:
+        first = next_slot(expr, created, tz) if created is not None else None
+        return cls(latest_slot(expr, now, tz), next_slot(expr, now, tz), first)
+
+    def hold_at(self, since: datetime, now: datetime) -> bool:
+        """Whether these slots, worked out at `since`, are still the slots at `now`: no slot
+        falls between `since` and `upcoming`, so until then the latest and the next stay put."""
+        return since <= now < self.upcoming
+
+
 def check_schedule(stage: str, expr: str) -> None:
     """A 5-field cron expression croniter accepts, else ValueError (6 fields read as seconds)."""
     fields = len(expr.split())
@@ -47,6 +75,8 @@ def check_schedule(stage: str, expr: str) -> None:
             f"stages.{stage}.schedule {expr!r} has {fields} field(s); use 5 (minute hour day "
             "month weekday). croniter would read a 6th field as seconds."
         )
+    from croniter import croniter
+
     if not croniter.is_valid(expr):
         raise ValueError(f"stages.{stage}.schedule {expr!r} is not a valid cron expression.")
 
@@ -60,12 +90,12 @@ def _utc(moment: datetime) -> datetime:
 def latest_slot(expr: str, now: datetime, tz: tzinfo) -> datetime:
     """The latest slot at or before `now`, read in zone `tz`, as aware UTC."""
     base = _utc(now).replace(second=0, microsecond=0) + timedelta(minutes=1)
-    return _utc(croniter(expr, base.astimezone(tz)).get_prev(datetime))
+    return _utc(_cron(expr, base.astimezone(tz)).get_prev(datetime))
 
 
 def next_slot(expr: str, after: datetime, tz: tzinfo) -> datetime:
     """The first slot strictly after `after`, as aware UTC."""
-    return _utc(croniter(expr, _utc(after).astimezone(tz)).get_next(datetime))
+    return _utc(_cron(expr, _utc(after).astimezone(tz)).get_next(datetime))
 
 
 def slot_at_or_after(expr: str, moment: datetime, tz: tzinfo = UTC) -> datetime:
@@ -75,7 +105,7 @@ def slot_at_or_after(expr: str, moment: datetime, tz: tzinfo = UTC) -> datetime:
 
 def expected_slots(expr: str, start: datetime, end: datetime, tz: tzinfo = UTC) -> list[datetime]:
     """Every slot in [start, end), as aware UTC (cron read in `tz`)."""
-    it = croniter(expr, _utc(start).astimezone(tz) - timedelta(microseconds=1))
+    it = _cron(expr, _utc(start).astimezone(tz) - timedelta(microseconds=1))
     slots = []
     while (slot := _utc(it.get_next(datetime))) < end:
         slots.append(slot)
@@ -84,7 +114,7 @@ def expected_slots(expr: str, start: datetime, end: datetime, tz: tzinfo = UTC) 
 
 def slots_between(expr: str, after: datetime, until: datetime, tz: tzinfo) -> int:
     """How many slots fall in (after, until], counted up to COUNT_CAP."""
-    it = croniter(expr, _utc(after).astimezone(tz))
+    it = _cron(expr, _utc(after).astimezone(tz))
     count = 0
     while count < COUNT_CAP and _utc(it.get_next(datetime)) <= until:
         count += 1
@@ -114,10 +144,12 @@ def stage_due(
     last_ok: datetime | None,
     tz: tzinfo,
     created: datetime | None = None,
+    slots: Slots | None = None,
 ) -> Due:
-    """Due for one enabled stage (see `due_stages`)."""
+    """Due for one enabled stage (see `due_stages`); `slots`, when given, are the stage's at
+    `now` (else croniter works them out)."""
     now = _utc(now)
-    latest = latest_slot(expr, now, tz)
+    latest = slots.latest if slots else latest_slot(expr, now, tz)
     if last_ok is not None:
         last_ok = _utc(last_ok)
         if last_ok > now:
@@ -129,14 +161,14 @@ def stage_due(
                 f"({fmt(last_ok, tz)}); it jumped backwards, waiting for it to pass that run",
             )
         if latest <= last_ok:
-            upcoming = next_slot(expr, now, tz)
+            upcoming = slots.upcoming if slots else next_slot(expr, now, tz)
             return Due(stage, None, False, f"not due: next slot {fmt(upcoming, tz)}")
         missed = slots_between(expr, last_ok, now, tz)
         since = f"last ok run {_utc(last_ok).astimezone(tz):%Y-%m-%d %H:%M}"
         return Due(stage, latest, True, _due_reason(latest, now, missed, since, tz), missed > 1)
     if created is None:
         return Due(stage, latest, True, f"due: never ran; latest slot {fmt(latest, tz)}")
-    first = next_slot(expr, created, tz)
+    first = slots.first if slots and slots.first else next_slot(expr, created, tz)
     if first > now:
         return Due(stage, None, False, f"never ran: first slot {fmt(first, tz)}")
     missed = slots_between(expr, created, now, tz)
@@ -151,13 +183,18 @@ def due_stages(
     last_ok: Mapping[str, datetime | None],
     tz: tzinfo,
     created: datetime | None = None,
+    recorded: Mapping[str, Slots] | None = None,
 ) -> list[Due]:
     """Due for each stage of `schedules`, in its order (the caller's: pipeline order); every
-    schedule is validated, even a disabled one's."""
+    schedule is validated, even a disabled one's. `recorded` holds slots the caller worked out
+    for these same schedules, zone and start (`Slots.at`, after this check passed) that still
+    hold at `now`: those stages are neither checked again nor given to croniter."""
+    recorded = recorded or {}
     for stage, expr in schedules.items():
-        check_schedule(stage, expr)
+        if stage not in recorded:
+            check_schedule(stage, expr)
     return [
-        stage_due(stage, expr, now, last_ok.get(stage), tz, created)
+        stage_due(stage, expr, now, last_ok.get(stage), tz, created, recorded.get(stage))
         if enabled.get(stage, True)
         else Due(stage, None, False, "disabled")
         for stage, expr in schedules.items()

@@ -202,15 +202,13 @@ def key_table(specs: list[config.KeySpec], with_env: bool = True) -> list[str]:
 
 def section_docs() -> dict[str, str]:
     """The doc attached to a nested section (`stages.collect`, `prices.small`), by dotted name."""
-    import dataclasses
-
     docs: dict[str, str] = {}
 
     def walk(cls: type, prefix: str) -> None:
-        for f in dataclasses.fields(cls):
-            if isinstance(f.type, type) and dataclasses.is_dataclass(f.type):
-                if "doc" in f.metadata:
-                    docs[f"{prefix}{f.name}"] = f.metadata["doc"]
+        for f in config.fields(cls):
+            if config.is_section(f.type):
+                if f.key is not None:
+                    docs[f"{prefix}{f.name}"] = f.key.doc
                 walk(f.type, f"{prefix}{f.name}.")
 
     walk(config.Settings, "")

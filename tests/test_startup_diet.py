@@ -10,7 +10,7 @@ import json
 import re
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +50,21 @@ def modules_after(
 
 
 def test_a_no_op_tick_decides_before_loading_the_stages(ws: Workspace, tmp_path: Path) -> None:
-    """Every stage ran a minute ago: the tick says so, and neither a stage nor the SDK loaded."""
+    """Every stage just ran: the tick says so, and neither a stage nor the SDK loaded; the
+    next tick reads the slots the first recorded and does not load croniter either."""
     toml = ws.root / "crustacean.toml"
     text = re.sub(r'(?m)^(# )?timezone = ""', 'timezone = "UTC"', toml.read_text(), count=1)
     toml.write_text(text)
-    for stage in STAGES:
-        with RunRecorder(ws, stage, clock=lambda: datetime.now(UTC) - timedelta(minutes=1)) as rec:
+    for stage in STAGES:  # now, not earlier: the stages' own slots are on the minute
+        with RunRecorder(ws, stage, clock=lambda: datetime.now(UTC)) as rec:
             rec.finish("ok", summary="test: just ran")
     done, loaded = modules_after(["tick"], ws.root, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("not due (next slot") == len(STAGES), done.stdout
     assert not {m for m in loaded if m.startswith(("anthropic", "crustacean.stages."))}
+    again, loaded = modules_after(["tick"], ws.root, tmp_path)
+    assert again.stdout == done.stdout, again.stderr[-2000:]
+    assert not {m for m in loaded if m.startswith(("anthropic", "crustacean.stages.", "croniter"))}
 
 
 def test_each_summary_is_the_first_paragraph_of_its_commands_help() -> None:
@@ -80,6 +84,15 @@ def test_the_root_listing_imports_no_command_module(ws: Workspace, tmp_path: Pat
     assert "paths" in done.stdout and "runs" in done.stdout
     modules = {f"crustacean.cli.{where.split(':')[0]}" for _, where, _ in COMMANDS}
     assert not loaded & modules, loaded & modules
+
+
+def test_the_hook_without_a_topic_imports_no_search_code(ws: Workspace, tmp_path: Path) -> None:
+    """The SessionStart hook (no topic) ranks nothing: the search index and its query parser
+    stay unloaded (the memory index's sweep mark comes from tree.py)."""
+    done, loaded = modules_after(["context", "--format", "claude-hook"], ws.root, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert not {m for m in loaded if m.startswith(("crustacean.recall.search", "croniter"))}
 
 
 def test_the_command_modules_keep_their_annotations_evaluated() -> None:

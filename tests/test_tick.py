@@ -38,7 +38,9 @@ def utc_ws(ws: Workspace) -> Workspace:
 
 
 def created_at(monkeypatch: pytest.MonkeyPatch, when: datetime) -> None:
-    monkeypatch.setattr(ticking, "workspace_created", lambda ws: when)
+    """The workspace's state began at `when` (its run records are read as they are)."""
+    real = ticking.run_state
+    monkeypatch.setattr(ticking, "run_state", lambda ws: (real(ws)[0], when))
 
 
 def fixed(text: str) -> Callable[[], datetime]:
@@ -129,9 +131,53 @@ def test_failed_and_dry_runs_do_not_count_as_ran(utc_ws: Workspace) -> None:
     ):
         with RunRecorder(utc_ws, "curate", dry_run=dry, clock=fixed(when)) as rec:
             rec.finish(status)
-    assert ticking.last_ok_runs(utc_ws) == {"curate": at("2026-11-29 03:31")}
-    created = ticking.workspace_created(utc_ws)
+    last_ok, created = ticking.run_state(utc_ws)
+    assert last_ok == {"curate": at("2026-11-29 03:31")}
     assert created is not None and abs(datetime.now(UTC) - created) < timedelta(minutes=5)
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        "2026-11-29 03:45",  # before any next slot: every stage from the record
+        "2026-11-29 04:00",  # collect's slot came (and compile's): those two worked out again
+        "2026-12-01 05:10",  # every slot passed, calibrate's monthly one too
+        "2026-11-29 03:20",  # the clock went back before the record: worked out again
+    ],
+)
+def test_recorded_slots_decide_as_croniter_does(
+    utc_ws: Workspace, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    """A tick at 03:31 records the slots; a tick at `then` says exactly what a tick with no
+    record says (the same dues, reasons and slots)."""
+    created_at(monkeypatch, at("2026-11-28 00:00"))
+    for stage in ("collect", "curate"):  # two ran, two never did
+        with RunRecorder(utc_ws, stage, clock=fixed("2026-11-29 03:30")) as rec:
+            rec.finish("ok")
+    tick(utc_ws, dry_run=True, clock=fixed("2026-11-29 03:31"))
+    record = utc_ws.state_dir / ticking.SLOTS_FILE
+    assert record.is_file()
+    from_record = tick(utc_ws, dry_run=True, clock=fixed(then)).to_json()
+    record.unlink()
+    assert from_record == tick(utc_ws, dry_run=True, clock=fixed(then)).to_json()
+
+
+def test_recorded_slots_hold_only_for_their_schedule_zone_and_start(utc_ws: Workspace) -> None:
+    tick(utc_ws, dry_run=True, clock=fixed("2026-11-29 03:31"))
+    schedules = {s: getattr(utc_ws.settings.stages, s).schedule for s in STAGE_ORDER}
+    _, created = ticking.run_state(utc_ws)
+    now = at("2026-11-29 03:40")
+    assert set(ticking.recorded_slots(utc_ws, now, schedules, created)) == set(STAGE_ORDER)
+    moved = {**schedules, "curate": "0 5 * * *"}
+    assert set(ticking.recorded_slots(utc_ws, now, moved, created)) == set(STAGE_ORDER) - {"curate"}
+    assert ticking.recorded_slots(utc_ws, now, schedules, at("2026-11-01 00:00")) == {}
+    berlin = Workspace(
+        utc_ws.root, load_config(utc_ws.root, overrides=["workspace.timezone=Europe/Berlin"])
+    )
+    assert ticking.recorded_slots(berlin, now, schedules, created) == {}
+    for damaged in ("{not json", "[]", '{"key": 1}', ""):
+        (utc_ws.state_dir / ticking.SLOTS_FILE).write_text(damaged)
+        assert ticking.recorded_slots(utc_ws, now, schedules, created) == {}
 
 
 def test_dry_run_tick_runs_nothing(utc_ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +26,12 @@ if TYPE_CHECKING:
 __all__ = ["console", "err_console", "print_json", "safe", "say", "warn"]
 
 
-@dataclass
 class AppState:
-    """Global options, set by the root callback."""
+    """Global options, set by the root callback (a plain class: every command makes one)."""
 
-    workspace: Path | None = None
-    overrides: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.workspace: Path | None = None
+        self.overrides: list[str] = []
 
     def open(self) -> Workspace:
         # lazy: the config schema, ~25 ms, is for commands that open a workspace, not --help

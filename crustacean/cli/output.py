@@ -16,8 +16,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, cast
 
 import typer
 
@@ -295,8 +294,7 @@ def wrap_diff_line(line: str, width: int) -> str:
 # ---------------------------------------------------------------- tables
 
 
-@dataclass(frozen=True)
-class Col:
+class Col(NamedTuple):
     """One table column. `drop` 0 is a key column (always kept); higher numbers are dropped
     first when the terminal is too narrow. `shrink` is how narrow a column may get: a `path`
     column is shortened in the middle (`memory/con…/ada.md`), other text wraps on words."""
@@ -435,7 +433,7 @@ def _word_safe_widths(
     rich never folds one; when that cannot fit the terminal, the plain plan."""
     term = width()
     raised = [
-        replace(c, shrink=max(c.shrink, min(longest[i], natural[i])))
+        c._replace(shrink=max(c.shrink, min(longest[i], natural[i])))
         if c.shrink is not None and not c.path
         else c
         for i, c in enumerate(cols)

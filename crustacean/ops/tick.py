@@ -3,14 +3,23 @@
 When a stage is due is pure cron arithmetic (`crustacean/schedule.py`); this reads the run
 records it needs, runs the due stages through the registry (`crustacean/stages/registry.py`)
 and says what each did.
+
+A tick records each stage's slots (`schedule.Slots`: the latest, the next, the first after the
+workspace began) in `SLOTS_FILE`, with the schedule, zone and start they were worked out for.
+Until a stage's next slot comes, those slots are still the slots, so the next tick (cron's
+usual one, every 15 minutes) reads them, compares them with the run records it reads anyway
+and decides without croniter: a no-op tick loads neither the stages nor croniter. The record is
+cron arithmetic, not output: every line is still made from the run records of this tick.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crustacean.clock import Clock, wall_clock
 from crustacean.config import STAGES
@@ -22,8 +31,7 @@ from crustacean.errors import (
     LockedError,
     UsageError,
 )
-from crustacean.ops.cron import LOG_NAME, rotate_log
-from crustacean.schedule import Due, due_stages, fmt
+from crustacean.schedule import Due, Slots, due_stages, fmt
 from crustacean.state import from_db_time, open_state
 from crustacean.workspace import Workspace
 
@@ -31,14 +39,14 @@ if TYPE_CHECKING:  # the stages load only when one is due
     from crustacean.stages.skeleton import Stage
 
 RAN_STATUSES = ("ok", "skipped", "partial")  # a run that counts as ran
+SLOTS_FILE = "tick-slots.json"  # in the state dir: each stage's slots, see the docstring
 _LAST_OK_SQL = (
     "SELECT stage, max(started) FROM run_records WHERE dry_run = 0 AND status IN "
     f"({', '.join('?' for _ in RAN_STATUSES)}) GROUP BY stage ORDER BY stage"
 )
 
 
-@dataclass(frozen=True)
-class Preview:
+class Preview(NamedTuple):
     """What a stage would do if it ran now (`tick --plan`): one line, and its first request's
     estimated size and cost (0 when it would make no model call)."""
 
@@ -48,11 +56,10 @@ class Preview:
     est_cost: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return dict(self._asdict())
 
 
-@dataclass(frozen=True)
-class StageOutcome:
+class StageOutcome(NamedTuple):
     """One stage in a tick: its Due, and what running it gave (None when it did not run)."""
 
     stage: str
@@ -116,36 +123,88 @@ class TickResult:
         }
 
 
-def last_ok_runs(ws: Workspace) -> dict[str, datetime | None]:
-    """Start of each stage's latest real (not dry) run that counts as ran: ok, skipped, partial.
+def run_state(ws: Workspace) -> tuple[dict[str, datetime | None], datetime | None]:
+    """Start of each stage's latest real (not dry) run that counts as ran (ok, skipped,
+    partial), and when the workspace's state began (its first migration: never-run stages
+    count from it), in one opening of state.db.
 
     `runs.last_runs` gives only the latest run, which may have failed, so this asks directly."""
     with open_state(ws) as db:
         rows = db.conn.execute(_LAST_OK_SQL, RAN_STATUSES).fetchall()
-    return {stage: from_db_time(started) for stage, started in rows}
-
-
-def workspace_created(ws: Workspace) -> datetime | None:
-    """When the workspace's state began (its first migration): never-run stages count from it."""
-    with open_state(ws) as db:
-        row = db.conn.execute("SELECT min(applied) FROM _migrations").fetchone()
-    return from_db_time(row[0]) if row else None
+        first = db.conn.execute("SELECT min(applied) FROM _migrations").fetchone()
+    return {stage: from_db_time(started) for stage, started in rows}, from_db_time(first[0])
 
 
 def plan_tick(ws: Workspace, now: datetime) -> list[Due]:
     """Due for every stage of this workspace at `now`."""
     stages = ws.settings.stages
+    schedules = {s: getattr(stages, s).schedule for s in STAGES}
+    last_ok, created = run_state(ws)
+    recorded = recorded_slots(ws, now, schedules, created)
     try:
-        return due_stages(
+        dues = due_stages(
             now,
-            {s: getattr(stages, s).schedule for s in STAGES},
+            schedules,
             {s: getattr(stages, s).enabled for s in STAGES},
-            last_ok_runs(ws),
+            last_ok,
             ws.tz,
-            workspace_created(ws),
+            created,
+            recorded,
         )
     except ValueError as e:  # config validates schedules too; this is the last guard
         raise ConfigError(f"{e} Fix it in crustacean.toml.") from None
+    if len(recorded) < len(schedules):
+        record_slots(ws, now, schedules, created)
+    return dues
+
+
+def _slots_key(ws: Workspace, created: datetime | None) -> dict[str, str | None]:
+    """What the recorded slots were worked out for, besides each schedule: the zone and start."""
+    return {"zone": str(ws.tz), "created": created.isoformat() if created else None}
+
+
+def recorded_slots(
+    ws: Workspace, now: datetime, schedules: Mapping[str, str], created: datetime | None
+) -> dict[str, Slots]:
+    """The recorded slots of each stage that still hold at `now`, for the same schedule, zone
+    and start; none from a missing, damaged or foreign record (then croniter decides)."""
+    try:
+        data = json.loads((ws.state_dir / SLOTS_FILE).read_text("utf-8"))
+        if data["key"] != _slots_key(ws, created):
+            return {}
+        since = datetime.fromisoformat(data["at"])
+        found = {}
+        for stage, expr in schedules.items():
+            row = data["stages"].get(stage)
+            if row is None or row[0] != expr:
+                continue
+            first = datetime.fromisoformat(row[3]) if row[3] else None
+            slots = Slots(datetime.fromisoformat(row[1]), datetime.fromisoformat(row[2]), first)
+            if slots.hold_at(since, now):
+                found[stage] = slots
+        return found
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return {}
+
+
+def record_slots(
+    ws: Workspace, now: datetime, schedules: Mapping[str, str], created: datetime | None
+) -> None:
+    """Record every stage's slots at `now` for the next tick (only after `due_stages` checked
+    the schedules). A record that cannot be written is no loss: the next tick works them out."""
+    rows = {}
+    for stage, expr in schedules.items():
+        slots = Slots.at(expr, now, ws.tz, created)
+        first = slots.first.isoformat() if slots.first else None
+        rows[stage] = [expr, slots.latest.isoformat(), slots.upcoming.isoformat(), first]
+    text = json.dumps({"key": _slots_key(ws, created), "at": now.isoformat(), "stages": rows})
+    path = ws.state_dir / SLOTS_FILE
+    tmp = path.with_name(f".{SLOTS_FILE}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def collect_waits(
@@ -235,6 +294,8 @@ class TickRequest:
 def scheduled(ws: Workspace, request: TickRequest, *, clock: Clock | None = None) -> TickResult:
     """The tick the CLI runs: the cron log rotated by size first when it logs, then `tick`."""
     if request.log:
+        from crustacean.ops.cron import LOG_NAME, rotate_log  # lazy: only the scheduler's tick
+
         rotate_log(ws.logs_dir / LOG_NAME)
     return tick(ws, dry_run=request.dry_run, plan=request.plan, clock=clock)
 

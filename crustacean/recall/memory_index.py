@@ -28,8 +28,8 @@ from time import time_ns
 from crustacean.documents import Document, DocumentSkipped, read_document
 from crustacean.recall import memories
 from crustacean.recall.memories import MemoryDoc, memory_paths, read_memory
-from crustacean.recall.search_read import mark_of
 from crustacean.state import StateDB, open_state
+from crustacean.tree import mark_of
 from crustacean.workspace import Workspace
 
 RACY_NS = 2_000_000_000

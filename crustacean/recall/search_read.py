@@ -16,7 +16,6 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
-from hashlib import blake2b
 from itertools import combinations
 from operator import itemgetter
 from pathlib import Path
@@ -32,7 +31,7 @@ from crustacean.recall.search_query import (
     parse_query,
     split_words,
 )
-from crustacean.tree import RECALLED, stat_markdown
+from crustacean.tree import RECALLED, mark_of, stat_markdown
 
 TITLE_WEIGHT = 0.6
 CONTEXT_BEFORE = 0
@@ -307,17 +306,6 @@ def disk_mark(disk: dict[str, os.stat_result]) -> int:
         numbers.append(st.st_size)
         numbers.append(st.st_mtime_ns)
     return mark_of(list(disk), numbers)
-
-
-def mark_of(paths: list[str], numbers: array[int]) -> int:
-    """The paths hashed as one text and the sizes and mtimes as one array (formatting a line
-    per file was most of the check's own time): the index's mark of the disk, and the memory
-    index's of the memory files (memory_index.py)."""
-    text = "\0".join(paths).encode("utf-8", "surrogateescape")
-    h = blake2b(len(text).to_bytes(8, "big"), digest_size=8)  # where the numbers start
-    h.update(text)
-    h.update(numbers.tobytes())
-    return int.from_bytes(h.digest(), "big", signed=True)
 
 
 def recorded(conn: sqlite3.Connection, mark: int, files: int) -> bool:

@@ -13,7 +13,6 @@ import glob
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -66,7 +65,7 @@ def discover(
         hits = {
             hit
             for match in sorted(glob.glob(str(root)))
-            for hit in discover(replace(source, path=match), home, base)
+            for hit in discover(source._replace(path=match), home, base)
         }
         return sorted(hits)
     if root.is_file():

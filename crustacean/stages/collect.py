@@ -438,8 +438,7 @@ def _ask(
     while k < len(queue):
         chunk = queue[k]
         req = build_request(ws, chunk, earlier_items(asked.items, chunk, ws.tz))
-        left = replace(
-            budget,
+        left = budget._replace(
             max_turns=budget.max_turns - (rec.record.turns - turns0),
             max_input_tokens=budget.max_input_tokens - (_input_used(rec.record) - input0),
         )
@@ -447,7 +446,7 @@ def _ask(
             return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(queue)} chunks)")
         answer = Answer(chunk.refs, ws.tz, first)
         try:
-            limit = replace(left, max_input_tokens=max(1, left.max_input_tokens))
+            limit = left._replace(max_input_tokens=max(1, left.max_input_tokens))
             outcome = session.run(req, {"record_notes": answer.record}, limit)
         except CrustaceanError as e:
             if answer.calls:  # the correction's request failed: the first answer stands
