@@ -20,6 +20,7 @@ logs) in a temp folder, or reuses DIR when it already holds one, and measures:
   section, against plain BM25 over whole files (a second FTS5 table of whole files, same
   tokenizer, same quoting and OR fallback), where the right file alone counts as a hit.
 
+`--mcp-only` measures the MCP tool calls and grep alone (a minute, for comparing two checkouts).
 It prints one markdown table, then its rows of bench/BUDGETS.md: the hook's median ≤ 3x the typer
 import's; `search` end to end p95 ≤ 3x it; each MCP tool call's p95 ≤ 0.2x the grep median.
 """
@@ -326,6 +327,30 @@ class Figures:
     queries: int = 30
 
 
+def measure_mcp(root: Path, files: int, n_queries: int = 30) -> Figures:
+    """The MCP tool calls and grep alone (`--mcp-only`), on the same workspace and queries."""
+    rng = random.Random(7)
+    ws, memory = _workspace(root, files)
+    needles = plant_needles(root, memory, 30, rng)
+    fig = Figures(needles=len(needles), queries=n_queries)
+    with SearchIndex(ws) as index:
+        index.update()
+        queries = _queries(rng, n_queries)
+    fig.mcp = mcp_times(ws, queries)
+    fig.tool, fig.grep = grep_times(root, queries)
+    return fig
+
+
+def report_mcp(fig: Figures, memory_files: int) -> None:
+    grep = statistics.median(fig.grep)
+    print("| figure | median | p95 | baseline | ratio |")
+    print("|---|---|---|---|---|")
+    for name, times in fig.mcp.items():
+        print(_latency_row(f"MCP {name}", times, grep, fig.tool))
+    rows = budgets(fig, memory_files)
+    print("\n" + budget_table([r for r in rows if r["who"] == "an agent's MCP tool call"]))
+
+
 def measure(root: Path, files: int, tmp: Path, n_queries: int = 30) -> Figures:
     rng = random.Random(7)
     ws, memory = _workspace(root, files)
@@ -427,29 +452,32 @@ def report(fig: Figures, memory_files: int) -> None:
 
 def budgets(fig: Figures, memory_files: int) -> list[dict[str, Any]]:
     """This bench's rows of bench/BUDGETS.md, in ms, against baselines of the same run."""
-    typer = statistics.median(fig.cli[TYPER]) * 1000
     grep = statistics.median(fig.grep) * 1000
     on = f"{memory_files:,} memories"
     grep_name = "`grep -ril`, one process per query"
-    rows = [
-        budget(
-            "Claude Code at every session start",
-            f"{HOOK} (`context --format claude-hook`), {on}",
-            statistics.median(fig.cli[HOOK]) * 1000,
-            typer,
-            TYPER,
-            3,
-        ),
-        budget(
-            "a person or an agent at a shell",
-            f"`crustacean search` end to end, {on}",
-            _p95(fig.cli["search"]) * 1000,
-            typer,
-            TYPER,
-            3,
-            stat="p95",
-        ),
-    ]
+    rows = (
+        []
+        if not fig.cli
+        else [
+            budget(
+                "Claude Code at every session start",
+                f"{HOOK} (`context --format claude-hook`), {on}",
+                statistics.median(fig.cli[HOOK]) * 1000,
+                statistics.median(fig.cli[TYPER]) * 1000,
+                TYPER,
+                3,
+            ),
+            budget(
+                "a person or an agent at a shell",
+                f"`crustacean search` end to end, {on}",
+                _p95(fig.cli["search"]) * 1000,
+                statistics.median(fig.cli[TYPER]) * 1000,
+                TYPER,
+                3,
+                stat="p95",
+            ),
+        ]
+    )
     for name, times in fig.mcp.items():
         what = f"MCP {name.replace(', topic', ' with a topic')}, {on}"
         rows.append(
@@ -471,14 +499,17 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10_000, help="memory files to generate")
     parser.add_argument("--dir", type=Path, help="generate here, or reuse a bench workspace here")
     parser.add_argument("--queries", type=int, default=30, help="queries (2/3 of them by the CLI)")
+    parser.add_argument("--mcp-only", action="store_true", help="only the MCP calls and grep")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crustacean-search-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
         os.environ["CRUSTACEAN_SEMANTIC"] = "0"  # the default install: lexical search
-        report(
-            measure((args.dir or tmp / "ws").resolve(), args.files, tmp, args.queries), args.files
-        )
+        root = (args.dir or tmp / "ws").resolve()
+        if args.mcp_only:
+            report_mcp(measure_mcp(root, args.files, args.queries), args.files)
+        else:
+            report(measure(root, args.files, tmp, args.queries), args.files)
 
 
 if __name__ == "__main__":

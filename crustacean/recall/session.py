@@ -1,10 +1,11 @@
-"""What a long-lived server keeps between context calls, so a call does not stat every file.
+"""What a long-lived server keeps between calls, so a call does not stat every file.
 
 A CLI process builds a context once and reads everything fresh (`context.Reader`). The MCP
 server answers a conversation's calls: it keeps its search index open and the memories its
-last sweep found (a stat of every memory file, memory_index.py), and sweeps again only when
-its caller says so: after the server's own writes, or when its refresh interval has passed
-(mcp_server.py decides, as it does for search). Between sweeps, a file the context loads (a
+last sweep found (a stat of every file: the index's update, whose stats the memory index
+reuses, memory_index.py), and sweeps again only when its caller says so: after the server's
+own writes, or when its refresh interval has passed (mcp_server.py decides, for search and
+context alike, and may sweep between calls). Between sweeps, a file the context loads (a
 foundation file, a memory it keeps) is stat'ed on every call and read again as soon as its size
 or mtime changed, so what a context loads is never older than the file; a file written within
 RACY_NS of its read is read again (the same clock tick could hide a second write).
@@ -27,52 +28,76 @@ from crustacean.state import StateDB, open_state
 from crustacean.workspace import Workspace
 
 if TYPE_CHECKING:
-    from crustacean.recall.search import Ranking, SearchIndex
+    from crustacean.recall.search import Hit, Ranking, SearchIndex, SearchRequest
 
 Problems = list[tuple[str, str]]
 
 
 class SessionReader(Reader):
-    """A `Reader` that keeps what it read for the next call; `sweep()` makes the next call
-    check every file again. One caller at a time (the server serializes its calls)."""
+    """A `Reader` that keeps what it read for the next call; `sweep()` checks every file again.
+    One caller at a time (the server serializes its calls and sweeps)."""
 
     def __init__(self, ws: Workspace) -> None:
         super().__init__(ws)
         self._db: StateDB | None = None
         self._index: SearchIndex | None = None
-        self._index_stale = True
-        self._scanned_now = False  # the index was updated in this call: its stats are fresh
+        self._scanned: Mapping[str, os.stat_result] | None = None  # the last sweep's stats
         self._memories: dict[bool, tuple[list[MemoryDoc], Problems]] = {}
         self._docs: dict[str, tuple[tuple[int, int], Document]] = {}
         self._by_path: tuple[list[MemoryDoc], list[MemoryDoc], dict[str, MemoryDoc]] | None = None
+        self.kept = 0  # counts what it keeps anew (the server's collector freezes it, gc.freeze)
 
     def sweep(self) -> None:
-        """Check every file again on the next call: the memories and the search index."""
+        """Check every file again now: the search index once a call has used it, then the
+        memories of each kind a call has loaded (from the index's stats, not stat'ed twice)."""
+        self._scanned = None
+        self.kept += 1
+        if self._index is not None:
+            self._index.update()
+            self._scanned = self._index.scanned
+        kinds = list(self._memories)
         self._memories.clear()
-        self._index_stale = True
+        for topic in kinds:
+            self._load(topic)
 
-    @contextmanager
-    def ranking(self, topic: str, now: datetime) -> Iterator[Ranking]:
+    def index(self) -> SearchIndex:
+        """The session's search index, brought up to date when first opened."""
         if self._index is None:
             from crustacean.recall.search import SearchIndex
 
             self._index = SearchIndex(self.ws, self._state())
-        refresh, self._index_stale = self._index_stale, False
-        self._scanned_now = refresh
-        try:
-            yield self._index.ranking(topic, now, refresh=refresh)
-        finally:
-            self._scanned_now = False
+            self._index.update()
+            self._scanned = self._index.scanned
+            self.kept += 1
+        return self._index
+
+    def search(self, request: SearchRequest) -> list[Hit]:
+        """`search.find`'s hits, from the index as of the last sweep."""
+        return self.index().search(
+            request.query,
+            request.limit,
+            raw=request.raw,
+            path_prefix=request.path_prefix,
+            include_archive=request.include_archive,
+            refresh=False,
+            budget_chars=request.budget_chars,
+        )
+
+    @contextmanager
+    def ranking(self, topic: str, now: datetime) -> Iterator[Ranking]:
+        yield self.index().ranking(topic, now, refresh=False)
 
     def memories(self, ranking: Ranking | None) -> tuple[list[MemoryDoc], Problems]:
         topic = ranking is not None
         if topic not in self._memories:
-            fresh = ranking is not None and self._scanned_now
-            scanned = ranking.index.scanned if fresh and ranking is not None else None
-            self._memories[topic] = load_memories(
-                self.ws, bodies=False, topic=topic, scanned=scanned
-            )
+            self._load(topic)
         return self._memories[topic]
+
+    def _load(self, topic: bool) -> None:
+        self.kept += 1
+        self._memories[topic] = load_memories(
+            self.ws, bodies=False, topic=topic, scanned=self._scanned
+        )
 
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
         kept = self._by_path
@@ -104,6 +129,7 @@ class SessionReader(Reader):
         doc = read()
         if st.st_mtime_ns < time_ns() - RACY_NS:
             self._docs[rel] = (key, doc)
+            self.kept += 1
         else:
             self._docs.pop(rel, None)
         return doc
