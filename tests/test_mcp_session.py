@@ -139,16 +139,17 @@ def test_a_running_server_sweeps_after_its_own_write_before_the_next_call(ws: Wo
 
 
 def test_the_server_starts_and_stops_its_sweeper_with_each_session(ws: Workspace) -> None:
-    before = {t.name for t in threading.enumerate()}
+    def sweepers() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name == "crustacean-sweep"]
 
     async def main() -> list[Any]:
         async with Client(build_server(ws)) as client:
-            running = [t.name for t in threading.enumerate() if t.name == "crustacean-sweep"]
+            running = sweepers()
             found = await client.call_tool("search_memory", {"query": "memory"})
             return [running, found.is_error]
 
     assert anyio.run(main) == [["crustacean-sweep"], False]
-    assert {t.name for t in threading.enumerate()} - before == set()
+    assert sweepers() == []
     assert gc.get_freeze_count() == 0
 
 

@@ -30,6 +30,7 @@ load whole, as "found for the topic". Without a topic, only hot memories load.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -479,6 +480,10 @@ class Reader:
         """The document of a memory the context loads."""
         return mem.doc
 
+    def loaded(self, text: str) -> str:
+        """`loadable(text)`."""
+        return loadable(text)
+
     def record(self, paths: list[str], now: datetime) -> None:
         """A recall of each memory the context loaded."""
         from crustacean.state import open_state
@@ -533,7 +538,7 @@ def _assemble(
         except DocumentSkipped as e:
             problems.append((rel, e.reason))
             continue
-        text = loadable(doc.text)
+        text = reader.loaded(doc.text)
         if not text:
             continue  # a template never filled in: only comments and empty headings
         if used + len(text) > room:
@@ -550,7 +555,9 @@ def _assemble(
     if person is not None:
         doc = reader.body(person)
         entries.append(
-            Entry(person.path, "person", doc.name, loadable(doc.body), str(audience), person.tier)
+            Entry(
+                person.path, "person", doc.name, reader.loaded(doc.body), str(audience), person.tier
+            )
         )
     elif audience.kind in ("dm", "group"):
         not_loaded.append((f"{audience.kind}:{audience.name}", "no matching file"))
@@ -568,7 +575,7 @@ def _assemble(
         doc = reader.body(mem)
         best = texts.get(mem.path) if texts is not None else None
         why += ", best lines for the topic" if best is not None else ""
-        text = loadable(best if best is not None else doc.body)
+        text = reader.loaded(best if best is not None else doc.body)
         entries.append(Entry(mem.path, section, doc.name, text, why, mem.tier))
         spent += len(text)
     if ranking is not None:
@@ -619,15 +626,21 @@ def _line(hit: Hit) -> int:
     return hit.start_line
 
 
-def _found(ranking: Ranking, loaded: set[str], budget: int) -> list[Entry]:
-    """The topic's best lines in daily logs and knowledge/ not loaded yet, within `budget`."""
+@functools.lru_cache(maxsize=1 << 15)
+def _findable(path: str) -> bool:
+    """A daily log or a file of knowledge/ (asked of ~1,000 paths per topic, kept per path)."""
     from crustacean.recall.search import log_day
 
+    return path.startswith("knowledge/") or log_day(path) is not None
+
+
+def _found(ranking: Ranking, loaded: set[str], budget: int) -> list[Entry]:
+    """The topic's best lines in daily logs and knowledge/ not loaded yet, within `budget`."""
     if budget <= 0:
         return []
 
     def keep(path: str) -> bool:
-        return path not in loaded and (log_day(path) is not None or path.startswith("knowledge/"))
+        return path not in loaded and _findable(path)
 
     out = []
     for h in ranking.hits(keep, budget):  # best first: the budget may be read only in part

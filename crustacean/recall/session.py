@@ -21,7 +21,7 @@ from time import time_ns
 from typing import TYPE_CHECKING
 
 from crustacean.documents import Document
-from crustacean.recall.context import Reader
+from crustacean.recall.context import Reader, loadable
 from crustacean.recall.memories import MemoryDoc
 from crustacean.recall.memory_index import RACY_NS, load_memories, read_doc
 from crustacean.state import StateDB, open_state
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from crustacean.recall.search import Hit, Ranking, SearchIndex, SearchRequest
 
 Problems = list[tuple[str, str]]
+LOADED_TEXTS = 512  # texts whose loadable form is kept (a context loads ~60 at most)
 
 
 class SessionReader(Reader):
@@ -45,6 +46,7 @@ class SessionReader(Reader):
         self._memories: dict[bool, tuple[list[MemoryDoc], Problems]] = {}
         self._docs: dict[str, tuple[tuple[int, int], Document]] = {}
         self._by_path: tuple[list[MemoryDoc], list[MemoryDoc], dict[str, MemoryDoc]] | None = None
+        self._loaded: dict[str, str] = {}  # text: loadable(text), for the files it keeps
         self.kept = 0  # counts what it keeps anew (the server's collector freezes it, gc.freeze)
 
     def sweep(self) -> None:
@@ -103,11 +105,10 @@ class SessionReader(Reader):
         kept = self._by_path
         if kept is None or kept[0] is not mems:  # worked out once per sweep
             hot = [m for m in mems if m.tier == "hot"]
-            kept = (mems, hot, {m.path: m for m in mems})
+            kept = (mems, hot, {m.path: m for m in mems if m.tier != "hot"})
             self._by_path = kept
-        _, hot, by_path = kept
-        relevant = [by_path[p] for p in shares if p in by_path and by_path[p].tier != "hot"]
-        return hot + relevant
+        _, hot, others = kept
+        return hot + [m for p in shares if (m := others.get(p)) is not None]
 
     def document(self, rel: str) -> Document:
         return self._kept(rel, lambda: super(SessionReader, self).document(rel))
@@ -133,6 +134,15 @@ class SessionReader(Reader):
         else:
             self._docs.pop(rel, None)
         return doc
+
+    def loaded(self, text: str) -> str:
+        """`loadable(text)`, kept for the same text (a foundation file, each call)."""
+        got = self._loaded.get(text)
+        if got is None:
+            if len(self._loaded) >= LOADED_TEXTS:
+                self._loaded.clear()
+            got = self._loaded[text] = loadable(text)
+        return got
 
     def record(self, paths: list[str], now: datetime) -> None:
         self._state().record_recalls(paths, now, "context")
