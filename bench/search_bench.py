@@ -200,10 +200,14 @@ def search_times(index: SearchIndex, queries: list[str], refresh: bool, rounds: 
 MCP_CALLS = 15  # get_context calls of each kind: ~0.1 s each on 10,000 memories
 
 
-def mcp_times(ws: Workspace, queries: list[str]) -> dict[str, list[float]]:
+def mcp_times(
+    ws: Workspace, queries: list[str], cpu: dict[str, list[float]] | None = None
+) -> dict[str, list[float]]:
     """Seconds per tool call through an in-process MCP client, as an agent calls them
     mid-conversation: one session, the first call of each tool (which builds or refreshes its
-    index) left out; `search_memory` for every query, `get_context` with and without a topic."""
+    index) left out; `search_memory` for every query, `get_context` with and without a topic.
+    `cpu` gets the process's CPU seconds per call (every thread: a loaded machine stretches
+    wall time, not this)."""
     import anyio
     from mcp import Client
 
@@ -224,9 +228,11 @@ def mcp_times(ws: Workspace, queries: list[str]) -> dict[str, list[float]]:
                 await client.call_tool(*todo[0])
                 times[name] = []
                 for tool, args in todo:
-                    start = time.perf_counter()
+                    start, used = time.perf_counter(), time.process_time()
                     await client.call_tool(tool, args)
                     times[name].append(time.perf_counter() - start)
+                    if cpu is not None:
+                        cpu.setdefault(name, []).append(time.process_time() - used)
         return times
 
     return anyio.run(main)
@@ -317,6 +323,7 @@ class Figures:
     fresh: list[float] = field(default_factory=list)
     check: list[float] = field(default_factory=list)
     mcp: dict[str, list[float]] = field(default_factory=dict)
+    mcp_cpu: dict[str, list[float]] = field(default_factory=dict)
     cli: dict[str, list[float]] = field(default_factory=dict)
     cli_semantic: list[float] = field(default_factory=list)
     grep: list[float] = field(default_factory=list)
@@ -336,7 +343,7 @@ def measure_mcp(root: Path, files: int, n_queries: int = 30) -> Figures:
     with SearchIndex(ws) as index:
         index.update()
         queries = _queries(rng, n_queries)
-    fig.mcp = mcp_times(ws, queries)
+    fig.mcp = mcp_times(ws, queries, fig.mcp_cpu)
     fig.tool, fig.grep = grep_times(root, queries)
     return fig
 
@@ -347,6 +354,14 @@ def report_mcp(fig: Figures, memory_files: int) -> None:
     print("|---|---|---|---|---|")
     for name, times in fig.mcp.items():
         print(_latency_row(f"MCP {name}", times, grep, fig.tool))
+    for name, times in fig.mcp_cpu.items():
+        print(
+            _row(
+                f"MCP {name}: the process's CPU per call",
+                _ms(statistics.median(times)),
+                _ms(_p95(times)),
+            )
+        )
     rows = budgets(fig, memory_files)
     print("\n" + budget_table([r for r in rows if r["who"] == "an agent's MCP tool call"]))
 
