@@ -100,7 +100,9 @@ def test_the_session_answers_as_a_fresh_process_after_edits_of_every_kind(ws: Wo
     same_as_fresh(st, ws)  # the server's own write: at once, no interval
 
 
-def test_a_running_server_sweeps_after_its_own_write_before_the_next_call(ws: Workspace) -> None:
+def test_a_running_server_sweeps_after_its_own_write_before_the_next_call(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The sweep a write makes due runs on the sweeper's thread, so the next call finds the
     session fresh and sweeps nothing itself; its answer still holds the write."""
     clock = {"t": 1000.0}
@@ -116,7 +118,7 @@ def test_a_running_server_sweeps_after_its_own_write_before_the_next_call(ws: Wo
         real_sweep(now)
         swept.set()
 
-    st.sweep = sweep  # type: ignore[method-assign]
+    monkeypatch.setattr(st, "sweep", sweep)
     sweeper.start()
     try:
         assert mcp_server.search_memory(st, "kiwis") == []  # the first call sweeps itself
@@ -155,7 +157,7 @@ def test_the_server_starts_and_stops_its_sweeper_with_each_session(ws: Workspace
 
 @pytest.mark.parametrize("failing", [OSError("disk gone"), RuntimeError("bug")])
 def test_a_sweep_that_fails_between_calls_is_left_for_the_next_call(
-    ws: Workspace, failing: Exception
+    ws: Workspace, failing: Exception, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The thread does not retry in a loop; the next call sweeps itself and says what failed."""
     st = McpState(ws, Store(ws))
@@ -167,7 +169,7 @@ def test_a_sweep_that_fails_between_calls_is_left_for_the_next_call(
         tried.set()
         raise failing
 
-    st.sweep = sweep  # type: ignore[method-assign]
+    monkeypatch.setattr(st, "sweep", sweep)
     st.dirty = True  # as after a write: the thread sweeps at once
     sweeper.start()
     try:
