@@ -606,6 +606,19 @@ class SearchRequest:
     def __post_init__(self) -> None:
         check_request(self.query, self.limit, self.budget_chars)
 
+    def hits(self, index: IndexReader, now: datetime | None = None) -> list[Hit]:
+        """What `index` answers to this request as it is (no refresh)."""
+        return index.search(
+            self.query,
+            self.limit,
+            raw=self.raw,
+            path_prefix=self.path_prefix,
+            include_archive=self.include_archive,
+            refresh=False,
+            budget_chars=self.budget_chars,
+            now=now,
+        )
+
 
 @dataclass(frozen=True)
 class Found:
@@ -628,16 +641,7 @@ def find(
     count each file returned as recalled."""
     with open_state(ws) as db, SearchIndex(ws, db) as index:
         stats = index.update(progress) if refresh else None
-        hits = index.search(
-            request.query,
-            request.limit,
-            raw=request.raw,
-            path_prefix=request.path_prefix,
-            include_archive=request.include_archive,
-            refresh=False,
-            budget_chars=request.budget_chars,
-            now=now,
-        )
+        hits = request.hits(index, now)
         if record is not None and hits:
             db.record_recalls([h.path for h in hits], now or datetime.now(UTC), how=record)
     return Found(hits, stats)

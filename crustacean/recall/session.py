@@ -75,15 +75,7 @@ class SessionReader(Reader):
 
     def search(self, request: SearchRequest) -> list[Hit]:
         """`search.find`'s hits, from the index as of the last sweep."""
-        return self.index().search(
-            request.query,
-            request.limit,
-            raw=request.raw,
-            path_prefix=request.path_prefix,
-            include_archive=request.include_archive,
-            refresh=False,
-            budget_chars=request.budget_chars,
-        )
+        return request.hits(self.index())
 
     @contextmanager
     def ranking(self, topic: str, now: datetime) -> Iterator[Ranking]:
