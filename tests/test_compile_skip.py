@@ -168,3 +168,41 @@ def test_a_pass_that_changed_something_vouches_for_nothing(ws: Workspace) -> Non
     result = compile_workspace(live, env={}, no_model=True, clock=lambda: NOW)
     assert result.ops.trashed
     assert not compile_skip.check(live, NOW).nothing_to_do
+
+
+def test_the_listing_after_each_write_of_the_pass_is_the_one_a_scan_finds(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the pass's own write the cache lists the tree from the files that write named
+    (CachedInputs.wrote), not another walk: a full scan then finds the same files and keys."""
+    from crustacean.stages.compile_inputs import CachedInputs
+
+    today = NOW.date()
+    for d in range(60):  # the old ones are archived (moved), a write of 2 names per log
+        day = today - timedelta(days=d)
+        put(ws.root, f"memory/{day.isoformat()}.md", f"# {day}\n\n### [09:00] chat\n\n- note {d}\n")
+    put(ws.root, f"memory/{(today - timedelta(days=40)).isoformat()}-api-design.md", "hook\n")
+    put(ws.root, "memory/notes/empty.md", "")  # trashed
+    put(ws.root, "memory/notes/dup-a.md", "# Same\nsame words\n")
+    put(ws.root, "memory/notes/dup-b.md", "# Same\nsame words\n")
+    put(ws.root, "memory/notes/old-hot.md", "---\nrecorded: 2026-06-01\n---\nold hot\n")
+    live = Workspace(ws.root, load_config(ws.root, env={}, overrides=["workspace.timezone=UTC"]))
+    compared: list[str] = []
+    real = CachedInputs.wrote
+
+    def checked(self: CachedInputs, files: Any) -> None:
+        named = list(files)
+        real(self, named)
+        if self._paths is None:
+            return
+        scan = CachedInputs(self.ws, self.store)
+        assert scan.paths() == self._paths
+        assert {p: e.key for p, e in scan.entries.items()} == {
+            p: e.key for p, e in self.entries.items()
+        }
+        compared.extend(named)
+
+    monkeypatch.setattr(CachedInputs, "wrote", checked)
+    result = compile_workspace(live, env={}, no_model=True, clock=lambda: NOW)
+    assert result.ops.archived and result.ops.trashed
+    assert any(p.startswith("archive/") for p in compared)  # moves: both ends checked

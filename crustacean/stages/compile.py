@@ -96,6 +96,8 @@ def _apply(
     result = store.write_context(
         changes, actor=STAGE, message=message, run_id=run_id, max_files=len(changes)
     )
+    if inputs is not None:
+        inputs.wrote(result.files)
     seen = set(ops.files)
     ops.files += [f for f in dict.fromkeys(result.files) if f not in seen]
     if result.version:

@@ -22,6 +22,7 @@ import hashlib
 import os
 import sqlite3
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -32,6 +33,7 @@ from crustacean.state import open_state
 from crustacean.store import Store, walk_entries
 from crustacean.store.changes import sha256_hex
 from crustacean.tiers import Memory, with_stored
+from crustacean.tree import WRITABLE, is_temp
 from crustacean.workspace import Workspace
 
 TRASH_ROOTS = ("memory/", "knowledge/")  # the files the empty/duplicate step compares
@@ -48,8 +50,12 @@ class ReadInputs:
         self._paths: list[str] | None = None
 
     def stale(self) -> None:
-        """The pass wrote: the next `paths` lists again."""
+        """The pass writes: the next `paths` lists again (unless `wrote` says what changed)."""
         self._paths = None
+
+    def wrote(self, files: Iterable[str]) -> None:
+        """The pass's own write went through and changed `files` alone: here the next `paths`
+        lists again all the same (the store's listing is cheap next to the cache's scan)."""
 
     def paths(self) -> list[str]:
         if self._paths is None:
@@ -104,10 +110,41 @@ class CachedInputs(ReadInputs):
         self.reads = 0  # files read (not taken from the cache): for tests and the bench
         self._trash: dict[str, tuple[bytes, str]] | None = None
         self._memories: list[Memory] | None = None
+        self._before: tuple[dict[str, Entry], list[str] | None] | None = None  # stale()'s
 
     def stale(self) -> None:
+        self._before = (self.entries, self._paths) if self._paths is not None else None
         super().stale()
         self._trash = self._memories = None
+
+    def wrote(self, files: Iterable[str]) -> None:
+        """The listing after the pass's own write, from the stats of the files it named (a
+        move names both ends) over the listing before it, not another walk of 11,000 files.
+        The write changed nothing else the walk would see; a file that is no longer a regular
+        one, or a folder that is not, is left to a full scan. Changes made meanwhile by
+        others are seen by the next run's scan, as they would be after the pass's last one."""
+        before, self._before = self._before, None
+        if before is None:
+            return
+        entries, paths = dict(before[0]), set(before[1] or ())
+        stamp = _stamp(self.ws)
+        folders: dict[str, bool] = {}
+        root = str(self.ws.root)
+        for rel in dict.fromkeys(files):
+            st = _walked(root, rel, folders)
+            if st is None:
+                entries.pop(rel, None)
+                paths.discard(rel)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                return  # not what the store writes: the next `paths` scans the tree
+            key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            racy = stamp is None or st.st_ctime_ns >= stamp or st.st_mtime_ns >= stamp
+            old = entries.get(rel)
+            if old is None or old.key != key or old.racy or racy:
+                entries[rel] = Entry(key, racy)
+            paths.add(rel)
+        self.entries, self._paths = entries, sorted(paths)
 
     def retiered(self) -> None:
         self._memories = None
@@ -270,6 +307,34 @@ def _stamp(ws: Workspace) -> int | None:
     os.utime(path)
     st = os.stat(path)
     return st.st_mtime_ns if st.st_dev == os.stat(ws.root).st_dev else None
+
+
+def _walked(root: str, rel: str, folders: dict[str, bool]) -> os.stat_result | None:
+    """The lstat of `rel` when the writer's walk (`tree.walk`, WRITABLE) would yield it: its
+    folders neither left out nor symlinks (a walk never enters one), the file no killed
+    write's temp and still there. `folders` keeps each folder's answer for the call."""
+    parts = rel.split("/")
+    rel_dir = ""
+    for name in parts[:-1]:
+        inside = f"{rel_dir}{name}/"
+        ok = folders.get(inside)
+        if ok is None:
+            try:
+                ok = not WRITABLE.leaves_out(rel_dir, name) and stat.S_ISDIR(
+                    os.lstat(f"{root}/{inside}").st_mode
+                )
+            except OSError:
+                ok = False
+            folders[inside] = ok
+        if not ok:
+            return None
+        rel_dir = inside
+    if is_temp(parts[-1]):
+        return None
+    try:
+        return os.lstat(f"{root}/{rel}")
+    except OSError:
+        return None
 
 
 def _odd_roots(ws: Workspace) -> bool:
