@@ -297,7 +297,7 @@ def test_writes_after_a_pass_that_found_nothing_keep_no_fingerprint(
     ops = deterministic_pass(a, Store(a), "t", NOW, inputs=inputs)
     assert not ops.changed_anything
     put(a.root, "memory/ideas/blank.md", "")  # as a model's write would
-    _keep_cache(a, (inputs, found), NOW, ops, wrote=True)
+    _keep_cache(a, (inputs, found), NOW, ops, None)  # None: what was written is not known
     assert not compile_skip.check(a, NOW).nothing_to_do
     result = compile_workspace(a, env={}, no_model=True, clock=lambda: NOW)
     assert result.ops.trashed == ["memory/ideas/blank.md (empty file)"]

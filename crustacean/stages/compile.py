@@ -521,8 +521,9 @@ class Compile(Stage[bool, CompileResult]):
         digest = None
         if ops.changed_anything or model == "ran":
             digest = write_digest(ws, session.store, ops, now, run.id)
-        if cached is not None:
-            _keep_cache(ws, cached, now, ops, wrote=digest is not None)
+        if cached is not None:  # after the pass: the model's writes (unknown), or the digest's
+            after = None if model == "ran" else [digest] if digest is not None else []
+            _keep_cache(ws, cached, now, ops, after)
         for version in ops.versions:
             rec.wrote([], version, None)
         rec.wrote(ops.files, None, None)
@@ -581,14 +582,18 @@ def _keep_cache(
     cached: tuple[CachedInputs, compile_skip.PassCheck],
     now: datetime,
     ops: Ops,
-    wrote: bool,
+    after: list[str] | None,
 ) -> None:
     """Keep the file cache as this run leaves the workspace, and the fingerprint when the pass
     found nothing to do and nothing was written after it (a pass that changed something, or
-    was followed by the model's writes, vouches for nothing)."""
+    was followed by the model's writes, vouches for nothing). `after`: the files written
+    since the pass (the digest), None when not known (the model wrote)."""
     inputs, found = cached
-    if wrote:  # the pass, the model or the digest: look at the files again
+    wrote = after is None or bool(after)
+    if wrote:  # the model or the digest: look at the files again, all or those written
         inputs.stale()
+        if after is not None:
+            inputs.wrote(after)
     inputs.settle()  # the files this run wrote are read now, not by the next run
     until = None
     if not wrote and not ops.changed_anything and not ops.held:  # a held log: curate may come
