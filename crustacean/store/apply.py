@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     from filelock import AcquireReturnProxy
 
 WRITE_LOCK_SECONDS = 60.0
-INDEX_SYNC = ":index-sync"  # the fault point between the user's index and HEAD's move
-HEAD_MOVED = ":head-moved"  # the fault point between HEAD's move and the journal's removal
+INDEX_SYNC = ":index-sync"  # the fault point between the user's index and the version's commit
+HEAD_MOVED = ":head-moved"  # the fault point between the version's commit and the journal's end
 SNAPSHOT_MADE = ":snapshot-made"  # the fault point after the user's edits' snapshot version
 RENAME_LANES_FROM = 4  # files in a call from which they are renamed on several threads
 SYNC_ONCE_FROM = 32  # new files in a call from which their temp files are synced at once
@@ -109,7 +109,7 @@ class Applier:
         held = contextlib.ExitStack()
         if not self.versioned:
             self._apply(plan, touched, call_id, None, None, sha256)
-            return Applied(self, plan, touched, call_id, sha256, None, None, lambda: None, held)
+            return Applied(self, plan, touched, call_id, sha256, None, None, lambda: None, held, ())
         held.enter_context(self.git.index_locked())
         with contextlib.ExitStack() as failing:
             failing.push(held)  # released here only when the call fails before its commit
@@ -122,7 +122,8 @@ class Applier:
             head = snapshot or base
             settle = self._apply(plan, touched, call_id, head, base, sha256, settle_later=True)
             failing.pop_all()
-        return Applied(self, plan, touched, call_id, sha256, head, snapshot, settle, held)
+        tracked = tuple(head_ids)
+        return Applied(self, plan, touched, call_id, sha256, head, snapshot, settle, held, tracked)
 
     def _lock(self) -> FileLock:
         self.ws.state_dir.mkdir(exist_ok=True)
@@ -372,18 +373,15 @@ class Applier:
                         actor="user",
                         message="snapshot of edits made after an interrupted write",
                         trailers={TRAILER_ACTOR: "user"},
-                        parent=head,
                     )
                 if dropped and head is not None and version is not None:
-                    head = self._restore_dropped(dropped, version, data["call_id"], head)
+                    head = self._restore_dropped(dropped, version, data["call_id"])
                 if head is not None:  # the index as HEAD: a kill may leave it either side
                     self.git.sync_index(head, list(originals))
         self.journal_path.unlink(missing_ok=True)
         return undone
 
-    def _restore_dropped(
-        self, paths: list[str], version: tuple[str, str], call_id: str, head: str
-    ) -> str:
+    def _restore_dropped(self, paths: list[str], version: tuple[str, str], call_id: str) -> str:
         """A committed call's files that a later commit took out of HEAD (their index had not
         followed the version yet), as a new version by the call's actor, with a log line."""
         author, subject = version
@@ -394,7 +392,6 @@ class Applier:
             actor=actor,
             message=f"restore what a later commit dropped: {subject}"[:200],
             trailers={TRAILER_ACTOR: actor, TRAILER_CALL: call_id},
-            parent=head,
         )
 
     def _snapshot_dirty(
@@ -420,7 +417,6 @@ class Applier:
             actor="user",
             message=f"snapshot of uncommitted edits before a {actor} write",
             trailers={TRAILER_ACTOR: "user"},
-            parent=head,
         )
 
 
@@ -438,10 +434,12 @@ class Applied:
         snapshot: str | None,
         settle: Callable[[], None],
         held: contextlib.ExitStack,
+        tracked: tuple[str, ...],  # the files of the call HEAD has
     ) -> None:
         self.applier, self.git = applier, applier.git
         self.plan, self.touched, self.call_id, self.sha256 = plan, touched, call_id, sha256
         self.head, self.snapshot, self.settle, self.held = head, snapshot, settle, held
+        self.tracked = tracked
         self.upkeep: Callable[[], str] = lambda: ""  # git's maintenance, once HEAD moved
 
     def commit(self, actor: str, message: str, run_id: str | None) -> str | None:
@@ -454,28 +452,20 @@ class Applied:
         if not self.applier.versioned:
             self.applier.journal_path.unlink(missing_ok=True)
             return None
-        touched, call_id = self.touched, self.call_id
-        head, settle = self.head, self.settle
+        touched, call_id, settle = self.touched, self.call_id, self.settle
         index_was: list[bytes | None] = []  # the user's index before it took the version
-
-        def before_head(commit: str) -> None:
-            """The renames on disk, then the user's index holds the version, before HEAD names
-            it: a kill never leaves HEAD ahead of the index, whose next `git commit` (after
-            git's advice to delete a stale lock) would drop the version again."""
-            settle()
-            index_was.append(self.git.sync_index(commit, touched, hold=True))
-            _fault_point(INDEX_SYNC)
-
         try:
+            # The renames on disk, then the user's index holds the version's files, before
+            # HEAD names it: a kill never leaves HEAD ahead of the index, whose next
+            # `git commit` (after git's advice to delete a stale lock) would drop the version.
+            settle()
+            before, staged = self.git.staged_index(touched, self.tracked)
+            index_was.append(before)
+            self.git.put_index(staged, hold=True)
+            _fault_point(INDEX_SYNC)
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
             version = self.git.commit_paths(
-                touched,
-                actor=actor,
-                message=message,
-                trailers=trailers,
-                parent=head,
-                before_ref=before_head,
-                fault=_fault_point,
+                touched, actor=actor, message=message, trailers=trailers, staged=staged
             )
         except BaseException:
             settle()
