@@ -459,9 +459,8 @@ class Applied:
             # HEAD names it: a kill never leaves HEAD ahead of the index, whose next
             # `git commit` (after git's advice to delete a stale lock) would drop the version.
             settle()
-            before, staged = self.git.staged_index(touched, self.tracked)
+            before, staged = self.git.staged_index(touched, self.tracked, place=True)
             index_was.append(before)
-            self.git.put_index(staged, hold=True)
             _fault_point(INDEX_SYNC)
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
             version = self.git.commit_paths(

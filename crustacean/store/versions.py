@@ -11,7 +11,6 @@ maintenance runs as `git commit` runs it.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -49,8 +48,9 @@ LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacea
 COMMIT_ONLY = (
     *("-c", f"core.hooksPath={os.devnull}", "-c", "core.abbrev=no"),
     *("-c", "maintenance.auto=false", "--literal-pathspecs", "commit", "--only"),
-    *("--allow-empty", "--cleanup=verbatim", "--no-status", "-F", "-", "--pathspec-file-nul"),
+    *("--allow-empty", "--cleanup=verbatim", "--no-status", "-F", "-"),
 )
+ARGV_PATHS = 32_000  # bytes of paths up to which they go as arguments, not through a file
 SUMMARY = re.compile(rb"\[.*? ([0-9a-f]{40}(?:[0-9a-f]{24})?)\] ")  # "[main <id>] subject"
 # The git states a write must not step into: what is in the git folder, and what it means.
 IN_PROGRESS = (
@@ -140,7 +140,7 @@ class Git:
             # the cause: git's first error (a signer's, before "failed to write commit object")
             detail = [x for x in said if x.startswith("error:")][:1] or said[-1:]
             raise VersionError(
-                f"git {_subcommand(args)} failed: {detail[0] if detail else proc.returncode}. "
+                f"git {_subcommand(args)} failed: {detail[-1] if detail else proc.returncode}. "
                 "Run `git status` in the workspace to see why."
             )
         return proc
@@ -395,19 +395,23 @@ class Git:
         trailers: dict[str, str],
     ) -> str:
         """`git commit --only` of `paths` on a scratch copy of the index `staged`: what
-        `commit_paths` runs. The message goes in verbatim, the paths through a file (stdin
-        carries the message); the new id is read from git's summary line (`core.abbrev=no`)."""
-        scratch, pathspec = self._scratch(), self._scratch()
+        `commit_paths` runs. The message goes in verbatim on stdin, the paths as arguments (or
+        through a file when many); the new id is read from git's summary (`core.abbrev=no`)."""
+        scratch = self._scratch()
+        listed = b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
+        pathspec = self._scratch() if len(listed) > ARGV_PATHS else None
         body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
         try:
             if staged is None:  # a new index of just `paths`: no flag of the user's on them
                 self._stage({"GIT_INDEX_FILE": str(scratch)}, paths)
             else:
                 scratch.write_bytes(staged)
-            pathspec.write_bytes(b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths))
+            if pathspec is not None:
+                pathspec.write_bytes(listed)
             said = self.run(
                 *COMMIT_ONLY,
-                f"--pathspec-from-file={pathspec}",
+                *([f"--pathspec-from-file={pathspec}", "--pathspec-file-nul"] if pathspec else []),
+                *(["--", *paths] if pathspec is None else []),
                 env={
                     **env,
                     "GIT_INDEX_FILE": str(scratch),
@@ -417,13 +421,14 @@ class Git:
             ).stdout
         finally:
             scratch.unlink(missing_ok=True)
-            pathspec.unlink(missing_ok=True)
+            if pathspec is not None:
+                pathspec.unlink(missing_ok=True)
             scratch.with_name(scratch.name + ".lock").unlink(missing_ok=True)
         found = SUMMARY.match(said)
         return found.group(1).decode() if found else self.out("rev-parse", "HEAD")
 
     def staged_index(
-        self, paths: Iterable[str], tracked: Iterable[str] = ()
+        self, paths: Iterable[str], tracked: Iterable[str] = (), *, place: bool = False
     ) -> tuple[bytes | None, bytes]:
         """The user's index as it is (None: there is none) and a copy of it with `paths` staged
         from the working tree: the index the user's next `git commit` should start from once a
@@ -433,7 +438,10 @@ class Git:
         stages them even where the user marked them assume-unchanged or skip-worktree (plain
         `update-index` keeps the old entry there, or drops it); new and deleted files through
         `update-index --add --remove`. No index yet: HEAD's entries first (from empty, every
-        other file would look deleted)."""
+        other file would look deleted). With `place` the staged copy is renamed over the
+        user's index while git's lock stays held (the lock's holder may replace the index:
+        git's own protocol), so no other git stages or commits before HEAD names the version;
+        callers hold index_locked()."""
         index = self.git_dir / "index"
         tmp = self._scratch()
         env = {"GIT_INDEX_FILE": str(tmp)}
@@ -451,7 +459,10 @@ class Git:
                 self._renormalize(env, kept)
             if rest := [p for p in listed if p not in set(kept)]:
                 self._stage(env, rest)
-            return before, tmp.read_bytes()
+            staged = tmp.read_bytes()
+            if place:  # no fsync, as git does for its index: HEAD rebuilds it
+                os.replace(tmp, index)
+            return before, staged
         finally:
             tmp.unlink(missing_ok=True)
 
@@ -653,11 +664,9 @@ class Git:
         self.put_index(data)
         return before
 
-    def put_index(self, data: bytes | None, *, hold: bool = False) -> None:
+    def put_index(self, data: bytes | None) -> None:
         """Write the user's new index into git's lock and rename it over the index (git's own
-        protocol), which also releases the lock (`hold`: and takes it again at once, so no other
-        git stages or commits before HEAD names the version; None: no index).
-        Callers hold index_locked()."""
+        protocol), which also releases the lock (None: no index). Callers hold index_locked()."""
         if self._index_fd is None or self._index_fd < 0:
             raise RuntimeError("put_index needs index_locked() held")
         self._index_fd, fd = -1, self._index_fd  # closed here; the rename below releases it
@@ -669,9 +678,6 @@ class Git:
             lock.unlink()
         else:
             os.replace(lock, self.git_dir / "index")
-        if hold:
-            with contextlib.suppress(FileExistsError):  # another git took it: it is theirs
-                self._index_fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
 
     def committed_call(self, call_id: str, base: str | None) -> tuple[str, str] | None:
         """The author and subject of call `call_id`'s version if it landed after `base`
@@ -761,13 +767,14 @@ def users_commit(root: Path, git_dir: Path) -> int | None:
     (its editor is open; git holds no lock meanwhile, and fails if HEAD moves under it), or
     None. Cheap unless one may be running: git writes COMMIT_EDITMSG before the editor
     opens and HEAD's reflog after the commit, so only a message newer than the reflog
-    makes a /proc walk."""
+    makes a /proc walk (the same time stamp is the store's own version: the file system's
+    clock ticks coarser than one `git commit`)."""
     try:
         started = (git_dir / "COMMIT_EDITMSG").stat().st_mtime_ns
     except OSError:
         return None
     try:
-        if (git_dir / "logs" / "HEAD").stat().st_mtime_ns > started:
+        if (git_dir / "logs" / "HEAD").stat().st_mtime_ns >= started:
             return None
     except OSError:
         pass
