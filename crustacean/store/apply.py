@@ -41,6 +41,7 @@ from crustacean.store.versions import (
     TRAILER_CALL,
     TRAILER_RUN,
     Git,
+    Settings,
     blob_id,
     clear_stale_index_lock,
     lock_owner_alive,
@@ -109,7 +110,7 @@ class Applier:
         held = contextlib.ExitStack()
         if not self.versioned:
             self._apply(plan, touched, call_id, None, None, sha256)
-            return Applied(self, plan, touched, call_id, sha256, None, None, lambda: None, held, ())
+            return Applied(self, plan, touched, call_id, sha256, None, None, lambda: None, held)
         held.enter_context(self.git.index_locked())
         with contextlib.ExitStack() as failing:
             failing.push(held)  # released here only when the call fails before its commit
@@ -120,10 +121,13 @@ class Applier:
             if snapshot is not None:
                 _fault_point(SNAPSHOT_MADE)
             head = snapshot or base
+            settings = self.git.start_settings()  # git reads its config while the disk works
+            failing.callback(settings)
             settle = self._apply(plan, touched, call_id, head, base, sha256, settle_later=True)
             failing.pop_all()
-        tracked = tuple(head_ids)
-        return Applied(self, plan, touched, call_id, sha256, head, snapshot, settle, held, tracked)
+        applied = Applied(self, plan, touched, call_id, sha256, head, snapshot, settle, held)
+        applied.tracked, applied.settings = tuple(head_ids), settings
+        return applied
 
     def _lock(self) -> FileLock:
         self.ws.state_dir.mkdir(exist_ok=True)
@@ -434,19 +438,22 @@ class Applied:
         snapshot: str | None,
         settle: Callable[[], None],
         held: contextlib.ExitStack,
-        tracked: tuple[str, ...],  # the files of the call HEAD has
     ) -> None:
         self.applier, self.git = applier, applier.git
         self.plan, self.touched, self.call_id, self.sha256 = plan, touched, call_id, sha256
         self.head, self.snapshot, self.settle, self.held = head, snapshot, settle, held
-        self.tracked = tracked
+        self.tracked: tuple[str, ...] = ()  # the files of the call HEAD has
+        self.settings: Callable[[], Settings] = Settings  # the config, once git has read it
         self.upkeep: Callable[[], str] = lambda: ""  # git's maintenance, once HEAD moved
 
     def commit(self, actor: str, message: str, run_id: str | None) -> str | None:
         """The version (None when the workspace is not versioned), then the user's index,
         and git's index lock released. A failure puts back every file the call had written."""
         with self.held:
-            return self._commit(actor, message, run_id)
+            try:
+                return self._commit(actor, message, run_id)
+            finally:
+                self.git.settings = self.settings()  # git's config read ends, failure or not
 
     def _commit(self, actor: str, message: str, run_id: str | None) -> str | None:
         if not self.applier.versioned:
@@ -455,12 +462,12 @@ class Applied:
         touched, call_id, settle = self.touched, self.call_id, self.settle
         index_was: list[bytes | None] = []  # the user's index before it took the version
         try:
-            # The renames on disk, then the user's index holds the version's files, before
-            # HEAD names it: a kill never leaves HEAD ahead of the index, whose next
+            # The user's index holds the version's files and their renames are on disk before
+            # HEAD names them: a kill never leaves HEAD ahead of the index, whose next
             # `git commit` (after git's advice to delete a stale lock) would drop the version.
-            settle()
             before, staged = self.git.staged_index(touched, self.tracked, place=True)
             index_was.append(before)
+            settle()  # the folders' fsyncs ran while git staged
             _fault_point(INDEX_SYNC)
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
             version = self.git.commit_paths(
@@ -474,6 +481,7 @@ class Applied:
             self.applier.journal_path.unlink(missing_ok=True)
             raise
         _fault_point(HEAD_MOVED)
+        self.git.settings = self.settings()
         self.upkeep = self.git.start_maintenance()  # once HEAD names the version, as git commit
         self.applier.journal_path.unlink(missing_ok=True)
         return version

@@ -366,24 +366,10 @@ class Git:
         is built on, never overwritten or reverted. It runs on a scratch copy of `staged` (an
         index with every path staged: the user's index with the call, `staged_index`; else a
         new index of just `paths`), with hooks off and git's auto maintenance left to the caller
-        (`start_maintenance`), and the settings' `git config` beside it.
+        (`start_maintenance`).
         """
-        env = ident(actor, now)
-        reading = subprocess.Popen(  # the settings are read beside the version, not after it
-            ["git", *CONFIG],
-            cwd=self.root,
-            env=_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
         listed = sorted(set(paths))
-        try:
-            commit = self._commit_only(listed, staged, actor, env, message, trailers)
-        finally:
-            said, _ = reading.communicate()
-        self.settings = self._settings(reading.returncode, said)
-        return commit
+        return self._commit_only(listed, staged, actor, ident(actor, now), message, trailers)
 
     def _commit_only(
         self,
@@ -514,6 +500,34 @@ class Git:
         a flag that is set is read back typed by git, so git's own boolean rules apply."""
         proc = self.run(*CONFIG, check=False)
         return self._settings(proc.returncode, proc.stdout)
+
+    def start_settings(self) -> Callable[[], Settings]:
+        """`read_settings`, started now: a version starts it before its files' fsyncs, so git
+        reads its config while the disk works, and takes the answer for the maintenance after
+        it (the returned call waits for it and keeps the answer: call it on failure too). A
+        config git cannot read fails `git commit` before this matters; read after the version,
+        it turns the maintenance off, with a log line, rather than fail a version that landed."""
+        reading = subprocess.Popen(
+            ["git", *CONFIG],
+            cwd=self.root,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        answer: list[Settings] = []
+
+        def done() -> Settings:
+            if not answer:
+                said, _ = reading.communicate()
+                try:
+                    answer.append(self._settings(reading.returncode, said))
+                except VersionError as why:
+                    log.warning("git's housekeeping after a version is off: %s", why)
+                    answer.append(Settings(maintain=False))
+            return answer[0]
+
+        return done
 
     def _settings(self, code: int, said: bytes) -> Settings:
         """`read_settings` from what its `git config` returned and said."""
