@@ -167,10 +167,12 @@ class Applier:
         }
         # The journal's and every new file's bytes go to synced temp files at once (the disk
         # commits concurrent fsyncs together; a call of many files syncs them all with one
-        # syncfs once they are written); the journal is renamed into place and its
-        # folder synced before any file is renamed. The folders new files need are made first
-        # (an archive pass fills dozens of new month folders); a file whose folder cannot be
-        # made is written in order, as _put does, and fails there.
+        # syncfs once they are written); the journal is renamed into place and its folder
+        # synced before any file is renamed (beside the files' fsyncs: a file's temp is not the
+        # file, and a kill then leaves the journal to undo nothing and the temps to sweep).
+        # The folders new files need are made first (an archive pass fills dozens of new month
+        # folders); a file whose folder cannot be made is written in order, as _put does, and
+        # fails there.
         ready, made = _make_folders(
             {(self.root / p).parent for p in touched if plan.after[p] is not None}
         )
@@ -186,6 +188,8 @@ class Applier:
             temp = unsynced_temp if batch is not None else synced_temp
             jobs: list[Callable[[], object]] = [
                 partial(synced_temp, self.journal_path, entry, None)
+                if batch is not None
+                else partial(self._place_journal, entry)
             ]
             jobs += [partial(temp, self.root / p, plan.after[p] or b"", modes[p]) for p in early]
             results = all_at_once(jobs, keep_going=True)
@@ -199,14 +203,14 @@ class Applier:
                 if batch is not None:
                     _sync_batch(list(temps.values()), batch)
                     _fault_point(TEMPS_DURABLE)
-                os.replace(str(results[0]), self.journal_path)
+                    os.replace(str(results[0]), self.journal_path)
+                    fsync_dir(self.journal_path.parent)
             except BaseException:
                 _drop(written)
                 raise
         finally:
             if batch is not None:
                 batch.close()
-        fsync_dir(self.journal_path.parent)
         try:
             if len(touched) < RENAME_LANES_FROM:
                 for path in touched:
@@ -228,6 +232,13 @@ class Applier:
         if not settle_later:
             settle()
         return settle
+
+    def _place_journal(self, entry: bytes) -> str:
+        """The journal durable in place (its bytes, its name); returns its path (removed with
+        the temps when another file of the call cannot be written)."""
+        os.replace(synced_temp(self.journal_path, entry, None), self.journal_path)
+        fsync_dir(self.journal_path.parent)
+        return str(self.journal_path)
 
     def _place(self, path: str, data: bytes | None, temps: dict[str, str]) -> None:
         """One file of a call into place: its synced temp file renamed over it, or written in
