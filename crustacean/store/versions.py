@@ -145,6 +145,19 @@ class Git:
             )
         return proc
 
+    def start(
+        self, args: Sequence[str], *, stdout: int, stderr: int | IO[bytes]
+    ) -> subprocess.Popen[bytes]:
+        """A git command started in the background (no input), for the caller to wait on."""
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=self.root,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+        )
+
     def out(self, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
         return self.run(*args, env=env, input=input).stdout.decode("utf-8", "replace").strip()
 
@@ -384,7 +397,7 @@ class Git:
         `commit_paths` runs. The message goes in verbatim on stdin, the paths as arguments (or
         through a file when many); the new id is read from git's summary (`core.abbrev=no`)."""
         scratch = self._scratch()
-        listed = b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
+        listed = _nul(paths)
         pathspec = self._scratch() if len(listed) > ARGV_PATHS else None
         body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
         try:
@@ -460,40 +473,27 @@ class Git:
 
     def _renormalize(self, env: dict[str, str], paths: list[str]) -> None:
         """`git add --renormalize --sparse -f` of tracked files: git hashes each one again as
-        `git add` would, whatever its stat data or flags say (see `_stage` for PACK_FROM)."""
-        many = ["-c", "core.bigFileThreshold=1"] if len(paths) >= PACK_FROM else []
-        self.run(
-            *many,
-            "--literal-pathspecs",
-            "add",
-            "--renormalize",
-            "--sparse",
-            "-f",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-            env=env,
-            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
-        )
+        `git add` would, whatever its stat data or flags say."""
+        add = ("--literal-pathspecs", "add", "--renormalize", "--sparse", "-f")
+        self._hash(env, paths, *add, "--pathspec-from-file=-", "--pathspec-file-nul")
 
     def _stage(self, env: dict[str, str], paths: list[str]) -> None:
         """`git update-index --add --remove`: git hashes each file as `git add` would (filters,
-        modes, links). From PACK_FROM files a bigFileThreshold of one byte makes git stream every
-        blob it stores unchanged into one pack, not a loose object each (one file, a folder
-        entry and a rename apiece, then gc's work)."""
-        many = ["-c", "core.bigFileThreshold=1"] if len(paths) >= PACK_FROM else []
-        added = self.run(
-            *many,
-            "update-index",
-            "--add",
-            "--remove",
-            "-z",
-            "--stdin",
-            env=env,
-            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
-        )
+        modes, links)."""
+        added = self._hash(env, paths, "update-index", "--add", "--remove", "-z", "--stdin")
         if b"Ignoring path" in added.stderr:  # git skips some names with exit code 0
             detail = added.stderr.decode("utf-8", "replace").strip().splitlines()[0]
             raise VersionError(f"git cannot version this change ({detail}); rename the file.")
+
+    def _hash(
+        self, env: dict[str, str], paths: list[str], *args: str
+    ) -> subprocess.CompletedProcess[bytes]:
+        """A git command that stages `paths` (given on stdin, NUL-separated). From PACK_FROM
+        files a bigFileThreshold of one byte makes git stream every blob it stores unchanged
+        into one pack, not a loose object each (one file, a folder entry and a rename apiece,
+        then gc's work)."""
+        many = ["-c", "core.bigFileThreshold=1"] if len(paths) >= PACK_FROM else []
+        return self.run(*many, *args, env=env, input=_nul(paths))
 
     def read_settings(self) -> Settings:
         """The config a version needs, in one `git config` (it may change between versions);
@@ -507,14 +507,7 @@ class Git:
         it (the returned call waits for it and keeps the answer: call it on failure too). A
         config git cannot read fails `git commit` before this matters; read after the version,
         it turns the maintenance off, with a log line, rather than fail a version that landed."""
-        reading = subprocess.Popen(
-            ["git", *CONFIG],
-            cwd=self.root,
-            env=_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        reading = self.start(CONFIG, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         answer: list[Settings] = []
 
         def done() -> Settings:
@@ -566,14 +559,7 @@ class Git:
         try:  # stderr to a file, not a pipe: a detached gc that keeps it open never holds us
             err = tempfile.TemporaryFile()  # noqa: SIM115  # closed by _maintained, later
             try:
-                proc = subprocess.Popen(
-                    ["git", *MAINTENANCE],
-                    cwd=self.root,
-                    env=_env(),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=err,
-                )
+                proc = self.start(MAINTENANCE, stdout=subprocess.DEVNULL, stderr=err)
             except BaseException:
                 err.close()
                 raise
@@ -661,7 +647,7 @@ class Git:
                 tmp.write_bytes(before)
             else:  # no index yet: start from the commit, not from empty (all would be "deleted")
                 self.run("read-tree", commit, env=env)
-            listed = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in set(paths))
+            listed = _nul(set(paths))
             self.run(
                 "--literal-pathspecs",
                 "reset",
@@ -769,6 +755,11 @@ def ident(actor: str, now: datetime | None = None) -> dict[str, str]:
         stamp = f"{int(now.timestamp())} +0000"
         env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
     return env
+
+
+def _nul(paths: Iterable[str]) -> bytes:
+    """Paths as git reads them with `-z` or `--pathspec-file-nul`."""
+    return b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
