@@ -14,14 +14,14 @@ baseline's median.
 
 `write_context` does more than the baseline by design: it validates the whole call (path jail,
 policy, sha256, limits, secret scan), writes each file through a temp file with fsync and rename
-under a journal (the fsyncs of one call run together), and lets git make the version on a private
-index so the user's staged work is never swept in, all under git's `index.lock`: one
-`cat-file --batch-check` (HEAD and the files' ids, for the snapshot of the user's own edits),
-then `update-index`, `write-tree`, `commit-tree` and `update-ref` with HEAD's old value (the
-settings' `git config` beside them), then `reset` on a copy of the user's index with
-`git maintenance run --auto` beside it: six git processes one after another, where the baseline
-runs two (and `git commit` starts the maintenance itself). The ratio says what those guarantees
-cost.
+under a journal (the fsyncs of one call run together), and lets git make the version so the
+user's staged work is never swept in, all under git's `index.lock`: one `cat-file --batch-check`
+(HEAD and the files' ids, for the snapshot of the user's own edits), then a copy of the user's
+index stages the files (`git add --renormalize`, or `update-index` for new and deleted files) and
+replaces it, then one `git commit --only` of the files on a scratch copy, then
+`git maintenance run --auto` (the settings' `git config` read beside the fsyncs): four git
+processes one after another, where the baseline runs two (and `git commit` starts the
+maintenance itself). The ratio says what those guarantees cost.
 Git runs with no system or global config in both cases. `--cpu` adds the CPU time per version
 (this process and its git children, from getrusage) for both sides.
 """

@@ -25,7 +25,6 @@ from crustacean.config import load_config
 from crustacean.ops.status import doctor
 from crustacean.store import Store
 from crustacean.store import apply as store_apply
-from crustacean.store.versions import COMMIT_WRITTEN
 from crustacean.tree import is_temp
 from crustacean.workspace import Workspace
 
@@ -60,7 +59,6 @@ POINTS = {
     "first": (2, False),
     store_apply.TEMPS_DURABLE: (40, False),
     store_apply.SNAPSHOT_MADE: (1, True),
-    COMMIT_WRITTEN: (2, False),
     store_apply.INDEX_SYNC: (2, False),
     store_apply.HEAD_MOVED: (2, False),
 }
@@ -257,11 +255,12 @@ def test_doctor_names_the_interrupted_write_and_fix_restores_the_dropped_version
 def test_crustaceans_own_stale_index_lock_is_named_by_doctor_then_repaired(
     ws: Workspace, tmp_path: Path, where: str
 ) -> None:
-    """Killed before HEAD moved: doctor names the lock as crustacean's own, with the fix, and
-    changes nothing; `doctor --fix` repairs it (the call undone, the lock gone)."""
+    """Killed before HEAD moved (the user's index had taken the call): doctor names the lock as
+    crustacean's own, with the fix, and changes nothing; `doctor --fix` repairs it (the call
+    undone, the index as HEAD, the lock gone)."""
     w = workspace_at(ws, tmp_path, where)
     root = w.root
-    kill_a_write(root, COMMIT_WRITTEN, the_killed_call(1))
+    kill_a_write(root, store_apply.INDEX_SYNC, the_killed_call(1))
     lock = Path(git(root, "rev-parse", "--absolute-git-dir").stdout.strip()) / "index.lock"
     assert lock.exists()
     before = {p: p.read_bytes() for p in root.rglob("*.md")}

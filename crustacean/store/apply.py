@@ -41,6 +41,7 @@ from crustacean.store.versions import (
     TRAILER_CALL,
     TRAILER_RUN,
     Git,
+    Settings,
     blob_id,
     clear_stale_index_lock,
     lock_owner_alive,
@@ -53,8 +54,8 @@ if TYPE_CHECKING:
     from filelock import AcquireReturnProxy
 
 WRITE_LOCK_SECONDS = 60.0
-INDEX_SYNC = ":index-sync"  # the fault point between the user's index and HEAD's move
-HEAD_MOVED = ":head-moved"  # the fault point between HEAD's move and the journal's removal
+INDEX_SYNC = ":index-sync"  # the fault point between the user's index and the version's commit
+HEAD_MOVED = ":head-moved"  # the fault point between the version's commit and the journal's end
 SNAPSHOT_MADE = ":snapshot-made"  # the fault point after the user's edits' snapshot version
 RENAME_LANES_FROM = 4  # files in a call from which they are renamed on several threads
 SYNC_ONCE_FROM = 32  # new files in a call from which their temp files are synced at once
@@ -120,9 +121,13 @@ class Applier:
             if snapshot is not None:
                 _fault_point(SNAPSHOT_MADE)
             head = snapshot or base
+            settings = self.git.start_settings()  # git reads its config while the disk works
+            failing.callback(settings)
             settle = self._apply(plan, touched, call_id, head, base, sha256, settle_later=True)
             failing.pop_all()
-        return Applied(self, plan, touched, call_id, sha256, head, snapshot, settle, held)
+        applied = Applied(self, plan, touched, call_id, sha256, head, snapshot, settle, held)
+        applied.tracked, applied.settings = tuple(head_ids), settings
+        return applied
 
     def _lock(self) -> FileLock:
         self.ws.state_dir.mkdir(exist_ok=True)
@@ -162,10 +167,12 @@ class Applier:
         }
         # The journal's and every new file's bytes go to synced temp files at once (the disk
         # commits concurrent fsyncs together; a call of many files syncs them all with one
-        # syncfs once they are written); the journal is renamed into place and its
-        # folder synced before any file is renamed. The folders new files need are made first
-        # (an archive pass fills dozens of new month folders); a file whose folder cannot be
-        # made is written in order, as _put does, and fails there.
+        # syncfs once they are written); the journal is renamed into place and its folder
+        # synced before any file is renamed (beside the files' fsyncs: a file's temp is not the
+        # file, and a kill then leaves the journal to undo nothing and the temps to sweep).
+        # The folders new files need are made first (an archive pass fills dozens of new month
+        # folders); a file whose folder cannot be made is written in order, as _put does, and
+        # fails there.
         ready, made = _make_folders(
             {(self.root / p).parent for p in touched if plan.after[p] is not None}
         )
@@ -181,6 +188,8 @@ class Applier:
             temp = unsynced_temp if batch is not None else synced_temp
             jobs: list[Callable[[], object]] = [
                 partial(synced_temp, self.journal_path, entry, None)
+                if batch is not None
+                else partial(self._place_journal, entry)
             ]
             jobs += [partial(temp, self.root / p, plan.after[p] or b"", modes[p]) for p in early]
             results = all_at_once(jobs, keep_going=True)
@@ -194,14 +203,14 @@ class Applier:
                 if batch is not None:
                     _sync_batch(list(temps.values()), batch)
                     _fault_point(TEMPS_DURABLE)
-                os.replace(str(results[0]), self.journal_path)
+                    os.replace(str(results[0]), self.journal_path)
+                    fsync_dir(self.journal_path.parent)
             except BaseException:
                 _drop(written)
                 raise
         finally:
             if batch is not None:
                 batch.close()
-        fsync_dir(self.journal_path.parent)
         try:
             if len(touched) < RENAME_LANES_FROM:
                 for path in touched:
@@ -223,6 +232,13 @@ class Applier:
         if not settle_later:
             settle()
         return settle
+
+    def _place_journal(self, entry: bytes) -> str:
+        """The journal durable in place (its bytes, its name); returns its path (removed with
+        the temps when another file of the call cannot be written)."""
+        os.replace(synced_temp(self.journal_path, entry, None), self.journal_path)
+        fsync_dir(self.journal_path.parent)
+        return str(self.journal_path)
 
     def _place(self, path: str, data: bytes | None, temps: dict[str, str]) -> None:
         """One file of a call into place: its synced temp file renamed over it, or written in
@@ -372,18 +388,15 @@ class Applier:
                         actor="user",
                         message="snapshot of edits made after an interrupted write",
                         trailers={TRAILER_ACTOR: "user"},
-                        parent=head,
                     )
                 if dropped and head is not None and version is not None:
-                    head = self._restore_dropped(dropped, version, data["call_id"], head)
+                    head = self._restore_dropped(dropped, version, data["call_id"])
                 if head is not None:  # the index as HEAD: a kill may leave it either side
                     self.git.sync_index(head, list(originals))
         self.journal_path.unlink(missing_ok=True)
         return undone
 
-    def _restore_dropped(
-        self, paths: list[str], version: tuple[str, str], call_id: str, head: str
-    ) -> str:
+    def _restore_dropped(self, paths: list[str], version: tuple[str, str], call_id: str) -> str:
         """A committed call's files that a later commit took out of HEAD (their index had not
         followed the version yet), as a new version by the call's actor, with a log line."""
         author, subject = version
@@ -394,7 +407,6 @@ class Applier:
             actor=actor,
             message=f"restore what a later commit dropped: {subject}"[:200],
             trailers={TRAILER_ACTOR: actor, TRAILER_CALL: call_id},
-            parent=head,
         )
 
     def _snapshot_dirty(
@@ -420,7 +432,6 @@ class Applier:
             actor="user",
             message=f"snapshot of uncommitted edits before a {actor} write",
             trailers={TRAILER_ACTOR: "user"},
-            parent=head,
         )
 
 
@@ -442,40 +453,36 @@ class Applied:
         self.applier, self.git = applier, applier.git
         self.plan, self.touched, self.call_id, self.sha256 = plan, touched, call_id, sha256
         self.head, self.snapshot, self.settle, self.held = head, snapshot, settle, held
+        self.tracked: tuple[str, ...] = ()  # the files of the call HEAD has
+        self.settings: Callable[[], Settings] = Settings  # the config, once git has read it
         self.upkeep: Callable[[], str] = lambda: ""  # git's maintenance, once HEAD moved
 
     def commit(self, actor: str, message: str, run_id: str | None) -> str | None:
         """The version (None when the workspace is not versioned), then the user's index,
         and git's index lock released. A failure puts back every file the call had written."""
         with self.held:
-            return self._commit(actor, message, run_id)
+            try:
+                return self._commit(actor, message, run_id)
+            finally:
+                self.git.settings = self.settings()  # git's config read ends, failure or not
 
     def _commit(self, actor: str, message: str, run_id: str | None) -> str | None:
         if not self.applier.versioned:
             self.applier.journal_path.unlink(missing_ok=True)
             return None
-        touched, call_id = self.touched, self.call_id
-        head, settle = self.head, self.settle
+        touched, call_id, settle = self.touched, self.call_id, self.settle
         index_was: list[bytes | None] = []  # the user's index before it took the version
-
-        def before_head(commit: str) -> None:
-            """The renames on disk, then the user's index holds the version, before HEAD names
-            it: a kill never leaves HEAD ahead of the index, whose next `git commit` (after
-            git's advice to delete a stale lock) would drop the version again."""
-            settle()
-            index_was.append(self.git.sync_index(commit, touched, hold=True))
-            _fault_point(INDEX_SYNC)
-
         try:
+            # The user's index holds the version's files and their renames are on disk before
+            # HEAD names them: a kill never leaves HEAD ahead of the index, whose next
+            # `git commit` (after git's advice to delete a stale lock) would drop the version.
+            before, staged = self.git.staged_index(touched, self.tracked, place=True)
+            index_was.append(before)
+            settle()  # the folders' fsyncs ran while git staged
+            _fault_point(INDEX_SYNC)
             trailers = {TRAILER_ACTOR: actor, TRAILER_RUN: run_id or call_id, TRAILER_CALL: call_id}
             version = self.git.commit_paths(
-                touched,
-                actor=actor,
-                message=message,
-                trailers=trailers,
-                parent=head,
-                before_ref=before_head,
-                fault=_fault_point,
+                touched, actor=actor, message=message, trailers=trailers, staged=staged
             )
         except BaseException:
             settle()
@@ -485,6 +492,7 @@ class Applied:
             self.applier.journal_path.unlink(missing_ok=True)
             raise
         _fault_point(HEAD_MOVED)
+        self.git.settings = self.settings()
         self.upkeep = self.git.start_maintenance()  # once HEAD names the version, as git commit
         self.applier.journal_path.unlink(missing_ok=True)
         return version

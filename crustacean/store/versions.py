@@ -1,22 +1,20 @@
 """Versions in git, through the git CLI: git writes every object, ref and index.
 
 Each applied `write_context` call becomes exactly one commit: HEAD's tree plus the files the call
-changed, nothing else. The files are staged on a private index read from HEAD (`read-tree`,
-`update-index`), and `write-tree`, `commit-tree` and `update-ref` with HEAD's old value make the
-version, so a commit the user made meanwhile fails the write instead of being overwritten. The
-user's staged or unstaged edits to other files are never swept in. The user's own index is
-updated for the call's files under git's own `index.lock`, so their next `git commit` keeps the
-write instead of undoing it. After a version, git's own auto maintenance runs as `git commit`
-runs it.
+changed, nothing else. Under git's own `index.lock`, a copy of the user's index takes the call's
+files (`update-index`) and replaces their index before HEAD moves, so their next `git commit`
+keeps the write instead of undoing it; then one `git commit --only` of those files on a scratch
+copy of it makes the version (git's compare-and-swap on the HEAD it read), so the user's staged
+or unstaged edits to other files are never swept in. After a version, git's own auto
+maintenance runs as `git commit` runs it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import enum
 import hashlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -38,16 +36,22 @@ TRAILER_ACTOR = "Crustacean-Actor"
 TRAILER_RUN = "Crustacean-Run"
 TRAILER_CALL = "Crustacean-Call"
 PACK_FROM = 128  # files in a commit from which git stores their blobs in one pack, not loose
-COMMIT_WRITTEN = ":commit-written"  # the fault point between the commit object and HEAD's move
 MAINTENANCE = ("maintenance", "run", "--auto", "--quiet")  # what `git commit` runs after a commit
-# The config a version reads: signing (`commit-tree` ignores commit.gpgsign) and the upkeep after.
-SETTINGS = r"^(commit\.gpgsign|maintenance\.auto|gc\.pruneexpire)$"
+# The config a version reads: the upkeep after it (`git commit` signs by commit.gpgsign itself).
+SETTINGS = r"^(maintenance\.auto|gc\.pruneexpire)$"
 CONFIG = ("config", "-z", "--get-regexp", SETTINGS)  # the one `git config` that reads them
 INDEX_LOCK_WAIT = 10.0  # seconds a write waits for another git command to release index.lock
 USER_COMMIT_WAIT = 30.0  # seconds a write waits for the user's `git commit` with its editor open
 LOCK_OWNER = "index.lock.owner"  # in the state folder: the pid of the crustacean holding it
-VERSION_INDEX = "crustacean-index"  # in the git folder: the private index versions are staged on
-VERSION_INDEX_OF = "crustacean-index.head"  # ... and the commit whose tree it holds
+# The version's one command: no hooks (the store's versions are not the user's commits), the
+# message as given, the full id in its summary line, the maintenance run by the store after it.
+COMMIT_ONLY = (
+    *("-c", f"core.hooksPath={os.devnull}", "-c", "core.abbrev=no"),
+    *("-c", "maintenance.auto=false", "--literal-pathspecs", "commit", "--only"),
+    *("--allow-empty", "--cleanup=verbatim", "--no-status", "-F", "-"),
+)
+ARGV_PATHS = 32_000  # bytes of paths up to which they go as arguments, not through a file
+SUMMARY = re.compile(rb"\[.*? ([0-9a-f]{40}(?:[0-9a-f]{24})?)\] ")  # "[main <id>] subject"
 # The git states a write must not step into: what is in the git folder, and what it means.
 IN_PROGRESS = (
     ("MERGE_HEAD", "a merge"),
@@ -58,10 +62,6 @@ IN_PROGRESS = (
     ("BISECT_LOG", "a bisect"),
 )
 log = logging.getLogger(__name__)
-
-
-def _no_fault(step: str) -> None:
-    """No fault injected: the default of `commit_paths(fault=...)`."""
 
 
 def git_available() -> bool:
@@ -87,7 +87,6 @@ class Version:
 class Settings:
     """What the repository's git config says about a version and the upkeep after it."""
 
-    sign: bool = False  # commit.gpgsign, honoured as `git commit` would
     maintain: bool = True  # maintenance.auto: false, and `git commit` starts none
     prune_now: bool = False  # gc.pruneExpire=now: unsafe next to the next write (git's docs)
 
@@ -108,12 +107,6 @@ def _subcommand(args: Sequence[str]) -> str:
         elif not word.startswith("-"):
             return word
     return "git"
-
-
-class LookUp(enum.Enum):
-    """Sentinel: find HEAD yourself (an enum member, so `is` narrows it away for the checker)."""
-
-    HEAD = "look up HEAD"
 
 
 class Git:
@@ -143,12 +136,27 @@ class Git:
         if check and proc.returncode != 0:
             if (damage := self.damage()) is not None:  # only on failure: no cost otherwise
                 raise VersionError(damage)
-            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            # the cause: git's first error (a signer's, before "failed to write commit object")
+            detail = [x for x in said if x.startswith("error:")][:1] or said[-1:]
             raise VersionError(
                 f"git {_subcommand(args)} failed: {detail[-1] if detail else proc.returncode}. "
                 "Run `git status` in the workspace to see why."
             )
         return proc
+
+    def start(
+        self, args: Sequence[str], *, stdout: int, stderr: int | IO[bytes]
+    ) -> subprocess.Popen[bytes]:
+        """A git command started in the background (no input), for the caller to wait on."""
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=self.root,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+        )
 
     def out(self, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
         return self.run(*args, env=env, input=input).stdout.decode("utf-8", "replace").strip()
@@ -226,14 +234,8 @@ class Git:
         it: how a damaged repository recovers losing nothing the disk holds. Returns the new
         commit and its parent (None: no intact commit, a new root)."""
         parent = self.last_intact()
-        env = {
-            "GIT_AUTHOR_NAME": f"crustacean {actor}",
-            "GIT_AUTHOR_EMAIL": EMAIL,
-            "GIT_COMMITTER_NAME": f"crustacean {actor}",
-            "GIT_COMMITTER_EMAIL": EMAIL,
-        }
-        tmp = self.root / STATE_DIR / f"index-{uuid.uuid4().hex}"
-        tmp.parent.mkdir(exist_ok=True)
+        env = ident(actor)
+        tmp = self._scratch()
         index = {**env, "GIT_INDEX_FILE": str(tmp)}
         try:
             self.run("read-tree", *([parent] if parent else ["--empty"]), env=index)
@@ -245,7 +247,6 @@ class Git:
         commit = self.out("commit-tree", tree, *parents, env=env, input=message.encode())
         self.run("update-ref", "-m", f"crustacean {actor}", "HEAD", commit, env=env)
         self.run("read-tree", commit)  # the user's index names only objects that exist
-        (self.git_dir / VERSION_INDEX_OF).unlink(missing_ok=True)
         return commit, parent
 
     @property
@@ -309,8 +310,9 @@ class Git:
     def head_blobs(self, paths: Sequence[str]) -> tuple[str | None, dict[str, str]]:
         """HEAD's commit id (None: no version yet) and the object id of each path in it
         (absent paths left out), from one `git cat-file --batch-check`: what a write needs
-        before its journal, without a second git process. Should HEAD move between the lines,
-        `update-ref` refuses the version, as it refuses any HEAD moved after this read."""
+        before its journal, without a second git process. Should another tool move HEAD after
+        this read (git's porcelain cannot: the store holds git's index lock), the version is
+        built on the HEAD `git commit` finds, never over it."""
         if any("\n" in p for p in paths):  # the batch is line-based: ask git the longer way
             head = self.head()
             return head, self.blob_ids(head, paths) if head else {}
@@ -367,98 +369,158 @@ class Git:
         message: str,
         trailers: dict[str, str],
         now: datetime | None = None,
-        parent: str | LookUp | None = LookUp.HEAD,
-        before_ref: Callable[[str], None] | None = None,
-        fault: Callable[[str], None] | None = None,
+        staged: bytes | None = None,
     ) -> str:
         """Commit the working-tree state of `paths` on top of HEAD; return the new commit id.
 
-        `parent` is HEAD when the caller already knows it (saves a git call); `update-ref`
-        still checks HEAD did not move meanwhile, and fails the write if it did. `before_ref`
-        runs with the new commit just before HEAD moves (the caller's files become durable,
-        and the user's index takes the version, meanwhile); `fault` is
-        called between the commit object and the ref update (the crash tests kill there).
+        One `git commit --only` makes the version: HEAD's tree with just `paths` changed (the
+        user's other staged or unstaged work never swept in), the commit, and HEAD moved with
+        git's own compare-and-swap on the HEAD it read, so a commit another tool made meanwhile
+        is built on, never overwritten or reverted. It runs on a scratch copy of `staged` (an
+        index with every path staged: the user's index with the call, `staged_index`; else a
+        new index of just `paths`), with hooks off and git's auto maintenance left to the caller
+        (`start_maintenance`).
         """
-        env = {
-            "GIT_AUTHOR_NAME": f"crustacean {actor}",
-            "GIT_AUTHOR_EMAIL": EMAIL,
-            "GIT_COMMITTER_NAME": f"crustacean {actor}",
-            "GIT_COMMITTER_EMAIL": EMAIL,
-        }
-        if now is not None:
-            stamp = f"{int(now.timestamp())} +0000"
-            env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-        head = self.head() if parent is LookUp.HEAD else parent
-        index = self.git_dir / VERSION_INDEX
-        reading = subprocess.Popen(  # the settings are read beside the staging, not after it
-            ["git", *CONFIG],
-            cwd=self.root,
-            env=_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            tree = self._tree(index, head, sorted(set(paths)))
-        finally:
-            said, _ = reading.communicate()
-        self.settings = self._settings(reading.returncode, said)
-        body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
-        parents = ["-p", head] if head else []
-        sign = ["-S"] if self.settings.sign else []  # commit-tree ignores commit.gpgsign
-        commit = self.out("commit-tree", tree, *parents, *sign, env=env, input=body.encode())
-        (fault or _no_fault)(COMMIT_WRITTEN)
-        if before_ref is not None:
-            before_ref(commit)
-        ref_env = {k: v for k, v in env.items() if k.startswith("GIT_COMMITTER_")}
-        reflog = f"crustacean {actor}"
-        self.run("update-ref", "-m", reflog, "HEAD", commit, head or "0" * 40, env=ref_env)
-        index.with_name(VERSION_INDEX_OF).write_text(commit)  # the next version starts here
-        return commit
+        listed = sorted(set(paths))
+        return self._commit_only(listed, staged, actor, ident(actor, now), message, trailers)
 
-    def _tree(self, index: Path, head: str | None, paths: list[str]) -> str:
-        """`head`'s tree with the working-tree state of `paths`, staged on the private `index`.
-        The index is read from `head` (`read-tree`) unless it holds the version it was left
-        at and that is `head` (the usual case: the store made the last version). Callers hold
-        the store's write lock, so any lock git left on the index is a killed git's."""
-        mark = index.with_name(VERSION_INDEX_OF)
+    def _commit_only(
+        self,
+        paths: list[str],
+        staged: bytes | None,
+        actor: str,
+        env: dict[str, str],
+        message: str,
+        trailers: dict[str, str],
+    ) -> str:
+        """`git commit --only` of `paths` on a scratch copy of the index `staged`: what
+        `commit_paths` runs. The message goes in verbatim on stdin, the paths as arguments (or
+        through a file when many); the new id is read from git's summary (`core.abbrev=no`)."""
+        scratch = self._scratch()
+        listed = _nul(paths)
+        pathspec = self._scratch() if len(listed) > ARGV_PATHS else None
+        body = message.strip() + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
         try:
-            fresh = head is not None and mark.read_text() == head
-        except OSError:
-            fresh = False
-        mark.unlink(missing_ok=True)  # until HEAD names this version, the index is unknown
-        index.with_name(index.name + ".lock").unlink(missing_ok=True)
-        env = {"GIT_INDEX_FILE": str(index)}
-        if not fresh:
-            self.run("read-tree", *([head] if head else ["--empty"]), env=env)
-        self._stage(env, paths)
-        return self.out("write-tree", env=env)
+            if staged is None:  # a new index of just `paths`: no flag of the user's on them
+                self._stage({"GIT_INDEX_FILE": str(scratch)}, paths)
+            else:
+                scratch.write_bytes(staged)
+            if pathspec is not None:
+                pathspec.write_bytes(listed)
+            said = self.run(
+                *COMMIT_ONLY,
+                *([f"--pathspec-from-file={pathspec}", "--pathspec-file-nul"] if pathspec else []),
+                *(["--", *paths] if pathspec is None else []),
+                env={
+                    **env,
+                    "GIT_INDEX_FILE": str(scratch),
+                    "GIT_REFLOG_ACTION": f"crustacean {actor}",
+                },
+                input=body.encode(),
+            ).stdout
+        finally:
+            scratch.unlink(missing_ok=True)
+            if pathspec is not None:
+                pathspec.unlink(missing_ok=True)
+            scratch.with_name(scratch.name + ".lock").unlink(missing_ok=True)
+        found = SUMMARY.match(said)
+        return found.group(1).decode() if found else self.out("rev-parse", "HEAD")
+
+    def staged_index(
+        self, paths: Iterable[str], tracked: Iterable[str] = (), *, place: bool = False
+    ) -> tuple[bytes | None, bytes]:
+        """The user's index as it is (None: there is none) and a copy of it with `paths` staged
+        from the working tree: the index the user's next `git commit` should start from once a
+        version holds `paths`, and the one that version is made from. Only the entries of
+        `paths` change; their staged work on other files stays. The files of `paths` in HEAD
+        (`tracked`) that are still on disk go through `git add --renormalize --sparse`, which
+        stages them even where the user marked them assume-unchanged or skip-worktree (plain
+        `update-index` keeps the old entry there, or drops it); new and deleted files through
+        `update-index --add --remove`. No index yet: HEAD's entries first (from empty, every
+        other file would look deleted). With `place` the staged copy is renamed over the
+        user's index while git's lock stays held (the lock's holder may replace the index:
+        git's own protocol), so no other git stages or commits before HEAD names the version;
+        callers hold index_locked()."""
+        index = self.git_dir / "index"
+        tmp = self._scratch()
+        env = {"GIT_INDEX_FILE": str(tmp)}
+        before = None
+        try:
+            try:
+                before = index.read_bytes()
+                tmp.write_bytes(before)
+            except FileNotFoundError:
+                if (head := self.head()) is not None:
+                    self.run("read-tree", head, env=env)
+            listed, known = sorted(set(paths)), set(tracked)
+            kept = [p for p in listed if p in known and os.path.lexists(self.root / p)]
+            if kept:
+                self._renormalize(env, kept)
+            if rest := [p for p in listed if p not in set(kept)]:
+                self._stage(env, rest)
+            staged = tmp.read_bytes()
+            if place:  # no fsync, as git does for its index: HEAD rebuilds it
+                os.replace(tmp, index)
+            return before, staged
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _scratch(self) -> Path:
+        """A new name for a scratch file in the state folder (a killed write's are swept)."""
+        folder = self.root / STATE_DIR
+        folder.mkdir(exist_ok=True)
+        return folder / f"index-{uuid.uuid4().hex}"
+
+    def _renormalize(self, env: dict[str, str], paths: list[str]) -> None:
+        """`git add --renormalize --sparse -f` of tracked files: git hashes each one again as
+        `git add` would, whatever its stat data or flags say."""
+        add = ("--literal-pathspecs", "add", "--renormalize", "--sparse", "-f")
+        self._hash(env, paths, *add, "--pathspec-from-file=-", "--pathspec-file-nul")
 
     def _stage(self, env: dict[str, str], paths: list[str]) -> None:
         """`git update-index --add --remove`: git hashes each file as `git add` would (filters,
-        modes, links). From PACK_FROM files a bigFileThreshold of one byte makes git stream every
-        blob it stores unchanged into one pack, not a loose object each (one file, a folder
-        entry and a rename apiece, then gc's work)."""
-        many = ["-c", "core.bigFileThreshold=1"] if len(paths) >= PACK_FROM else []
-        added = self.run(
-            *many,
-            "update-index",
-            "--add",
-            "--remove",
-            "-z",
-            "--stdin",
-            env=env,
-            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths),
-        )
+        modes, links)."""
+        added = self._hash(env, paths, "update-index", "--add", "--remove", "-z", "--stdin")
         if b"Ignoring path" in added.stderr:  # git skips some names with exit code 0
             detail = added.stderr.decode("utf-8", "replace").strip().splitlines()[0]
             raise VersionError(f"git cannot version this change ({detail}); rename the file.")
+
+    def _hash(
+        self, env: dict[str, str], paths: list[str], *args: str
+    ) -> subprocess.CompletedProcess[bytes]:
+        """A git command that stages `paths` (given on stdin, NUL-separated). From PACK_FROM
+        files a bigFileThreshold of one byte makes git stream every blob it stores unchanged
+        into one pack, not a loose object each (one file, a folder entry and a rename apiece,
+        then gc's work)."""
+        many = ["-c", "core.bigFileThreshold=1"] if len(paths) >= PACK_FROM else []
+        return self.run(*many, *args, env=env, input=_nul(paths))
 
     def read_settings(self) -> Settings:
         """The config a version needs, in one `git config` (it may change between versions);
         a flag that is set is read back typed by git, so git's own boolean rules apply."""
         proc = self.run(*CONFIG, check=False)
         return self._settings(proc.returncode, proc.stdout)
+
+    def start_settings(self) -> Callable[[], Settings]:
+        """`read_settings`, started now: a version starts it before its files' fsyncs, so git
+        reads its config while the disk works, and takes the answer for the maintenance after
+        it (the returned call waits for it and keeps the answer: call it on failure too). A
+        config git cannot read fails `git commit` before this matters; read after the version,
+        it turns the maintenance off, with a log line, rather than fail a version that landed."""
+        reading = self.start(CONFIG, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        answer: list[Settings] = []
+
+        def done() -> Settings:
+            if not answer:
+                said, _ = reading.communicate()
+                try:
+                    answer.append(self._settings(reading.returncode, said))
+                except VersionError as why:
+                    log.warning("git's housekeeping after a version is off: %s", why)
+                    answer.append(Settings(maintain=False))
+            return answer[0]
+
+        return done
 
     def _settings(self, code: int, said: bytes) -> Settings:
         """`read_settings` from what its `git config` returned and said."""
@@ -474,7 +536,6 @@ class Git:
             return default if key not in found else self.out("config", "--bool", key) == "true"
 
         return Settings(
-            sign=flag("commit.gpgsign", False),
             maintain=flag("maintenance.auto", True),
             prune_now=found.get("gc.pruneexpire", "").strip().lower() == "now",
         )
@@ -498,14 +559,7 @@ class Git:
         try:  # stderr to a file, not a pipe: a detached gc that keeps it open never holds us
             err = tempfile.TemporaryFile()  # noqa: SIM115  # closed by _maintained, later
             try:
-                proc = subprocess.Popen(
-                    ["git", *MAINTENANCE],
-                    cwd=self.root,
-                    env=_env(),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=err,
-                )
+                proc = self.start(MAINTENANCE, stdout=subprocess.DEVNULL, stderr=err)
             except BaseException:
                 err.close()
                 raise
@@ -576,15 +630,15 @@ class Git:
                 lock.unlink(missing_ok=True)
             owner.unlink(missing_ok=True)
 
-    def sync_index(self, commit: str, paths: Iterable[str], *, hold: bool = False) -> bytes | None:
+    def sync_index(self, commit: str, paths: Iterable[str]) -> bytes | None:
         """Make the user's index hold `commit`'s version of `paths` (every other entry, their
-        staged work included, stays as it was), then commit git's lock over the index. With
-        `hold` the lock is taken again at once (a version moves HEAD after its index, and no
-        other git may stage or commit in between). Returns the index as it was (None: none)."""
+        staged work included, stays as it was), then commit git's lock over the index: how a
+        repair or a failed version leaves the index agreeing with HEAD. Returns the index as it
+        was (None: none)."""
         if self._index_fd is None or self._index_fd < 0:
             raise RuntimeError("sync_index needs index_locked() held")
         index = self.git_dir / "index"
-        tmp = self.root / STATE_DIR / f"index-{uuid.uuid4().hex}"
+        tmp = self._scratch()
         env = {"GIT_INDEX_FILE": str(tmp)}
         before = None
         try:
@@ -593,7 +647,7 @@ class Git:
                 tmp.write_bytes(before)
             else:  # no index yet: start from the commit, not from empty (all would be "deleted")
                 self.run("read-tree", commit, env=env)
-            listed = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in set(paths))
+            listed = _nul(set(paths))
             self.run(
                 "--literal-pathspecs",
                 "reset",
@@ -607,13 +661,12 @@ class Git:
             data = tmp.read_bytes()
         finally:
             tmp.unlink(missing_ok=True)
-        self.put_index(data, hold=hold)
+        self.put_index(data)
         return before
 
-    def put_index(self, data: bytes | None, *, hold: bool = False) -> None:
+    def put_index(self, data: bytes | None) -> None:
         """Write the user's new index into git's lock and rename it over the index (git's own
-        protocol), which also releases the lock (`hold`: and takes it again; None: no index).
-        Callers hold index_locked()."""
+        protocol), which also releases the lock (None: no index). Callers hold index_locked()."""
         if self._index_fd is None or self._index_fd < 0:
             raise RuntimeError("put_index needs index_locked() held")
         self._index_fd, fd = -1, self._index_fd  # closed here; the rename below releases it
@@ -625,9 +678,6 @@ class Git:
             lock.unlink()
         else:
             os.replace(lock, self.git_dir / "index")
-        if hold:
-            with contextlib.suppress(FileExistsError):  # another git took it: it is theirs
-                self._index_fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
 
     def committed_call(self, call_id: str, base: str | None) -> tuple[str, str] | None:
         """The author and subject of call `call_id`'s version if it landed after `base`
@@ -647,12 +697,7 @@ class Git:
 
     def commit_all(self, *, actor: str, message: str) -> str | None:
         """The baseline commit of a brand-new repository (init only)."""
-        env = {
-            "GIT_AUTHOR_NAME": f"crustacean {actor}",
-            "GIT_AUTHOR_EMAIL": EMAIL,
-            "GIT_COMMITTER_NAME": f"crustacean {actor}",
-            "GIT_COMMITTER_EMAIL": EMAIL,
-        }
+        env = ident(actor)
         self.run("add", "-A", env=env)
         proc = self.run("commit", "-q", "--no-verify", "--allow-empty", "-m", message, env=env)
         return self.head() if proc.returncode == 0 else None
@@ -697,6 +742,26 @@ class Git:
         return self.out("show", "--stat", "--patch", "--format=fuller", self.resolve(rev))
 
 
+def ident(actor: str, now: datetime | None = None) -> dict[str, str]:
+    """The author and committer a version by `actor` gets, set by the store itself, so a
+    version needs no git identity of the host and no host name."""
+    env = {
+        "GIT_AUTHOR_NAME": f"crustacean {actor}",
+        "GIT_AUTHOR_EMAIL": EMAIL,
+        "GIT_COMMITTER_NAME": f"crustacean {actor}",
+        "GIT_COMMITTER_EMAIL": EMAIL,
+    }
+    if now is not None:
+        stamp = f"{int(now.timestamp())} +0000"
+        env |= {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    return env
+
+
+def _nul(paths: Iterable[str]) -> bytes:
+    """Paths as git reads them with `-z` or `--pathspec-file-nul`."""
+    return b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
+
+
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment every git command here runs in: no prompt, messages untranslated."""
     return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(extra or {})}
@@ -707,13 +772,14 @@ def users_commit(root: Path, git_dir: Path) -> int | None:
     (its editor is open; git holds no lock meanwhile, and fails if HEAD moves under it), or
     None. Cheap unless one may be running: git writes COMMIT_EDITMSG before the editor
     opens and HEAD's reflog after the commit, so only a message newer than the reflog
-    makes a /proc walk."""
+    makes a /proc walk (the same time stamp is the store's own version: the file system's
+    clock ticks coarser than one `git commit`)."""
     try:
         started = (git_dir / "COMMIT_EDITMSG").stat().st_mtime_ns
     except OSError:
         return None
     try:
-        if (git_dir / "logs" / "HEAD").stat().st_mtime_ns > started:
+        if (git_dir / "logs" / "HEAD").stat().st_mtime_ns >= started:
             return None
     except OSError:
         pass
