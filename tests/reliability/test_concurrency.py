@@ -15,6 +15,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -99,8 +100,9 @@ def test_two_ticks_one_runs_one_exits_75(ws: Workspace, tmp_path: Path, fake_api
 # ------------------------------------------------------------------ (b) MCP writers vs curate
 
 
-def curate_script(day: str, words: list[str]) -> list[Any]:
-    """One delayed turn per entry: append its line and report it; then finish."""
+def curate_script(day: str, words: list[str], overlap: threading.Event) -> list[Any]:
+    """One delayed turn per entry: append its line and report it; then finish, answered only
+    once an MCP write has landed while the run is going (so the race happens on any machine)."""
     turns: list[Any] = []
     for word in words:
         change = {"path": TARGET, "mode": "append", "content": f"- Routed {word}.\n"}
@@ -114,11 +116,17 @@ def curate_script(day: str, words: list[str]) -> list[Any]:
                 ),
             )
         )
-    turns.append(tool_use(("finish", {"summary": "routed"})))
+    finish = tool_use(("finish", {"summary": "routed"}))
+
+    def after_an_mcp_write(_body: Any) -> Any:
+        overlap.wait(600)  # a safety net only: the event comes as soon as one write lands
+        return finish
+
+    turns.append(after_an_mcp_write)
     return turns
 
 
-async def mcp_writers(root: Path, busy: Any) -> tuple[int, int, int]:
+async def mcp_writers(root: Path, busy: Any, overlap: threading.Event) -> tuple[int, int, int]:
     """WRITERS stdio clients, each with its own `crustacean mcp` process, LINES appends each."""
     applied = refused = 0
     during = 0  # writes applied while the curate process was still running
@@ -142,7 +150,9 @@ async def mcp_writers(root: Path, busy: Any) -> tuple[int, int, int]:
                     )
                     if not r.is_error:
                         applied += 1
-                        during += busy()
+                        if busy():
+                            during += 1
+                            overlap.set()
                         break
                     assert "changed since it was read" in r.content[0].text, r.content[0].text
                     refused += 1
@@ -177,7 +187,8 @@ def test_mcp_writers_race_a_curate_run(ws: Workspace, fake_api: Any) -> None:
         message="daily",
     )
     start = versions(ws.root)
-    fake_api.enqueue(*curate_script(day, words))
+    overlap = threading.Event()
+    fake_api.enqueue(*curate_script(day, words, overlap))
     curate = subprocess.Popen(
         [EXE, "-w", str(ws.root), *FLAGS, "curate", "--json"],
         env=cli_env(fake_api),
@@ -185,10 +196,11 @@ def test_mcp_writers_race_a_curate_run(ws: Workspace, fake_api: Any) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 600  # a safety net: curate's first request is the event
     while not fake_api.messages() and time.monotonic() < deadline:  # curate is mid-run
         time.sleep(0.02)
-    applied, refused, during = anyio.run(mcp_writers, ws.root, lambda: curate.poll() is None)
+    busy = lambda: curate.poll() is None  # noqa: E731
+    applied, refused, during = anyio.run(mcp_writers, ws.root, busy, overlap)
     out, err = curate.communicate(timeout=60)
     assert curate.returncode == 0, (out, err)
     record = json.loads(out)["run"]
