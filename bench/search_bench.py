@@ -199,7 +199,7 @@ def search_times(index: SearchIndex, queries: list[str], refresh: bool, rounds: 
 MCP_CALLS = 15  # get_context calls of each kind: ~0.1 s each on 10,000 memories
 
 
-def mcp_times(ws: Workspace, queries: list[str]) -> dict[str, list[float]]:
+def mcp_times(ws: Workspace, queries: list[str], calls: int = MCP_CALLS) -> dict[str, list[float]]:
     """Seconds per tool call through an in-process MCP client, as an agent calls them
     mid-conversation: one session, the first call of each tool (which builds or refreshes its
     index) left out; `search_memory` for every query, `get_context` with and without a topic."""
@@ -208,18 +208,18 @@ def mcp_times(ws: Workspace, queries: list[str]) -> dict[str, list[float]]:
 
     from crustacean.mcp_server import build_server
 
-    calls = {
+    todos = {
         "search_memory": [("search_memory", {"query": q, "limit": 10}) for q in queries],
-        "get_context": [("get_context", {"audience": "main"})] * MCP_CALLS,
+        "get_context": [("get_context", {"audience": "main"})] * calls,
         "get_context, topic": [
-            ("get_context", {"audience": "main", "topic": q}) for q in queries[:MCP_CALLS]
+            ("get_context", {"audience": "main", "topic": q}) for q in queries[:calls]
         ],
     }
 
     async def main() -> dict[str, list[float]]:
         times: dict[str, list[float]] = {}
         async with Client(build_server(ws)) as client:
-            for name, todo in calls.items():
+            for name, todo in todos.items():
                 await client.call_tool(*todo[0])
                 times[name] = []
                 for tool, args in todo:
@@ -326,7 +326,9 @@ class Figures:
     queries: int = 30
 
 
-def measure(root: Path, files: int, tmp: Path, n_queries: int = 30) -> Figures:
+def measure(
+    root: Path, files: int, tmp: Path, n_queries: int = 30, mcp_calls: int = MCP_CALLS
+) -> Figures:
     rng = random.Random(7)
     ws, memory = _workspace(root, files)
     needles = plant_needles(root, memory, 30, rng)
@@ -341,7 +343,7 @@ def measure(root: Path, files: int, tmp: Path, n_queries: int = 30) -> Figures:
         fig.quick = search_times(index, queries, refresh=False, rounds=5)
         fig.fresh = search_times(index, queries, refresh=True, rounds=3)
         fig.check = [_time(index.update) for _ in range(5)]
-        fig.mcp = mcp_times(ws, queries)
+        fig.mcp = mcp_times(ws, queries, mcp_calls)
         fig.cli = cli_times(root, queries[: n_queries * 2 // 3], tmp / "pycache")
         fig.tool, fig.grep = grep_times(root, queries)
         fig.reindex = reindex_times(index, root, memory, rng, rounds=5)
@@ -471,13 +473,19 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10_000, help="memory files to generate")
     parser.add_argument("--dir", type=Path, help="generate here, or reuse a bench workspace here")
     parser.add_argument("--queries", type=int, default=30, help="queries (2/3 of them by the CLI)")
+    parser.add_argument(
+        "--mcp-calls", type=int, default=MCP_CALLS, help="MCP get_context calls of each kind"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crustacean-search-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
         os.environ["CRUSTACEAN_SEMANTIC"] = "0"  # the default install: lexical search
         report(
-            measure((args.dir or tmp / "ws").resolve(), args.files, tmp, args.queries), args.files
+            measure(
+                (args.dir or tmp / "ws").resolve(), args.files, tmp, args.queries, args.mcp_calls
+            ),
+            args.files,
         )
 
 
