@@ -119,11 +119,35 @@ def fake_api():
         yield fake
 
 
-# The longest tests, started first: under `-n auto --dist worksteal` each worker runs its share
-# in order, so a long one collected last would run alone at the end while the other CPU idles.
+# The longest tests (by their time in a whole run on 2 loaded CPUs), started first, longest
+# first: under `-n auto --dist worksteal` each worker runs its share in order and an idle one
+# steals from the end of another's, so a long one collected last would run alone at the end
+# while the other CPU idles. None of them shares a module-scoped fixture with a test left behind
+# (moving one away from its module would build that fixture twice).
 FIRST = (
     "tests/test_types.py::test_mypy_is_clean",
     "tests/test_quickstart.py::test_quickstart_with_a_base_url_runs_every_stage_once",
+    "tests/test_store_history.py::test_random_writes_and_rollbacks_never_lose_a_byte_or_a_version",
+    "tests/test_docs.py::test_guide_commands_run_in_order[claude-code.md]",
+    "tests/test_docs.py::test_guide_commands_run_in_order[openclaw.md]",
+    "tests/test_readme.py::test_the_tour_runs_in_order",
+    "tests/test_ui_rollback_summary.py::test_roll_back_600_files_in_the_browser[390]",
+    "tests/test_ui_rollback_summary.py::test_roll_back_600_files_in_the_browser[1280]",
+    "tests/reliability/test_crash.py::test_crash_curate_short",
+    "tests/reliability/test_crash.py::test_crash_collect_short",
+    "tests/reliability/test_crash.py::test_kills_at_the_index_sync_point_lose_nothing",
+    "tests/test_docs.py::test_guide_commands_run_in_order[fleet.md]",
+    "tests/reliability/test_concurrency.py::test_mcp_writers_race_a_curate_run",
+    "tests/test_bench.py::test_benchmark_runs_on_tiny_data[search_bench.py]",
+    "tests/reliability/test_crash.py::test_edits_made_after_a_crash_survive_repair",
+    "tests/reliability/test_fuzz.py::test_write_context_never_escapes",
+    "tests/test_bench.py::test_benchmark_runs_on_tiny_data[tick_bench.py]",
+    "tests/test_bench.py::test_benchmark_runs_on_tiny_data[collect_tokens_bench.py]",
+    "tests/test_quickstart.py::test_quickstart_next_commands_work_in_the_users_own_shell",
+    "tests/test_docs.py::test_guide_commands_run_in_order[exit-codes-and-env.md]",
+    "tests/test_qa_bench.py::test_collect_runs_through_the_relay",
+    "tests/reliability/test_crash.py::test_collect_killed_inside_its_write_loses_nothing",
+    "tests/test_docs.py::test_guide_commands_run_in_order[safety.md]",
 )
 
 
