@@ -147,7 +147,8 @@ FIRST = (
     "tests/reliability/test_fuzz.py::test_write_context_never_escapes",
     "tests/test_bench.py::test_benchmark_runs_on_tiny_data[tick_bench.py]",
     "tests/test_bench.py::test_benchmark_runs_on_tiny_data[collect_tokens_bench.py]",
-    "tests/test_quickstart.py::test_quickstart_next_commands_work_in_the_users_own_shell",
+    "tests/test_quickstart.py::"
+    "test_quickstart_without_a_key_plans_calls_nothing_and_its_next_commands_work",
     "tests/test_docs.py::test_guide_commands_run_in_order[exit-codes-and-env.md]",
     "tests/test_qa_bench.py::test_collect_runs_through_the_relay",
     "tests/reliability/test_crash.py::test_collect_killed_inside_its_write_loses_nothing",
