@@ -35,14 +35,26 @@ from bench.common import BUDGET_HEADER, ROWS_ENV, budget_line, num
 
 RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     "store_bench.py": ([], ["--reps", "2"], "write_context versions against git commit"),
-    "search_bench.py": ([], ["--files", "60", "--queries", "6"], "search, re-index and ranking"),
-    "recall_bench.py": ([], ["--sessions", "3"], "what search and context find within a budget"),
+    "search_bench.py": (
+        [],
+        ["--files", "60", "--queries", "6", "--mcp-calls", "2"],
+        "search, re-index and ranking",
+    ),
+    "recall_bench.py": (
+        [],
+        ["--sessions", "3", "--questions", "3"],
+        "what search and context find within a budget",
+    ),
     "context_bench.py": ([], ["--files", "60", "--rounds", "1"], "context on many memories"),
-    "runtime_bench.py": ([], ["--turns", "2", "--rounds", "1"], "agent loop and CLI start-up"),
+    "runtime_bench.py": (
+        [],
+        ["--turns", "2", "--rounds", "1", "--startup-rounds", "1"],
+        "agent loop and CLI start-up",
+    ),
     "collect_bench.py": ([], ["--mb", "1", "--files", "2"], "collect over a big transcript set"),
     "collect_tokens_bench.py": (
         [],
-        ["--sessions", "3", "--messages", "20"],
+        ["--sessions", "3", "--messages", "20", "--agent-days", "1"],
         "collect's tokens on a folder with copies; batch against direct cost",
     ),
     "compile_bench.py": (
@@ -50,7 +62,11 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
         ["--files", "60", "--days", "60"],
         "compile's deterministic pass, 3 years",
     ),
-    "secrets_bench.py": ([], ["--lines", "500", "--rounds", "1"], "the credential scan"),
+    "secrets_bench.py": (
+        [],
+        ["--lines", "500", "--rounds", "1", "--samples", "20"],
+        "the credential scan",
+    ),
     "ui_bench.py": ([], ["--files", "60", "--rounds", "1"], "ui pages against their core calls"),
     "curate_bench.py": (
         [],
@@ -59,7 +75,7 @@ RUNS = {  # name: (full-size arguments, quick arguments, what is measured)
     ),
     "tick_bench.py": (
         [],
-        ["--rounds", "1", "--runs", "2", "--messages", "8"],
+        ["--rounds", "1", "--runs", "1", "--messages", "8"],
         "tick: a whole one through the fake API, and a no-op one",
     ),
     "fleet_bench.py": ([], ["--sizes", "3", "--sample", "2"], "a fleet's no-op ticks and state"),

@@ -127,11 +127,11 @@ SESSIONS_A_DAY, TURNS = 20, 20
 ITEM_EVERY = 8  # the scripted model notes one item per this many messages
 
 
-def agent_lines() -> dict[str, list[tuple[datetime, str]]]:
-    """Every session's (time, JSONL line), sessions over the waking hours of AGENT_DAYS days."""
+def agent_lines(days: int = AGENT_DAYS) -> dict[str, list[tuple[datetime, str]]]:
+    """Every session's (time, JSONL line), sessions over the waking hours of `days` days."""
     rng = random.Random(5)
     out: dict[str, list[tuple[datetime, str]]] = {}
-    for day in range(AGENT_DAYS):
+    for day in range(days):
         for s in range(SESSIONS_A_DAY):
             start = AGENT_START + timedelta(days=day, hours=8, minutes=40 * s)
             lines = []
@@ -171,14 +171,14 @@ def grow(folder: Path, sessions: dict[str, list[tuple[datetime, str]]], now: dat
             os.utime(path, (now.timestamp(), now.timestamp()))  # as if written at `now`
 
 
-def increment_run(fake: FakeAnthropic, tmp: Path) -> dict[str, float]:
+def increment_run(fake: FakeAnthropic, tmp: Path, days: int = AGENT_DAYS) -> dict[str, float]:
     """`tick` every 2 hours over the synthetic agent's days; what collect sent and cost."""
     from crustacean.ops.tick import tick
     from crustacean.runs import list_runs
 
     root, folder = tmp / "agent" / "ws", tmp / "agent" / "openclaw" / "agents/main/sessions"
     folder.mkdir(parents=True)
-    sessions = agent_lines()
+    sessions = agent_lines(days)
     init_workspace(root, detect=False)
     toml = root / "crustacean.toml"
     toml.write_text(
@@ -188,7 +188,7 @@ def increment_run(fake: FakeAnthropic, tmp: Path) -> dict[str, float]:
     off = [f"stages.{s}.enabled=false" for s in ("curate", "compile", "calibrate")]
     ws = Workspace(root, load_config(root, env=env, overrides=["workspace.timezone=UTC", *off]))
     before = len(fake.requests)
-    moment, end = AGENT_START, AGENT_START + timedelta(days=AGENT_DAYS, hours=14)
+    moment, end = AGENT_START, AGENT_START + timedelta(days=days, hours=14)
     ticks = 0
     while moment <= end:
         grow(folder, sessions, moment)
@@ -302,7 +302,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=12)
     parser.add_argument("--messages", type=int, default=150)
+    parser.add_argument(
+        "--agent-days", type=int, default=AGENT_DAYS, help="days of the synthetic agent's ticks"
+    )
     args = parser.parse_args()
+    days = args.agent_days
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
@@ -317,13 +321,13 @@ def main() -> None:
             _, batch_usd, batch_requests = collect_all(fake, batch_root, batch=True)
             with sqlite3.connect(batch_root / ".crustacean/state.db") as db:
                 left = db.execute("SELECT count(*) FROM collect_sent_batches").fetchone()[0]
-            agent = increment_run(fake, tmp)
-        day_items = agent["items"] / AGENT_DAYS
+            agent = increment_run(fake, tmp, days)
+        day_items = agent["items"] / days
         run = curate_usd_per_entry(tmp / "curate", round(day_items))
     curate_tokens, curate_entry_usd = run["per_entry"], run["usd_per_entry"]
     ratio, bare_ratio = sent / new_chars, bare_sent / bare_chars
     inc_ratio = agent["sent_chars"] / agent["new_chars"]
-    month_collect = agent["usd"] / AGENT_DAYS * 30
+    month_collect = agent["usd"] / days * 30
     month_items = day_items * 30
     month_curate = month_items * curate_entry_usd
     month = month_collect + month_curate
@@ -349,7 +353,7 @@ def main() -> None:
         note=f"{count(batch_requests, 'batch request')}; {left} batch(es) left open",
     )
     agent_size = (
-        f"synthetic agent: {SESSIONS_A_DAY} sessions × {TURNS} messages a day over {AGENT_DAYS} "
+        f"synthetic agent: {SESSIONS_A_DAY} sessions × {TURNS} messages a day over {days} "
         f"days ({agent['new_chars'] / 4:,.0f} transcript tokens), tick every 2 h"
     )
     data_size(agent_size)
@@ -373,7 +377,7 @@ def main() -> None:
     )
     print(f"| input tokens per new transcript token, backlog (copies) | {ratio:.3f} | ≤ 1.3 |")
     print(
-        f"| collect requests for the agent's {AGENT_DAYS} days | {agent['requests']:.0f} "
+        f"| collect requests for the agent's {days} days | {agent['requests']:.0f} "
         f"({agent['ticks']:.0f} ticks) | |"
     )
     print(f"| collect, a month | ${month_collect:.3f} | |")

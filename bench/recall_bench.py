@@ -181,11 +181,33 @@ class Run:
     chars: int
 
 
-def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False) -> Run:
+def first_of_each_kind(questions: list[Question], per_kind: int | None) -> list[Question]:
+    """The first `per_kind` questions of each kind, in their order (all of them for None): a
+    quick run asks every kind, just fewer of each."""
+    if per_kind is None:
+        return questions
+    seen: dict[str, int] = {}
+    kept = []
+    for q in questions:
+        seen[q.kind] = seen.get(q.kind, 0) + 1
+        if seen[q.kind] <= per_kind:
+            kept.append(q)
+    return kept
+
+
+def measure(
+    root: Path,
+    tmp: Path,
+    sessions: int,
+    seed: int,
+    dense: bool = False,
+    per_kind: int | None = None,
+) -> Run:
     os.environ[semantic.ENV] = "1" if dense else "0"
     semantic.forget()
     init_workspace(root, detect=False, home=tmp / "home")
     bench = generate(root, seed=seed, sessions=sessions)
+    bench.questions = first_of_each_kind(bench.questions, per_kind)
     ws = Workspace(root, load_config(root))
     cache: dict[str, list[str]] = {}
 
@@ -294,16 +316,21 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=40, help="sessions per pair of people")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--lexical", action="store_true", help="skip the semantic extra's run")
+    parser.add_argument(
+        "--questions", type=int, help="ask only this many questions of each kind (a quick run)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crustacean-recall-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
-        lexical = measure(tmp / "ws", tmp, args.sessions, args.seed)
+        lexical = measure(tmp / "ws", tmp, args.sessions, args.seed, per_kind=args.questions)
         report(lexical, args.sessions)
         os.environ[semantic.ENV] = "1"
         semantic.forget()
         if not args.lexical and semantic.load() is not None:
-            dense = measure(tmp / "ws-semantic", tmp, args.sessions, args.seed, dense=True)
+            dense = measure(
+                tmp / "ws-semantic", tmp, args.sessions, args.seed, True, args.questions
+            )
             report_semantic(lexical, dense)
 
 

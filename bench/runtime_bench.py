@@ -130,13 +130,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--startup-rounds", type=int, help="timed rounds of the start-up figures (2 x --rounds)"
+    )
     args = parser.parse_args()
+    startup_rounds = args.startup_rounds or args.rounds * 2  # 10 at the default 5 rounds
     with tempfile.TemporaryDirectory() as tmp:
         isolate(Path(tmp))
         root = Path(tmp) / "ws"
         init_workspace(root)
         staged, bare, over = loop_overhead(args.turns, args.rounds, root)
-        starts, cpu = startup(args.rounds * 2, root)  # 10 at the default 5 rounds
+        starts, cpu = startup(startup_rounds, root)
     medians = {name: statistics.median(t) for name, t in starts.items()}
     cpus = {name: statistics.median(t) for name, t in cpu.items()}
     py, typer_ms = medians["`python -c pass`"], medians["`python -c 'import typer'`"]

@@ -201,7 +201,10 @@ MCP_CALLS = 15  # get_context calls of each kind: ~0.1 s each on 10,000 memories
 
 
 def mcp_times(
-    ws: Workspace, queries: list[str], cpu: dict[str, list[float]] | None = None
+    ws: Workspace,
+    queries: list[str],
+    cpu: dict[str, list[float]] | None = None,
+    calls: int = MCP_CALLS,
 ) -> dict[str, list[float]]:
     """Seconds per tool call through an in-process MCP client, as an agent calls them
     mid-conversation: one session, the first call of each tool (which builds or refreshes its
@@ -213,18 +216,18 @@ def mcp_times(
 
     from crustacean.mcp_server import build_server
 
-    calls = {
+    todos = {
         "search_memory": [("search_memory", {"query": q, "limit": 10}) for q in queries],
-        "get_context": [("get_context", {"audience": "main"})] * MCP_CALLS,
+        "get_context": [("get_context", {"audience": "main"})] * calls,
         "get_context, topic": [
-            ("get_context", {"audience": "main", "topic": q}) for q in queries[:MCP_CALLS]
+            ("get_context", {"audience": "main", "topic": q}) for q in queries[:calls]
         ],
     }
 
     async def main() -> dict[str, list[float]]:
         times: dict[str, list[float]] = {}
         async with Client(build_server(ws)) as client:
-            for name, todo in calls.items():
+            for name, todo in todos.items():
                 await client.call_tool(*todo[0])
                 times[name] = []
                 for tool, args in todo:
@@ -334,7 +337,7 @@ class Figures:
     queries: int = 30
 
 
-def measure_mcp(root: Path, files: int, n_queries: int = 30) -> Figures:
+def measure_mcp(root: Path, files: int, n_queries: int = 30, mcp_calls: int = MCP_CALLS) -> Figures:
     """The MCP tool calls and grep alone (`--mcp-only`), on the same workspace and queries."""
     rng = random.Random(7)
     ws, memory = _workspace(root, files)
@@ -343,7 +346,7 @@ def measure_mcp(root: Path, files: int, n_queries: int = 30) -> Figures:
     with SearchIndex(ws) as index:
         index.update()
         queries = _queries(rng, n_queries)
-    fig.mcp = mcp_times(ws, queries, fig.mcp_cpu)
+    fig.mcp = mcp_times(ws, queries, fig.mcp_cpu, mcp_calls)
     fig.tool, fig.grep = grep_times(root, queries)
     return fig
 
@@ -366,7 +369,9 @@ def report_mcp(fig: Figures, memory_files: int) -> None:
     print("\n" + budget_table([r for r in rows if r["who"] == "an agent's MCP tool call"]))
 
 
-def measure(root: Path, files: int, tmp: Path, n_queries: int = 30) -> Figures:
+def measure(
+    root: Path, files: int, tmp: Path, n_queries: int = 30, mcp_calls: int = MCP_CALLS
+) -> Figures:
     rng = random.Random(7)
     ws, memory = _workspace(root, files)
     needles = plant_needles(root, memory, 30, rng)
@@ -381,7 +386,7 @@ def measure(root: Path, files: int, tmp: Path, n_queries: int = 30) -> Figures:
         fig.quick = search_times(index, queries, refresh=False, rounds=5)
         fig.fresh = search_times(index, queries, refresh=True, rounds=3)
         fig.check = [_time(index.update) for _ in range(5)]
-        fig.mcp = mcp_times(ws, queries)
+        fig.mcp = mcp_times(ws, queries, fig.mcp_cpu, mcp_calls)
         fig.cli = cli_times(root, queries[: n_queries * 2 // 3], tmp / "pycache")
         fig.tool, fig.grep = grep_times(root, queries)
         fig.reindex = reindex_times(index, root, memory, rng, rounds=5)
@@ -515,6 +520,9 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, help="generate here, or reuse a bench workspace here")
     parser.add_argument("--queries", type=int, default=30, help="queries (2/3 of them by the CLI)")
     parser.add_argument("--mcp-only", action="store_true", help="only the MCP calls and grep")
+    parser.add_argument(
+        "--mcp-calls", type=int, default=MCP_CALLS, help="MCP get_context calls of each kind"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crustacean-search-bench-") as tmp_name:
         tmp = Path(tmp_name)
@@ -522,9 +530,9 @@ def main() -> None:
         os.environ["CRUSTACEAN_SEMANTIC"] = "0"  # the default install: lexical search
         root = (args.dir or tmp / "ws").resolve()
         if args.mcp_only:
-            report_mcp(measure_mcp(root, args.files, args.queries), args.files)
+            report_mcp(measure_mcp(root, args.files, args.queries, args.mcp_calls), args.files)
         else:
-            report(measure(root, args.files, tmp, args.queries), args.files)
+            report(measure(root, args.files, tmp, args.queries, args.mcp_calls), args.files)
 
 
 if __name__ == "__main__":
