@@ -38,7 +38,7 @@ from bench.common import data_size, isolate, row
 from bench.conversations import KINDS, Bench, Question, generate
 from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
-from crustacean.recall import semantic
+from crustacean.recall import rerank, semantic
 from crustacean.recall.search import SearchIndex, scan_markdown
 from crustacean.workspace import Workspace
 
@@ -181,9 +181,18 @@ class Run:
     chars: int
 
 
-def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False) -> Run:
-    os.environ[semantic.ENV] = "1" if dense else "0"
-    semantic.forget()
+@dataclass
+class Built:
+    """A generated workspace, indexed, and its questions: measured as it is, or with a variant."""
+
+    ws: Workspace
+    bench: Bench
+    lines: Callable[[str], list[str]]
+    dense: bool
+
+
+def build(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False) -> Built:
+    _switch(dense, False)
     init_workspace(root, detect=False, home=tmp / "home")
     bench = generate(root, seed=seed, sessions=sessions)
     ws = Workspace(root, load_config(root))
@@ -194,12 +203,27 @@ def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False
             cache[path] = (root / path).read_text("utf-8").split("\n")
         return cache[path]
 
+    with SearchIndex(ws) as index:
+        index.rebuild()
+    return Built(ws, bench, lines, dense)
+
+
+def _switch(dense: bool, reranked: bool) -> None:
+    """The semantic and rerank extras on or off for what follows (both load once)."""
+    os.environ[semantic.ENV] = "1" if dense else "0"
+    os.environ[rerank.ENV] = "1" if reranked else "0"
+    semantic.forget()
+
+
+def run(built: Built, reranked: bool = False) -> Run:
+    """Every question through search and context, as the extras are switched."""
+    _switch(built.dense, reranked)
+    bench, lines = built.bench, built.lines
     mine, base = Scores(), Scores()
     hit_lines: list[int] = []
     times: list[float] = []
-    baseline = one_line_bm25(root)
-    with SearchIndex(ws) as index:
-        index.rebuild()
+    baseline = one_line_bm25(built.ws.root)
+    with SearchIndex(built.ws) as index:
         search = ours(index, bench)
         for q in bench.questions:
             start = time.perf_counter()
@@ -209,10 +233,14 @@ def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False
             score(mine, q, spans, lines)
             score(base, q, baseline(q.text), lines)
     sizes: list[int] = []
-    context = context_share(ws, bench, lines, sizes)
+    context = context_share(built.ws, bench, lines, sizes)
     chars = sum(len(line) + 1 for v in bench.files.values() for line in v)
     questions, files = len(bench.questions), len(bench.files)
     return Run(mine, base, context, hit_lines, times, sizes, questions, files, chars)
+
+
+def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False) -> Run:
+    return run(build(root, tmp, sessions, seed, dense))
 
 
 def _pct(values: list[int], q: int) -> float:
@@ -289,22 +317,119 @@ def report_semantic(lexical: Run, dense: Run) -> None:
     row(name, share[0], None, share[1], "lexical", unit="share")
 
 
+RERANK_TOPS = (30, 60)  # candidate lines reranked (each widened by the line after it)
+RERANK_WEIGHTS = (0.5, 1.0, 2.0)  # of the encoder's cosine against lexical / best lexical
+TIMED = 48  # questions timed with nothing kept, for the per-query cost
+RERANK_MEASURES = (
+    "some within 1,000",
+    "some within 2,000",
+    "all within 2,000",
+    "context bounded some",
+    "context bounded all",
+)
+
+
+def _cell(run: Run, kind: str, measure: str) -> float:
+    if measure.startswith("context bounded"):
+        return run.context.share(kind, measure.split()[-1] + " bounded")
+    return run.ours.share(kind, measure)
+
+
+def rerank_cost(built: Built, tops: Iterable[int]) -> dict[int, tuple[float, float]]:
+    """Per-query time of a search with the rerank extra, nothing kept from an earlier query:
+    (mean ms, p95 ms) over the first TIMED questions, for each candidate count."""
+    _switch(built.dense, True)
+    model = rerank.load()
+    assert model is not None
+    out: dict[int, tuple[float, float]] = {}
+    saved = rerank.TOP
+    with SearchIndex(built.ws) as index:
+        search = ours(index, built.bench)
+        for top in tops:
+            rerank.TOP = top
+            times = []
+            for q in built.bench.questions[:TIMED]:
+                model.forget_texts()
+                start = time.perf_counter()
+                search(q.text)
+                times.append(time.perf_counter() - start)
+            ms = [t * 1000 for t in times]
+            out[top] = (statistics.fmean(ms), _pct([round(t) for t in ms], 95))
+    rerank.TOP = saved
+    return out
+
+
+def report_rerank(
+    runs: dict[str, Run], load_s: float, cost: dict[int, tuple[float, float]], base_ms: float
+) -> None:
+    """Each variant's figures for every kind, then what the encoder costs."""
+    kinds = ["reworded", "paraphrase", "all kinds"]
+    print(
+        "\nRerank with a contextual encoder (all-MiniLM-L6-v2, the rerank extra): each row a "
+        f"variant, each cell a share. context bounded = `context --topic "
+        f"--budget-chars {CONTEXT_CHARS:,}`, the whole output.\n"
+    )
+    heads = [f"{m} ({k})" for m in RERANK_MEASURES for k in kinds]
+    print("| variant | " + " | ".join(heads) + " |")
+    print("|---|" + "--:|" * len(heads))
+    for name, r in runs.items():
+        cells = [f"{_cell(r, k, m):.3f}" for m in RERANK_MEASURES for k in kinds]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"\nModel load (imports + weights, once per process): {load_s:.1f} s.")
+    for top, (mean, p95) in cost.items():
+        print(
+            f"Search with rerank of {top} lines (+ the line after each), nothing kept: "
+            f"mean {mean:.0f} ms, p95 {p95:.0f} ms a query (semantic alone: {base_ms:.1f} ms)."
+        )
+    best = runs.get(f"semantic + rerank {rerank.TOP}, weight {rerank.WEIGHT}")
+    if best is not None:
+        for m in ("some within 2,000", "context bounded some"):
+            name = f"recall with the rerank extra, {m} (all kinds)"
+            row(name, _cell(best, "all kinds", m), unit="share")
+
+
+def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
+    """The rerank extra's variants on the same workspaces (the encoder loaded once), after
+    the runs `before` it (lexical, semantic)."""
+    _switch(True, True)
+    start = time.perf_counter()
+    if rerank.load() is None:
+        print("\n(the rerank extra is not installed: no rerank figures)")
+        return
+    load_s = time.perf_counter() - start
+    runs = dict(before)
+    base_ms = statistics.fmean(runs["semantic"].times) * 1000
+    saved = rerank.TOP, rerank.WEIGHT
+    for top in RERANK_TOPS:
+        for weight in RERANK_WEIGHTS:
+            rerank.TOP, rerank.WEIGHT = top, weight
+            runs[f"semantic + rerank {top}, weight {weight}"] = run(dense, reranked=True)
+    rerank.TOP, rerank.WEIGHT = saved
+    runs[f"lexical + rerank {rerank.TOP}, weight {rerank.WEIGHT}"] = run(lexical, reranked=True)
+    report_rerank(runs, load_s, rerank_cost(dense, RERANK_TOPS), base_ms)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=40, help="sessions per pair of people")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--lexical", action="store_true", help="skip the semantic extra's run")
+    parser.add_argument("--no-rerank", action="store_true", help="skip the rerank extra's runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crustacean-recall-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
-        lexical = measure(tmp / "ws", tmp, args.sessions, args.seed)
+        words = build(tmp / "ws", tmp, args.sessions, args.seed)
+        lexical = run(words)
         report(lexical, args.sessions)
         os.environ[semantic.ENV] = "1"
         semantic.forget()
         if not args.lexical and semantic.load() is not None:
-            dense = measure(tmp / "ws-semantic", tmp, args.sessions, args.seed, dense=True)
+            dense_ws = build(tmp / "ws-semantic", tmp, args.sessions, args.seed, dense=True)
+            dense = run(dense_ws)
             report_semantic(lexical, dense)
+            if not args.no_rerank:
+                rerank_runs(words, dense_ws, {"lexical": lexical, "semantic": dense})
 
 
 if __name__ == "__main__":
