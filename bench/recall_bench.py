@@ -13,8 +13,12 @@ also reports the size of the hits (lines), the share of questions whose evidence
 --topic QUESTION` puts within its first 8,000 characters, the same share when `--budget-chars 8000`
 bounds the output (where the code takes it: its length is reported), and the mean query time. The
 main table is lexical search (the default install); when the `semantic` extra is installed the same
-questions run again with it, and a second table shows both. No language model anywhere; the same
-seed gives the same figures.
+questions run again with it, and a second table shows both. When the `rerank` extra is installed
+too (and CRUSTACEAN_RERANK is not 0), they run again on the same workspaces with its encoder at
+each candidate count and weight of RERANK_TOPS x RERANK_WEIGHTS, and a third table shows every
+variant, with what the encoder costs: its load, a query with nothing kept (wall and CPU), and a
+CLI search's start-up with it on and off. No language model anywhere; the same seed gives the
+same figures.
 """
 
 from __future__ import annotations
@@ -451,6 +455,7 @@ def main() -> None:
     parser.add_argument("--lexical", action="store_true", help="skip the semantic extra's run")
     parser.add_argument("--no-rerank", action="store_true", help="skip the rerank extra's runs")
     args = parser.parse_args()
+    reranks = not args.no_rerank and rerank.wanted()  # CRUSTACEAN_RERANK=0 (the tests) skips it
     with tempfile.TemporaryDirectory(prefix="crustacean-recall-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
@@ -463,7 +468,7 @@ def main() -> None:
             dense_ws = build(tmp / "ws-semantic", tmp, args.sessions, args.seed, dense=True)
             dense = run(dense_ws)
             report_semantic(lexical, dense)
-            if not args.no_rerank:
+            if reranks:
                 rerank_runs(words, dense_ws, {"lexical": lexical, "semantic": dense})
 
 

