@@ -324,8 +324,9 @@ def report_semantic(lexical: Run, dense: Run) -> None:
 
 RERANK_TOPS = (60, 30)  # candidate lines reranked (each widened by the line after it)
 RERANK_WEIGHTS = (0.5, 1.0, 2.0)  # of the encoder's cosine against lexical / best lexical
-TIMED = 24  # questions timed with nothing kept, for the per-query cost
-STARTS = 3  # CLI searches timed, each way
+TIMED = 12  # questions timed with nothing kept, for the per-query cost
+STARTS = 2  # CLI searches timed, each way
+RERANK_KINDS = ("reworded", "paraphrase", "all kinds")
 RERANK_MEASURES = (
     "some within 1,000",
     "some within 2,000",
@@ -387,65 +388,63 @@ def cli_startup(built: Built) -> dict[str, float]:
     return out
 
 
-def report_rerank(
-    runs: dict[str, Run],
-    load_s: float,
-    cost: dict[int, tuple[float, float, float]],
-    base_ms: float,
-    startup: dict[str, float],
-) -> None:
-    """Each variant's figures for every kind, then what the encoder costs."""
-    kinds = ["reworded", "paraphrase", "all kinds"]
-    print(
-        "\nRerank with a contextual encoder (all-MiniLM-L6-v2, the rerank extra): each row a "
-        f"variant, each cell a share. context bounded = `context --topic "
-        f"--budget-chars {CONTEXT_CHARS:,}`, the whole output.\n"
-    )
-    heads = [f"{m} ({k})" for m in RERANK_MEASURES for k in kinds]
-    print("| variant | " + " | ".join(heads) + " |")
-    print("|---|" + "--:|" * len(heads))
-    for name, r in runs.items():
-        cells = [f"{_cell(r, k, m):.3f}" for m in RERANK_MEASURES for k in kinds]
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    print(f"\nModel load in this process (imports + weights, once per process): {load_s:.1f} s.")
-    print(
-        f"One `crustacean search` in a fresh process (median of {STARTS}, semantic on): "
-        f"{startup['off']:.1f} s with CRUSTACEAN_RERANK=0, {startup['on']:.1f} s with the rerank."
-    )
-    for top, (mean, p95, cpu) in cost.items():
-        print(
-            f"Search with rerank of {top} lines (+ the line after each), nothing kept, first "
-            f"{TIMED} questions: wall mean {mean:.0f} ms, p95 {p95:.0f} ms; CPU {cpu:.0f} ms a "
-            f"query (semantic alone: {base_ms:.1f} ms wall)."
-        )
-    best = runs.get(f"semantic + rerank {rerank.TOP}, weight {rerank.WEIGHT}")
-    if best is not None:
-        for m in ("some within 2,000", "context bounded some"):
-            name = f"recall with the rerank extra, {m} (all kinds)"
-            row(name, _cell(best, "all kinds", m), unit="share")
+def _variant_row(name: str, r: Run) -> None:
+    cells = [f"{_cell(r, k, m):.3f}" for m in RERANK_MEASURES for k in RERANK_KINDS]
+    print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
 def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
     """The rerank extra's variants on the same workspaces (the encoder loaded once), after
-    the runs `before` it (lexical, semantic)."""
+    the runs `before` it (lexical, semantic): each row printed as soon as it is measured (the
+    first variant embeds what the others reuse), then what the encoder costs."""
     _switch(True, True)
     start = time.perf_counter()
     if rerank.load() is None:
         print("\n(the rerank extra is not installed: no rerank figures)")
         return
     load_s = time.perf_counter() - start
-    runs = dict(before)
     rerank.KEEP_TEXTS = 200_000  # every variant embeds the same lines: once (same figures)
-    base_ms = statistics.fmean(runs["semantic"].times) * 1000
-    saved = rerank.TOP, rerank.WEIGHT
-    for top in RERANK_TOPS:
-        for weight in RERANK_WEIGHTS:
-            rerank.TOP, rerank.WEIGHT = top, weight
-            runs[f"semantic + rerank {top}, weight {weight}"] = run(dense, reranked=True)
-    rerank.TOP, rerank.WEIGHT = saved
-    runs[f"lexical + rerank {rerank.TOP}, weight {rerank.WEIGHT}"] = run(lexical, reranked=True)
-    cost = rerank_cost(dense, RERANK_TOPS)
-    report_rerank(runs, load_s, cost, base_ms, cli_startup(dense))
+    print(
+        "\nRerank with a contextual encoder (all-MiniLM-L6-v2, the rerank extra): each row a "
+        "variant, each cell a share. context bounded = `context --topic "
+        f"--budget-chars {CONTEXT_CHARS:,}`, the whole output.\n"
+    )
+    heads = [f"{m} ({k})" for m in RERANK_MEASURES for k in RERANK_KINDS]
+    print("| variant | " + " | ".join(heads) + " |")
+    print("|---|" + "--:|" * len(heads))
+    for name, r in before.items():
+        _variant_row(name, r)
+    kept = rerank.TOP, rerank.WEIGHT
+    order = [kept] + [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS if (t, w) != kept]
+    for top, weight in order:
+        rerank.TOP, rerank.WEIGHT = top, weight
+        name = f"semantic + rerank {top}, weight {weight}"
+        runs = run(dense, reranked=True)
+        _variant_row(name, runs)
+        if (top, weight) == kept:
+            for m in ("some within 2,000", "context bounded some"):
+                label = f"recall with the rerank extra, {m} (all kinds)"
+                row(label, _cell(runs, "all kinds", m), unit="share")
+    rerank.TOP, rerank.WEIGHT = kept
+    base_ms = statistics.fmean(before["semantic"].times) * 1000
+    print(f"\nModel load in this process (imports + weights, once per process): {load_s:.1f} s.")
+    for top, (mean, p95, cpu) in rerank_cost(dense, RERANK_TOPS).items():
+        print(
+            f"Search with rerank of {top} lines (+ the line after each), nothing kept, first "
+            f"{TIMED} questions: wall mean {mean:.0f} ms, p95 {p95:.0f} ms; CPU {cpu:.0f} ms a "
+            f"query (semantic alone: {base_ms:.1f} ms wall).",
+            flush=True,
+        )
+    startup = cli_startup(dense)
+    print(
+        f"One `crustacean search` in a fresh process (median of {STARTS}, semantic on): "
+        f"{startup['off']:.1f} s with CRUSTACEAN_RERANK=0, {startup['on']:.1f} s with the rerank.",
+        flush=True,
+    )
+    name = f"lexical + rerank {rerank.TOP}, weight {rerank.WEIGHT}"
+    print("\n| variant | " + " | ".join(heads) + " |")
+    print("|---|" + "--:|" * len(heads))
+    _variant_row(name, run(lexical, reranked=True))
 
 
 def main() -> None:
