@@ -146,16 +146,16 @@ def encoder(monkeypatch: pytest.MonkeyPatch) -> Iterator[PlainEncoder]:
     rerank.forget()
 
 
-def _chat(ws: Workspace) -> None:
+def _chat(ws: Workspace, name: str = "notes/chat.md") -> None:
     """51 lines hold "shelter" (a sixth of the lines: not a common word), none "pet"; the
     answer holds neither and follows the 21st."""
-    notes = ws.root / "memory" / "notes"
-    notes.mkdir(parents=True, exist_ok=True)
+    path = ws.root / "memory" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     before = "".join(f"- Ana: walked past the shelter on day {k}.\n" for k in range(20))
     after = "".join(f"- Ana: the shelter again, day {k}.\n" for k in range(30))
     garden = "".join(f"- Ana: compost for the garden, day {k}.\n" for k in range(250))
     pair = "- Rui: Did you adopt a puppy from the shelter?\n- Ana: Yes, we named her Biscuit.\n"
-    (notes / "chat.md").write_text(f"# Chat\n\n{before}{pair}{after}{garden}", "utf-8")
+    path.write_text(f"# Chat\n\n{before}{pair}{after}{garden}", "utf-8")
 
 
 def test_the_encoder_brings_up_the_answer_that_shares_no_word(
@@ -218,3 +218,21 @@ def test_vectors_are_kept_by_text(encoder: PlainEncoder, monkeypatch: pytest.Mon
     monkeypatch.setattr(rerank, "KEEP_TEXTS", 4)
     model.cosines("garden", ["x"])  # over the cap: the kept ones are dropped first
     assert len(model.kept) == 2
+
+
+def test_a_topic_context_is_reranked_within_its_budget(
+    ws: Workspace, encoder: PlainEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime
+
+    from crustacean.recall.context import ContextRequest, build_context
+
+    _chat(ws, "2026-10-01.md")  # an old daily log: its lines come as found lines, best first
+    now = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)
+    request = ContextRequest("main", "shelter pet", budget_chars=8000)
+    text = build_context(ws, request, now).to_markdown()
+    assert len(text) <= 8000
+    assert text.index("Biscuit") < text.index("shelter on day 0.")  # the answer first
+    monkeypatch.setenv(rerank.ENV, "0")
+    text = build_context(ws, request, now).to_markdown()
+    assert text.index("Biscuit") > text.index("shelter on day 0.")  # in file order
