@@ -425,7 +425,11 @@ def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
             for m in ("some within 2,000", "context bounded some"):
                 label = f"recall with the rerank extra, {m} (all kinds)"
                 row(label, _cell(runs, "all kinds", m), unit="share")
-    rerank.TOP, rerank.WEIGHT = kept
+    for top, weight in [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS]:
+        rerank.TOP, rerank.WEIGHT, rerank.LEAD = top, weight, False
+        name = f"semantic + rerank {top}, weight {weight}, a line after by its own score"
+        _variant_row(name, run(dense, reranked=True))
+    rerank.TOP, rerank.WEIGHT, rerank.LEAD = (*kept, True)
     base_ms = statistics.fmean(before["semantic"].times) * 1000
     print(f"\nModel load in this process (imports + weights, once per process): {load_s:.1f} s.")
     for top, (mean, p95, cpu) in rerank_cost(dense, RERANK_TOPS).items():

