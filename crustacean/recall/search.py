@@ -19,7 +19,8 @@ number, the rarer words (higher IDF) first, and a line holding them in its text 
 holds some only in its heading or file name (`TITLE_WEIGHT`). A date in the query is one more
 word, held by the lines of the daily logs of those days. CJK pieces and queries of more than
 `TIER_WORDS` words are scored by IDF times the squared share of the words held. With the
-`semantic` extra (semantic.py) the lexical score is fused with the cosine of local embeddings.
+`semantic` extra (semantic.py) the lexical score is fused with the cosine of local embeddings;
+with the `rerank` extra (rerank.py) a sentence encoder then reorders the best `rerank.TOP` lines.
 `raw=True` passes FTS5 syntax through (phrases, `NEAR`, `title:word`, prefix `word*`), ranked by
 BM25.
 
