@@ -13,8 +13,12 @@ also reports the size of the hits (lines), the share of questions whose evidence
 --topic QUESTION` puts within its first 8,000 characters, the same share when `--budget-chars 8000`
 bounds the output (where the code takes it: its length is reported), and the mean query time. The
 main table is lexical search (the default install); when the `semantic` extra is installed the same
-questions run again with it, and a second table shows both. No language model anywhere; the same
-seed gives the same figures.
+questions run again with it, and a second table shows both. When the `rerank` extra is installed
+too (and CRUSTACEAN_RERANK is not 0), they run again on the same workspaces with its encoder at
+each candidate count and weight of RERANK_TOPS x RERANK_WEIGHTS, and a third table shows every
+variant, with what the encoder costs: its load, a query with nothing kept (wall and CPU), and a
+CLI search's start-up with it on and off. No language model anywhere; the same seed gives the
+same figures.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 import re
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +43,7 @@ from bench.common import data_size, isolate, row
 from bench.conversations import KINDS, Bench, Question, generate
 from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
-from crustacean.recall import semantic
+from crustacean.recall import rerank, semantic
 from crustacean.recall.search import SearchIndex, scan_markdown
 from crustacean.workspace import Workspace
 
@@ -195,16 +200,25 @@ def first_of_each_kind(questions: list[Question], per_kind: int | None) -> list[
     return kept
 
 
-def measure(
+@dataclass
+class Built:
+    """A generated workspace, indexed, and its questions: measured as it is, or with a variant."""
+
+    ws: Workspace
+    bench: Bench
+    lines: Callable[[str], list[str]]
+    dense: bool
+
+
+def build(
     root: Path,
     tmp: Path,
     sessions: int,
     seed: int,
     dense: bool = False,
     per_kind: int | None = None,
-) -> Run:
-    os.environ[semantic.ENV] = "1" if dense else "0"
-    semantic.forget()
+) -> Built:
+    _switch(dense, False)
     init_workspace(root, detect=False, home=tmp / "home")
     bench = generate(root, seed=seed, sessions=sessions)
     bench.questions = first_of_each_kind(bench.questions, per_kind)
@@ -216,12 +230,27 @@ def measure(
             cache[path] = (root / path).read_text("utf-8").split("\n")
         return cache[path]
 
+    with SearchIndex(ws) as index:
+        index.rebuild()
+    return Built(ws, bench, lines, dense)
+
+
+def _switch(dense: bool, reranked: bool) -> None:
+    """The semantic and rerank extras on or off for what follows (both load once)."""
+    os.environ[semantic.ENV] = "1" if dense else "0"
+    os.environ[rerank.ENV] = "1" if reranked else "0"
+    semantic.forget()
+
+
+def run(built: Built, reranked: bool = False) -> Run:
+    """Every question through search and context, as the extras are switched."""
+    _switch(built.dense, reranked)
+    bench, lines = built.bench, built.lines
     mine, base = Scores(), Scores()
     hit_lines: list[int] = []
     times: list[float] = []
-    baseline = one_line_bm25(root)
-    with SearchIndex(ws) as index:
-        index.rebuild()
+    baseline = one_line_bm25(built.ws.root)
+    with SearchIndex(built.ws) as index:
         search = ours(index, bench)
         for q in bench.questions:
             start = time.perf_counter()
@@ -231,10 +260,14 @@ def measure(
             score(mine, q, spans, lines)
             score(base, q, baseline(q.text), lines)
     sizes: list[int] = []
-    context = context_share(ws, bench, lines, sizes)
+    context = context_share(built.ws, bench, lines, sizes)
     chars = sum(len(line) + 1 for v in bench.files.values() for line in v)
     questions, files = len(bench.questions), len(bench.files)
     return Run(mine, base, context, hit_lines, times, sizes, questions, files, chars)
+
+
+def measure(root: Path, tmp: Path, sessions: int, seed: int, dense: bool = False) -> Run:
+    return run(build(root, tmp, sessions, seed, dense))
 
 
 def _pct(values: list[int], q: int) -> float:
@@ -311,6 +344,135 @@ def report_semantic(lexical: Run, dense: Run) -> None:
     row(name, share[0], None, share[1], "lexical", unit="share")
 
 
+RERANK_TOPS = (30, 60)  # candidate lines reranked (each widened by the line after it)
+RERANK_WEIGHTS = (0.5, 1.0, 2.0)  # of the encoder's cosine against lexical / best lexical
+TIMED = 12  # questions timed with nothing kept, for the per-query cost
+STARTS = 2  # CLI searches timed, each way
+RERANK_KINDS = ("reworded", "paraphrase", "all kinds")
+RERANK_MEASURES = (
+    "some within 1,000",
+    "some within 2,000",
+    "all within 2,000",
+    "context bounded some",
+    "context bounded all",
+)
+
+
+def _cell(run: Run, kind: str, measure: str) -> float:
+    if measure.startswith("context bounded"):
+        return run.context.share(kind, measure.split()[-1] + " bounded")
+    return run.ours.share(kind, measure)
+
+
+def rerank_cost(built: Built, tops: Iterable[int]) -> dict[int, tuple[float, float, float]]:
+    """Per-query cost of a search with the rerank extra, nothing kept from an earlier query:
+    (mean wall ms, p95 wall ms, mean CPU ms of the process) over the first TIMED questions,
+    for each candidate count. CPU time is the figure that holds on a machine others share."""
+    _switch(built.dense, True)
+    model = rerank.load()
+    assert model is not None
+    out: dict[int, tuple[float, float, float]] = {}
+    saved = rerank.TOP
+    with SearchIndex(built.ws) as index:
+        search = ours(index, built.bench)
+        for top in tops:
+            rerank.TOP = top
+            wall, cpu = [], []
+            for q in built.bench.questions[:TIMED]:
+                model.forget_texts()
+                start, start_cpu = time.perf_counter(), time.process_time()
+                search(q.text)
+                wall.append((time.perf_counter() - start) * 1000)
+                cpu.append((time.process_time() - start_cpu) * 1000)
+            out[top] = (
+                statistics.fmean(wall),
+                _pct([round(t) for t in wall], 95),
+                statistics.fmean(cpu),
+            )
+    rerank.TOP = saved
+    return out
+
+
+def cli_startup(built: Built) -> dict[str, float]:
+    """Wall seconds of one `crustacean search` in a fresh process, rerank off and on (the
+    semantic extra on in both): the model's load is what a shell search pays."""
+    out = {}
+    question = built.bench.questions[0].text
+    cmd = [sys.executable, "-m", "crustacean", "-w", str(built.ws.root), "search", question]
+    for name, value in (("off", "0"), ("on", "1")):
+        env = {**os.environ, semantic.ENV: "1", rerank.ENV: value}
+        times = []
+        for _ in range(STARTS):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=env)
+            times.append(time.perf_counter() - start)
+        out[name] = statistics.median(times)
+    return out
+
+
+def _variant_row(name: str, r: Run) -> None:
+    cells = [f"{_cell(r, k, m):.3f}" for m in RERANK_MEASURES for k in RERANK_KINDS]
+    print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+
+
+def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
+    """The rerank extra's variants on the same workspaces (the encoder loaded once), after
+    the runs `before` it (lexical, semantic): each row printed as soon as it is measured (the
+    first variant embeds what the others reuse), then what the encoder costs."""
+    _switch(True, True)
+    start = time.perf_counter()
+    if rerank.load() is None:
+        print("\n(the rerank extra is not installed: no rerank figures)")
+        return
+    load_s = time.perf_counter() - start
+    rerank.KEEP_TEXTS = 200_000  # every variant embeds the same lines: once (same figures)
+    print(
+        "\nRerank with a contextual encoder (all-MiniLM-L6-v2, the rerank extra): each row a "
+        "variant, each cell a share. context bounded = `context --topic "
+        f"--budget-chars {CONTEXT_CHARS:,}`, the whole output.\n"
+    )
+    heads = [f"{m} ({k})" for m in RERANK_MEASURES for k in RERANK_KINDS]
+    print("| variant | " + " | ".join(heads) + " |")
+    print("|---|" + "--:|" * len(heads))
+    for name, r in before.items():
+        _variant_row(name, r)
+    kept = rerank.TOP, rerank.WEIGHT
+    order = [kept] + [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS if (t, w) != kept]
+    for top, weight in order:
+        rerank.TOP, rerank.WEIGHT = top, weight
+        name = f"semantic + rerank {top}, weight {weight}"
+        runs = run(dense, reranked=True)
+        _variant_row(name, runs)
+        if (top, weight) == kept:
+            for m in ("some within 2,000", "context bounded some"):
+                label = f"recall with the rerank extra, {m} (all kinds)"
+                row(label, _cell(runs, "all kinds", m), unit="share")
+    for top, weight in [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS]:
+        rerank.TOP, rerank.WEIGHT, rerank.LEAD = top, weight, True
+        name = f"semantic + rerank {top}, weight {weight}, a line after with its candidate's score"
+        _variant_row(name, run(dense, reranked=True))
+    rerank.TOP, rerank.WEIGHT, rerank.LEAD = (*kept, False)
+    base_ms = statistics.fmean(before["semantic"].times) * 1000
+    print(f"\nModel load in this process (imports + weights, once per process): {load_s:.1f} s.")
+    for top, (mean, p95, cpu) in rerank_cost(dense, RERANK_TOPS).items():
+        print(
+            f"Search with rerank of {top} lines (+ the line after each), nothing kept, first "
+            f"{TIMED} questions: wall mean {mean:.0f} ms, p95 {p95:.0f} ms; CPU {cpu:.0f} ms a "
+            f"query (semantic alone: {base_ms:.1f} ms wall).",
+            flush=True,
+        )
+    startup = cli_startup(dense)
+    print(
+        f"One `crustacean search` in a fresh process (median of {STARTS}, semantic on): "
+        f"{startup['off']:.1f} s with CRUSTACEAN_RERANK=0, {startup['on']:.1f} s with the rerank.",
+        flush=True,
+    )
+    name = f"lexical + rerank {rerank.TOP}, weight {rerank.WEIGHT}"
+    print("\n| variant | " + " | ".join(heads) + " |")
+    print("|---|" + "--:|" * len(heads))
+    _variant_row(name, run(lexical, reranked=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=40, help="sessions per pair of people")
@@ -319,19 +481,25 @@ def main() -> None:
     parser.add_argument(
         "--questions", type=int, help="ask only this many questions of each kind (a quick run)"
     )
+    parser.add_argument("--no-rerank", action="store_true", help="skip the rerank extra's runs")
     args = parser.parse_args()
+    reranks = not args.no_rerank and rerank.wanted()  # CRUSTACEAN_RERANK=0 (the tests) skips it
     with tempfile.TemporaryDirectory(prefix="crustacean-recall-bench-") as tmp_name:
         tmp = Path(tmp_name)
         isolate(tmp)
-        lexical = measure(tmp / "ws", tmp, args.sessions, args.seed, per_kind=args.questions)
+        words = build(tmp / "ws", tmp, args.sessions, args.seed, per_kind=args.questions)
+        lexical = run(words)
         report(lexical, args.sessions)
         os.environ[semantic.ENV] = "1"
         semantic.forget()
         if not args.lexical and semantic.load() is not None:
-            dense = measure(
+            dense_ws = build(
                 tmp / "ws-semantic", tmp, args.sessions, args.seed, True, args.questions
             )
+            dense = run(dense_ws)
             report_semantic(lexical, dense)
+            if reranks:
+                rerank_runs(words, dense_ws, {"lexical": lexical, "semantic": dense})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ os.environ.update(
         "TZ": "UTC",
         "LC_ALL": "C.UTF-8",  # git's and the CLI's messages in English, text in UTF-8, on any host
         "CRUSTACEAN_SEMANTIC": "0",  # lexical search unless a test switches the extra on
+        "CRUSTACEAN_RERANK": "0",  # no encoder (torch) unless a test puts one in
     }
 )
 

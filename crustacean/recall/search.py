@@ -19,7 +19,8 @@ number, the rarer words (higher IDF) first, and a line holding them in its text 
 holds some only in its heading or file name (`TITLE_WEIGHT`). A date in the query is one more
 word, held by the lines of the daily logs of those days. CJK pieces and queries of more than
 `TIER_WORDS` words are scored by IDF times the squared share of the words held. With the
-`semantic` extra (semantic.py) the lexical score is fused with the cosine of local embeddings.
+`semantic` extra (semantic.py) the lexical score is fused with the cosine of local embeddings;
+with the `rerank` extra (rerank.py) a sentence encoder then reorders the best `rerank.TOP` lines.
 `raw=True` passes FTS5 syntax through (phrases, `NEAR`, `title:word`, prefix `word*`), ranked by
 BM25.
 
@@ -410,7 +411,7 @@ class SearchIndex(IndexReader):
         scope = self._scope("", archive=False)
         lexical = self._scored(query, scope).ranked(None, n)
         shares = {r: share for r, _, share in lexical}
-        ranked = self._fused(query, [(r, s) for r, s, _ in lexical], scope, n)
+        ranked = self.reranked(query, self._fused(query, [(r, s) for r, s, _ in lexical], scope, n))
         sql = (
             "SELECT first_rowid, lines, path FROM search_files "
             f"WHERE lines > 0 AND first_rowid < {SCAFFOLD_ROWIDS} ORDER BY first_rowid"

@@ -447,7 +447,28 @@ class IndexReader:
         """Lines as (rowid, score), best first: all the words, then most, by IDF; fused with
         the cosine of the semantic extra's vectors when it is installed."""
         ranked = self._scored(query, scope).ranked(scope.keep, n)
-        return self._fused(query, [(r, s) for r, s, _ in ranked], scope, n)
+        return self.reranked(query, self._fused(query, [(r, s) for r, s, _ in ranked], scope, n))
+
+    def reranked(self, query: Query, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """The best lines reordered by the rerank extra's encoder when it is installed
+        (rerank.py): each candidate embedded with the line before it."""
+        from crustacean.recall import rerank
+
+        model = rerank.load() if ranked and query.text.strip() else None
+        if model is None:
+            return ranked
+        head = [r for r, _ in ranked[: rerank.TOP]]
+        rows = self._rows_of(head, before=1)
+        after = {r: r + 1 for r in head if r + 1 in rows and rows[r + 1].path == rows[r].path}
+        lead = rerank.candidates(ranked, rerank.TOP, after)
+        pool = [r for r in lead if r in rows]
+        texts = []
+        for r in pool:  # rows holds the line before each (a widened line's: its head line)
+            prev = rows.get(r - 1)
+            same = prev is not None and prev.path == rows[r].path
+            texts.append(rerank.context_text(rows[r].body, prev.body if same and prev else None))
+        cos = dict(zip(pool, model.cosines(query.text, texts), strict=True))
+        return rerank.fuse(ranked, cos, rerank.WEIGHT, lead)
 
     def _fused(
         self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
@@ -604,10 +625,10 @@ class IndexReader:
         )
         return {r: _Row(p, int(n), t, b) for r, p, n, t, b in rows}
 
-    def _rows_of(self, rowids: Iterable[int]) -> dict[int, _Row]:
-        """The rows of these lines and of the line after each, in one statement of rowid
-        ranges (FTS5 reads a range directly; `rowid IN (…)` would scan)."""
-        spans = sorted({(r - CONTEXT_BEFORE, r + QUESTION_AFTER) for r in rowids})
+    def _rows_of(self, rowids: Iterable[int], before: int = CONTEXT_BEFORE) -> dict[int, _Row]:
+        """The rows of these lines and of the line after each (and `before` lines before), in
+        one statement of rowid ranges (FTS5 reads a range directly; `rowid IN (…)` would scan)."""
+        spans = sorted({(r - before, r + QUESTION_AFTER) for r in rowids})
         out: dict[int, _Row] = {}
         one = "SELECT rowid, path, line, title, body FROM search_lines WHERE rowid BETWEEN ? AND ?"
         for k in range(0, len(spans), 50):

@@ -500,7 +500,12 @@ def _unpack(flat: Any) -> BpeTable | None:
 
 def wanted() -> bool:
     """Whether the extra is switched on (CRUSTACEAN_SEMANTIC), before any import."""
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+    return switched_on(ENV)
+
+
+def switched_on(env: str) -> bool:
+    """An extra's switch: on unless its variable says 0, off, false or no (rerank.py too)."""
+    return os.environ.get(env, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
 def load() -> Embedder | None:

