@@ -35,6 +35,14 @@ EMAIL = "crustacean@localhost"
 TRAILER_ACTOR = "Crustacean-Actor"
 TRAILER_RUN = "Crustacean-Run"
 TRAILER_CALL = "Crustacean-Call"
+# Two races with the user's own `git gc` beside a version, where git gives up and nothing was
+# written, so the same command again succeeds: git makes an object's fan-out folder, then its
+# temp file, and `prune-packed` may remove the empty folder in between ("unable to create
+# temporary file"); `pack-refs --prune` may delete a loose ref while a reader holds an older
+# packed-refs, so `git commit` reads a stale HEAD and its compare-and-swap fails ("cannot lock
+# ref 'HEAD': is at X but expected Y"). A deliberate compare-and-swap fails the same way again.
+RACED = (b"unable to create temporary file", b"but expected")
+RACED_TRIES = 3
 PACK_FROM = 128  # files in a commit from which git stores their blobs in one pack, not loose
 MAINTENANCE = ("maintenance", "run", "--auto", "--quiet")  # what `git commit` runs after a commit
 # The config a version reads: the upkeep after it (`git commit` signs by commit.gpgsign itself).
@@ -125,14 +133,17 @@ class Git:
         input: bytes | None = None,
         check: bool = True,
     ) -> subprocess.CompletedProcess[bytes]:
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=self.root,
-            env=_env(env),
-            input=input,
-            capture_output=True,
-            check=False,
-        )
+        for _ in range(RACED_TRIES):
+            proc = subprocess.run(
+                ["git", *args],
+                cwd=self.root,
+                env=_env(env),
+                input=input,
+                capture_output=True,
+                check=False,
+            )
+            if proc.returncode == 0 or not any(why in proc.stderr for why in RACED):
+                break
         if check and proc.returncode != 0:
             if (damage := self.damage()) is not None:  # only on failure: no cost otherwise
                 raise VersionError(damage)
