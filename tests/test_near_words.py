@@ -66,6 +66,48 @@ def test_neighbours_are_other_words_close_in_meaning(
     assert list(tmp_path.glob(f"{semantic.WORD_FILES}-*.npy"))  # the table is kept
 
 
+# Near words the float16 word table gave before it was kept as mapped float32 rows (main at
+# d7c3102, wordllama 0.4's bundled tokenizer): the same table values, so the same words.
+BEFORE_MAPPING = {
+    "automobile": ["car", "cars", "vehicle", "vehicles", "veh"],
+    "physician": ["doctor", "medical"],
+    "garden": ["plants", "yard", "soil", "plant"],
+    "ocean": ["sea", "coast", "marine", "beach"],
+    "Programming": ["programs", "programmer", "programme"],
+    "dentist": ["teeth"],
+    "holiday": [],
+}
+
+
+def test_the_mapped_word_table_gives_the_near_words_of_the_float16_one(
+    extra: semantic.Embedder, tmp_path: Path
+) -> None:
+    built = {word: extra.neighbours(word, tmp_path) for word in BEFORE_MAPPING}  # and kept
+    semantic.forget()
+    mapped = semantic.load()  # a later process: the table read from the kept file
+    assert mapped is not None
+    assert {word: mapped.neighbours(word, tmp_path) for word in BEFORE_MAPPING} == built
+    assert built == BEFORE_MAPPING
+    names, rows = mapped._words(tmp_path)
+    np = mapped.np
+    assert isinstance(rows, np.memmap) and isinstance(names, np.memmap)  # not converted
+    assert rows.dtype == np.float32 and np.array_equal(rows, rows.astype(np.float16))
+
+
+def test_a_word_table_of_the_older_layout_is_rebuilt(
+    extra: semantic.Embedder, tmp_path: Path
+) -> None:
+    extra.neighbours("automobile", tmp_path)
+    (kept,) = tmp_path.glob(f"{semantic.WORD_FILES}-*.npy")
+    np = extra.np
+    old = np.zeros(2, dtype=[("name", semantic._NAME), ("row", np.float16, (4,))])
+    np.save(kept, old)
+    semantic.forget()
+    fresh = semantic.load()
+    assert fresh is not None and "car" in fresh.neighbours("automobile", tmp_path)
+    assert np.load(kept).dtype["row"].base == np.float32
+
+
 def test_the_word_table_is_rebuilt_when_its_file_is_damaged(
     extra: semantic.Embedder, tmp_path: Path
 ) -> None:

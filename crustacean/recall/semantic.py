@@ -54,7 +54,7 @@ _TENSOR = "embedding.weight"
 _SPACE = "\u2581"  # SentencePiece's word mark: the normalizer puts it before and between words
 _WORDS = re.compile(f"[ {_SPACE}]+[^ {_SPACE}]*").findall  # of " " + text: its words
 _JOINED = re.compile(f"[^{_SPACE}]{_SPACE}")
-_FORMAT = 2  # of the cached table: a new one makes a new file name
+_FORMAT = 3  # of the cached tables: a new one makes new file names (3: float32 word rows)
 BY_WORDS_FROM = 4096  # texts from which `token_ids` goes word by word (its table: ~150 ms)
 NEAR_FLOOR = 0.45  # a whole-word token this close to a query word stands in for it (synonyms)
 NEAR_WORDS = 6  # ... at most this many for one query word
@@ -78,7 +78,7 @@ class Embedder:
         self._tokenizer: Any = None
         self._float32: Any = None
         self._bpe: dict[str, BpeTable | None] = {}
-        self._vocab: tuple[list[str], Any] | None = None
+        self._vocab: tuple[Any, Any] | None = None
 
     @property
     def tokenizer(self) -> Any:
@@ -178,7 +178,7 @@ class Embedder:
         stand-ins for a rare query word (search_read.py)."""
         np = self.np
         names, rows = self._words(cache_dir)
-        if not len(names):
+        if not len(rows):
             return []
         cos = rows @ self.query(word, cache_dir)
         k = min(NEAR_WORDS * 3, len(cos) - 1)
@@ -186,16 +186,18 @@ class Embedder:
         low = word.lower()
         out: list[str] = []
         for i in sorted(top.tolist(), key=lambda i: -float(cos[i])):
-            name = names[i]
             if cos[i] < NEAR_FLOOR or len(out) >= NEAR_WORDS:
                 break
+            name = bytes(names[i]).decode("ascii")  # only the few names a query keeps
             if not (low.startswith(name) or name.startswith(low)):
                 out.append(name)
         return out
 
-    def _words(self, cache_dir: Path | None) -> tuple[list[str], Any]:
-        """The whole-word tokens' names and normalized float32 rows, once per process (the
-        table itself cached beside state.db: parsing the tokenizer's JSON costs ~250 ms)."""
+    def _words(self, cache_dir: Path | None) -> tuple[Any, Any]:
+        """The whole-word tokens' names (ASCII bytes) and normalized float32 rows, once per
+        process, as views of the table cached beside state.db (parsing the tokenizer's JSON
+        costs ~250 ms): mapped, not converted, so a query reads the rows' pages and no name
+        but the few it keeps (decoding every name and widening every row cost ~50 ms)."""
         if self._vocab is None:
             np = self.np
 
@@ -203,7 +205,7 @@ class Embedder:
                 return _word_table(self, np)
 
             got = cached_table(self.tokenizer_file, cache_dir, WORD_FILES, build, _words_of, np)
-            empty: tuple[list[str], Any] = ([], np.zeros((0, self.embedding.shape[1])))
+            empty = (np.zeros(0, dtype=_NAME), np.zeros((0, self.embedding.shape[1])))
             self._vocab = got or empty
         return self._vocab
 
@@ -407,17 +409,21 @@ def cached_table(
     return load(table)
 
 
-def _words_of(table: Any) -> tuple[list[str], Any] | None:
-    """A word table's names and float32 rows; None for an array of another layout."""
-    if table.dtype.names != ("name", "row"):
+def _words_of(table: Any) -> tuple[Any, Any] | None:
+    """A word table's names and float32 rows, as views of it (a mapped file stays mapped: the
+    rows' stride is a whole number of float32s, so the product with a query goes to BLAS as
+    is); None for an array of another layout."""
+    fields = table.dtype.fields
+    if table.dtype.names != ("name", "row") or fields["row"][0].base != "float32":
         return None
-    names = [n.decode("ascii") for n in table["name"].tolist()]
-    return names, table["row"].astype("float32")
+    return table["name"], table["row"]
 
 
 def _word_table(embedder: Embedder, np: Any) -> Any:
     """The tokenizer's lowercase ASCII whole-word tokens of 3+ letters (names) with their
-    normalized rows in float16, as one structured array (no pickling)."""
+    normalized rows, as one structured array (no pickling). The rows are rounded to float16
+    and stored widened to float32: the values the table held in float16 before (the same
+    near words), but a query reads them as they are mapped instead of widening all ~9,000."""
     import json
 
     config = json.loads(embedder.tokenizer_file.read_bytes())
@@ -433,13 +439,13 @@ def _word_table(embedder: Embedder, np: Any) -> Any:
         and len(token) <= 25
     ]
     dim = embedder.embedding.shape[1]
-    table = np.zeros(len(picked), dtype=[("name", _NAME), ("row", np.float16, (dim,))])
+    table = np.zeros(len(picked), dtype=[("name", _NAME), ("row", np.float32, (dim,))])
     if picked:
         ids = np.array([i for _, i in picked], dtype=np.intp)
         rows = np.asarray(embedder.embedding[ids], dtype=np.float32)
         rows /= np.linalg.norm(rows, axis=1, keepdims=True) + np.float32(1e-9)
         table["name"] = [n.encode("ascii") for n, _ in picked]
-        table["row"] = rows
+        table["row"] = rows.astype(np.float16)
     return table
 
 
