@@ -19,6 +19,7 @@ from crustacean.recall.context import (
     build_context,
     choose,
     loadable,
+    newest,
     parse_for,
 )
 from crustacean.recall.memories import load_memories
@@ -270,6 +271,8 @@ def test_caps_are_never_exceeded(
         put(ws, f"memory/notes/m{i}.md", memo(f"m{i}", body, tier=tiers[i], recorded=day))
     mems, _ = load_memories(ws)
     kept, cut = choose(mems, topic, caps(n, budget))
+    newest_first = sorted(mems, key=newest, reverse=True)  # as `Reader.candidates` gives them
+    assert choose(newest_first, topic, caps(n, budget), ordered=True) == (kept, cut)
     assert len(kept) <= n
     assert sum(len(m.doc.body) for m, _ in kept) <= budget
     assert all(m.tier != "archive" for m, _ in kept)

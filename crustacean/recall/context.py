@@ -381,17 +381,24 @@ def relevance(topic_words: set[str], mem: MemoryDoc) -> float:
     return len(topic_words & set(_WORD.findall(hay))) / len(topic_words)
 
 
+def newest(mem: MemoryDoc) -> tuple[datetime, str]:
+    """The order memories load in, newest first (reversed): recorded, then path."""
+    return mem.recorded, mem.path
+
+
 def choose(
     mems: Iterable[MemoryDoc],
     topic: str | None,
     caps: Caps,
     shares: Mapping[str, float] | None = None,
     texts: Mapping[str, str] | None = None,
+    ordered: bool = False,
 ) -> tuple[list[tuple[MemoryDoc, str]], list[tuple[str, str]]]:
     """Pick memories by tier and relevance, newest first, within both caps (pure).
 
     `shares` (path: relevance from the search ranking) replaces the word-share relevance;
-    `texts` (path: best lines) stands for a long memory's body in the budget."""
+    `texts` (path: best lines) stands for a long memory's body in the budget. `ordered`: `mems`
+    come newest first already (`Reader.candidates`), so what it picks is not sorted again."""
     topic_words = words(topic or "")
     picked: list[tuple[MemoryDoc, str, float]] = []  # the reason is worded for those kept
     cut: list[tuple[str, str]] = []
@@ -409,7 +416,8 @@ def choose(
         need = RELEVANT if tier == "warm" else HIGHLY_RELEVANT
         if asked and score >= need:
             picked.append((mem, tier, score))
-    picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
+    if not ordered:
+        picked.sort(key=lambda pair: newest(pair[0]), reverse=True)
     kept, used = [], 0
     budget_cut = f"over memory.budget_chars {caps.budget_chars}"
     for mem, tier, score in picked[: caps.max_entries]:  # `texts` (lazy): only what it must
@@ -492,9 +500,11 @@ class Reader:
             db.record_recalls(paths, now, "context")
 
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
-        """The memories a topic can pick: hot ones, and the others the ranking found relevant
-        (`choose` drops the rest), so 10,000 memories are not weighed one by one."""
-        return [m for m in mems if m.path in shares or m.tier == "hot"]
+        """The memories a topic can pick, newest first (`newest`): hot ones, and the others
+        the ranking found relevant (`choose` drops the rest), so 10,000 memories are not
+        weighed one by one."""
+        found = [m for m in mems if m.path in shares or m.tier == "hot"]
+        return sorted(found, key=newest, reverse=True)
 
 
 def assemble(
@@ -568,7 +578,7 @@ def _assemble(
         texts = _BestLines(ranking, rest, shares)
     else:
         rest = [m for m in mems if m is not person]
-    kept, cut = choose(rest, topic, caps, shares, texts)
+    kept, cut = choose(rest, topic, caps, shares, texts, ordered=ranking is not None)
     spent = 0
     for mem, why in kept:
         section = "lesson" if mem.path.startswith("memory/lessons/") else "memory"
