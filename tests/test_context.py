@@ -20,6 +20,7 @@ from crustacean.recall.context import (
     choose,
     loadable,
     newest,
+    not_loaded_summary,
     parse_for,
 )
 from crustacean.recall.memories import load_memories
@@ -375,3 +376,29 @@ def test_budget_chars_bounds_the_whole_output_headings_and_notes_included(
         "--workspace", root, "context", "--format", "claude-hook", "--budget-chars", str(budget)
     )
     assert len(hook.stdout.rstrip("\n")) <= budget
+
+
+@pytest.mark.parametrize(
+    ("cut", "summary"),
+    [
+        ([], ""),
+        ([("SOUL.md", "over a")], "SOUL.md (over a)"),
+        (
+            [
+                ("m/a.md", "over x"),
+                ("m/b.md", "over y"),
+                ("k/c.md", "over x"),
+                ("m/d.md", "over x"),
+            ],
+            "m/ (2 over x: a.md, d.md; 1 over y: b.md); k/ (1 over x: c.md)",
+        ),
+        (
+            [("m/a.md", "over x"), ("m/b.md", "over x"), ("m/c.md", "over x")],
+            "m/ (3 over x: a.md, b.md, …)",
+        ),
+    ],
+)
+def test_not_loaded_summary_groups_reasons_per_folder_in_the_order_cut(
+    cut: list[tuple[str, str]], summary: str
+) -> None:
+    assert not_loaded_summary(cut, 2) == summary

@@ -341,9 +341,15 @@ def not_loaded_summary(items: Iterable[tuple[str, str]], per_folder: int) -> str
     """What was cut, bounded whatever its number: per folder a count for each reason and the
     first `per_folder` names (newest first, as the caps cut them), at most MAX_FOLDERS folders."""
     groups: dict[str, dict[str, list[str]]] = {}
-    for path, why in items:
+    for path, why in items:  # ~1,800 on 10,000 memories: no empty dict or list made per item
         folder, _, name = path.rpartition("/")
-        groups.setdefault(folder, {}).setdefault(why, []).append(name)
+        reasons = groups.get(folder)
+        if reasons is None:
+            groups[folder] = {why: [name]}
+        elif (names := reasons.get(why)) is None:
+            reasons[why] = [name]
+        else:
+            names.append(name)
     ranked = sorted(groups.items(), key=lambda kv: -sum(map(len, kv[1].values())))
     parts = []
     for folder, reasons in ranked[:MAX_FOLDERS]:
