@@ -189,7 +189,8 @@ def test_the_session_keeps_the_newest_first_order_of_many_hot_memories_per_sweep
 ) -> None:
     """More hot memories than max_entries (50), recorded on few days (ties go by path): the
     order the session sorts once per sweep cuts the same memories as a fresh sort, and a sweep
-    that sees a newer memory, a date changed and a memory gone sorts again."""
+    that sees a newer memory, a date changed, a memory gone or one grown long (its best lines
+    load) sorts again."""
     clock = {"t": 1000.0}
     st = McpState(ws, Store(ws), clock=lambda: NOW, monotonic=lambda: clock["t"])
 
@@ -205,6 +206,7 @@ def test_the_session_keeps_the_newest_first_order_of_many_hot_memories_per_sweep
         lambda: note(70, 28),
         lambda: note(3, 29, mtime=OLD + 3),
         lambda: (ws.root / "memory/notes/n70.md").unlink(),
+        lambda: put(ws, "memory/notes/n01.md", memory("n1", "hot", long_body("green")), OLD + 1),
     ]
     for edit in edits:
         edit()

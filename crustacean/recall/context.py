@@ -34,6 +34,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -505,6 +506,10 @@ class Reader:
         with open_state(self.ws) as db:
             db.record_recalls(paths, now, "context")
 
+    def long_paths(self, mems: list[MemoryDoc]) -> AbstractSet[str]:
+        """The paths of the memories over LONG_CHARS: a topic loads their best lines."""
+        return {m.path for m in mems if m.size > LONG_CHARS}
+
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
         """The memories a topic can pick, newest first (`newest`): hot ones, and the others
         the ranking found relevant (`choose` drops the rest), so 10,000 memories are not
@@ -581,7 +586,8 @@ def _assemble(
     if ranking is not None:
         shares = ranking.best_shares()
         rest = [m for m in reader.candidates(mems, shares) if m is not person]
-        texts = _BestLines(ranking, rest, shares)
+        long = reader.long_paths(mems)  # every memory in `shares` is a candidate
+        texts = _BestLines(ranking, long - {person.path} if person else long, shares)
     else:
         rest = [m for m in mems if m is not person]
     kept, cut = choose(rest, topic, caps, shares, texts, ordered=ranking is not None)
@@ -611,13 +617,11 @@ class _BestLines(Mapping[str, str]):
     out on first lookup, since `choose` needs them only for the memories within max_entries
     (each costs the search index a few queries) and a memory's body is never read for it."""
 
-    def __init__(self, ranking: Ranking, mems: list[MemoryDoc], shares: Mapping[str, float]):
-        by_path = {mem.path: mem for mem in mems}
-        self._long = {  # the relevant memories over LONG_CHARS: the only ones it may hold
-            path: by_path[path]
-            for path, share in shares.items()
-            if share >= RELEVANT and path in by_path and by_path[path].size > LONG_CHARS
-        }
+    def __init__(self, ranking: Ranking, long: AbstractSet[str], shares: Mapping[str, float]):
+        """`long`: the paths of the memories it may pick that are over LONG_CHARS."""
+        self._long = dict.fromkeys(  # the relevant ones over LONG_CHARS: the only ones it holds
+            path for path, share in shares.items() if share >= RELEVANT and path in long
+        )
         self._ranking = ranking
         self._done: dict[str, str | None] = {}
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from datetime import datetime
 from time import time_ns
@@ -47,6 +48,7 @@ class SessionReader(Reader):
         self._memories: dict[bool, tuple[list[MemoryDoc], Problems]] = {}
         self._docs: dict[str, tuple[tuple[int, int], Document]] = {}
         self._by_path: _Order | None = None  # the memories newest first, as of the last sweep
+        self._long: tuple[list[MemoryDoc], AbstractSet[str]] | None = None  # per sweep
         self._loaded: dict[str, str] = {}  # text: loadable(text), for the files it keeps
         self.kept = 0  # counts what it keeps anew (the server's collector freezes it, gc.freeze)
 
@@ -107,6 +109,14 @@ class SessionReader(Reader):
         places = hot + [i for p in shares if (i := others.get(p)) is not None]
         places.sort()
         return [order[i] for i in places]
+
+    def long_paths(self, mems: list[MemoryDoc]) -> AbstractSet[str]:
+        """`Reader.long_paths`, worked out once per sweep."""
+        kept = self._long
+        if kept is None or kept[0] is not mems:
+            kept = self._long = (mems, super().long_paths(mems))
+            self.kept += 1
+        return kept[1]
 
     def document(self, rel: str) -> Document:
         return self._kept(rel, lambda: super(SessionReader, self).document(rel))
