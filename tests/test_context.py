@@ -19,6 +19,8 @@ from crustacean.recall.context import (
     build_context,
     choose,
     loadable,
+    newest,
+    not_loaded_summary,
     parse_for,
 )
 from crustacean.recall.memories import load_memories
@@ -270,6 +272,8 @@ def test_caps_are_never_exceeded(
         put(ws, f"memory/notes/m{i}.md", memo(f"m{i}", body, tier=tiers[i], recorded=day))
     mems, _ = load_memories(ws)
     kept, cut = choose(mems, topic, caps(n, budget))
+    newest_first = sorted(mems, key=newest, reverse=True)  # as `Reader.candidates` gives them
+    assert choose(newest_first, topic, caps(n, budget), ordered=True) == (kept, cut)
     assert len(kept) <= n
     assert sum(len(m.doc.body) for m, _ in kept) <= budget
     assert all(m.tier != "archive" for m, _ in kept)
@@ -372,3 +376,29 @@ def test_budget_chars_bounds_the_whole_output_headings_and_notes_included(
         "--workspace", root, "context", "--format", "claude-hook", "--budget-chars", str(budget)
     )
     assert len(hook.stdout.rstrip("\n")) <= budget
+
+
+@pytest.mark.parametrize(
+    ("cut", "summary"),
+    [
+        ([], ""),
+        ([("SOUL.md", "over a")], "SOUL.md (over a)"),
+        (
+            [
+                ("m/a.md", "over x"),
+                ("m/b.md", "over y"),
+                ("k/c.md", "over x"),
+                ("m/d.md", "over x"),
+            ],
+            "m/ (2 over x: a.md, d.md; 1 over y: b.md); k/ (1 over x: c.md)",
+        ),
+        (
+            [("m/a.md", "over x"), ("m/b.md", "over x"), ("m/c.md", "over x")],
+            "m/ (3 over x: a.md, b.md, …)",
+        ),
+    ],
+)
+def test_not_loaded_summary_groups_reasons_per_folder_in_the_order_cut(
+    cut: list[tuple[str, str]], summary: str
+) -> None:
+    assert not_loaded_summary(cut, 2) == summary

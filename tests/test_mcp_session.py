@@ -182,3 +182,33 @@ def test_a_sweep_that_fails_between_calls_is_left_for_the_next_call(
         sweeper.stop()
     with pytest.raises(type(failing)):
         mcp_server.search_memory(st, "memory")
+
+
+def test_the_session_keeps_the_newest_first_order_of_many_hot_memories_per_sweep(
+    ws: Workspace,
+) -> None:
+    """More hot memories than max_entries (50), recorded on few days (ties go by path): the
+    order the session sorts once per sweep cuts the same memories as a fresh sort, and a sweep
+    that sees a newer memory, a date changed, a memory gone or one grown long (its best lines
+    load) sorts again."""
+    clock = {"t": 1000.0}
+    st = McpState(ws, Store(ws), clock=lambda: NOW, monotonic=lambda: clock["t"])
+
+    def note(i: int, day: int, tier: str = "hot", mtime: int = OLD) -> None:
+        text = f"---\nname: n{i}\nrecorded: 2026-10-{day:02d}\ntier: {tier}\n---\n\nTea note {i}.\n"
+        put(ws, f"memory/notes/n{i:02d}.md", text, mtime)
+
+    for i in range(70):
+        note(i, 1 + i * 7 % 9, "warm" if i % 5 == 0 else "hot")
+    same_as_fresh(st, ws)
+    same_as_fresh(st, ws)  # from the order the session kept
+    edits = [
+        lambda: note(70, 28),
+        lambda: note(3, 29, mtime=OLD + 3),
+        lambda: (ws.root / "memory/notes/n70.md").unlink(),
+        lambda: put(ws, "memory/notes/n01.md", memory("n1", "hot", long_body("green")), OLD + 1),
+    ]
+    for edit in edits:
+        edit()
+        clock["t"] += mcp_server.REFRESH_SECONDS
+        same_as_fresh(st, ws)

@@ -34,6 +34,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -341,9 +342,15 @@ def not_loaded_summary(items: Iterable[tuple[str, str]], per_folder: int) -> str
     """What was cut, bounded whatever its number: per folder a count for each reason and the
     first `per_folder` names (newest first, as the caps cut them), at most MAX_FOLDERS folders."""
     groups: dict[str, dict[str, list[str]]] = {}
-    for path, why in items:
+    for path, why in items:  # ~1,800 on 10,000 memories: no empty dict or list made per item
         folder, _, name = path.rpartition("/")
-        groups.setdefault(folder, {}).setdefault(why, []).append(name)
+        reasons = groups.get(folder)
+        if reasons is None:
+            groups[folder] = {why: [name]}
+        elif (names := reasons.get(why)) is None:
+            reasons[why] = [name]
+        else:
+            names.append(name)
     ranked = sorted(groups.items(), key=lambda kv: -sum(map(len, kv[1].values())))
     parts = []
     for folder, reasons in ranked[:MAX_FOLDERS]:
@@ -381,17 +388,24 @@ def relevance(topic_words: set[str], mem: MemoryDoc) -> float:
     return len(topic_words & set(_WORD.findall(hay))) / len(topic_words)
 
 
+def newest(mem: MemoryDoc) -> tuple[datetime, str]:
+    """The order memories load in, newest first (reversed): recorded, then path."""
+    return mem.recorded, mem.path
+
+
 def choose(
     mems: Iterable[MemoryDoc],
     topic: str | None,
     caps: Caps,
     shares: Mapping[str, float] | None = None,
     texts: Mapping[str, str] | None = None,
+    ordered: bool = False,
 ) -> tuple[list[tuple[MemoryDoc, str]], list[tuple[str, str]]]:
     """Pick memories by tier and relevance, newest first, within both caps (pure).
 
     `shares` (path: relevance from the search ranking) replaces the word-share relevance;
-    `texts` (path: best lines) stands for a long memory's body in the budget."""
+    `texts` (path: best lines) stands for a long memory's body in the budget. `ordered`: `mems`
+    come newest first already (`Reader.candidates`), so what it picks is not sorted again."""
     topic_words = words(topic or "")
     picked: list[tuple[MemoryDoc, str, float]] = []  # the reason is worded for those kept
     cut: list[tuple[str, str]] = []
@@ -409,7 +423,8 @@ def choose(
         need = RELEVANT if tier == "warm" else HIGHLY_RELEVANT
         if asked and score >= need:
             picked.append((mem, tier, score))
-    picked.sort(key=lambda pair: (pair[0].recorded, pair[0].path), reverse=True)
+    if not ordered:
+        picked.sort(key=lambda pair: newest(pair[0]), reverse=True)
     kept, used = [], 0
     budget_cut = f"over memory.budget_chars {caps.budget_chars}"
     for mem, tier, score in picked[: caps.max_entries]:  # `texts` (lazy): only what it must
@@ -491,10 +506,16 @@ class Reader:
         with open_state(self.ws) as db:
             db.record_recalls(paths, now, "context")
 
+    def long_paths(self, mems: list[MemoryDoc]) -> AbstractSet[str]:
+        """The paths of the memories over LONG_CHARS: a topic loads their best lines."""
+        return {m.path for m in mems if m.size > LONG_CHARS}
+
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
-        """The memories a topic can pick: hot ones, and the others the ranking found relevant
-        (`choose` drops the rest), so 10,000 memories are not weighed one by one."""
-        return [m for m in mems if m.path in shares or m.tier == "hot"]
+        """The memories a topic can pick, newest first (`newest`): hot ones, and the others
+        the ranking found relevant (`choose` drops the rest), so 10,000 memories are not
+        weighed one by one."""
+        found = [m for m in mems if m.path in shares or m.tier == "hot"]
+        return sorted(found, key=newest, reverse=True)
 
 
 def assemble(
@@ -565,10 +586,11 @@ def _assemble(
     if ranking is not None:
         shares = ranking.best_shares()
         rest = [m for m in reader.candidates(mems, shares) if m is not person]
-        texts = _BestLines(ranking, rest, shares)
+        long = reader.long_paths(mems)  # every memory in `shares` is a candidate
+        texts = _BestLines(ranking, long - {person.path} if person else long, shares)
     else:
         rest = [m for m in mems if m is not person]
-    kept, cut = choose(rest, topic, caps, shares, texts)
+    kept, cut = choose(rest, topic, caps, shares, texts, ordered=ranking is not None)
     spent = 0
     for mem, why in kept:
         section = "lesson" if mem.path.startswith("memory/lessons/") else "memory"
@@ -595,13 +617,11 @@ class _BestLines(Mapping[str, str]):
     out on first lookup, since `choose` needs them only for the memories within max_entries
     (each costs the search index a few queries) and a memory's body is never read for it."""
 
-    def __init__(self, ranking: Ranking, mems: list[MemoryDoc], shares: Mapping[str, float]):
-        by_path = {mem.path: mem for mem in mems}
-        self._long = {  # the relevant memories over LONG_CHARS: the only ones it may hold
-            path: by_path[path]
-            for path, share in shares.items()
-            if share >= RELEVANT and path in by_path and by_path[path].size > LONG_CHARS
-        }
+    def __init__(self, ranking: Ranking, long: AbstractSet[str], shares: Mapping[str, float]):
+        """`long`: the paths of the memories it may pick that are over LONG_CHARS."""
+        self._long = dict.fromkeys(  # the relevant ones over LONG_CHARS: the only ones it holds
+            path for path, share in shares.items() if share >= RELEVANT and path in long
+        )
         self._ranking = ranking
         self._done: dict[str, str | None] = {}
 

@@ -191,9 +191,9 @@ class Scored:
         later: list[tuple[int, set[int], float, float]] = []  # pairs: (size, lines, score, share)
 
         def add(group: set[int], score: float, share: float) -> None:
-            for r in self._ordered(group - taken, common, held, n - len(out)):
-                out.append((r, score, share))
-                taken.add(r)
+            got = self._ordered(group - taken, common, held, n - len(out))
+            out.extend([(r, score, share) for r in got])
+            taken.update(got)
 
         taken: set[int] = set()
         for combo in combos:

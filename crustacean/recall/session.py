@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from datetime import datetime
 from time import time_ns
 from typing import TYPE_CHECKING
 
 from crustacean.documents import Document
-from crustacean.recall.context import Reader, loadable
+from crustacean.recall.context import Reader, loadable, newest
 from crustacean.recall.memories import MemoryDoc
 from crustacean.recall.memory_index import RACY_NS, load_memories, read_doc
 from crustacean.state import StateDB, open_state
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from crustacean.recall.search import Hit, Ranking, SearchIndex, SearchRequest
 
 Problems = list[tuple[str, str]]
+_Order = tuple[list[MemoryDoc], list[MemoryDoc], list[int], dict[str, int]]  # mems, sorted, places
 LOADED_TEXTS = 512  # texts whose loadable form is kept (a context loads ~60 at most)
 
 
@@ -45,7 +47,8 @@ class SessionReader(Reader):
         self._scanned: Mapping[str, os.stat_result] | None = None  # the last sweep's stats
         self._memories: dict[bool, tuple[list[MemoryDoc], Problems]] = {}
         self._docs: dict[str, tuple[tuple[int, int], Document]] = {}
-        self._by_path: tuple[list[MemoryDoc], list[MemoryDoc], dict[str, MemoryDoc]] | None = None
+        self._by_path: _Order | None = None  # the memories newest first, as of the last sweep
+        self._long: tuple[list[MemoryDoc], AbstractSet[str]] | None = None  # per sweep
         self._loaded: dict[str, str] = {}  # text: loadable(text), for the files it keeps
         self.kept = 0  # counts what it keeps anew (the server's collector freezes it, gc.freeze)
 
@@ -89,18 +92,31 @@ class SessionReader(Reader):
 
     def _load(self, topic: bool) -> None:
         self.kept += 1
-        self._memories[topic] = load_memories(
+        got = self._memories[topic] = load_memories(
             self.ws, bodies=False, topic=topic, scanned=self._scanned
         )
+        if topic:  # a topic's candidates come in this order (~10 ms on 10,000 memories)
+            self._by_path = _ordered(got[0])
 
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
+        """`Reader.candidates` from the memories sorted newest first once per sweep: each
+        call picks the places of the hot ones and of those the ranking found, and sorts them."""
         kept = self._by_path
-        if kept is None or kept[0] is not mems:  # worked out once per sweep
-            hot = [m for m in mems if m.tier == "hot"]
-            kept = (mems, hot, {m.path: m for m in mems if m.tier != "hot"})
-            self._by_path = kept
-        _, hot, others = kept
-        return hot + [m for p in shares if (m := others.get(p)) is not None]
+        if kept is None or kept[0] is not mems:  # sorted by the sweep: not in a call
+            kept = self._by_path = _ordered(mems)
+            self.kept += 1
+        _, order, hot, others = kept
+        places = hot + [i for p in shares if (i := others.get(p)) is not None]
+        places.sort()
+        return [order[i] for i in places]
+
+    def long_paths(self, mems: list[MemoryDoc]) -> AbstractSet[str]:
+        """`Reader.long_paths`, worked out once per sweep."""
+        kept = self._long
+        if kept is None or kept[0] is not mems:
+            kept = self._long = (mems, super().long_paths(mems))
+            self.kept += 1
+        return kept[1]
 
     def document(self, rel: str) -> Document:
         return self._kept(rel, lambda: super(SessionReader, self).document(rel))
@@ -150,3 +166,11 @@ class SessionReader(Reader):
         if self._db is not None:
             self._db.close()
         self._db, self._index = None, None
+
+
+def _ordered(mems: list[MemoryDoc]) -> _Order:
+    """The memories newest first (`newest`), the places of the hot ones in that order, and the
+    place of each other one by path."""
+    order = sorted(mems, key=newest, reverse=True)
+    hot = [i for i, m in enumerate(order) if m.tier == "hot"]
+    return mems, order, hot, {m.path: i for i, m in enumerate(order) if m.tier != "hot"}
