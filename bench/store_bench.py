@@ -21,7 +21,10 @@ index stages the files (`git add --renormalize`, or `update-index` for new and d
 replaces it, then one `git commit --only` of the files on a scratch copy, then
 `git maintenance run --auto` (the settings' `git config` read beside the fsyncs): four git
 processes one after another, where the baseline runs two (and `git commit` starts the
-maintenance itself). The ratio says what those guarantees cost.
+maintenance itself). The ratio says what those guarantees cost. A third side, the durable
+floor, writes the same appends the way any durable writer must (a temp file each, the fsyncs
+together on threads, the renames, the folder's fsync), then runs the same `git add` + `commit`:
+what is left above it is crustacean's own work (checks, journal, the user's index left alone).
 Git runs with no system or global config in both cases. `--cpu` adds the CPU time per version
 (this process and its git children, from getrusage) for both sides.
 """
@@ -39,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +61,7 @@ def _git(repo: Path, *args: str) -> None:
 
 
 CPU: dict[str, list[tuple[float, float]]] = {}  # figure -> (this process, git children) ms
+FLOORS: dict[str, list[float]] = {}  # figure -> the durable floor's times, ms
 
 
 def _cpu_now() -> tuple[float, float]:
@@ -122,18 +127,46 @@ def run(reps: int, warmup: int = 3) -> list[tuple[str, list[float], list[float]]
 
             return go
 
+        pool = ThreadPoolExecutor(max_workers=N_FILES)
+
+        def durable(paths: list[str]) -> Callable[[], object]:
+            def put(path: str) -> None:
+                target = plain / path
+                temp = target.with_name(target.name + ".tmp")
+                with temp.open("wb") as fh:
+                    fh.write(target.read_bytes() + LINE.encode())
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(temp, target)
+
+            def go() -> None:
+                list(pool.map(put, paths))
+                folder = os.open(plain / "memory" / "notes", os.O_RDONLY)
+                try:
+                    os.fsync(folder)
+                finally:
+                    os.close(folder)
+                _git(plain, "add", "--", *paths)
+                _git(plain, "commit", "-q", "-m", "x")
+
+            return go
+
         results = []
         for name, paths in (("one-file append", [ONE]), (f"{N_FILES}-file version", MANY)):
-            ours, base = crustacean(paths), bare(paths)
+            ours, base, floor = crustacean(paths), bare(paths), durable(paths)
             for _ in range(warmup):
                 ours()
                 base()
-            a, b = [], []
+                floor()
+            a, b, c = [], [], []
             cpu_a, cpu_b = CPU.setdefault(name, []), CPU.setdefault(f"{name} baseline", [])
-            for _ in range(reps):  # interleaved: the same load and caches for both
+            for _ in range(reps):  # interleaved: the same load and caches for all three
                 a.append(_ms(ours, cpu_a))
                 b.append(_ms(base, cpu_b))
+                c.append(_ms(floor))
             results.append((name, a, b))
+            FLOORS[name] = c
+        pool.shutdown()
         return results
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -148,6 +181,20 @@ def table(results: list[tuple[str, list[float], list[float]]]) -> str:
         med, bmed = statistics.median(ours), statistics.median(base)
         rows.append(f"| {name} | {med:.1f} | {_p95(ours):.1f} | {bmed:.1f} | {med / bmed:.2f}x |")
         row(f"write_context, {name}", med, _p95(ours), bmed, "same appends, `git add` + `commit`")
+    rows += [
+        "",
+        "| durable floor (fsync'd writes, then `git add` + `commit`) | median ms | "
+        "p95 ms | baseline median ms | ratio | write_context / floor |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, ours, base in results:
+        floor, med, bmed = FLOORS[name], statistics.median(ours), statistics.median(base)
+        fmed = statistics.median(floor)
+        rows.append(
+            f"| {name} | {fmed:.1f} | {_p95(floor):.1f} | {bmed:.1f} | {fmed / bmed:.2f}x "
+            f"| {med / fmed:.2f}x |"
+        )
+        row(f"durable floor, {name}", fmed, _p95(floor), bmed, "same appends, `git add` + `commit`")
     return "\n".join(rows)
 
 
