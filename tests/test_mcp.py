@@ -42,6 +42,11 @@ def payload(result: Any) -> Any:
         return text
 
 
+def write(*changes: dict[str, Any], message: str = "x") -> tuple[str, dict[str, Any]]:
+    """A write_context tool call."""
+    return ("write_context", {"message": message, "changes": list(changes)})
+
+
 def versions(root: Path) -> int:
     out = subprocess.run(
         ["git", "rev-list", "--count", "HEAD"], cwd=root, capture_output=True, text=True, check=True
@@ -69,23 +74,8 @@ def test_every_tool(ws: Workspace) -> None:
     assert "Alice likes green tea." in payload(ctx)
     with open_state(ws) as db:
         assert db.recalls_of("memory/notes/tea.md").uses >= 1  # read through MCP is a recall
-    (wrote,) = call(
-        ws,
-        (
-            "write_context",
-            {
-                "message": "note",
-                "changes": [
-                    {
-                        "path": "memory/notes/tea.md",
-                        "mode": "append",
-                        "content": "- Also oolong.\n",
-                        "expected_sha256": got["sha256"],
-                    }
-                ],
-            },
-        ),
-    )
+    append = {"path": "memory/notes/tea.md", "mode": "append", "content": "- Also oolong.\n"}
+    (wrote,) = call(ws, write({**append, "expected_sha256": got["sha256"]}, message="note"))
     assert not wrote.is_error and payload(wrote)["files"] == ["memory/notes/tea.md"]
     tea = (ws.root / "memory/notes/tea.md").read_bytes()
     assert payload(wrote)["sha256"] == {"memory/notes/tea.md": sha256_hex(tea)}
@@ -96,49 +86,23 @@ def test_refusals_are_tool_errors_and_change_nothing(ws: Workspace) -> None:
     before = snapshot(ws.root)
     results = call(
         ws,
-        (
-            "write_context",
+        write(
             {
-                "message": "x",
-                "changes": [
-                    {
-                        "path": "memory/notes/a.md",
-                        "mode": "append",
-                        "content": "b\n",
-                        "expected_sha256": "0" * 64,
-                    }
-                ],
-            },
+                "path": "memory/notes/a.md",
+                "mode": "append",
+                "content": "b\n",
+                "expected_sha256": "0" * 64,
+            }
         ),
-        (
-            "write_context",
+        write({"path": "../../etc/passwd", "mode": "create", "content": "x"}),
+        write(
             {
-                "message": "x",
-                "changes": [{"path": "../../etc/passwd", "mode": "create", "content": "x"}],
-            },
+                "path": "memory/notes/k.md",
+                "mode": "create",
+                "content": "key " + "sk-ant-" + "api03-" + "Q" * 40,
+            }
         ),
-        (
-            "write_context",
-            {
-                "message": "x",
-                "changes": [
-                    {
-                        "path": "memory/notes/k.md",
-                        "mode": "create",
-                        "content": "key " + "sk-ant-" + "api03-" + "Q" * 40,
-                    }
-                ],
-            },
-        ),
-        (
-            "write_context",
-            {
-                "message": "x",
-                "changes": [
-                    {"path": "memory/2020-01-01.md", "mode": "append", "content": "old day\n"}
-                ],
-            },
-        ),
+        write({"path": "memory/2020-01-01.md", "mode": "append", "content": "old day\n"}),
         ("read_context_file", {"path": "nope.md"}),
         ("search_memory", {"query": "x", "limit": 500}),
         ("search_memory", {"query": "x", "budget_chars": 0}),
@@ -181,16 +145,8 @@ def test_search_memory_fills_a_budget_with_the_best_lines(ws: Workspace) -> None
 
 def test_foundation_write_is_a_proposal_then_approved(ws: Workspace) -> None:
     soul = (ws.root / "SOUL.md").read_bytes()
-    (result,) = call(
-        ws,
-        (
-            "write_context",
-            {
-                "message": "kinder",
-                "changes": [{"path": "SOUL.md", "mode": "append", "content": "- Be kind.\n"}],
-            },
-        ),
-    )
+    kinder = {"path": "SOUL.md", "mode": "append", "content": "- Be kind.\n"}
+    (result,) = call(ws, write(kinder, message="kinder"))
     assert payload(result)["proposal"] == 1 and (ws.root / "SOUL.md").read_bytes() == soul
     assert payload(result)["applied"] is False
     run_cli("-w", str(ws.root), "review", "approve", "1")
@@ -198,29 +154,12 @@ def test_foundation_write_is_a_proposal_then_approved(ws: Workspace) -> None:
 
 
 def test_mcp_write_off_and_ask(ws: Workspace) -> None:
+    new = write({"path": "memory/notes/n.md", "mode": "create", "content": "n\n"})
     off = Workspace(ws.root, load_config(ws.root, env={}, overrides=["mcp.write=off"]))
-    (r,) = call(
-        off,
-        (
-            "write_context",
-            {
-                "message": "x",
-                "changes": [{"path": "memory/notes/n.md", "mode": "create", "content": "n\n"}],
-            },
-        ),
-    )
+    (r,) = call(off, new)
     assert r.is_error and "memory.write is off" in r.content[0].text
     ask = Workspace(ws.root, load_config(ws.root, env={}, overrides=["mcp.write=ask"]))
-    (r,) = call(
-        ask,
-        (
-            "write_context",
-            {
-                "message": "x",
-                "changes": [{"path": "memory/notes/n.md", "mode": "create", "content": "n\n"}],
-            },
-        ),
-    )
+    (r,) = call(ask, new)
     assert payload(r)["proposal"] == 1 and not (ws.root / "memory/notes/n.md").exists()
 
 
@@ -247,19 +186,9 @@ def test_fifty_concurrent_appends_lose_nothing(ws: Workspace) -> None:
                         .content[0]
                         .text
                     )["sha256"]
+                    append = {"path": path, "mode": "append", "content": f"- {i}\n"}
                     r = await client.call_tool(
-                        "write_context",
-                        {
-                            "message": f"entry {i}",
-                            "changes": [
-                                {
-                                    "path": path,
-                                    "mode": "append",
-                                    "content": f"- {i}\n",
-                                    "expected_sha256": sha,
-                                }
-                            ],
-                        },
+                        *write({**append, "expected_sha256": sha}, message=f"entry {i}")
                     )
                     if not r.is_error:
                         return
@@ -286,11 +215,7 @@ def test_over_stdio_with_the_installed_command(ws: Workspace) -> None:
             tools = [t.name for t in (await client.list_tools()).tools]
             read = await client.call_tool("read_context_file", {"path": "MEMORY.md"})
             bad = await client.call_tool(
-                "write_context",
-                {
-                    "message": "x",
-                    "changes": [{"path": "/etc/passwd", "mode": "create", "content": "x"}],
-                },
+                *write({"path": "/etc/passwd", "mode": "create", "content": "x"})
             )
             return tools, (read, bad)
 
@@ -304,36 +229,3 @@ def test_over_stdio_with_the_installed_command(ws: Workspace) -> None:
     ]
     assert "Memory Structure Map" in payload(read)["content"]
     assert bad.is_error and "is absolute" in bad.content[0].text
-
-
-def test_search_refreshes_after_its_own_write_and_on_a_timer(ws: Workspace) -> None:
-    """Searches in one conversation skip the stat walk, except after this server wrote, or
-    once REFRESH_SECONDS have passed (changes made elsewhere show up within that time)."""
-    from crustacean import mcp_server
-
-    clock = {"now": 1000.0}
-    note = {"path": "memory/notes/kiwi.md", "mode": "create", "content": "# Kiwi\nripe kiwis\n"}
-
-    async def main() -> list[Any]:
-        async with Client(build_server(ws, monotonic=lambda: clock["now"])) as client:
-
-            async def search(words: str) -> list[str]:
-                found = await client.call_tool("search_memory", {"query": words})
-                return [h["path"] for h in payload(found)]
-
-            out: list[Any] = [await search("kiwis")]
-            await client.call_tool("write_context", {"message": "kiwi", "changes": [note]})
-            out.append(await search("kiwis"))  # its own write: refreshed at once
-            (ws.root / "memory/notes/durian.md").write_text("# Durian\ndurian season\n")
-            clock["now"] += 1
-            out.append(await search("durian"))  # changed elsewhere, 1 s later: not yet
-            clock["now"] += mcp_server.REFRESH_SECONDS
-            out.append(await search("durian"))  # after the interval: seen
-            return out
-
-    assert anyio.run(main) == [
-        [],
-        ["memory/notes/kiwi.md"],
-        [],
-        ["memory/notes/durian.md"],
-    ]
