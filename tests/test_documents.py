@@ -436,57 +436,6 @@ def test_read_skips_unreadable(tmp_path: Path, make: str) -> None:
         read_document(tmp_path, P)
 
 
-# --- never crash ----------------------------------------------------------------------------
-
-PIECES = st.sampled_from(
-    [
-        "---",
-        "--- ",
-        "\n",
-        "\r\n",
-        "\ufeff",
-        "name: x",
-        "tier: warm",
-        "tier:",
-        "  - a",
-        "# c",
-        ": ",
-        "[",
-        "]",
-        "{",
-        "}",
-        "'",
-        '"',
-        "|",
-        "&a ",
-        "*a",
-        "? ",
-        "\t",
-        "2026-02-30",
-        "é",
-        "x",
-    ]
-)
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(PIECES, max_size=30).map("".join))
-def test_any_text_parses_and_set_meta_keeps_the_body(text: str) -> None:
-    doc = parse_document(text, P)
-    bom = "\ufeff" if text.startswith("\ufeff") else ""
-    assert doc.text == bom + (doc.front or "") + doc.body
-    assert (doc.front is None) or doc.warning is None
-    try:
-        out = set_meta(doc, {"tier": "hot"})
-    except ValueError:
-        assert doc.warning is not None or doc.front is not None  # plain files never refuse
-        return
-    again = parse_document(out, P)
-    assert again.warning is None
-    assert again.tier == "hot"
-    assert again.body == doc.body
-
-
 # --- set_plain_meta: set_meta's bytes without YAML, or None -----------------------------------
 
 _PLAIN_LINES = [

@@ -520,6 +520,7 @@ def test_parse_document_never_raises() -> None:
         assert doc.text == text
         assert bom + (doc.front or "") + doc.body == text
         assert isinstance(doc.meta, dict)
+        assert doc.front is None or doc.warning is None
         for prop in ("name", "source", "recorded", "tier", "tier_set"):
             getattr(doc, prop)
         if doc.warning is not None:
@@ -528,10 +529,12 @@ def test_parse_document_never_raises() -> None:
         try:
             new = set_meta(doc, updates)
         except ValueError:
+            assert doc.front is not None  # a file without frontmatter never refuses
             counts["set_meta refused"] += 1
             return
         again = parse_document(new, doc.path)
         assert again.warning is None, again.warning
+        assert again.body == doc.body
         for key, value in updates.items():
             assert again.meta.get(key) == value, (key, value, again.meta, new)
         counts["set_meta ok"] += 1
