@@ -16,8 +16,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
@@ -26,7 +24,6 @@ from crustacean.stages.compile import Ops, compile_workspace, deterministic_pass
 from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
 from crustacean.state import open_state
 from crustacean.store.write import Store
-from crustacean.tiers import Memory, Recalls, Rules, idle_since, next_change
 from crustacean.workspace import Workspace
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -301,32 +298,3 @@ def test_writes_after_a_pass_that_found_nothing_keep_no_fingerprint(
     assert not compile_skip.check(a, NOW).nothing_to_do
     result = compile_workspace(a, env={}, no_model=True, clock=lambda: NOW)
     assert result.ops.trashed == ["memory/ideas/blank.md (empty file)"]
-
-
-def _first_threshold_ahead(
-    mems: list[Memory], usages: dict[str, Recalls], now: datetime, rules: Rules
-) -> datetime | None:
-    """next_change as first written: every memory, every threshold."""
-    found = [
-        at
-        for m in mems
-        for days in (rules.hot_days, rules.warm_days, rules.cold_days)
-        if (at := idle_since(m, usages.get(m.path, Recalls()))[0] + timedelta(days=days)) > now
-    ]
-    return min(found, default=None)
-
-
-@given(
-    st.lists(st.integers(-24 * 400, 24 * 10), min_size=0, max_size=8),
-    st.lists(st.integers(0, 24 * 200), max_size=8),
-    st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(0, 120)),
-)
-def test_next_change_is_the_first_threshold_ahead(
-    created: list[int], recalled: list[int], days: tuple[int, int, int]
-) -> None:
-    rules = Rules(hot_days=days[0], warm_days=days[1], cold_days=days[2])
-    mems = [
-        Memory(f"m{i}.md", "warm", False, NOW + timedelta(hours=h)) for i, h in enumerate(created)
-    ]
-    usages = {f"m{i}.md": Recalls(1, NOW - timedelta(hours=h)) for i, h in enumerate(recalled)}
-    assert next_change(mems, usages, NOW, rules) == _first_threshold_ahead(mems, usages, NOW, rules)
