@@ -53,13 +53,6 @@ ECHO: dict[str, Any] = {"echo": True}  # a placeholder the EchoFake fills from t
 TMP_NAME = re.compile(r"^\..+\.tmp$")
 COLLECTED = re.compile(r"Collected (marker-\d{4}) via req\d+\.")
 CURATED_TARGET = "knowledge/topics/curated.md"
-JOURNAL_BUG = (
-    "bug: a stage killed inside write_context leaves the file written but uncommitted plus "
-    "journal.json; the next run reads the uncommitted bytes before Store.recover() runs "
-    "(collect's recover_batches finds its run id there and finishes the batch; curate's "
-    "dedup_appends sees the lines 'already there'), marks the messages/entries done, and the "
-    "next write's recover() rolls the bytes back: they are lost, and that write fails stale"
-)
 
 
 # ------------------------------------------------------------------ the echoing fake model
@@ -161,13 +154,6 @@ def known_bug(tally: Tally, error: AssertionError) -> None:
     `Store.repair()` at the start of every run; any failure now is a real one."""
     print(f"\n{tally}")
     raise error
-
-
-TMP_BUG = (
-    "bug: atomic_write's temp file (`.NAME.XXXX.tmp`, made by mkstemp next to the target) is "
-    "left behind forever when the process is killed between mkstemp and os.replace; no later "
-    "run (Store.recover included) removes orphaned temp files"
-)
 
 
 def cli_env(fake: FakeAnthropic) -> dict[str, str]:
