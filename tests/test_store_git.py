@@ -256,16 +256,6 @@ def test_a_hand_edit_made_after_a_crash_survives_repair(ws: Workspace) -> None:
     assert git(ws.root, "status", "--porcelain") == ""
 
 
-def test_an_untouched_crash_is_still_undone(ws: Workspace) -> None:
-    run_cli("-w", str(ws.root), "remember", "tea", "Alice drinks green tea.")
-    lesson = ws.root / "memory/lessons/tea.md"
-    kept = lesson.read_bytes()
-    killed_cli(ws.root, "first", "remember", "tea", "Alice drinks oolong now.")
-    run_cli("-w", str(ws.root), "remember", "coffee", "Bob drinks coffee.")
-    assert lesson.read_bytes() == kept
-    assert git(ws.root, "status", "--porcelain") == ""
-
-
 # ------------------------------------------------------------------ 4. file modes
 
 
