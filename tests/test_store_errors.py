@@ -441,24 +441,6 @@ def test_secret_is_refused_naming_kind_and_path_never_the_value(
     assert snapshot(seeded.root) == before
 
 
-def test_password_assignment_is_refused_without_the_value(seeded: Workspace) -> None:
-    before = snapshot(seeded.root)
-    with pytest.raises(SecretError) as info:
-        Store(seeded).write_context(
-            [
-                {
-                    "path": "memory/notes/s.md",
-                    "mode": "create",
-                    "content": "password = " + "Hunter2!x9",
-                }
-            ],
-            actor="user",
-            message="x",
-        )
-    assert "credential assignment" in str(info.value) and "Hunter2" not in str(info.value)
-    assert snapshot(seeded.root) == before
-
-
 def test_empty_message_is_refused(seeded: Workspace) -> None:
     before = snapshot(seeded.root)
     with pytest.raises(WriteError, match=r"message must say what the change is"):
