@@ -13,8 +13,7 @@ from mcp import Client
 
 from conftest import snapshot
 from crustacean import mcp_server
-from crustacean.config import load_config
-from crustacean.errors import CrustaceanError, PolicyError, SearchQueryError, UsageError
+from crustacean.errors import CrustaceanError, SearchQueryError, UsageError
 from crustacean.mcp_server import McpState, build_server
 from crustacean.recall.context import ContextRequest, build_context
 from crustacean.recall.search import SearchRequest, find
@@ -77,15 +76,6 @@ def test_a_refusal_is_a_crustacean_error_and_changes_nothing(
     before = snapshot(ws.root)
     with pytest.raises(error, match=message):
         call(McpState.open(ws))
-    assert snapshot(ws.root) == before
-
-
-def test_mcp_write_off_is_refused_by_the_plain_function(ws: Workspace) -> None:
-    off = Workspace(ws.root, load_config(ws.root, env={}, overrides=["mcp.write=off"]))
-    before = snapshot(ws.root)
-    change = {"path": "memory/notes/a.md", "mode": "create", "content": "x\n"}
-    with pytest.raises(PolicyError, match=r"memory\.write is off"):
-        mcp_server.write_context(McpState.open(off), [change], "try")
     assert snapshot(ws.root) == before
 
 
