@@ -352,14 +352,19 @@ def test_review_lists_shows_and_approves_through_the_cli(ws: Workspace) -> None:
     assert (root / "SOUL.md").read_bytes() == soul_before  # show changes nothing
 
     count = int(git(root, "rev-list", "--count", "HEAD"))
-    out = run_cli(*w, "review", "approve", str(pid)).stdout
+    out = run_cli(*w, "review", "approve", str(pid), env={"LOGNAME": "sam", "USER": "sam"}).stdout
     assert f"Approved proposal {pid}" in out
     assert int(git(root, "rev-list", "--count", "HEAD")) == count + 1  # one version
     changed = git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").split()
     assert sorted(changed) == ["SOUL.md", "memory/notes/crabs.md"]
     assert git(root, "log", "-1", "--format=%an").strip() == "crustacean mcp"
-    assert f"(proposal {pid}, approved)" in git(root, "log", "-1", "--format=%s")
-    assert "Crustacean-Run: run-7" in git(root, "log", "-1", "--format=%b")
+    assert git(root, "log", "-1", "--format=%s") == f"curate: values (proposal {pid}, approved)\n"
+    body = git(root, "log", "-1", "--format=%b")
+    assert body.startswith("Approved by sam on the command line.\n")
+    assert "Crustacean-Run: run-7" in body and "Crustacean-Actor: mcp" in body
+    version = git(root, "rev-parse", "HEAD").strip()
+    shown = run_cli(*w, "review", "show", str(pid)).stdout
+    assert f"Diff: version {version[:12]}\n" in shown and "+- Be kind to crabs." in shown
     assert (root / "SOUL.md").read_bytes() == soul_before + b"- Be kind to crabs.\n"
     assert proposals.get(ws, pid).status == "approved"
     assert "No pending proposals." in run_cli(*w, "review").stdout
@@ -400,15 +405,18 @@ def test_reject_drops_a_proposal_with_its_reason(ws: Workspace) -> None:
     root, w = ws.root, ("-w", str(ws.root))
     pid = propose(ws)
     before = snapshot(root)
-    rejected = run_cli(*w, "review", "reject", str(pid), "--reason", "no").stdout
+    reason = "SOUL.md is mine to write"
+    rejected = run_cli(*w, "review", "reject", str(pid), "--reason", reason).stdout
     assert f"Rejected proposal {pid}" in rejected
     after = snapshot(root)
     assert without_proposals(after) == without_proposals(before)  # no file, no version
     prop = proposals.get(ws, pid)
-    assert prop.status == "rejected" and prop.note == "no"
+    assert prop.status == "rejected" and prop.note == reason
     assert "No pending proposals." in run_cli(*w, "review").stdout
     shown = run_cli(*w, "review", "show", str(pid)).stdout
-    assert "(rejected)" in shown
+    assert f"Proposal {pid} (rejected) by mcp" in shown and f"Rejected: {reason}\n" in shown
+    assert "Diff: what it would have changed, against now\n" in shown
+    assert "+- Be kind to crabs." in shown and "+# Crabs" in shown
     for verb in ("approve", "reject"):
         result = run_cli(*w, "review", verb, str(pid), code=2)
         assert f"Error: proposal {pid} is already rejected" in result.stderr
