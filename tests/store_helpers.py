@@ -6,6 +6,7 @@ module costs a few. The copy is the same repository: same files, same commits, s
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -42,6 +43,25 @@ def copy_workspace(template: Path, tmp_path: Path) -> Workspace:
 
 def git(root: Path, *args: str) -> str:
     proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+    return proc.stdout
+
+
+# The user's own git identity (HOME is a bare tmp folder, so git has none of its own).
+USER_ENV = {
+    "GIT_AUTHOR_NAME": "Ada",
+    "GIT_AUTHOR_EMAIL": "ada@example.org",
+    "GIT_COMMITTER_NAME": "Ada",
+    "GIT_COMMITTER_EMAIL": "ada@example.org",
+}
+
+
+def user_git(root: Path, *args: str, check: bool = True) -> str:
+    """The user's own git, as they run it by hand; its output."""
+    proc = subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, env={**os.environ, **USER_ENV}
+    )
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
 

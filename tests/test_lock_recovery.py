@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_store_git import USER_ENV
+from store_helpers import USER_ENV
 
 from conftest import run_cli
 from crustacean.config import load_config

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_helpers import KILL_AT
+from store_helpers import user_git as git
 from test_mcp import call, payload
 
 from conftest import run_cli, snapshot
@@ -29,22 +30,6 @@ from crustacean.store.write import Store
 from crustacean.workspace import Workspace
 
 EXE = str(Path(sys.executable).parent / "crustacean")
-USER_ENV = {
-    "GIT_AUTHOR_NAME": "Ada",
-    "GIT_AUTHOR_EMAIL": "ada@example.org",
-    "GIT_COMMITTER_NAME": "Ada",
-    "GIT_COMMITTER_EMAIL": "ada@example.org",
-}
-
-
-def git(root: Path, *args: str, check: bool = True) -> str:
-    """The user's own git, with an identity (HOME is a bare tmp folder)."""
-    proc = subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, env={**os.environ, **USER_ENV}
-    )
-    if check:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

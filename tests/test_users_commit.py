@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_store_git import USER_ENV
+from store_helpers import USER_ENV
+from store_helpers import user_git as git
 
 from conftest import run_cli, snapshot
 from crustacean.store import versions
@@ -29,14 +30,6 @@ touch "{started}"
 while [ ! -f "{release}" ]; do sleep 0.02; done
 echo "my own edit" > "$1"
 """
-
-
-def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, env={**os.environ, **USER_ENV}
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
 
 
 def wait_for(path: Path, proc: subprocess.Popen[str]) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeAnthropic, delay, tool_use
-from store_helpers import KILL_AT
+from store_helpers import KILL_AT, user_git
 
 from crustacean.documents import parse_document
 from crustacean.stages.curate import entry_id
@@ -491,13 +491,6 @@ def test_a_kill_inside_atomic_write_leaves_no_temp_file(
 
 # ------------------------------------------------------------------ issue 19: the user's git
 
-USER_ENV = {
-    "GIT_AUTHOR_NAME": "Ada",
-    "GIT_AUTHOR_EMAIL": "ada@example.org",
-    "GIT_COMMITTER_NAME": "Ada",
-    "GIT_COMMITTER_EMAIL": "ada@example.org",
-}
-
 
 def kill_at(root: Path, stage: str, fake: EchoFake, replies: int, point: str) -> None:
     """Run `stage` in a child that SIGKILLs itself at a store fault point: "first" is right
@@ -507,14 +500,6 @@ def kill_at(root: Path, stage: str, fake: EchoFake, replies: int, point: str) ->
     child = subprocess.run([sys.executable, "-c", script], env=cli_env(fake), timeout=60)
     assert child.returncode == -signal.SIGKILL
     assert (root / ".crustacean/journal.json").exists()
-
-
-def user_git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, env={**os.environ, **USER_ENV}
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
 
 
 def test_kills_at_the_index_sync_point_lose_nothing(
