@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -325,35 +319,3 @@ def test_a_second_run_exits_with_the_lock_error(ws: Workspace, fake_api: Any) ->
         run_stage(ws, request(), env=env)
     assert info.value.exit_code == 75 and "stage compile" in str(info.value)
     assert fake_api.requests == []
-
-
-def test_kill_9_mid_run_then_the_next_run_starts_cleanly(ws: Workspace, fake_api: Any) -> None:
-    ws, env = configured(ws, fake_api)
-    fake_api.enqueue(delay(30, text("never")))
-    script = textwrap.dedent(f"""
-        import sys
-        from pathlib import Path
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from crustacean.config import load_config
-        from crustacean.workspace import Workspace
-        from stagekit import run_stage
-        from test_llm import request
-        env = {env!r}
-        root = Path({str(ws.root)!r})
-        run_stage(Workspace(root, load_config(root, env=env)), request(), env=env)
-    """)
-    child = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, **env})
-    deadline = time.monotonic() + 300  # an outer safety bound: a loaded machine is slow
-    while not fake_api.messages() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert fake_api.messages(), "the child never called the API"
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    fake_api.enqueue(text("ok now"))
-    rec = run_stage(ws, request(), env=env).record
-    assert rec.status == "ok"
-    runs = {r.id: r for r in list_runs(ws)}
-    (killed,) = [r for r in runs.values() if r.id != rec.id]
-    assert killed.status == "failed"
-    assert killed.usage.input_tokens > 0  # recorded before the request was sent (issue 32)
-    assert git(ws.root, "fsck", "--no-progress") == ""
