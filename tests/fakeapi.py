@@ -207,6 +207,12 @@ def relay_reply(reply: dict[str, Any], request_text: str = "") -> dict[str, Any]
     return full
 
 
+def prompt_of(body: dict[str, Any]) -> str:
+    """The text of a request's first message: a string, or its text blocks joined."""
+    first = body["messages"][0]["content"]
+    return first if isinstance(first, str) else "".join(b.get("text", "") for b in first)
+
+
 def find_key_leaks(fake: FakeAnthropic, key: str) -> list[str]:
     """Raw bodies of recorded requests containing `key` (plain or JSON-escaped). Headers are
     expected to carry the key; a body never should."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import find_key_leaks, tool_use
+from fakeapi import find_key_leaks, prompt_of, tool_use
 from stagekit import write_call
 from store_helpers import git
 from test_collect_exact import header, line
@@ -106,11 +106,6 @@ def notes(*items: dict[str, Any]) -> dict[str, Any]:
 def item(category: str, words: str, refs: str, topic: str = "", **extra: Any) -> dict[str, Any]:
     """An item citing `refs` ("m1" or "m1,m3"); in the setup m1-m2 are sess-a, m3-m4 cc-1."""
     return {"category": category, "text": words, "refs": refs.split(","), "topic": topic, **extra}
-
-
-def prompt_of(body: dict[str, Any]) -> str:
-    content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else content[0]["text"]
 
 
 def cite_first_of(sessions: list[str]) -> Any:

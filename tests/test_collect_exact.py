@@ -13,7 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from fakeapi import FakeAnthropic, error, tool_use
+from fakeapi import FakeAnthropic, error, prompt_of, tool_use
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -97,9 +97,7 @@ def k(ws: Workspace, tmp_path: Path, fake_api: FakeAnthropic) -> Kit:
 
 
 def section(body: dict[str, Any]) -> str:
-    content = body["messages"][0]["content"]
-    text = content if isinstance(content, str) else content[0]["text"]
-    return text.split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
+    return prompt_of(body).split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
 
 
 def notes(*items: dict[str, Any], body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -763,9 +761,7 @@ def test_progress_reports_each_chunk(k: Kit) -> None:
 
 def route_all(body: dict[str, Any]) -> dict[str, Any]:
     """A curate model that skips every listed entry (so each is marked seen), then finishes."""
-    content = body["messages"][0]["content"]
-    text = content if isinstance(content, str) else content[0]["text"]
-    listed = text.split("<entries>", 1)[1].split("</entries>", 1)[0]
+    listed = prompt_of(body).split("<entries>", 1)[1].split("</entries>", 1)[0]
     ids = re.findall(r"^- \[([0-9a-f]{12})\]", listed, re.M)
     routing = [{"id": i, "destination": "skip", "reason": "seen"} for i in ids]
     return tool_use(("record_routing", {"entries": routing}), ("finish", {"summary": "done"}))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeAnthropic, tool_use
+from fakeapi import FakeAnthropic, prompt_of, tool_use
 
 from conftest import run_cli
 from crustacean.config import load_config
@@ -71,11 +71,6 @@ def notes(*items: dict[str, Any]) -> dict[str, Any]:
     return tool_use(("record_notes", {"items": list(items)}))
 
 
-def transcript(body: dict[str, Any]) -> str:
-    content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else content[0]["text"]
-
-
 def test_a_lone_surrogate_becomes_a_replacement_character_and_collect_goes_on(
     ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
@@ -90,7 +85,7 @@ def test_a_lone_surrogate_becomes_a_replacement_character_and_collect_goes_on(
     result = run(ws, env)
     assert result.record.status == "ok" and result.new_messages == 3 and result.appended == 1
     (request,) = fake_api.messages()
-    text = transcript(request.body)
+    text = prompt_of(request.body)
     assert "an emoji cut in half \ufffd here" in text
     assert "beans on Friday" in text and "tomatoes on Sunday" in text
     assert run(ws, env).record.status == "skipped"  # the cursor moved past all three

@@ -13,17 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fakeapi import prompt_of
+
 from bench import curate_turns
 from crustacean.stages.curate import parse_entries
 from crustacean.state import open_state
 
 RUN = curate_turns.RUNS / "after"
 _ENTRY = re.compile(r"^- \[([0-9a-f]{12})\] (\d{4}-\d\d-\d\d) ", re.MULTILINE)
-
-
-def _prompt(body: dict[str, Any]) -> str:
-    first = body["messages"][0]["content"]
-    return first if isinstance(first, str) else first[0]["text"]
 
 
 def test_the_recorded_curate_run_takes_at_most_4_turns_routes_as_recorded_and_loses_nothing(
@@ -48,7 +45,7 @@ def test_the_recorded_curate_run_takes_at_most_4_turns_routes_as_recorded_and_lo
         if block.get("type") == "tool_result"
     ]
     assert results and not any(r["is_error"] for r in results)
-    shown = dict(_ENTRY.findall(_prompt(asked[0].body)))
+    shown = dict(_ENTRY.findall(prompt_of(asked[0].body)))
     ws, _ = curate_turns.workspace(root, fake.url)
     with open_state(ws) as db:
         done = dict(db.conn.execute("SELECT id, run_id FROM curated_entries").fetchall())

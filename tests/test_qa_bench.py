@@ -14,7 +14,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from fakeapi import FakeAnthropic
+from fakeapi import FakeAnthropic, prompt_of
 
 from bench import qa_bench
 from bench.qa_data import QUESTIONS, SESSIONS
@@ -138,8 +138,7 @@ def test_generate_writes_readable_transcripts_the_same_every_time(tmp_path: Path
 
 def _notes(body: dict[str, Any]) -> dict[str, Any]:
     """Collect's answer, read off the request as a model would: the line about the kids."""
-    prompt = body["messages"][0]["content"]
-    text = prompt if isinstance(prompt, str) else "".join(b["text"] for b in prompt)
+    text = prompt_of(body)
     ref = re.search(r"\b(m\d+)\b[^\n]*? user: Jonas: Chaotic", text)
     assert ref is not None
     item = {"category": "person", "text": "Jonas has three kids under ten.", "refs": [ref[1]]}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import tool_use
+from fakeapi import prompt_of, tool_use
 
 from conftest import run_cli, snapshot
 from crustacean.config import load_config
@@ -178,8 +178,7 @@ def test_quickstart_with_a_base_url_runs_every_stage_once(tmp_path: Path, fake_a
 
     def receipts(body: dict[str, Any]) -> dict[str, Any]:
         """The model cites the message about the receipts by its reference, no session label."""
-        content = body["messages"][0]["content"]
-        prompt = content if isinstance(content, str) else content[0]["text"]
+        prompt = prompt_of(body)
         ref = re.search(r"^\[?(m\d+) [^\n]*receipts", prompt, re.M | re.I)
         assert ref, prompt[:2000]
         item = {

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import tool_use
+from fakeapi import prompt_of, tool_use
 
 from crustacean.config import load_config
 from crustacean.llm.contract import CONTRACTS, contract, render_section
@@ -26,11 +26,6 @@ from crustacean.workspace import Workspace
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 PIPELINE = Path(__file__).resolve().parent.parent / "pipeline"
 _FILE = re.compile(r'<file path="([^"]+)" sha256="([0-9a-f]{64})"')
-
-
-def prompt_of(body: dict[str, Any]) -> str:
-    first = body["messages"][0]["content"]
-    return first if isinstance(first, str) else "".join(b.get("text", "") for b in first)
 
 
 def nothing_to_do(body: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeAnthropic, delay, tool_use
+from fakeapi import FakeAnthropic, delay, prompt_of, tool_use
 from store_helpers import KILL_AT, user_git
 
 from crustacean.documents import parse_document
@@ -84,15 +84,10 @@ class EchoFake(FakeAnthropic):
         return super()._complete(item, body)
 
 
-def _prompt(body: dict[str, Any]) -> str:
-    content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else content[0]["text"]
-
-
 def _echo_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
     tools = {t["name"] for t in body.get("tools", [])}
     if "record_notes" in tools:
-        section = _prompt(body).split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
+        section = prompt_of(body).split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
         first: dict[str, str] = {}  # marker -> the reference of the message it is in
         for ref, marker in re.findall(r"^\[?(m\d+) [^\n]*?(marker-\d{4})", section, re.M):
             first.setdefault(marker, ref)
@@ -103,7 +98,7 @@ def _echo_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
         return tool_use(("record_notes", {"items": items}))
     if len(body["messages"]) > 1:
         return tool_use(("finish", {"summary": "echoed"}))
-    listed = _prompt(body).split("<entries>", 1)[1].split("</entries>", 1)[0]
+    listed = prompt_of(body).split("<entries>", 1)[1].split("</entries>", 1)[0]
     entries = re.findall(r"^- \[([0-9a-f]{12})\] .*?(entry-\d{4})", listed, re.MULTILINE)
     changes = [
         {"path": CURATED_TARGET, "mode": "append", "content": f"- Routed {word}.\n"}
@@ -313,7 +308,7 @@ def collected_counts(root: Path) -> dict[str, int]:
 def sent_markers(fake: FakeAnthropic) -> set[str]:
     out: set[str] = set()
     for r in fake.messages():
-        section = _prompt(r.body).split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
+        section = prompt_of(r.body).split("<transcripts>", 1)[1].split("</transcripts>", 1)[0]
         out |= set(re.findall(r"marker-\d{4}", section))
     return out
 
