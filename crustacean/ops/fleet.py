@@ -24,9 +24,8 @@ from crustacean.ops.cron import (
     TICK_ARGS,
     default_unit_dir,
     enabled_stages,
-    ensure_env_file,
-    env_file_for,
     every_schedule,
+    prepare_runs,
     root_of,
     run_argv,
     run_env,
@@ -95,8 +94,7 @@ class TemplateResult:
     timer: Path
     instance: str
     enable_command: str
-    env_file: Path
-    created_env: bool
+    env: tuple[Path, bool]  # as cron.SystemdResult's
 
 
 def install_template(
@@ -107,19 +105,10 @@ def install_template(
     folder.mkdir(parents=True, exist_ok=True)
     for filename, text in template_units(ws, every=every, python=python).items():
         (folder / filename).write_text(text, "utf-8")
-    env_file = env_file_for(ws)
-    created = ensure_env_file(env_file)
-    ws.logs_dir.mkdir(parents=True, exist_ok=True)
     name = instance(ws)
     enable = f"systemctl --user daemon-reload && systemctl --user enable --now '{name}'"
-    return TemplateResult(
-        folder / f"{TEMPLATE}.service",
-        folder / f"{TEMPLATE}.timer",
-        name,
-        enable,
-        env_file,
-        created,
-    )
+    service, timer = folder / f"{TEMPLATE}.service", folder / f"{TEMPLATE}.timer"
+    return TemplateResult(service, timer, name, enable, prepare_runs(ws))
 
 
 def remove_template(ws: Workspace | Path, *, unit_dir: Path | None = None) -> list[Path]:

@@ -20,10 +20,9 @@ from typing import Any
 from crustacean.ops.cron import (
     TICK_ARGS,
     enabled_stages,
-    ensure_env_file,
-    env_file_for,
     every_schedule,
     log_path,
+    prepare_runs,
     root_of,
     run_argv,
     run_env,
@@ -41,8 +40,7 @@ class LaunchdResult:
     plist: Path
     label: str
     bootstrap_command: str
-    env_file: Path
-    created_env: bool
+    env: tuple[Path, bool]  # as cron.SystemdResult's
 
 
 def label(ws: Workspace | Path) -> str:
@@ -97,10 +95,8 @@ def install_launchd(
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(plistlib.dumps(keys))
     os.replace(tmp, path)
-    env_file = env_file_for(ws)
-    created = ensure_env_file(env_file)
-    ws.logs_dir.mkdir(parents=True, exist_ok=True)  # launchd does not create the log's folder
-    return LaunchdResult(path, label(ws), bootstrap_command(path, label(ws)), env_file, created)
+    env = prepare_runs(ws)  # launchd does not create the log's folder
+    return LaunchdResult(path, label(ws), bootstrap_command(path, label(ws)), env)
 
 
 def remove_launchd(ws: Workspace | Path, *, folder: Path | None = None) -> list[Path]:

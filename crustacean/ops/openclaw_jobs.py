@@ -27,9 +27,6 @@ from crustacean.workspace import Workspace
 
 PROBE_TIMEOUT = 20.0  # seconds for `openclaw … --help` (a Node start-up); doctor must not hang
 COMMAND, AGENT = "command", "agent"
-# Flags newer than `cron add` itself: printed only when the installed OpenClaw lists them (or
-# when no OpenClaw is found, for the current one).
-OPTIONAL = ("--declaration-key", "--light-context")
 
 
 @dataclass(frozen=True)
