@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from crustacean.config import STAGES, load_config
 from crustacean.errors import CrustaceanError
+from crustacean.ops import cron, fleet, launchd, openclaw_jobs
 from crustacean.runs import RunRecord, last_run, latest_run, list_runs
 from crustacean.schedule import next_slot
 from crustacean.workspace import WORKING_MEMORY, Workspace
@@ -127,11 +128,9 @@ def cron_state(ws: Workspace) -> str:
     if _scheduled_elsewhere(ws):
         return "installed"
     try:
-        from crustacean.ops.cron import is_installed, read_crontab
-
-        installed = is_installed(ws, read_crontab(None, offer_file=False))
+        installed = cron.is_installed(ws, cron.read_crontab(None, offer_file=False))
         return "installed" if installed else "not installed"
-    except (ImportError, CrustaceanError, OSError) as e:
+    except (CrustaceanError, OSError) as e:
         return f"unknown: {str(e).splitlines()[0]}"
 
 
@@ -344,18 +343,6 @@ def _repository(ws: Workspace) -> Finding | None:
     return Finding("repository", "fail", what, fix)
 
 
-def fix_repository(root: Path) -> str | None:
-    """`doctor --fix`: a damaged repository recovered (the files on disk as a new version on
-    its last intact commit); what was done, or None when nothing needed it."""
-    ws = Workspace(root, load_config(root))
-    done = _applier(ws).rebuild_damaged()
-    if done is None:
-        return None
-    commit, parent = done
-    on = f"on version {parent[:12]}" if parent else "as a new first version"
-    return f"recorded the files on disk as version {commit[:12]} {on}"
-
-
 def _applier(ws: Workspace) -> Applier:
     from crustacean.store.apply import Applier
     from crustacean.store.files import Files
@@ -383,27 +370,27 @@ def _leftovers(ws: Workspace) -> Finding:
 
 
 def doctor_fixes(root: Path) -> list[tuple[str, str]]:
-    """`doctor --fix`: each repair that was needed, as (check, what was done)."""
-    done = [("repository", fix_repository(root)), ("interrupted write", fix_interrupted(root))]
-    return [(name, what) for name, what in done if what is not None]
-
-
-def fix_interrupted(root: Path) -> str | None:
-    """`doctor --fix`: what a killed write left, repaired as the next call would (its files
-    undone or kept, a version a later commit dropped made again, stale locks and temp files
-    removed); what was done, or None when nothing needed it."""
+    """`doctor --fix`: each repair that was needed, as (check, what was done). A damaged
+    repository is recovered first (the files on disk as a new version on its last intact
+    commit); then what a killed write left is repaired as the next call would (its files undone
+    or kept, a version a later commit dropped made again, stale locks and temp files removed)."""
     ws = Workspace(root, load_config(root))
+    done = []
+    if (rebuilt := _applier(ws).rebuild_damaged()) is not None:
+        commit, parent = rebuilt
+        on = f"on version {parent[:12]}" if parent else "as a new first version"
+        done.append(("repository", f"recorded the files on disk as version {commit[:12]} {on}"))
     applier = _applier(ws)
     had = applier.leftovers()
     undone, stray = applier.repair()
-    if not had and not stray and not undone:
-        return None
-    done = ["repaired an interrupted write" if had else "cleaned up after a killed write"]
-    if undone:
-        done.append("its unfinished files put back")
-    if stray:
-        done.append("removed " + ", ".join(stray[:5]) + (" …" if stray[5:] else ""))
-    return "; ".join(done)
+    if had or stray or undone:
+        what = ["repaired an interrupted write" if had else "cleaned up after a killed write"]
+        if undone:
+            what.append("its unfinished files put back")
+        if stray:
+            what.append("removed " + ", ".join(stray[:5]) + (" …" if stray[5:] else ""))
+        done.append(("interrupted write", "; ".join(what)))
+    return done
 
 
 def _writable(ws: Workspace) -> Finding:
@@ -438,11 +425,7 @@ def _cron(ws: Workspace) -> list[Finding]:
     if elsewhere:
         return [Finding("schedule", "ok", f"installed: {elsewhere}")]
     try:
-        from crustacean.ops.cron import block_for, read_crontab
-    except ImportError:
-        return [Finding("cron entry", "warn", "cron support is not available")]
-    try:
-        block = block_for(ws, read_crontab(None, offer_file=False))
+        block = cron.block_for(ws, cron.read_crontab(None, offer_file=False))
     except (CrustaceanError, OSError) as e:
         return [
             Finding(
@@ -486,8 +469,6 @@ def _cron(ws: Workspace) -> list[Finding]:
 
 def _scheduled_elsewhere(ws: Workspace) -> str:
     """A LaunchAgent or systemd timer for this workspace, which stand in for a crontab entry."""
-    from crustacean.ops import cron, fleet, launchd
-
     units = cron.default_unit_dir()
     for path in (
         launchd.plist_path(ws),
@@ -695,8 +676,6 @@ def _dreaming(data: Any) -> list[Finding]:
 
 def _openclaw_cron(env: Mapping[str, str]) -> list[Finding]:
     """Which `openclaw cron add` form the installed OpenClaw takes (nothing if none on PATH)."""
-    from crustacean.ops import openclaw_jobs
-
     installed = openclaw_jobs.probe(env)
     if not installed.found:
         return []
