@@ -216,17 +216,13 @@ def _print_openclaw(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
     say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
     for line in plan.add:
         verbatim(line)
-    _openclaw_rerun_note(plan.replaces)
-    say(f"# The runs read {KEY_ENV} from {env_file_path(ws.settings)} unless it is in their env.")
-
-
-def _openclaw_rerun_note(replaces: bool) -> None:
-    if replaces:
+    if plan.replaces:
         say("# Adding them again updates the same jobs (their --declaration-key).")
     else:
         say("# This OpenClaw has no --declaration-key, so adding them again duplicates them:")
         say("# remove the old ones first (`crustacean cron remove --openclaw` prints how).")
     say(f"# See them with `{openclaw_jobs.list_line()}`.")
+    say(f"# The runs read {KEY_ENV} from {env_file_path(ws.settings)} unless it is in their env.")
 
 
 def _print_kubernetes(ws: Workspace, opts: cron.Options, as_json: bool) -> None:

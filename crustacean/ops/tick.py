@@ -95,8 +95,12 @@ class TickResult:
         failed = any(o.status == "failed" for o in self.outcomes)
         return EXIT_FAILED if failed else EXIT_OK
 
-    def lines(self, tz: tzinfo = UTC) -> list[str]:
-        """What `tick` prints: one line per stage, then a plan's estimate."""
+    def shown(self, tz: tzinfo, *, log: bool = False, verbose: bool = False) -> list[str]:
+        """What `tick` prints: one line per stage, then a plan's estimate; or with `log` the cron
+        log's one line (none for a tick that ran nothing, unless `verbose`)."""
+        if log:
+            line = log_line(self.outcomes, self.ended or wall_clock(), tz, verbose=verbose)
+            return [line] if line else []
         lines = [outcome_line(o, tz) for o in self.outcomes]
         if self.plan:
             lines.append(
@@ -104,14 +108,6 @@ class TickResult:
                 "tools takes a few turns). Nothing was run or written."
             )
         return lines
-
-    def shown(self, tz: tzinfo, *, log: bool = False, verbose: bool = False) -> list[str]:
-        """What `tick` prints: its lines, or with `log` the cron log's one line (none for a
-        tick that ran nothing, unless `verbose`)."""
-        if not log:
-            return self.lines(tz)
-        line = log_line(self.outcomes, self.ended or wall_clock(), tz, verbose=verbose)
-        return [line] if line else []
 
     def to_json(self) -> dict[str, Any]:
         return {
