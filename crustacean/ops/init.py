@@ -247,23 +247,20 @@ def _leave_out(git: Git, store: Store) -> list[LeftOut]:
             GITIGNORE if current is None else current.decode("utf-8", "replace"),
             [b.path for b in left],
         )
-        change = (
-            Change(".gitignore", "create", content=text.encode())
-            if current is None
-            else Change(
-                ".gitignore",
-                "overwrite",
-                content=text.encode(),
-                expected_sha256=sha256_hex(current),
-            )
-        )
         store.write_context(
-            [change],
+            [_put(".gitignore", text.encode(), current)],
             actor="user",
             message="crustacean init: leave credentials and large files out of git",
             max_files=1,
         )
     return left
+
+
+def _put(rel: str, data: bytes, current: bytes | None) -> Change:
+    """`rel` created, or overwritten over the `current` bytes it has now."""
+    if current is None:
+        return Change(rel, "create", content=data)
+    return Change(rel, "overwrite", content=data, expected_sha256=sha256_hex(current))
 
 
 def offered_sources(target: Path | None, home: Path | None = None) -> list[SourceConfig]:
@@ -283,12 +280,10 @@ def sources_named(kinds: list[str]) -> list[SourceConfig]:
             f"unknown --source {bad[0]!r}; use {' or '.join(SOURCE_PATHS)} "
             "(give it twice for both)."
         )
-    return [
-        SourceConfig(kind=kind, path=path)
-        for named in dict.fromkeys(kinds)  # in the order given, once each
-        for kind, path in SOURCE_PATHS.items()
-        if kind == named
-    ]
+    known: dict[str, SourceConfig] = {
+        k: SourceConfig(kind=k, path=p) for k, p in SOURCE_PATHS.items()
+    }
+    return [known[kind] for kind in dict.fromkeys(kinds)]  # in the order given, once each
 
 
 def _which_platform(found: list[SourceConfig]) -> str:
@@ -432,12 +427,7 @@ def init_sample(target: Path, now: datetime | None = None) -> InitReport:
     store = Store(ws)
     groups: dict[str, list[Change]] = {}
     for rel, data in sample_files(ws.today(now), now).items():
-        current = store.read_bytes(rel)
-        change = (
-            Change(rel, "create", content=data)
-            if current is None
-            else Change(rel, "overwrite", content=data, expected_sha256=sha256_hex(current))
-        )
+        change = _put(rel, data, store.read_bytes(rel))
         groups.setdefault(_sample_group(rel), []).append(change)
     for what, changes in groups.items():
         written = store.write_context(
