@@ -391,12 +391,26 @@ def default_unit_dir() -> Path:
     return Path(base) / "systemd" / "user"
 
 
-def _unit_quote(value: str | Path) -> str:
-    """A systemd word: double-quoted when needed, `%` escaped (it starts a specifier)."""
+def unit_quote(value: str | Path, keep: str = "") -> str:
+    """A systemd word: double-quoted when needed, `%` escaped (it starts a specifier) but in
+    the specifier `keep` put there on purpose (fleet's `%I`)."""
     text = str(value).replace("%", "%%")
+    text = text.replace(f"%{keep}", keep) if keep else text
     if any(c in text for c in " \t\"'\\;$"):
         text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return text
+
+
+def service_unit(what: str, cwd: str, argv: list[str], log: str, keep: str = "") -> str:
+    """The oneshot user service that runs `argv` in `cwd` with every run's environment, its
+    output appended to `log` (`what`, `cwd` and `log` as systemd reads them already)."""
+    return (
+        f"[Unit]\nDescription=crustacean tick for {what}\n\n[Service]\nType=oneshot\n"
+        f"WorkingDirectory={cwd}\n"
+        + "".join(f"Environment={unit_quote(f'{k}={v}', keep)}\n" for k, v in run_env().items())
+        + f"ExecStart={' '.join(unit_quote(a, keep) for a in argv)}\n"
+        f"StandardOutput=append:{log}\nStandardError=append:{log}\n"
+    )
 
 
 def systemd_units(
@@ -408,15 +422,7 @@ def systemd_units(
     root, name = root_of(ws), unit_name(ws)
     log = str(log_path(ws)).replace("%", "%%")
     argv = run_argv(ws, TICK_ARGS, python)
-    service = (
-        f"[Unit]\nDescription=crustacean tick for {str(root).replace('%', '%%')}\n\n"
-        "[Service]\nType=oneshot\n"
-        f"WorkingDirectory={_unit_quote(root)}\n"
-        + "".join(f"Environment={_unit_quote(f'{k}={v}')}\n" for k, v in run_env().items())
-        + f"ExecStart={' '.join(_unit_quote(a) for a in argv)}\n"
-        f"StandardOutput=append:{log}\n"
-        f"StandardError=append:{log}\n"
-    )
+    service = service_unit(str(root).replace("%", "%%"), unit_quote(root), argv, log)
     timer = (
         f"[Unit]\nDescription=crustacean tick every {every} min for "
         f"{str(root).replace('%', '%%')}\n\n"

@@ -28,7 +28,7 @@ from crustacean.ops.cron import (
     prepare_runs,
     root_of,
     run_argv,
-    run_env,
+    service_unit,
     unit_name,
 )
 from crustacean.workspace import STATE_DIR, Workspace
@@ -58,12 +58,6 @@ def instance(ws: Workspace | Path) -> str:
     return f"{TEMPLATE}{escape_path(root_of(ws))}.timer"
 
 
-def _quote(text: str) -> str:
-    """A unit-file word: `%` escaped unless it is a specifier we put there, quoted if spaced."""
-    text = text.replace("%", "%%").replace("%%I", "%I")
-    return f'"{text}"' if any(c in text for c in " \t\"'\\;$") else text
-
-
 def template_units(
     ws: Workspace, *, every: int = 15, python: str = sys.executable
 ) -> dict[str, str]:
@@ -71,14 +65,7 @@ def template_units(
     every_schedule(every)
     enabled_stages(ws)
     argv = [*run_argv(ws, TICK_ARGS, python)[:4], "%I", *TICK_ARGS]
-    log = f"%I/{STATE_DIR}/logs/cron.log"
-    service = (
-        "[Unit]\nDescription=crustacean tick for %I\n\n[Service]\nType=oneshot\n"
-        "WorkingDirectory=%I\n"
-        + "".join(f"Environment={_quote(f'{k}={v}')}\n" for k, v in run_env().items())
-        + f"ExecStart={' '.join(_quote(a) for a in argv)}\n"
-        f"StandardOutput=append:{log}\nStandardError=append:{log}\n"
-    )
+    service = service_unit("%I", "%I", argv, f"%I/{STATE_DIR}/logs/cron.log", keep="%I")
     timer = (
         f"[Unit]\nDescription=crustacean tick every {every} min for %I\n\n"
         f"[Timer]\nOnCalendar=*:0/{every}\nPersistent=true\n"

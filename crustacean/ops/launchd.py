@@ -43,17 +43,9 @@ class LaunchdResult:
     env: tuple[Path, bool]  # as cron.SystemdResult's
 
 
-def label(ws: Workspace | Path) -> str:
-    """The agent's label, derived from the workspace path (the systemd units' name)."""
-    return unit_name(ws)
-
-
-def agents_dir() -> Path:
-    return Path.home() / "Library" / "LaunchAgents"
-
-
 def plist_path(ws: Workspace | Path, folder: Path | None = None) -> Path:
-    return (folder or agents_dir()) / f"{label(ws)}.plist"
+    """The agent's plist, named by its label: the systemd units' name for this workspace."""
+    return (folder or Path.home() / "Library" / "LaunchAgents") / f"{unit_name(ws)}.plist"
 
 
 def agent(ws: Workspace, *, every: int = 15, python: str = sys.executable) -> dict[str, Any]:
@@ -62,7 +54,7 @@ def agent(ws: Workspace, *, every: int = 15, python: str = sys.executable) -> di
     enabled_stages(ws)  # and the same schedule validation
     log = str(log_path(ws))
     return {
-        "Label": label(ws),
+        "Label": unit_name(ws),
         "ProgramArguments": run_argv(ws, TICK_ARGS, python),
         "WorkingDirectory": str(root_of(ws)),
         "EnvironmentVariables": run_env(),
@@ -82,7 +74,7 @@ def bootstrap_command(path: Path, name: str) -> str:
 
 
 def bootout_command(ws: Workspace | Path) -> str:
-    return f"launchctl bootout {DOMAIN}/{label(ws)}"
+    return f"launchctl bootout {DOMAIN}/{unit_name(ws)}"
 
 
 def install_launchd(
@@ -96,7 +88,7 @@ def install_launchd(
     tmp.write_bytes(plistlib.dumps(keys))
     os.replace(tmp, path)
     env = prepare_runs(ws)  # launchd does not create the log's folder
-    return LaunchdResult(path, label(ws), bootstrap_command(path, label(ws)), env)
+    return LaunchdResult(path, unit_name(ws), bootstrap_command(path, unit_name(ws)), env)
 
 
 def remove_launchd(ws: Workspace | Path, *, folder: Path | None = None) -> list[Path]:
