@@ -61,23 +61,17 @@ class InitReport:
     root: Path
     created: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
     version: str | None = None
     baseline: str | None = None
+    notes: list[str] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)
     next_steps: tuple[str, ...] = NEXT_STEPS
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "root": str(self.root),
-            "created": self.created,
-            "kept": self.kept,
-            "version": self.version,
-            "baseline": self.baseline,
-            "notes": self.notes,
-            "left_out": [{"path": i.path, "reason": i.reason} for i in self.left_out],
-            "next_steps": list(self.next_steps),
-        }
+        """Every field, in order (a left-out file's kind stays out: its reason says it)."""
+        left_out = [{"path": i.path, "reason": i.reason} for i in self.left_out]
+        plain = {"root": str(self.root), "left_out": left_out, "next_steps": list(self.next_steps)}
+        return self.__dict__ | plain
 
 
 def scaffold_files(

@@ -571,9 +571,8 @@ def _serves_openclaw(ws: Workspace, data: Any, home: Path) -> bool:
     """The workspace is one of OpenClaw's agent workspaces, or collects OpenClaw transcripts."""
     if any(src.kind == "openclaw" for src in ws.settings.sources):
         return True
-    agents = _dig(data, "agents") or {}
-    places = [_dig(agents, "defaults", "workspace") or str(home / ".openclaw/workspace")]
-    places += [a.get("workspace") for a in _dig(agents, "list") or [] if isinstance(a, dict)]
+    default_ws, agents = _agents(data, home)
+    places = [default_ws, *(a.get("workspace") for a in agents)]
     root = ws.root.resolve()
     return any(_home_path(str(p), home).resolve() == root for p in places if p)
 
@@ -623,13 +622,10 @@ def _claude_memory(env: Mapping[str, str]) -> list[Finding]:
 def _memory_search(ws: Workspace, data: Any, config: Path, home: Path) -> Finding:
     """knowledge/ is indexed if any extraPaths entry (defaults or any agent) resolves to it, the
     way OpenClaw resolves them: `~` is home, a relative path is inside the agent's workspace."""
-    agents = _dig(data, "agents") or {}
-    default_ws = _dig(agents, "defaults", "workspace") or str(home / ".openclaw/workspace")
-    scopes = [(_dig(agents, "defaults", "memorySearch"), default_ws)]
+    default_ws, agents = _agents(data, home)
+    scopes = [(_dig(data, "agents", "defaults", "memorySearch"), default_ws)]
     scopes.append((_dig(data, "memorySearch"), default_ws))
-    for agent in _dig(agents, "list") or []:
-        if isinstance(agent, dict):
-            scopes.append((agent.get("memorySearch"), agent.get("workspace") or default_ws))
+    scopes += [(a.get("memorySearch"), a.get("workspace") or default_ws) for a in agents]
     knowledge = (ws.root / "knowledge").resolve()
     for search, base in scopes:
         extra = search.get("extraPaths") if isinstance(search, dict) else None
@@ -645,6 +641,12 @@ def _memory_search(ws: Workspace, data: Any, config: Path, home: Path) -> Findin
         "knowledge/ is not in memorySearch.extraPaths, so OpenClaw's memory_search cannot find it",
         f"add {ws.root / 'knowledge'} to agents.defaults.memorySearch.extraPaths in {config}",
     )
+
+
+def _agents(data: Any, home: Path) -> tuple[str, list[dict[str, Any]]]:
+    """OpenClaw's default agent workspace, and its listed agents."""
+    default_ws = _dig(data, "agents", "defaults", "workspace") or str(home / ".openclaw/workspace")
+    return default_ws, [a for a in _dig(data, "agents", "list") or [] if isinstance(a, dict)]
 
 
 def _home_path(text: str, home: Path) -> Path:
