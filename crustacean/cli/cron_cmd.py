@@ -198,30 +198,32 @@ def _say_written(
 
 
 def _print_openclaw(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
-    plan = openclaw_jobs.plan(ws, os.environ)
+    installed = openclaw_jobs.probe(os.environ)
+    add = openclaw_jobs.add_lines(ws, installed)
+    replaces = installed.takes("--declaration-key")  # adding again updates, not duplicates
     if as_json:
         print_json(
             {
                 "kind": "openclaw",
-                "form": plan.installed.form,
-                "openclaw_version": plan.installed.version or None,
-                "commands": plan.add,
-                "replaces_on_rerun": plan.replaces,
-                "list_command": openclaw_jobs.list_line(),
+                "form": installed.form,
+                "openclaw_version": installed.version or None,
+                "commands": add,
+                "replaces_on_rerun": replaces,
+                "list_command": openclaw_jobs.LIST_LINE,
                 "env_file": str(env_file_path(ws.settings)),
             }
         )
         return
-    say(f"# {openclaw_jobs.describe(plan.installed)}.")
+    say(f"# {openclaw_jobs.describe(installed)}.")
     say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
-    for line in plan.add:
+    for line in add:
         verbatim(line)
-    if plan.replaces:
+    if replaces:
         say("# Adding them again updates the same jobs (their --declaration-key).")
     else:
         say("# This OpenClaw has no --declaration-key, so adding them again duplicates them:")
         say("# remove the old ones first (`crustacean cron remove --openclaw` prints how).")
-    say(f"# See them with `{openclaw_jobs.list_line()}`.")
+    say(f"# See them with `{openclaw_jobs.LIST_LINE}`.")
     say(f"# The runs read {KEY_ENV} from {env_file_path(ws.settings)} unless it is in their env.")
 
 
@@ -336,12 +338,10 @@ def _say_removed(
 def _print_openclaw_removal(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
     lines = openclaw_jobs.remove_lines(ws)
     if as_json:
-        print_json(
-            {"kind": "openclaw", "list_command": openclaw_jobs.list_line(), "commands": lines}
-        )
+        print_json({"kind": "openclaw", "list_command": openclaw_jobs.LIST_LINE, "commands": lines})
         return
     say("# OpenClaw removes a job by its id; list them, then remove each crustacean one:")
-    verbatim(openclaw_jobs.list_line())
+    verbatim(openclaw_jobs.LIST_LINE)
     for line in lines:
         verbatim(line)
 

@@ -27,6 +27,7 @@ from crustacean.workspace import Workspace
 
 PROBE_TIMEOUT = 20.0  # seconds for `openclaw … --help` (a Node start-up); doctor must not hang
 COMMAND, AGENT = "command", "agent"
+LIST_LINE = "openclaw cron list --all"
 
 
 @dataclass(frozen=True)
@@ -130,35 +131,12 @@ def _message(argv: list[str]) -> str:
     )
 
 
-def list_line() -> str:
-    return "openclaw cron list --all"
-
-
 def remove_lines(ws: Workspace) -> list[str]:
     """`openclaw cron rm` takes a job id, which only `cron list` knows: one line per job name."""
     return [
-        f"openclaw cron rm <job-id>  # the id `{list_line()}` shows for {job_name(ws, stage)}"
+        f"openclaw cron rm <job-id>  # the id `{LIST_LINE}` shows for {job_name(ws, stage)}"
         for stage in STAGES  # a stage disabled since its job was added still has one
     ]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The jobs to add for this workspace and what the installed OpenClaw makes of them."""
-
-    installed: Installed
-    add: list[str]
-
-    @property
-    def replaces(self) -> bool:
-        """Whether adding them again updates the same jobs (a declaration key) or duplicates."""
-        return self.installed.takes("--declaration-key")
-
-
-def plan(ws: Workspace, env: Mapping[str, str], python: str = sys.executable) -> Plan:
-    """Probe the installed OpenClaw, then build the lines it takes."""
-    installed = probe(env)
-    return Plan(installed, add_lines(ws, installed, python))
 
 
 def describe(installed: Installed) -> str:
