@@ -413,15 +413,13 @@ def service_unit(what: str, cwd: str, argv: list[str], log: str, keep: str = "")
     )
 
 
-def systemd_units(
-    ws: Workspace, *, every: int = 15, python: str = sys.executable
-) -> dict[str, str]:
+def systemd_units(ws: Workspace, *, every: int = 15) -> dict[str, str]:
     """`{filename: text}` of the service (runs tick once) and its timer."""
     every_schedule(every)  # same range check as cron
     enabled_stages(ws)
     root, name = root_of(ws), unit_name(ws)
     log = str(log_path(ws)).replace("%", "%%")
-    argv = run_argv(ws, TICK_ARGS, python)
+    argv = run_argv(ws, TICK_ARGS)
     service = service_unit(str(root).replace("%", "%%"), unit_quote(root), argv, log)
     timer = (
         f"[Unit]\nDescription=crustacean tick every {every} min for "
@@ -433,10 +431,10 @@ def systemd_units(
 
 
 def install_systemd(
-    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None, python: str = sys.executable
+    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None
 ) -> SystemdResult:
     """Write the user service and timer (replacing older ones); the caller enables them."""
-    units = systemd_units(ws, every=every, python=python)
+    units = systemd_units(ws, every=every)
     folder = (unit_dir or default_unit_dir()).absolute()
     folder.mkdir(parents=True, exist_ok=True)
     for filename, text in units.items():

@@ -14,7 +14,6 @@ its own workspace's lock, reads its own state folder and calls the model with it
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,13 +57,11 @@ def instance(ws: Workspace | Path) -> str:
     return f"{TEMPLATE}{escape_path(root_of(ws))}.timer"
 
 
-def template_units(
-    ws: Workspace, *, every: int = 15, python: str = sys.executable
-) -> dict[str, str]:
+def template_units(ws: Workspace, *, every: int = 15) -> dict[str, str]:
     """`{filename: text}` of the template service and timer (`%I` is the workspace path)."""
     every_schedule(every)
     enabled_stages(ws)
-    argv = [*run_argv(ws, TICK_ARGS, python)[:4], "%I", *TICK_ARGS]
+    argv = [*run_argv(ws, TICK_ARGS)[:4], "%I", *TICK_ARGS]
     service = service_unit("%I", "%I", argv, f"%I/{STATE_DIR}/logs/cron.log", keep="%I")
     timer = (
         f"[Unit]\nDescription=crustacean tick every {every} min for %I\n\n"
@@ -85,12 +82,12 @@ class TemplateResult:
 
 
 def install_template(
-    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None, python: str = sys.executable
+    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None
 ) -> TemplateResult:
     """Write (or replace) the template pair; the caller enables this workspace's instance."""
     folder = (unit_dir or default_unit_dir()).absolute()
     folder.mkdir(parents=True, exist_ok=True)
-    for filename, text in template_units(ws, every=every, python=python).items():
+    for filename, text in template_units(ws, every=every).items():
         (folder / filename).write_text(text, "utf-8")
     name = instance(ws)
     enable = f"systemctl --user daemon-reload && systemctl --user enable --now '{name}'"

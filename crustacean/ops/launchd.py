@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import plistlib
 import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,19 +42,19 @@ class LaunchdResult:
     env: tuple[Path, bool]  # as cron.SystemdResult's
 
 
-def plist_path(ws: Workspace | Path, folder: Path | None = None) -> Path:
+def plist_path(ws: Workspace | Path) -> Path:
     """The agent's plist, named by its label: the systemd units' name for this workspace."""
-    return (folder or Path.home() / "Library" / "LaunchAgents") / f"{unit_name(ws)}.plist"
+    return Path.home() / "Library" / "LaunchAgents" / f"{unit_name(ws)}.plist"
 
 
-def agent(ws: Workspace, *, every: int = 15, python: str = sys.executable) -> dict[str, Any]:
+def agent(ws: Workspace, *, every: int = 15) -> dict[str, Any]:
     """The LaunchAgent's keys: `tick` at every `every`-th minute of the hour, like `*/N`."""
     every_schedule(every)  # same range check as cron
     enabled_stages(ws)  # and the same schedule validation
     log = str(log_path(ws))
     return {
         "Label": unit_name(ws),
-        "ProgramArguments": run_argv(ws, TICK_ARGS, python),
+        "ProgramArguments": run_argv(ws, TICK_ARGS),
         "WorkingDirectory": str(root_of(ws)),
         "EnvironmentVariables": run_env(),
         "StartCalendarInterval": [{"Minute": m} for m in range(0, 60, every)],
@@ -77,12 +76,10 @@ def bootout_command(ws: Workspace | Path) -> str:
     return f"launchctl bootout {DOMAIN}/{unit_name(ws)}"
 
 
-def install_launchd(
-    ws: Workspace, *, every: int = 15, folder: Path | None = None, python: str = sys.executable
-) -> LaunchdResult:
+def install_launchd(ws: Workspace, *, every: int = 15) -> LaunchdResult:
     """Write (or replace) this workspace's plist; the caller loads it with `launchctl`."""
-    keys = agent(ws, every=every, python=python)
-    path = plist_path(ws, folder)
+    keys = agent(ws, every=every)
+    path = plist_path(ws)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(plistlib.dumps(keys))
@@ -91,9 +88,9 @@ def install_launchd(
     return LaunchdResult(path, unit_name(ws), bootstrap_command(path, unit_name(ws)), env)
 
 
-def remove_launchd(ws: Workspace | Path, *, folder: Path | None = None) -> list[Path]:
+def remove_launchd(ws: Workspace | Path) -> list[Path]:
     """Delete this workspace's plist; return it if it existed."""
-    path = plist_path(ws, folder)
+    path = plist_path(ws)
     if not path.exists():
         return []
     path.unlink()

@@ -65,8 +65,8 @@ class Guard:
     def csrf(self) -> str:
         return hmac.new(self.token.encode(), b"csrf", hashlib.sha256).hexdigest()
 
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}?{urlencode({'token': self.token})}"
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/?{urlencode({'token': self.token})}"
 
     def host_ok(self, host: str | None) -> bool:
         return host is not None and host.lower() in self.hosts
