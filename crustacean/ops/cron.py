@@ -467,12 +467,6 @@ def remove_systemd(ws: Workspace | Path, *, unit_dir: Path | None = None) -> lis
 KINDS = ("cron", "launchd", "systemd", "openclaw", "kubernetes")
 
 
-def default_kind(platform: str = sys.platform) -> str:
-    """What a bare `cron install` / `cron remove` uses: a LaunchAgent on macOS, else cron (macOS
-    cron skips the runs a sleeping Mac missed and needs Full Disk Access for some folders)."""
-    return "launchd" if platform == "darwin" else "cron"
-
-
 @dataclass(frozen=True)
 class Options:
     """The `cron install` options that only some schedulers take, to refuse a silent ignore."""
@@ -521,7 +515,10 @@ def pick_kind(chosen: list[str], opts: Options, platform: str = sys.platform) ->
         flags = " and ".join(flag_of(k) for k in chosen)
         raise UsageError(f"{flags} exclude each other; pick one.")
     cron_only = opts.crontab_file is not None or opts.per_stage
-    kind = chosen[0] if chosen else "cron" if cron_only else default_kind(platform)
+    # A bare install / remove uses a LaunchAgent on macOS, else cron (macOS cron skips the runs a
+    # sleeping Mac missed and needs Full Disk Access for some folders).
+    default = "launchd" if platform == "darwin" else "cron"
+    kind = chosen[0] if chosen else "cron" if cron_only else default
     check_options(kind, opts)
     return kind
 
