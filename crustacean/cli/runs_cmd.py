@@ -63,6 +63,10 @@ def show(
             say(line)
     else:
         say("\nNo tool calls.")
+    _set_aside(rec)
+
+
+def _set_aside(rec: RunRecord) -> None:
     if rec.set_aside:
         say(f"\nSet aside ({len(rec.set_aside)}), the run went on without them:")
         for item in rec.set_aside:
