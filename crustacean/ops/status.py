@@ -203,28 +203,27 @@ def doctor(
     """Every check a user would otherwise learn about from a silent cron job."""
     env = os.environ if env is None else env
     now = now or datetime.now(UTC)
-    out = Doctor()
     try:
         ws = Workspace(root, load_config(root, env))
     except CrustaceanError as e:
-        out.findings.append(Finding("config", "fail", str(e), "fix the file and key it names"))
-        return out
-    out.findings.append(Finding("config", "ok", "every config layer is valid"))
-    out.findings.append(_key_for_cron(ws, env))
-    out.findings += _key_file(ws, env)
-    if ping:
-        out.findings.append(_ping(ws, env))
-    out.findings.append(_git())
-    out.findings.append(_writable(ws))
-    if (repo := _repository(ws)) is not None:
-        out.findings.append(repo)
-    out.findings.append(_leftovers(ws))
-    out.findings += _cron(ws)
-    out.findings.append(_last_run(ws, now))
-    out.findings.append(_lock(ws))
-    out.findings += _openclaw(ws, env)
-    out.findings += _claude_memory(env)
-    return out
+        return Doctor([Finding("config", "fail", str(e), "fix the file and key it names")])
+    return Doctor(
+        [
+            Finding("config", "ok", "every config layer is valid"),
+            _key_for_cron(ws, env),
+            *_key_file(ws, env),
+            *([_ping(ws, env)] if ping else []),
+            _git(),
+            _writable(ws),
+            *_repository(ws),
+            _leftovers(ws),
+            *_cron(ws),
+            _last_run(ws, now),
+            _lock(ws),
+            *_openclaw(ws, env),
+            *_claude_memory(env),
+        ]
+    )
 
 
 def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
@@ -329,18 +328,17 @@ def _git() -> Finding:
     )
 
 
-def _repository(ws: Workspace) -> Finding | None:
+def _repository(ws: Workspace) -> list[Finding]:
     """HEAD and its tree exist (one `git cat-file`, no fsck): a damaged repository fails every
     write, so doctor says so first, with the one command that recovers it."""
     from crustacean.store.versions import Git
 
     if not shutil.which("git") or not (ws.root / ".git").exists():
-        return None
+        return []
     damage = Git(ws.root).damage()
     if damage is None:
-        return Finding("repository", "ok", "HEAD and its tree are intact")
-    what, fix = split_fix(damage)
-    return Finding("repository", "fail", what, fix)
+        return [Finding("repository", "ok", "HEAD and its tree are intact")]
+    return [Finding("repository", "fail", *split_fix(damage))]
 
 
 def _applier(ws: Workspace) -> Applier:
