@@ -303,10 +303,6 @@ def specs(ws: Workspace) -> dict[str, ToolSpec]:
     return {fn.__name__: out.get(fn.__name__) or TOOLS[fn.__name__] for fn in TOOL_FUNCTIONS}
 
 
-def description(name: str, ws: Workspace) -> str:
-    return specs(ws)[name].description
-
-
 # ---------------------------------------------------------------- the server
 
 

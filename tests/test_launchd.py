@@ -35,11 +35,11 @@ def agents(tmp_path: Path) -> Path:
 def test_install_writes_one_agent_that_round_trips(ws: Workspace, tmp_path: Path) -> None:
     out = cli(ws, "install", "--launchd", "--every", "20").stdout
     (path,) = agents(tmp_path).iterdir()
-    assert path.name == f"{launchd.label(ws)}.plist"
+    assert path.name == f"{cron.unit_name(ws)}.plist"
     keys = plistlib.loads(path.read_bytes())
     assert plistlib.loads(plistlib.dumps(keys)) == keys
     assert {k: type(v) for k, v in keys.items()} == KEY_TYPES
-    assert keys["Label"] == launchd.label(ws) == cron.unit_name(ws)
+    assert keys["Label"] == cron.unit_name(ws)
     python = str(Path(sys.executable).absolute())
     argv = [python, "-m", "crustacean", "-w", str(ws.root), "tick", "--log"]
     assert keys["ProgramArguments"] == argv
@@ -52,7 +52,7 @@ def test_install_writes_one_agent_that_round_trips(ws: Workspace, tmp_path: Path
     assert keys["StandardOutPath"] == keys["StandardErrorPath"] == str(ws.logs_dir / "cron.log")
     assert ws.logs_dir.is_dir() and (tmp_path / "userconfig" / "env").is_file()
     assert f"launchctl bootstrap gui/$(id -u) {path}" in out
-    assert f"launchctl bootout gui/$(id -u)/{launchd.label(ws)} 2>/dev/null;" in out
+    assert f"launchctl bootout gui/$(id -u)/{cron.unit_name(ws)} 2>/dev/null;" in out
 
 
 def test_the_agent_runs_what_the_crontab_line_runs(ws: Workspace) -> None:
@@ -70,7 +70,9 @@ def test_reinstall_replaces_and_remove_leaves_nothing(ws: Workspace, tmp_path: P
     (path,) = agents(tmp_path).iterdir()
     assert len(plistlib.loads(path.read_bytes())["StartCalendarInterval"]) == 2
     out = cli(ws, "remove", "--launchd").stdout
-    assert f"Removed {path}" in out and f"launchctl bootout gui/$(id -u)/{launchd.label(ws)}" in out
+    assert (
+        f"Removed {path}" in out and f"launchctl bootout gui/$(id -u)/{cron.unit_name(ws)}" in out
+    )
     assert list(agents(tmp_path).iterdir()) == []
     assert "nothing to remove" in cli(ws, "remove", "--launchd").stdout
 

@@ -2,7 +2,7 @@
 OpenClaw, Kubernetes)."""
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +10,7 @@ import typer
 
 from crustacean.cli.common import CrustaceanGroup, print_json, say, state, warn
 from crustacean.cli.output import verbatim
-from crustacean.config import KEY_ENV
+from crustacean.config import KEY_ENV, env_file_path
 from crustacean.ops import cron, fleet, launchd, openclaw_jobs
 from crustacean.workspace import Workspace
 
@@ -157,100 +157,74 @@ def _install_cron(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
 def _install_systemd(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
     every = 15 if opts.every is None else opts.every
     if opts.template:
-        _install_template(ws, every, opts.unit_dir, as_json)
+        t = fleet.install_template(ws, every=every, unit_dir=opts.unit_dir)
+        fields = {"kind": "systemd-template", "service": str(t.service), "timer": str(t.timer)}
+        fields |= {"instance": t.instance, "enable_command": t.enable_command}
+        lead = "Enable this workspace's instance (each workspace is one instance) with:"
+        _say_written(as_json, fields, [t.service, t.timer], lead, t.enable_command, t.env)
         return
-    result = cron.install_systemd(ws, every=every, unit_dir=opts.unit_dir)
-    if as_json:
-        print_json(
-            {
-                "kind": "systemd",
-                "service": str(result.service),
-                "timer": str(result.timer),
-                "enable_command": result.enable_command,
-                "env_file": str(result.env_file),
-                "created_env_file": result.created_env,
-            }
-        )
-        return
-    say(f"Wrote {result.service}")
-    say(f"Wrote {result.timer}")
-    say("Enable the timer (Persistent=true catches up a run missed while asleep) with:")
-    verbatim(f"  {result.enable_command}")
-    _env_note(result.env_file, result.created_env)
-
-
-def _install_template(ws: Workspace, every: int, unit_dir: Path | None, as_json: bool) -> None:
-    result = fleet.install_template(ws, every=every, unit_dir=unit_dir)
-    if as_json:
-        print_json(
-            {
-                "kind": "systemd-template",
-                "service": str(result.service),
-                "timer": str(result.timer),
-                "instance": result.instance,
-                "enable_command": result.enable_command,
-                "env_file": str(result.env_file),
-                "created_env_file": result.created_env,
-            }
-        )
-        return
-    say(f"Wrote {result.service}")
-    say(f"Wrote {result.timer}")
-    say("Enable this workspace's instance (each workspace is one instance) with:")
-    verbatim(f"  {result.enable_command}")
-    _env_note(result.env_file, result.created_env)
+    r = cron.install_systemd(ws, every=every, unit_dir=opts.unit_dir)
+    fields = {"kind": "systemd", "service": str(r.service), "timer": str(r.timer)}
+    fields |= {"enable_command": r.enable_command}
+    lead = "Enable the timer (Persistent=true catches up a run missed while asleep) with:"
+    _say_written(as_json, fields, [r.service, r.timer], lead, r.enable_command, r.env)
 
 
 def _install_launchd(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
-    result = launchd.install_launchd(ws, every=15 if opts.every is None else opts.every)
+    r = launchd.install_launchd(ws, every=15 if opts.every is None else opts.every)
+    fields = {"kind": "launchd", "plist": str(r.plist), "label": r.label}
+    fields |= {"bootstrap_command": r.bootstrap_command}
+    lead = "Load it (a tick missed while the Mac slept runs when it wakes) with:"
+    _say_written(as_json, fields, [r.plist], lead, r.bootstrap_command, r.env)
+
+
+def _say_written(
+    as_json: bool,
+    fields: Mapping[str, object],
+    wrote: list[Path],
+    lead: str,
+    command: str,
+    env: tuple[Path, bool],
+) -> None:
+    """What an install wrote and the line that turns it on, then the env file runs read."""
     if as_json:
-        print_json(
-            {
-                "kind": "launchd",
-                "plist": str(result.plist),
-                "label": result.label,
-                "bootstrap_command": result.bootstrap_command,
-                "env_file": str(result.env_file),
-                "created_env_file": result.created_env,
-            }
-        )
+        print_json(dict(fields, env_file=str(env[0]), created_env_file=env[1]))
         return
-    say(f"Wrote {result.plist}")
-    say("Load it (a tick missed while the Mac slept runs when it wakes) with:")
-    verbatim(f"  {result.bootstrap_command}")
-    _env_note(result.env_file, result.created_env)
+    for path in wrote:
+        say(f"Wrote {path}")
+    say(lead)
+    verbatim(f"  {command}")
+    _env_note(*env)
 
 
 def _print_openclaw(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
-    plan = openclaw_jobs.plan(ws, os.environ)
+    installed = openclaw_jobs.probe(os.environ)
+    add = openclaw_jobs.add_lines(ws, installed)
+    replaces = installed.takes("--declaration-key")  # adding again updates, not duplicates
     if as_json:
         print_json(
             {
                 "kind": "openclaw",
-                "form": plan.installed.form,
-                "openclaw_version": plan.installed.version or None,
-                "commands": plan.add,
-                "replaces_on_rerun": plan.replaces,
-                "list_command": openclaw_jobs.list_line(),
-                "env_file": str(cron.env_file_for(ws)),
+                "form": installed.form,
+                "openclaw_version": installed.version or None,
+                "commands": add,
+                "replaces_on_rerun": replaces,
+                "list_command": openclaw_jobs.LIST_LINE,
+                "env_file": str(env_file_path(ws.settings)),
             }
         )
         return
-    say(f"# {openclaw_jobs.describe(plan.installed)}.")
+    say(f"# {openclaw_jobs.describe(installed)}.")
     say("# Add these jobs to OpenClaw's scheduler (nothing was written):")
-    for line in plan.add:
+    for line in add:
         verbatim(line)
-    _openclaw_rerun_note(plan.replaces)
-    say(f"# The runs read {KEY_ENV} from {cron.env_file_for(ws)} unless it is in their env.")
-
-
-def _openclaw_rerun_note(replaces: bool) -> None:
     if replaces:
         say("# Adding them again updates the same jobs (their --declaration-key).")
     else:
         say("# This OpenClaw has no --declaration-key, so adding them again duplicates them:")
         say("# remove the old ones first (`crustacean cron remove --openclaw` prints how).")
-    say(f"# See them with `{openclaw_jobs.list_line()}`.")
+    say(f"# See them with `{openclaw_jobs.LIST_LINE}`.")
+    say(f"# The runs read {KEY_ENV} from {env_file_path(ws.settings)} unless it is in their env.")
 
 
 def _print_kubernetes(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
@@ -364,12 +338,10 @@ def _say_removed(
 def _print_openclaw_removal(ws: Workspace, opts: cron.Options, as_json: bool) -> None:
     lines = openclaw_jobs.remove_lines(ws)
     if as_json:
-        print_json(
-            {"kind": "openclaw", "list_command": openclaw_jobs.list_line(), "commands": lines}
-        )
+        print_json({"kind": "openclaw", "list_command": openclaw_jobs.LIST_LINE, "commands": lines})
         return
     say("# OpenClaw removes a job by its id; list them, then remove each crustacean one:")
-    verbatim(openclaw_jobs.list_line())
+    verbatim(openclaw_jobs.LIST_LINE)
     for line in lines:
         verbatim(line)
 

@@ -392,9 +392,10 @@ def fit_table(
         max([cell_len(c.name)] + [max(map(cell_len, r[i].split("\n"))) for r in cells])
         for i, c in enumerate(cols)
     ]
-    widths = _word_safe_widths(
-        natural, cols, [_longest_word(r[i] for r in cells) for i in range(len(cols))]
-    )
+    longest = [
+        max((cell_len(w) for r in cells for w in r[i].split()), default=0) for i in range(len(cols))
+    ]
+    widths = _word_safe_widths(natural, cols, longest)
     table = Table(
         title=title,
         box=box.SIMPLE_HEAD,
@@ -417,13 +418,6 @@ def fit_table(
     for row in cells:
         table.add_row(*(Text(_fit_cell(row[i], cols[i], widths[i])) for i in keep))
     return table
-
-
-def _longest_word(texts: Iterator[str]) -> int:
-    # lazy: rich.cells loads rich, only with a table to print
-    from rich.cells import cell_len
-
-    return max((cell_len(w) for t in texts for w in t.split()), default=0)
 
 
 def _word_safe_widths(

@@ -55,8 +55,7 @@ class SystemdResult:
     service: Path
     timer: Path
     enable_command: str
-    env_file: Path
-    created_env: bool
+    env: tuple[Path, bool]  # the env file runs read, and whether this install created it
 
 
 # --- markers and blocks -----------------------------------------------------------------------
@@ -64,11 +63,12 @@ class SystemdResult:
 
 def markers(ws: Workspace | Path) -> tuple[str, str]:
     """The first and last line of this workspace's block."""
-    root = _root(ws)
+    root = root_of(ws)
     return f"# >>> crustacean {root} >>>", f"# <<< crustacean {root} <<<"
 
 
-def _root(ws: Workspace | Path) -> Path:
+def root_of(ws: Workspace | Path) -> Path:
+    """The workspace's absolute path, as every scheduler names it (no line break allowed)."""
     path = ws.root if isinstance(ws, Workspace) else Path(ws)
     path = path.expanduser().absolute()
     if "\n" in str(path) or "\r" in str(path):
@@ -77,11 +77,6 @@ def _root(ws: Workspace | Path) -> Path:
             "move the workspace to a path without one."
         )
     return path
-
-
-def root_of(ws: Workspace | Path) -> Path:
-    """The workspace's absolute path, as every scheduler names it (no line break allowed)."""
-    return _root(ws)
 
 
 def _span(ws: Workspace | Path, lines: list[str]) -> tuple[int, int] | None:
@@ -169,7 +164,7 @@ def _q(value: str | Path) -> str:
 
 def log_path(ws: Workspace | Path) -> Path:
     """Where every scheduler sends a run's output: the state folder's cron.log (tick rotates it)."""
-    return _root(ws) / STATE_DIR / "logs" / LOG_NAME
+    return root_of(ws) / STATE_DIR / "logs" / LOG_NAME
 
 
 def config_dir() -> Path:
@@ -179,7 +174,7 @@ def config_dir() -> Path:
 
 def run_argv(ws: Workspace | Path, args: list[str], python: str = sys.executable) -> list[str]:
     """`<python> -m crustacean -w <root> <args>`: absolute, so no scheduler's PATH matters."""
-    return [str(Path(python).absolute()), "-m", "crustacean", "-w", str(_root(ws)), *args]
+    return [str(Path(python).absolute()), "-m", "crustacean", "-w", str(root_of(ws)), *args]
 
 
 def run_env() -> dict[str, str]:
@@ -189,7 +184,7 @@ def run_env() -> dict[str, str]:
 
 def command(ws: Workspace | Path, args: list[str], python: str) -> str:
     """The shell command of one line: absolute paths, own PATH, output appended to the log."""
-    root = _root(ws)
+    root = root_of(ws)
     run = " ".join(_q(a) for a in run_argv(ws, args, python))
     env = " ".join(f"{k}={_q(v)}" for k, v in run_env().items())
     return f"cd {_q(root)} && {env} {run} >> {_q(log_path(ws))} 2>&1"
@@ -248,11 +243,6 @@ def rotate_log(path: Path, max_bytes: int = LOG_MAX_BYTES) -> bool:
 # --- env file ---------------------------------------------------------------------------------
 
 
-def env_file_for(ws: Workspace) -> Path:
-    """The env file scheduled runs read: `llm.env_file`, else the default one."""
-    return env_file_path(ws.settings)
-
-
 def ensure_env_file(path: Path) -> bool:
     """Create the env file (mode 0600, a commented template) if missing; True if created."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -264,6 +254,15 @@ def ensure_env_file(path: Path) -> bool:
         f.write(ENV_TEMPLATE)
     os.chmod(path, 0o600)  # the umask may have narrowed it further, never widened it
     return True
+
+
+def prepare_runs(ws: Workspace) -> tuple[Path, bool]:
+    """What every scheduled run needs besides its entry: the env file it reads (`llm.env_file`,
+    else the default; created if missing, True then) and the log's folder."""
+    env_file = env_file_path(ws.settings)
+    created = ensure_env_file(env_file)
+    ws.logs_dir.mkdir(parents=True, exist_ok=True)
+    return env_file, created
 
 
 # --- reading and writing crontabs -------------------------------------------------------------
@@ -346,14 +345,13 @@ def install(
 ) -> InstallResult:
     """Write (or replace) this workspace's block; create the env file if missing."""
     lines = cron_lines(ws, per_stage=per_stage, every=every, python=python)
-    env_file = env_file_for(ws)
     if crontab_file is None and crontab_program() is None:
+        env_file = env_file_path(ws.settings)
         ensure_env_file(env_file)
         raise CronError(_paste_message(ws, lines, env_file))
     text = read_crontab(crontab_file)
     new = replace_block(ws, text, lines)
-    created = ensure_env_file(env_file)
-    ws.logs_dir.mkdir(parents=True, exist_ok=True)
+    env_file, created = prepare_runs(ws)
     if new != text:
         write_crontab(crontab_file, new)
     return InstallResult(lines, target_name(crontab_file), env_file, created)
@@ -384,7 +382,7 @@ def remove(ws: Workspace | Path, *, crontab_file: Path | None = None) -> bool:
 
 def unit_name(ws: Workspace | Path) -> str:
     """`crustacean-<hash>`: one unit pair per workspace path."""
-    return "crustacean-" + hashlib.sha256(str(_root(ws)).encode()).hexdigest()[:10]
+    return "crustacean-" + hashlib.sha256(str(root_of(ws)).encode()).hexdigest()[:10]
 
 
 def default_unit_dir() -> Path:
@@ -393,32 +391,36 @@ def default_unit_dir() -> Path:
     return Path(base) / "systemd" / "user"
 
 
-def _unit_quote(value: str | Path) -> str:
-    """A systemd word: double-quoted when needed, `%` escaped (it starts a specifier)."""
+def unit_quote(value: str | Path, keep: str = "") -> str:
+    """A systemd word: double-quoted when needed, `%` escaped (it starts a specifier) but in
+    the specifier `keep` put there on purpose (fleet's `%I`)."""
     text = str(value).replace("%", "%%")
+    text = text.replace(f"%{keep}", keep) if keep else text
     if any(c in text for c in " \t\"'\\;$"):
         text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return text
 
 
-def systemd_units(
-    ws: Workspace, *, every: int = 15, python: str = sys.executable
-) -> dict[str, str]:
+def service_unit(what: str, cwd: str, argv: list[str], log: str, keep: str = "") -> str:
+    """The oneshot user service that runs `argv` in `cwd` with every run's environment, its
+    output appended to `log` (`what`, `cwd` and `log` as systemd reads them already)."""
+    return (
+        f"[Unit]\nDescription=crustacean tick for {what}\n\n[Service]\nType=oneshot\n"
+        f"WorkingDirectory={cwd}\n"
+        + "".join(f"Environment={unit_quote(f'{k}={v}', keep)}\n" for k, v in run_env().items())
+        + f"ExecStart={' '.join(unit_quote(a, keep) for a in argv)}\n"
+        f"StandardOutput=append:{log}\nStandardError=append:{log}\n"
+    )
+
+
+def systemd_units(ws: Workspace, *, every: int = 15) -> dict[str, str]:
     """`{filename: text}` of the service (runs tick once) and its timer."""
     every_schedule(every)  # same range check as cron
     enabled_stages(ws)
-    root, name = _root(ws), unit_name(ws)
+    root, name = root_of(ws), unit_name(ws)
     log = str(log_path(ws)).replace("%", "%%")
-    argv = run_argv(ws, TICK_ARGS, python)
-    service = (
-        f"[Unit]\nDescription=crustacean tick for {str(root).replace('%', '%%')}\n\n"
-        "[Service]\nType=oneshot\n"
-        f"WorkingDirectory={_unit_quote(root)}\n"
-        + "".join(f"Environment={_unit_quote(f'{k}={v}')}\n" for k, v in run_env().items())
-        + f"ExecStart={' '.join(_unit_quote(a) for a in argv)}\n"
-        f"StandardOutput=append:{log}\n"
-        f"StandardError=append:{log}\n"
-    )
+    argv = run_argv(ws, TICK_ARGS)
+    service = service_unit(str(root).replace("%", "%%"), unit_quote(root), argv, log)
     timer = (
         f"[Unit]\nDescription=crustacean tick every {every} min for "
         f"{str(root).replace('%', '%%')}\n\n"
@@ -429,24 +431,20 @@ def systemd_units(
 
 
 def install_systemd(
-    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None, python: str = sys.executable
+    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None
 ) -> SystemdResult:
     """Write the user service and timer (replacing older ones); the caller enables them."""
-    units = systemd_units(ws, every=every, python=python)
+    units = systemd_units(ws, every=every)
     folder = (unit_dir or default_unit_dir()).absolute()
     folder.mkdir(parents=True, exist_ok=True)
     for filename, text in units.items():
         (folder / filename).write_text(text, "utf-8")
-    env_file = env_file_for(ws)
-    created = ensure_env_file(env_file)
-    ws.logs_dir.mkdir(parents=True, exist_ok=True)
     name = unit_name(ws)
     return SystemdResult(
         folder / f"{name}.service",
         folder / f"{name}.timer",
         f"systemctl --user daemon-reload && systemctl --user enable --now {name}.timer",
-        env_file,
-        created,
+        prepare_runs(ws),
     )
 
 
@@ -467,12 +465,6 @@ def remove_systemd(ws: Workspace | Path, *, unit_dir: Path | None = None) -> lis
 # --- which scheduler -------------------------------------------------------------------------
 
 KINDS = ("cron", "launchd", "systemd", "openclaw", "kubernetes")
-
-
-def default_kind(platform: str = sys.platform) -> str:
-    """What a bare `cron install` / `cron remove` uses: a LaunchAgent on macOS, else cron (macOS
-    cron skips the runs a sleeping Mac missed and needs Full Disk Access for some folders)."""
-    return "launchd" if platform == "darwin" else "cron"
 
 
 @dataclass(frozen=True)
@@ -523,7 +515,10 @@ def pick_kind(chosen: list[str], opts: Options, platform: str = sys.platform) ->
         flags = " and ".join(flag_of(k) for k in chosen)
         raise UsageError(f"{flags} exclude each other; pick one.")
     cron_only = opts.crontab_file is not None or opts.per_stage
-    kind = chosen[0] if chosen else "cron" if cron_only else default_kind(platform)
+    # A bare install / remove uses a LaunchAgent on macOS, else cron (macOS cron skips the runs a
+    # sleeping Mac missed and needs Full Disk Access for some folders).
+    default = "launchd" if platform == "darwin" else "cron"
+    kind = chosen[0] if chosen else "cron" if cron_only else default
     check_options(kind, opts)
     return kind
 

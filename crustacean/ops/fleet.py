@@ -14,7 +14,6 @@ its own workspace's lock, reads its own state folder and calls the model with it
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,11 @@ from crustacean.ops.cron import (
     TICK_ARGS,
     default_unit_dir,
     enabled_stages,
-    ensure_env_file,
-    env_file_for,
     every_schedule,
+    prepare_runs,
     root_of,
     run_argv,
-    run_env,
+    service_unit,
     unit_name,
 )
 from crustacean.workspace import STATE_DIR, Workspace
@@ -59,27 +57,12 @@ def instance(ws: Workspace | Path) -> str:
     return f"{TEMPLATE}{escape_path(root_of(ws))}.timer"
 
 
-def _quote(text: str) -> str:
-    """A unit-file word: `%` escaped unless it is a specifier we put there, quoted if spaced."""
-    text = text.replace("%", "%%").replace("%%I", "%I")
-    return f'"{text}"' if any(c in text for c in " \t\"'\\;$") else text
-
-
-def template_units(
-    ws: Workspace, *, every: int = 15, python: str = sys.executable
-) -> dict[str, str]:
+def template_units(ws: Workspace, *, every: int = 15) -> dict[str, str]:
     """`{filename: text}` of the template service and timer (`%I` is the workspace path)."""
     every_schedule(every)
     enabled_stages(ws)
-    argv = [*run_argv(ws, TICK_ARGS, python)[:4], "%I", *TICK_ARGS]
-    log = f"%I/{STATE_DIR}/logs/cron.log"
-    service = (
-        "[Unit]\nDescription=crustacean tick for %I\n\n[Service]\nType=oneshot\n"
-        "WorkingDirectory=%I\n"
-        + "".join(f"Environment={_quote(f'{k}={v}')}\n" for k, v in run_env().items())
-        + f"ExecStart={' '.join(_quote(a) for a in argv)}\n"
-        f"StandardOutput=append:{log}\nStandardError=append:{log}\n"
-    )
+    argv = [*run_argv(ws, TICK_ARGS)[:4], "%I", *TICK_ARGS]
+    service = service_unit("%I", "%I", argv, f"%I/{STATE_DIR}/logs/cron.log", keep="%I")
     timer = (
         f"[Unit]\nDescription=crustacean tick every {every} min for %I\n\n"
         f"[Timer]\nOnCalendar=*:0/{every}\nPersistent=true\n"
@@ -95,31 +78,21 @@ class TemplateResult:
     timer: Path
     instance: str
     enable_command: str
-    env_file: Path
-    created_env: bool
+    env: tuple[Path, bool]  # as cron.SystemdResult's
 
 
 def install_template(
-    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None, python: str = sys.executable
+    ws: Workspace, *, every: int = 15, unit_dir: Path | None = None
 ) -> TemplateResult:
     """Write (or replace) the template pair; the caller enables this workspace's instance."""
     folder = (unit_dir or default_unit_dir()).absolute()
     folder.mkdir(parents=True, exist_ok=True)
-    for filename, text in template_units(ws, every=every, python=python).items():
+    for filename, text in template_units(ws, every=every).items():
         (folder / filename).write_text(text, "utf-8")
-    env_file = env_file_for(ws)
-    created = ensure_env_file(env_file)
-    ws.logs_dir.mkdir(parents=True, exist_ok=True)
     name = instance(ws)
     enable = f"systemctl --user daemon-reload && systemctl --user enable --now '{name}'"
-    return TemplateResult(
-        folder / f"{TEMPLATE}.service",
-        folder / f"{TEMPLATE}.timer",
-        name,
-        enable,
-        env_file,
-        created,
-    )
+    service, timer = folder / f"{TEMPLATE}.service", folder / f"{TEMPLATE}.timer"
+    return TemplateResult(service, timer, name, enable, prepare_runs(ws))
 
 
 def remove_template(ws: Workspace | Path, *, unit_dir: Path | None = None) -> list[Path]:

@@ -61,23 +61,17 @@ class InitReport:
     root: Path
     created: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
     version: str | None = None
     baseline: str | None = None
+    notes: list[str] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)
     next_steps: tuple[str, ...] = NEXT_STEPS
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "root": str(self.root),
-            "created": self.created,
-            "kept": self.kept,
-            "version": self.version,
-            "baseline": self.baseline,
-            "notes": self.notes,
-            "left_out": [{"path": i.path, "reason": i.reason} for i in self.left_out],
-            "next_steps": list(self.next_steps),
-        }
+        """Every field, in order (a left-out file's kind stays out: its reason says it)."""
+        left_out = [{"path": i.path, "reason": i.reason} for i in self.left_out]
+        plain = {"root": str(self.root), "left_out": left_out, "next_steps": list(self.next_steps)}
+        return self.__dict__ | plain
 
 
 def scaffold_files(
@@ -247,23 +241,20 @@ def _leave_out(git: Git, store: Store) -> list[LeftOut]:
             GITIGNORE if current is None else current.decode("utf-8", "replace"),
             [b.path for b in left],
         )
-        change = (
-            Change(".gitignore", "create", content=text.encode())
-            if current is None
-            else Change(
-                ".gitignore",
-                "overwrite",
-                content=text.encode(),
-                expected_sha256=sha256_hex(current),
-            )
-        )
         store.write_context(
-            [change],
+            [_put(".gitignore", text.encode(), current)],
             actor="user",
             message="crustacean init: leave credentials and large files out of git",
             max_files=1,
         )
     return left
+
+
+def _put(rel: str, data: bytes, current: bytes | None) -> Change:
+    """`rel` created, or overwritten over the `current` bytes it has now."""
+    if current is None:
+        return Change(rel, "create", content=data)
+    return Change(rel, "overwrite", content=data, expected_sha256=sha256_hex(current))
 
 
 def offered_sources(target: Path | None, home: Path | None = None) -> list[SourceConfig]:
@@ -283,12 +274,10 @@ def sources_named(kinds: list[str]) -> list[SourceConfig]:
             f"unknown --source {bad[0]!r}; use {' or '.join(SOURCE_PATHS)} "
             "(give it twice for both)."
         )
-    return [
-        SourceConfig(kind=kind, path=path)
-        for named in dict.fromkeys(kinds)  # in the order given, once each
-        for kind, path in SOURCE_PATHS.items()
-        if kind == named
-    ]
+    known: dict[str, SourceConfig] = {
+        k: SourceConfig(kind=k, path=p) for k, p in SOURCE_PATHS.items()
+    }
+    return [known[kind] for kind in dict.fromkeys(kinds)]  # in the order given, once each
 
 
 def _which_platform(found: list[SourceConfig]) -> str:
@@ -432,12 +421,7 @@ def init_sample(target: Path, now: datetime | None = None) -> InitReport:
     store = Store(ws)
     groups: dict[str, list[Change]] = {}
     for rel, data in sample_files(ws.today(now), now).items():
-        current = store.read_bytes(rel)
-        change = (
-            Change(rel, "create", content=data)
-            if current is None
-            else Change(rel, "overwrite", content=data, expected_sha256=sha256_hex(current))
-        )
+        change = _put(rel, data, store.read_bytes(rel))
         groups.setdefault(_sample_group(rel), []).append(change)
     for what, changes in groups.items():
         written = store.write_context(

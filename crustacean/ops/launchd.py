@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import plistlib
 import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,9 @@ from typing import Any
 from crustacean.ops.cron import (
     TICK_ARGS,
     enabled_stages,
-    ensure_env_file,
-    env_file_for,
     every_schedule,
     log_path,
+    prepare_runs,
     root_of,
     run_argv,
     run_env,
@@ -41,31 +39,22 @@ class LaunchdResult:
     plist: Path
     label: str
     bootstrap_command: str
-    env_file: Path
-    created_env: bool
+    env: tuple[Path, bool]  # as cron.SystemdResult's
 
 
-def label(ws: Workspace | Path) -> str:
-    """The agent's label, derived from the workspace path (the systemd units' name)."""
-    return unit_name(ws)
+def plist_path(ws: Workspace | Path) -> Path:
+    """The agent's plist, named by its label: the systemd units' name for this workspace."""
+    return Path.home() / "Library" / "LaunchAgents" / f"{unit_name(ws)}.plist"
 
 
-def agents_dir() -> Path:
-    return Path.home() / "Library" / "LaunchAgents"
-
-
-def plist_path(ws: Workspace | Path, folder: Path | None = None) -> Path:
-    return (folder or agents_dir()) / f"{label(ws)}.plist"
-
-
-def agent(ws: Workspace, *, every: int = 15, python: str = sys.executable) -> dict[str, Any]:
+def agent(ws: Workspace, *, every: int = 15) -> dict[str, Any]:
     """The LaunchAgent's keys: `tick` at every `every`-th minute of the hour, like `*/N`."""
     every_schedule(every)  # same range check as cron
     enabled_stages(ws)  # and the same schedule validation
     log = str(log_path(ws))
     return {
-        "Label": label(ws),
-        "ProgramArguments": run_argv(ws, TICK_ARGS, python),
+        "Label": unit_name(ws),
+        "ProgramArguments": run_argv(ws, TICK_ARGS),
         "WorkingDirectory": str(root_of(ws)),
         "EnvironmentVariables": run_env(),
         "StartCalendarInterval": [{"Minute": m} for m in range(0, 60, every)],
@@ -84,28 +73,24 @@ def bootstrap_command(path: Path, name: str) -> str:
 
 
 def bootout_command(ws: Workspace | Path) -> str:
-    return f"launchctl bootout {DOMAIN}/{label(ws)}"
+    return f"launchctl bootout {DOMAIN}/{unit_name(ws)}"
 
 
-def install_launchd(
-    ws: Workspace, *, every: int = 15, folder: Path | None = None, python: str = sys.executable
-) -> LaunchdResult:
+def install_launchd(ws: Workspace, *, every: int = 15) -> LaunchdResult:
     """Write (or replace) this workspace's plist; the caller loads it with `launchctl`."""
-    keys = agent(ws, every=every, python=python)
-    path = plist_path(ws, folder)
+    keys = agent(ws, every=every)
+    path = plist_path(ws)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(plistlib.dumps(keys))
     os.replace(tmp, path)
-    env_file = env_file_for(ws)
-    created = ensure_env_file(env_file)
-    ws.logs_dir.mkdir(parents=True, exist_ok=True)  # launchd does not create the log's folder
-    return LaunchdResult(path, label(ws), bootstrap_command(path, label(ws)), env_file, created)
+    env = prepare_runs(ws)  # launchd does not create the log's folder
+    return LaunchdResult(path, unit_name(ws), bootstrap_command(path, unit_name(ws)), env)
 
 
-def remove_launchd(ws: Workspace | Path, *, folder: Path | None = None) -> list[Path]:
+def remove_launchd(ws: Workspace | Path) -> list[Path]:
     """Delete this workspace's plist; return it if it existed."""
-    path = plist_path(ws, folder)
+    path = plist_path(ws)
     if not path.exists():
         return []
     path.unlink()

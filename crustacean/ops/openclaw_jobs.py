@@ -16,7 +16,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +26,7 @@ from crustacean.workspace import Workspace
 
 PROBE_TIMEOUT = 20.0  # seconds for `openclaw … --help` (a Node start-up); doctor must not hang
 COMMAND, AGENT = "command", "agent"
-# Flags newer than `cron add` itself: printed only when the installed OpenClaw lists them (or
-# when no OpenClaw is found, for the current one).
-OPTIONAL = ("--declaration-key", "--light-context")
+LIST_LINE = "openclaw cron list --all"
 
 
 @dataclass(frozen=True)
@@ -56,14 +53,14 @@ def help_flags(text: str) -> frozenset[str]:
     return frozenset(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text))
 
 
-def probe(env: Mapping[str, str], timeout: float = PROBE_TIMEOUT) -> Installed:
+def probe(env: Mapping[str, str]) -> Installed:
     """Ask the `openclaw` on env's PATH for its version and `cron add` options."""
     program = shutil.which("openclaw", path=env.get("PATH", ""))
     if program is None:
         return Installed(False)
     try:
-        version = _run([program, "--version"], env, timeout).strip().splitlines()
-        helptext = _run([program, "cron", "add", "--help"], env, timeout)
+        version = _run([program, "--version"], env).strip().splitlines()
+        helptext = _run([program, "cron", "add", "--help"], env)
     except (OSError, subprocess.SubprocessError) as e:
         return Installed(True, error=str(e).splitlines()[0] if str(e) else type(e).__name__)
     flags, first = help_flags(helptext), _version(version[0] if version else "")
@@ -78,9 +75,9 @@ def _version(line: str) -> str:
     return found.group(0) if found else line.strip()
 
 
-def _run(argv: list[str], env: Mapping[str, str], timeout: float) -> str:
+def _run(argv: list[str], env: Mapping[str, str]) -> str:
     done = subprocess.run(
-        argv, env=dict(env), capture_output=True, text=True, timeout=timeout, check=True
+        argv, env=dict(env), capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=True
     )
     return done.stdout + done.stderr
 
@@ -100,7 +97,7 @@ def zone(ws: Workspace) -> str:
     return ws.settings.workspace.timezone or str(getattr(ws.tz, "key", "") or ws.tz)
 
 
-def add_lines(ws: Workspace, installed: Installed, python: str = sys.executable) -> list[str]:
+def add_lines(ws: Workspace, installed: Installed) -> list[str]:
     """One `openclaw cron add …` per enabled stage, on that stage's schedule; writes nothing."""
     out = []
     for stage, expr in enabled_stages(ws):
@@ -109,7 +106,7 @@ def add_lines(ws: Workspace, installed: Installed, python: str = sys.executable)
             words += ["--declaration-key", declaration_key(ws, stage)]
         words += ["--description", f"crustacean {stage} for {ws.root}"]
         words += ["--cron", expr, "--tz", zone(ws)]
-        argv = run_argv(ws, [stage], python)
+        argv = run_argv(ws, [stage])
         setting = f"{CONFIG_DIR_ENV}={config_dir()}"
         if installed.form == COMMAND and installed.takes("--command-env"):
             words += ["--command-argv", json.dumps(argv), "--command-cwd", str(ws.root)]
@@ -133,35 +130,12 @@ def _message(argv: list[str]) -> str:
     )
 
 
-def list_line() -> str:
-    return "openclaw cron list --all"
-
-
 def remove_lines(ws: Workspace) -> list[str]:
     """`openclaw cron rm` takes a job id, which only `cron list` knows: one line per job name."""
     return [
-        f"openclaw cron rm <job-id>  # the id `{list_line()}` shows for {job_name(ws, stage)}"
+        f"openclaw cron rm <job-id>  # the id `{LIST_LINE}` shows for {job_name(ws, stage)}"
         for stage in STAGES  # a stage disabled since its job was added still has one
     ]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The jobs to add for this workspace and what the installed OpenClaw makes of them."""
-
-    installed: Installed
-    add: list[str]
-
-    @property
-    def replaces(self) -> bool:
-        """Whether adding them again updates the same jobs (a declaration key) or duplicates."""
-        return self.installed.takes("--declaration-key")
-
-
-def plan(ws: Workspace, env: Mapping[str, str], python: str = sys.executable) -> Plan:
-    """Probe the installed OpenClaw, then build the lines it takes."""
-    installed = probe(env)
-    return Plan(installed, add_lines(ws, installed, python))
 
 
 def describe(installed: Installed) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from crustacean.config import STAGES, load_config
 from crustacean.errors import CrustaceanError
+from crustacean.ops import cron, fleet, launchd, openclaw_jobs
 from crustacean.runs import RunRecord, last_run, latest_run, list_runs
 from crustacean.schedule import next_slot
 from crustacean.workspace import WORKING_MEMORY, Workspace
@@ -127,11 +128,9 @@ def cron_state(ws: Workspace) -> str:
     if _scheduled_elsewhere(ws):
         return "installed"
     try:
-        from crustacean.ops.cron import is_installed, read_crontab
-
-        installed = is_installed(ws, read_crontab(None, offer_file=False))
+        installed = cron.is_installed(ws, cron.read_crontab(None, offer_file=False))
         return "installed" if installed else "not installed"
-    except (ImportError, CrustaceanError, OSError) as e:
+    except (CrustaceanError, OSError) as e:
         return f"unknown: {str(e).splitlines()[0]}"
 
 
@@ -204,28 +203,27 @@ def doctor(
     """Every check a user would otherwise learn about from a silent cron job."""
     env = os.environ if env is None else env
     now = now or datetime.now(UTC)
-    out = Doctor()
     try:
         ws = Workspace(root, load_config(root, env))
     except CrustaceanError as e:
-        out.findings.append(Finding("config", "fail", str(e), "fix the file and key it names"))
-        return out
-    out.findings.append(Finding("config", "ok", "every config layer is valid"))
-    out.findings.append(_key_for_cron(ws, env))
-    out.findings += _key_file(ws, env)
-    if ping:
-        out.findings.append(_ping(ws, env))
-    out.findings.append(_git())
-    out.findings.append(_writable(ws))
-    if (repo := _repository(ws)) is not None:
-        out.findings.append(repo)
-    out.findings.append(_leftovers(ws))
-    out.findings += _cron(ws)
-    out.findings.append(_last_run(ws, now))
-    out.findings.append(_lock(ws))
-    out.findings += _openclaw(ws, env)
-    out.findings += _claude_memory(env)
-    return out
+        return Doctor([Finding("config", "fail", str(e), "fix the file and key it names")])
+    return Doctor(
+        [
+            Finding("config", "ok", "every config layer is valid"),
+            _key_for_cron(ws, env),
+            *_key_file(ws, env),
+            *([_ping(ws, env)] if ping else []),
+            _git(),
+            _writable(ws),
+            *_repository(ws),
+            _leftovers(ws),
+            *_cron(ws),
+            _last_run(ws, now),
+            _lock(ws),
+            *_openclaw(ws, env),
+            *_claude_memory(env),
+        ]
+    )
 
 
 def _key_for_cron(ws: Workspace, env: Mapping[str, str]) -> Finding:
@@ -330,30 +328,17 @@ def _git() -> Finding:
     )
 
 
-def _repository(ws: Workspace) -> Finding | None:
+def _repository(ws: Workspace) -> list[Finding]:
     """HEAD and its tree exist (one `git cat-file`, no fsck): a damaged repository fails every
     write, so doctor says so first, with the one command that recovers it."""
     from crustacean.store.versions import Git
 
     if not shutil.which("git") or not (ws.root / ".git").exists():
-        return None
+        return []
     damage = Git(ws.root).damage()
     if damage is None:
-        return Finding("repository", "ok", "HEAD and its tree are intact")
-    what, fix = split_fix(damage)
-    return Finding("repository", "fail", what, fix)
-
-
-def fix_repository(root: Path) -> str | None:
-    """`doctor --fix`: a damaged repository recovered (the files on disk as a new version on
-    its last intact commit); what was done, or None when nothing needed it."""
-    ws = Workspace(root, load_config(root))
-    done = _applier(ws).rebuild_damaged()
-    if done is None:
-        return None
-    commit, parent = done
-    on = f"on version {parent[:12]}" if parent else "as a new first version"
-    return f"recorded the files on disk as version {commit[:12]} {on}"
+        return [Finding("repository", "ok", "HEAD and its tree are intact")]
+    return [Finding("repository", "fail", *split_fix(damage))]
 
 
 def _applier(ws: Workspace) -> Applier:
@@ -383,27 +368,27 @@ def _leftovers(ws: Workspace) -> Finding:
 
 
 def doctor_fixes(root: Path) -> list[tuple[str, str]]:
-    """`doctor --fix`: each repair that was needed, as (check, what was done)."""
-    done = [("repository", fix_repository(root)), ("interrupted write", fix_interrupted(root))]
-    return [(name, what) for name, what in done if what is not None]
-
-
-def fix_interrupted(root: Path) -> str | None:
-    """`doctor --fix`: what a killed write left, repaired as the next call would (its files
-    undone or kept, a version a later commit dropped made again, stale locks and temp files
-    removed); what was done, or None when nothing needed it."""
+    """`doctor --fix`: each repair that was needed, as (check, what was done). A damaged
+    repository is recovered first (the files on disk as a new version on its last intact
+    commit); then what a killed write left is repaired as the next call would (its files undone
+    or kept, a version a later commit dropped made again, stale locks and temp files removed)."""
     ws = Workspace(root, load_config(root))
+    done = []
+    if (rebuilt := _applier(ws).rebuild_damaged()) is not None:
+        commit, parent = rebuilt
+        on = f"on version {parent[:12]}" if parent else "as a new first version"
+        done.append(("repository", f"recorded the files on disk as version {commit[:12]} {on}"))
     applier = _applier(ws)
     had = applier.leftovers()
     undone, stray = applier.repair()
-    if not had and not stray and not undone:
-        return None
-    done = ["repaired an interrupted write" if had else "cleaned up after a killed write"]
-    if undone:
-        done.append("its unfinished files put back")
-    if stray:
-        done.append("removed " + ", ".join(stray[:5]) + (" …" if stray[5:] else ""))
-    return "; ".join(done)
+    if had or stray or undone:
+        what = ["repaired an interrupted write" if had else "cleaned up after a killed write"]
+        if undone:
+            what.append("its unfinished files put back")
+        if stray:
+            what.append("removed " + ", ".join(stray[:5]) + (" …" if stray[5:] else ""))
+        done.append(("interrupted write", "; ".join(what)))
+    return done
 
 
 def _writable(ws: Workspace) -> Finding:
@@ -438,11 +423,7 @@ def _cron(ws: Workspace) -> list[Finding]:
     if elsewhere:
         return [Finding("schedule", "ok", f"installed: {elsewhere}")]
     try:
-        from crustacean.ops.cron import block_for, read_crontab
-    except ImportError:
-        return [Finding("cron entry", "warn", "cron support is not available")]
-    try:
-        block = block_for(ws, read_crontab(None, offer_file=False))
+        block = cron.block_for(ws, cron.read_crontab(None, offer_file=False))
     except (CrustaceanError, OSError) as e:
         return [
             Finding(
@@ -486,8 +467,6 @@ def _cron(ws: Workspace) -> list[Finding]:
 
 def _scheduled_elsewhere(ws: Workspace) -> str:
     """A LaunchAgent or systemd timer for this workspace, which stand in for a crontab entry."""
-    from crustacean.ops import cron, fleet, launchd
-
     units = cron.default_unit_dir()
     for path in (
         launchd.plist_path(ws),
@@ -590,9 +569,8 @@ def _serves_openclaw(ws: Workspace, data: Any, home: Path) -> bool:
     """The workspace is one of OpenClaw's agent workspaces, or collects OpenClaw transcripts."""
     if any(src.kind == "openclaw" for src in ws.settings.sources):
         return True
-    agents = _dig(data, "agents") or {}
-    places = [_dig(agents, "defaults", "workspace") or str(home / ".openclaw/workspace")]
-    places += [a.get("workspace") for a in _dig(agents, "list") or [] if isinstance(a, dict)]
+    default_ws, agents = _agents(data, home)
+    places = [default_ws, *(a.get("workspace") for a in agents)]
     root = ws.root.resolve()
     return any(_home_path(str(p), home).resolve() == root for p in places if p)
 
@@ -642,13 +620,10 @@ def _claude_memory(env: Mapping[str, str]) -> list[Finding]:
 def _memory_search(ws: Workspace, data: Any, config: Path, home: Path) -> Finding:
     """knowledge/ is indexed if any extraPaths entry (defaults or any agent) resolves to it, the
     way OpenClaw resolves them: `~` is home, a relative path is inside the agent's workspace."""
-    agents = _dig(data, "agents") or {}
-    default_ws = _dig(agents, "defaults", "workspace") or str(home / ".openclaw/workspace")
-    scopes = [(_dig(agents, "defaults", "memorySearch"), default_ws)]
+    default_ws, agents = _agents(data, home)
+    scopes = [(_dig(data, "agents", "defaults", "memorySearch"), default_ws)]
     scopes.append((_dig(data, "memorySearch"), default_ws))
-    for agent in _dig(agents, "list") or []:
-        if isinstance(agent, dict):
-            scopes.append((agent.get("memorySearch"), agent.get("workspace") or default_ws))
+    scopes += [(a.get("memorySearch"), a.get("workspace") or default_ws) for a in agents]
     knowledge = (ws.root / "knowledge").resolve()
     for search, base in scopes:
         extra = search.get("extraPaths") if isinstance(search, dict) else None
@@ -664,6 +639,12 @@ def _memory_search(ws: Workspace, data: Any, config: Path, home: Path) -> Findin
         "knowledge/ is not in memorySearch.extraPaths, so OpenClaw's memory_search cannot find it",
         f"add {ws.root / 'knowledge'} to agents.defaults.memorySearch.extraPaths in {config}",
     )
+
+
+def _agents(data: Any, home: Path) -> tuple[str, list[dict[str, Any]]]:
+    """OpenClaw's default agent workspace, and its listed agents."""
+    default_ws = _dig(data, "agents", "defaults", "workspace") or str(home / ".openclaw/workspace")
+    return default_ws, [a for a in _dig(data, "agents", "list") or [] if isinstance(a, dict)]
 
 
 def _home_path(text: str, home: Path) -> Path:
@@ -695,8 +676,6 @@ def _dreaming(data: Any) -> list[Finding]:
 
 def _openclaw_cron(env: Mapping[str, str]) -> list[Finding]:
     """Which `openclaw cron add` form the installed OpenClaw takes (nothing if none on PATH)."""
-    from crustacean.ops import openclaw_jobs
-
     installed = openclaw_jobs.probe(env)
     if not installed.found:
         return []

@@ -95,8 +95,12 @@ class TickResult:
         failed = any(o.status == "failed" for o in self.outcomes)
         return EXIT_FAILED if failed else EXIT_OK
 
-    def lines(self, tz: tzinfo = UTC) -> list[str]:
-        """What `tick` prints: one line per stage, then a plan's estimate."""
+    def shown(self, tz: tzinfo, *, log: bool = False, verbose: bool = False) -> list[str]:
+        """What `tick` prints: one line per stage, then a plan's estimate; or with `log` the cron
+        log's one line (none for a tick that ran nothing, unless `verbose`)."""
+        if log:
+            line = log_line(self.outcomes, self.ended or wall_clock(), tz, verbose=verbose)
+            return [line] if line else []
         lines = [outcome_line(o, tz) for o in self.outcomes]
         if self.plan:
             lines.append(
@@ -104,14 +108,6 @@ class TickResult:
                 "tools takes a few turns). Nothing was run or written."
             )
         return lines
-
-    def shown(self, tz: tzinfo, *, log: bool = False, verbose: bool = False) -> list[str]:
-        """What `tick` prints: its lines, or with `log` the cron log's one line (none for a
-        tick that ran nothing, unless `verbose`)."""
-        if not log:
-            return self.lines(tz)
-        line = log_line(self.outcomes, self.ended or wall_clock(), tz, verbose=verbose)
-        return [line] if line else []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -224,7 +220,7 @@ def collect_waits(
 
 def scheduled_stage(ws: Workspace, stage: str) -> Stage[Any, Any]:
     """The stage as tick runs it: collect with its batching rule, the others as they are."""
-    # lazy: as in run_due
+    # lazy: as in tick
     from crustacean.stages import registry
 
     found = registry.stage(stage)
@@ -240,32 +236,9 @@ def scheduled_stage(ws: Workspace, stage: str) -> Stage[Any, Any]:
     )
 
 
-def run_due(
-    ws: Workspace,
-    stage: str,
-    env: Mapping[str, str] | None,
-    clock: Clock,
-) -> tuple[str | None, str | None]:
-    """Run one stage; (status, error line). A stage's own error fails only that stage;
-    LockedError propagates (the run was refused before any record was written)."""
-    # lazy: the stages, the model SDK and the run records' redaction load only when a stage is
-    # due, so a no-op tick (cron's usual one) decides and returns without them
-    from crustacean.runs import error_line
-
-    try:
-        record = scheduled_stage(ws, stage).run(ws, env=env, clock=clock).record
-    except LockedError:
-        raise
-    except Exception as e:  # a failing stage must not block the others
-        return "failed", error_line(e)
-    if record is None:
-        return None, None
-    return record.status, record.error
-
-
 def preview_stage(ws: Workspace, stage: str, clock: Clock) -> Preview:
     """Ask the stage itself for its plan (no call, nothing written, no run recorded)."""
-    # lazy: as in run_due, only a plan loads the stages
+    # lazy: as in tick, only a plan loads the stages
     from crustacean.stages import registry
 
     result = registry.stage(stage).run(ws, plan=True, clock=clock)
@@ -329,14 +302,19 @@ def tick(
                 StageOutcome(due.stage, due, None, "workspace locked by another run")
             )
             continue
-        try:
-            status, error = run_due(ws, due.stage, env, clock)
-        except LockedError as e:
-            # lazy: as in run_due (a stage was due)
-            from crustacean.runs import error_line
+        # lazy: the stages, the model SDK and the run records' redaction load only when a stage
+        # is due, so a no-op tick (cron's usual one) decides and returns without them
+        from crustacean.runs import error_line
 
+        status: str | None = None
+        try:
+            record = scheduled_stage(ws, due.stage).run(ws, env=env, clock=clock).record
+            status, error = (record.status, record.error) if record else (None, None)
+        except LockedError as e:  # refused before any run record was written
             result.locked = True
-            status, error = None, error_line(e)
+            error = error_line(e)
+        except Exception as e:  # a failing stage must not block the others
+            status, error = "failed", error_line(e)
         result.outcomes.append(StageOutcome(due.stage, due, status, error))
     result.ended = clock()
     return result

@@ -15,10 +15,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
+
+from starlette.requests import HTTPConnection
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -62,8 +65,8 @@ class Guard:
     def csrf(self) -> str:
         return hmac.new(self.token.encode(), b"csrf", hashlib.sha256).hexdigest()
 
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}?{urlencode({'token': self.token})}"
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/?{urlencode({'token': self.token})}"
 
     def host_ok(self, host: str | None) -> bool:
         return host is not None and host.lower() in self.hosts
@@ -81,19 +84,6 @@ class Guard:
         return origin is None or origin in {f"http://{h}" for h in self.hosts}
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
-
-
-def _cookies(header: str) -> dict[str, str]:
-    out = {}
-    for part in header.split(";"):
-        name, sep, value = part.strip().partition("=")
-        if sep:
-            out[name] = value
-    return out
-
-
 class GuardMiddleware:
     """Refuses a wrong Host, a missing token and a foreign POST before any route runs."""
 
@@ -105,70 +95,43 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
-        g = self.guard
-        if not g.host_ok(headers.get("host")):
-            await _plain(send, 421, "Refused: this address is not the crustacean ui's own host.")
-            return
-        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        given = next((v for k, v in query if k == "token"), None)
-        if given is not None:
-            await self._enter(scope, send, given, [(k, v) for k, v in query if k != "token"])
-            return
-        if not g.token_ok(_cookies(headers.get("cookie", "")).get(g.cookie)):
-            await _plain(
-                send,
-                403,
-                "Refused: open the URL that `crustacean ui` printed (it holds the token).",
-            )
-            return
-        if scope["method"] not in SAFE_METHODS and not g.origin_ok(
-            headers.get("origin"), headers.get("sec-fetch-site")
+        conn, g = HTTPConnection(scope), self.guard
+        query, send = conn.query_params, _secured(send)
+        if not g.host_ok(conn.headers.get("host")):
+            refusal = "Refused: this address is not the crustacean ui's own host."
+            response: Response = PlainTextResponse(refusal, 421)
+        elif "token" in query:
+            response = self._enter(scope, query.getlist("token")[0], query.multi_items())
+        elif not g.token_ok(conn.cookies.get(g.cookie)):
+            refusal = "Refused: open the URL that `crustacean ui` printed (it holds the token)."
+            response = PlainTextResponse(refusal, 403)
+        elif scope["method"] not in SAFE_METHODS and not g.origin_ok(
+            conn.headers.get("origin"), conn.headers.get("sec-fetch-site")
         ):
-            await _plain(send, 403, "Refused: changes are accepted only from the ui's own pages.")
+            refusal = "Refused: changes are accepted only from the ui's own pages."
+            response = PlainTextResponse(refusal, 403)
+        else:
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, _secured(send))
+        await response(scope, receive, send)
 
-    async def _enter(
-        self, scope: Scope, send: Send, given: str, rest: list[tuple[str, str]]
-    ) -> None:
+    def _enter(self, scope: Scope, given: str, query: list[tuple[str, str]]) -> Response:
         """A valid token becomes the cookie, and the token leaves the address bar and history."""
         if scope["method"] not in SAFE_METHODS or not self.guard.token_ok(given):
-            await _plain(
-                send, 403, "Refused: that token is not this server's; use the URL it printed."
-            )
-            return
+            refusal = "Refused: that token is not this server's; use the URL it printed."
+            return PlainTextResponse(refusal, 403)
+        rest = [(k, v) for k, v in query if k != "token"]
         location = scope.get("path", "/") + (f"?{urlencode(rest)}" if rest else "")
         cookie = f"{self.guard.cookie}={self.guard.token}; Path=/; HttpOnly; SameSite=Strict"
-        await _respond(
-            send,
-            303,
-            b"",
-            [(b"location", location.encode()), (b"set-cookie", cookie.encode())],
-        )
+        return RedirectResponse(location, 303, headers={"set-cookie": cookie})  # %-quoted
 
 
 def _secured(send: Send) -> Send:
+    """Every response, a route's or a refusal, carries the strict headers."""
+
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
             message["headers"] = [*message.get("headers", []), *HEADERS]
         await send(message)
 
     return wrapped
-
-
-async def _plain(send: Send, status: int, text: str) -> None:
-    await _respond(send, status, text.encode(), [(b"content-type", b"text/plain; charset=utf-8")])
-
-
-async def _respond(
-    send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]]
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [*headers, (b"content-length", str(len(body)).encode()), *HEADERS],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

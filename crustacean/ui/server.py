@@ -155,13 +155,8 @@ def _guarded(ctx: UiContext, call: Callable[[Workspace], Response]) -> Response:
 
 
 def _status_of(e: CrustaceanError) -> int:
-    if isinstance(e, StaleWriteError):
-        return 409
-    if isinstance(e, LockedError):
-        return 423
-    if isinstance(e, PolicyError):
-        return 403
-    return 400
+    codes = ((StaleWriteError, 409), (LockedError, 423), (PolicyError, 403))
+    return next((code for kind, code in codes if isinstance(e, kind)), 400)
 
 
 def _html(
@@ -193,10 +188,6 @@ def _redirect(url: str) -> Response:
 def _paged(request: Request, items: Sequence[T], size: int) -> views.Paged[T]:
     """The page of `items` that the request's `?page=` asks for."""
     return views.page_of(items, views.page_number(request.query_params.get("page")), size)
-
-
-def _store(ws: Workspace) -> Store:
-    return Store(ws)
 
 
 # ---------------------------------------------------------------- overview
@@ -235,7 +226,7 @@ def overview(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 def files(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """The workspace tree, one folder at a time (a folder of 10,000 memories is paged)."""
     folder = request.query_params.get("dir", "").strip("/")
-    infos = _store(ws).list_context_files(f"{folder}/" if folder else None)
+    infos = Store(ws).list_context_files(f"{folder}/" if folder else None)
     entries = views.folder_entries(folder, infos)
     paged = _paged(request, entries, FILES_PER_PAGE)
     return _html(
@@ -255,7 +246,7 @@ def file_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     path = request.query_params.get("path", "")
     if not path:
         raise UsageError("no file named; pick one on the Files page.")
-    store = _store(ws)
+    store = Store(ws)
     content = store.read_context_file(path)
     view = "raw" if request.query_params.get("view") == "raw" else "rendered"
     hl = views.line_range(request.query_params.get("hl"))
@@ -300,7 +291,7 @@ def versions(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean history`, paged: the page asks for one more row than it shows."""
     page = views.page_number(request.query_params.get("page"))
     path = request.query_params.get("path") or None
-    found = hist.history(_store(ws), path, page * VERSIONS_PER_PAGE + 1)
+    found = hist.history(Store(ws), path, page * VERSIONS_PER_PAGE + 1)
     paged = views.page_of(found, page, VERSIONS_PER_PAGE)
     return _html(
         ctx,
@@ -315,7 +306,7 @@ def versions(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 
 def version_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean show`: who, why, and the diff, with a rollback per file and for all."""
-    store = _store(ws)
+    store = Store(ws)
     shown = views.parse_show(hist.show(store, request.path_params["vid"]))
     only = request.query_params.get("file")
     chosen = [f for f in shown.files if f.path == only] if only else shown.files
@@ -340,7 +331,7 @@ def previous_version(ctx: UiContext, ws: Workspace, request: Request) -> Respons
     """The version before this one that changed a file (worked out on the click, not for every
     file of a page), or the file's history when it is further back than the history reaches."""
     path = request.query_params.get("path") or ""
-    found = hist.previous_version(_store(ws), request.path_params["vid"], path) if path else None
+    found = hist.previous_version(Store(ws), request.path_params["vid"], path) if path else None
     if found is None:
         return _redirect(f"/versions{render.query_string(path=path)}")
     return _redirect(f"/versions/{found}{render.query_string(file=path)}")
@@ -349,7 +340,7 @@ def previous_version(ctx: UiContext, ws: Workspace, request: Request) -> Respons
 def undo_confirm(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """What undoing a version (or one file of it) would change, before anything is written."""
     path = request.query_params.get("path") or None
-    store = _store(ws)
+    store = Store(ws)
     plan = hist.undo_changes(store, request.path_params["vid"], path)
     diff, cut = _planned_diff(store, plan.changes)
     return _html(
@@ -371,7 +362,7 @@ def undo_do(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> 
     """`crustacean undo VERSION [PATH]`, if it still changes what the page showed."""
     vid = request.path_params["vid"]
     path = str(form.get("path") or "") or None
-    store = _store(ws)
+    store = Store(ws)
     plan = hist.undo_changes(store, vid, path)
     if views.change_digest(plan.parent, plan.changes) != form.get("digest"):
         raise StaleWriteError(
@@ -385,7 +376,7 @@ def undo_do(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> 
 
 
 def _rollback_plan(ws: Workspace, vid: str, path: str | None) -> tuple[Store, str, list[Change]]:
-    store = _store(ws)
+    store = Store(ws)
     target, changes = hist.rollback_changes(store, vid, [path] if path else [])
     return store, target, changes
 
@@ -476,7 +467,7 @@ def rollback_do(ctx: UiContext, ws: Workspace, request: Request, form: FormData)
 
 def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
     """`crustacean review` as approval cards, each with its diff against the files now."""
-    store = _store(ws)
+    store = Store(ws)
     status = request.query_params.get("status", "pending")
     if status not in ("pending", "approved", "rejected", "all"):
         status = "pending"
@@ -518,7 +509,7 @@ def proposals_page(ctx: UiContext, ws: Workspace, request: Request) -> Response:
 def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean review approve ID`."""
     pid = request.path_params["pid"]
-    result = review.approve(_store(ws), pid, review.local_user("in the review page"))
+    result = review.approve(Store(ws), pid, review.local_user("in the review page"))
     if result.version:
         return _redirect(f"/versions/{result.version}?done=approved")
     return _redirect(f"/proposals?done=approved-{pid}")
@@ -527,7 +518,7 @@ def approve(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> 
 def reject(ctx: UiContext, ws: Workspace, request: Request, form: FormData) -> Response:
     """`crustacean review reject ID --reason …`."""
     pid = request.path_params["pid"]
-    review.reject(_store(ws), pid, str(form.get("reason") or ""))
+    review.reject(Store(ws), pid, str(form.get("reason") or ""))
     return _redirect(f"/proposals?done=rejected-{pid}")
 
 

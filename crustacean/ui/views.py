@@ -311,9 +311,10 @@ class RawPage:
     cut: bool  # a line on this page was too long and is shown shortened
 
 
-def raw_page(text: str, page: int, size: int = LINES_PER_PAGE) -> RawPage:
+def raw_page(text: str, page: int) -> RawPage:
     """Page `page` of the lines of a file, each page at most about `MAX_TEXT_CHARS` long."""
     lines = text.splitlines()
+    size = LINES_PER_PAGE
     pages = max(1, -(-len(lines) // size))
     paged = page_of(lines, min(page, pages), size)
     budget, shown, cut = MAX_TEXT_CHARS, [], False
@@ -325,8 +326,8 @@ def raw_page(text: str, page: int, size: int = LINES_PER_PAGE) -> RawPage:
     return RawPage(shown, (paged.page - 1) * size + 1, paged, cut)
 
 
-def page_of_line(line: int, size: int = LINES_PER_PAGE) -> int:
-    return (line - 1) // size + 1
+def page_of_line(line: int) -> int:
+    return (line - 1) // LINES_PER_PAGE + 1
 
 
 def line_range(raw: str | None) -> tuple[int, int] | None:
