@@ -77,6 +77,31 @@ def test_init_on_a_file_is_a_usage_error(tmp_path: Path) -> None:
     assert (tmp_path / "f").read_text() == "x"
 
 
+def test_workspace_flag_names_the_folder_init_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`crustacean -w X init` inits X, never the folder the shell is in (as `git -C X init`)."""
+    here = tmp_path / "project"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    run_cli("-w", str(tmp_path / "ws"), "init", "--no-detect")
+    assert (tmp_path / "ws/crustacean.toml").is_file()
+    assert list(here.iterdir()) == []
+    run_cli("-w", str(tmp_path / "ws"), "init", str(tmp_path / "ws"), "--no-detect")  # the same
+
+
+def test_two_different_folders_for_init_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "project"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    result = run_cli("-w", str(here / "a"), "init", str(here / "b"), code=2)
+    assert "init was given two folders" in result.stderr
+    assert "give the folder once" in result.stderr
+    assert list(here.iterdir()) == []
+
+
 def _openclaw_workspace(root: Path) -> None:
     """What an OpenClaw user already has: their own foundation files, logs and notes."""
     (root / "memory/contacts").mkdir(parents=True)

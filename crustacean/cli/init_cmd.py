@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from crustacean.cli.common import console, print_json, say
+from crustacean.cli.common import console, print_json, say, state
 from crustacean.cli.output import Col, fit_table
 from crustacean.errors import UsageError
 from crustacean.ops.init import InitReport, InitRequest, initialize
@@ -18,11 +18,12 @@ if TYPE_CHECKING:
 
 
 def init(
+    ctx: typer.Context,
     directory: Annotated[
         Path | None,
         typer.Argument(
             help="Workspace folder to create or adopt. Never the home folder or one above it.",
-            show_default="current folder",
+            show_default="the --workspace folder, else the current folder",
         ),
     ] = None,
     daily_dir: Annotated[
@@ -66,12 +67,24 @@ def init(
 
     The one exception: memory/.system/ docs you never edited are replaced by the shipped ones;
     an edited one is kept and the new version becomes a proposal (crustacean review)."""
+    directory = _folder(directory, state(ctx).workspace)
     request = InitRequest(directory, daily_dir, not no_detect, tuple(source or ()), sample)
     report = initialize(request, _ask_which if _interactive() else None)
     if as_json:
         print_json(report.to_json())
         return
     _say_report(report, sample=sample, verbose=verbose)
+
+
+def _folder(directory: Path | None, workspace: Path | None) -> Path | None:
+    """The folder to init: `crustacean -w X init` inits X, as `git -C X init` does (init
+    never looks for the nearest workspace upwards: that one exists already)."""
+    if directory is None or workspace is None or directory.resolve() == workspace.resolve():
+        return directory or workspace
+    raise UsageError(
+        f"init was given two folders, {directory} and --workspace {workspace}; "
+        "give the folder once."
+    )
 
 
 def _say_report(report: InitReport, *, sample: bool, verbose: bool) -> None:
