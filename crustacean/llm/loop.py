@@ -15,13 +15,7 @@ from crustacean.llm.tools import TOOLS, ToolExecutor, ToolOutcome, ToolSpec
 from crustacean.usage import Usage, cost, usage_of
 
 EPHEMERAL = {"type": "ephemeral"}
-DEFAULT_TOOLS = (
-    "list_context_files",
-    "read_context_file",
-    "search_memory",
-    "write_context",
-    "finish",
-)
+DEFAULT_TOOLS = tuple(TOOLS)
 
 
 @dataclass(frozen=True)

@@ -134,14 +134,9 @@ def cursor_before(cursor: Cursor, message: Message) -> Cursor:
     return replace(cursor, offset=offset, lines=max(0, message.line - 1), head_hash=head)
 
 
-def parse_line(parser: LineParser, raw: bytes | None, line: int) -> list[Message] | None:
-    """One line through the parser; any surprise in the data is a bad line, not a crash."""
-    found = parse_line_or_why(parser, raw, line)
-    return None if isinstance(found, str) else found
-
-
 def parse_line_or_why(parser: LineParser, raw: bytes | None, line: int) -> list[Message] | str:
-    """`parse_line`, with why a bad line is bad instead of None."""
+    """One line through the parser, or why it is bad: any surprise in the data is a bad line,
+    not a crash."""
     if raw is None:
         return f"longer than {base.MAX_LINE_BYTES // (1024 * 1024)} MB"
     if not raw.strip():

@@ -519,13 +519,9 @@ def event_day(value: object, said: datetime, tz: tzinfo, first: date | None) -> 
     return None if day == own else day
 
 
-def cited(value: object, refs: Mapping[str, Message]) -> list[Message]:
-    """The chunk's messages an item names (`m12`, `[m12]`, or a comma list)."""
-    return cited_and_bogus(value, refs)[0]
-
-
 def cited_and_bogus(value: object, refs: Mapping[str, Message]) -> tuple[list[Message], list[str]]:
-    """The chunk's messages an item names, and the names that name none of them."""
+    """The chunk's messages an item names (`m12`, `[m12]`, or a comma list), and the names
+    that name none of them."""
     names = value.split(",") if isinstance(value, str) else value
     if not isinstance(names, list):
         return [], [] if value is None else [str(value)[:40]]
