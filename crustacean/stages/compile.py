@@ -31,8 +31,8 @@ from crustacean.stages import compile_skip
 from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
 from crustacean.stages.compile_plan import (
     Move,
-    _is_empty,
     find_candidates,
+    is_empty,
     owner_names,
     plan_daily_archive,
     plan_empty_and_duplicates,
@@ -191,7 +191,7 @@ def _trash_step(store: Store, run_id: str, ops: Ops, inputs: ReadInputs) -> None
     # A file with bytes of its own (not empty, no copy) is never trashed nor kept over a copy:
     # the planner need not see the thousands of those.
     copies = Counter(data for data, _ in files.values())
-    shared = {p: d for p, (d, _) in files.items() if copies[d] > 1 or _is_empty(d)}
+    shared = {p: d for p, (d, _) in files.items() if copies[d] > 1 or is_empty(d)}
     trash = plan_empty_and_duplicates(shared, protected)
     _apply(
         store,

@@ -27,7 +27,14 @@ from crustacean.markdown import count_lines, heading, link_targets, split_lines,
 from crustacean.runs import RunRecord, counts_as_last, error_line, list_runs
 from crustacean.schedule import expected_slots, slot_at_or_after
 from crustacean.secrets import find_secrets
-from crustacean.stages.compile_plan import plan_empty_and_duplicates
+from crustacean.stages.compile_plan import (
+    INDEX_NAMES,
+    OLD_LESSON_DAYS,
+    is_hidden,
+    norm_heading,
+    plan_empty_and_duplicates,
+    recorded_day,
+)
 from crustacean.store.proposals import Proposal, list_proposals
 from crustacean.workspace import CHECKED, FOUNDATION_FILES, WORKING_MEMORY, Workspace, walk
 
@@ -37,11 +44,9 @@ DUE_GRACE = timedelta(hours=1)
 STOPPED_AFTER = 3  # this many latest due slots of a stage all missed: the stage has stopped
 BOOTSTRAP_LIMIT = 20_000  # OpenClaw's bootstrap per-file character limit
 WARN_SHARE = 0.85
-OLD_LESSON_DAYS = 183
 OLD_PROPOSAL_DAYS = 14
 NOISE_SHORT = 20
 DETAIL_LIMIT = 20
-INDEX_NAMES = frozenset({"readme.md", "index.md", "_index.md"})
 
 
 @dataclass(frozen=True)
@@ -351,15 +356,11 @@ _TICKED = re.compile(r"`([^`\n]+)`")
 _PLACEHOLDER = re.compile(r"[<>*{}\s]|YYYY|://")
 
 
-def _norm_heading(text: str) -> str:
-    return "".join(c for c in text.casefold() if c.isalnum())
-
-
 def map_section(memory_text: str) -> str | None:
     """The text of MEMORY.md's `## … Memory Structure Map` section, or None."""
     lines = split_lines(memory_text)
     for sec in split_sections(memory_text):
-        if sec.level == 2 and "memorystructuremap" in _norm_heading(sec.heading):
+        if sec.level == 2 and "memorystructuremap" in norm_heading(sec.heading):
             return "".join(lines[sec.start + 1 : sec.end])
     return None
 
@@ -409,7 +410,7 @@ def folder_indexes(readmes: Mapping[str, str], files: list[str], daily_dir: str)
     orphans = []
     for rel in files:
         parent, _, name = rel.rpartition("/")
-        if _is_index(rel) or _hidden(rel) or not rel.endswith(".md"):
+        if _is_index(rel) or is_hidden(rel) or not rel.endswith(".md"):
             continue
         if parent == daily_dir and dated_day(name) is not None:
             continue
@@ -482,18 +483,6 @@ def duplicates(files: Mapping[str, bytes]) -> Check:
 # ---------------------------------------------------------------------------- lessons
 
 
-_LEARNED = re.compile(r"\b(?:recorded|learned)\b[*_:\s\[]*(\d{4}-\d{2}-\d{2})", re.I)
-
-
-def _learned(text: str) -> date | None:
-    if match := _LEARNED.search(text):
-        try:
-            return date.fromisoformat(match.group(1))
-        except ValueError:
-            return None
-    return None
-
-
 def lesson_items(path: str, text: str) -> list[tuple[str, str]]:
     """(label, text) of each lesson in a file: its `##` sections, else the whole file."""
     lines = split_lines(text)
@@ -512,7 +501,7 @@ def lessons(files: Mapping[str, tuple[str, datetime]], now: datetime) -> Check:
         text, mtime = files[path]
         for label, body in lesson_items(path, text):
             items += 1
-            day = _learned(body) or mtime.astimezone(UTC).date()
+            day = recorded_day(body) or mtime.astimezone(UTC).date()
             if (age := (today - day).days) > OLD_LESSON_DAYS:
                 old.append(f"{label} ({day}, {age} days old)")
     summary = f"{items} lesson(s) in {len(files)} file(s); {len(old)} older than 6 months"
@@ -616,10 +605,6 @@ def _is_index(path: str) -> bool:
     return PurePosixPath(path).name.casefold() in INDEX_NAMES
 
 
-def _hidden(path: str) -> bool:
-    return any(part.startswith(".") for part in path.split("/"))
-
-
 def _top_level(root: Path, daily_dir: str) -> list[str]:
     """Folders directly under memory/ and knowledge/, and their loose files (indexes, hidden
     files, daily logs and session hook files left out: the map covers those by pattern)."""
@@ -652,7 +637,7 @@ def _daily_texts(files: _Files, daily_dir: str) -> dict[date, str]:
 
 def _frontmatter_problems(files: _Files) -> tuple[list[str], int]:
     paths = [
-        p for p in files.under("memory/", "knowledge/") if p.endswith(".md") and not _hidden(p)
+        p for p in files.under("memory/", "knowledge/") if p.endswith(".md") and not is_hidden(p)
     ]
     paths += [p for p in (WORKING_MEMORY, *FOUNDATION_FILES) if p in files.paths]
     problems = []
@@ -675,10 +660,6 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
         return Check(name, "warn", f"could not run this check ({error_line(e)})")
 
 
-def _pending(ws: Workspace) -> list[Proposal]:
-    return list_proposals(ws)
-
-
 def check_workspace(ws: Workspace, now: datetime) -> Health:
     """Run every check on the workspace; never raises on bad files."""
     files = _Files.read(ws.root)
@@ -686,7 +667,7 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
     stages = {s: getattr(settings.stages, s) for s in STAGES}
     memory_text = files.texts.get(WORKING_MEMORY)
     runs = cache(lambda: list_runs(ws, limit=1_000_000))  # a broken state.db fails 2 checks
-    md = [p for p in files.under("memory/", "knowledge/") if p.endswith(".md") and not _hidden(p)]
+    md = [p for p in files.under("memory/", "knowledge/") if p.endswith(".md") and not is_hidden(p)]
     link_files = {p: files.texts[p] for p in [*md, WORKING_MEMORY] if p in files.texts}
     lesson_paths = [
         p for p in files.under("memory/lessons/") if p.endswith(".md") and not _is_index(p)
@@ -733,7 +714,7 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
                 {p: (files.texts.get(p, ""), files.mtime(p)) for p in lesson_paths}, now
             ),
         ),
-        ("proposals", lambda: proposals(_pending(ws), now)),
+        ("proposals", lambda: proposals(list_proposals(ws), now)),
         ("security", lambda: security(files.texts)),
     ]
     return Health(tuple(_guarded(name, fn) for name, fn in checks))
