@@ -168,10 +168,10 @@ def run_loop(
             resp = create(**params)
         except Exception:
             if on_send:
-                on_send(_negated(pending), 0.0)
+                on_send(-pending, 0.0)
             raise
         if on_send:
-            on_send(_negated(pending), 0.0)
+            on_send(-pending, 0.0)
         out.turns += 1
         out.last_reply_stop = str(resp.stop_reason)
         used = usage_of(resp.usage)
@@ -197,15 +197,6 @@ def run_loop(
         done = _stop(out, resp.stop_reason)
         if done is not None:
             return done
-
-
-def _negated(usage: Usage) -> Usage:
-    return Usage(
-        -usage.input_tokens,
-        -usage.output_tokens,
-        -usage.cache_read_tokens,
-        -usage.cache_write_tokens,
-    )
 
 
 def _stop(out: LoopOutcome, reason: str | None) -> LoopOutcome | None:

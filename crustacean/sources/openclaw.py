@@ -60,12 +60,6 @@ def is_copy(path: str | Path) -> bool:
     return any(mark in name for mark in _COPY_MARKS)
 
 
-def file_session(path: Path) -> str:
-    """The session id a file name implies (`<id>` or `<id>-topic-<n>`)."""
-    name = canonical_name(path)
-    return name.removesuffix(".jsonl")
-
-
 def source_label(path: Path) -> str:
     """`openclaw:<agentId>` from `.../agents/<agentId>/sessions/...`."""
     parts = path.parts
@@ -126,8 +120,9 @@ def _loads(raw: bytes | None) -> Any:
 
 
 def _session_id(path: Path, header: dict[str, Any]) -> str:
-    """Header id, else the file name; a `-topic-<n>` file is its own session."""
-    from_name = file_session(path)
+    """Header id, else the file name (`<id>` or `<id>-topic-<n>`); a `-topic-<n>` file is its
+    own session."""
+    from_name = canonical_name(path).removesuffix(".jsonl")
     base = header.get("id")
     if not isinstance(base, str) or not base.strip():
         return from_name

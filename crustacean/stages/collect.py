@@ -33,7 +33,7 @@ from crustacean.errors import CrustaceanError, UsageError
 from crustacean.llm.loop import LoopOutcome
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome
-from crustacean.runs import RunRecord, RunRecorder
+from crustacean.runs import RunRecorder
 from crustacean.sources import Message
 from crustacean.stages import collect_batch
 from crustacean.stages.collect_notes import (
@@ -431,7 +431,7 @@ def _ask(
     whose answer outgrew max_tokens is sent again as two halves, so a long one cannot stall."""
     budget = ws.settings.budget
     asked = Asked("ok", None, 0)
-    turns0, input0 = rec.record.turns, _input_used(rec.record)
+    turns0, input0 = rec.record.turns, rec.record.usage.total_input
     queue = list(chunks)
     first = first_day(ws, (m for c in chunks for m in c.refs.values()))
     k = 0
@@ -440,7 +440,7 @@ def _ask(
         req = build_request(ws, chunk, earlier_items(asked.items, chunk, ws.tz))
         left = budget._replace(
             max_turns=budget.max_turns - (rec.record.turns - turns0),
-            max_input_tokens=budget.max_input_tokens - (_input_used(rec.record) - input0),
+            max_input_tokens=budget.max_input_tokens - (rec.record.usage.total_input - input0),
         )
         if k and (left.max_turns <= 0 or estimate_tokens(ws, req) > left.max_input_tokens):
             return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(queue)} chunks)")
@@ -483,7 +483,7 @@ def _ask(
         asked.sent_ids += [m.id for m in chunk.refs.values()]
         k += 1
         if progress:
-            used = _input_used(rec.record) - input0
+            used = rec.record.usage.total_input - input0
             progress(Progress(asked.sent, len(queue), len(asked.items), used))
     return asked
 
@@ -498,10 +498,6 @@ def _halves(chunk: Chunk, tz: tzinfo) -> list[Chunk]:
 def _stopped(asked: Asked, error: str) -> Asked:
     asked.status, asked.error = ("partial" if asked.sent else "failed"), error
     return asked
-
-
-def _input_used(record: RunRecord) -> int:
-    return record.usage.total_input
 
 
 def _plan(ws: Workspace, intake: Intake, batch: bool) -> CollectResult:

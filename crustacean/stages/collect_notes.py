@@ -20,6 +20,7 @@ from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
 from crustacean.llm.runner import model_for, plan_stage
 from crustacean.llm.stage_tools import CATEGORIES, RECORD_NOTES
+from crustacean.runs import one_line
 from crustacean.secrets import find_secrets, redact
 from crustacean.source_roots import source_roots
 from crustacean.sources import Cursor, Message, ReadResult, cursor_before, discover, read_new
@@ -454,7 +455,7 @@ class BadItem:
     reason: str
 
     def line(self) -> str:
-        return f"item {self.n} ({trim_item(redact(self.text))!r}): {self.reason}"
+        return f"item {self.n} ({one_line(redact(self.text), 80)!r}): {self.reason}"
 
 
 @dataclass
@@ -466,11 +467,6 @@ class Bound:
     unbound: int = 0  # cited nothing valid; given to the chunk's only session
     bad: list[BadItem] = field(default_factory=list)
     bogus_refs: int = 0  # references naming no message of the chunk (next to valid ones too)
-
-
-def trim_item(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def clean_text(text: str) -> str:
@@ -504,7 +500,7 @@ def event_day(value: object, said: datetime, tz: tzinfo, first: date | None) -> 
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     when = parse_when(value, tz)
-    shown = trim_item(str(value), 30)
+    shown = one_line(str(value), 30)
     if when is None:
         return f"its when {shown!r} is not a date; give YYYY-MM-DD (or YYYY-MM-DD HH:MM)"
     day, own = when.astimezone(tz).date(), said.astimezone(tz).date()

@@ -285,11 +285,7 @@ class CurateResult(StageResult):
 
     def fields(self) -> dict[str, Any]:
         return {
-            "entries": self.entries,
-            "routed": self.routed,
-            "skipped": self.skipped,
-            "unreported": self.unreported,
-            "indexed": self.indexed,
+            k: getattr(self, k) for k in ("entries", "routed", "skipped", "unreported", "indexed")
         }
 
     def head(self) -> list[str]:

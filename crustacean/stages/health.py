@@ -13,7 +13,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -60,13 +60,7 @@ class Check:
     figures: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "summary": self.summary,
-            "details": list(self.details),
-            "figures": self.figures,
-        }
+        return {**asdict(self), "details": list(self.details)}
 
 
 @dataclass(frozen=True)
