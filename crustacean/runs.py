@@ -67,6 +67,7 @@ _SCALARS = (
     "summary",
 )
 _USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+_LISTS = ("files_changed", "versions", "proposals")  # JSON lists in their columns
 _SELECT = f"SELECT {', '.join(_SCALARS)} FROM run_records"
 
 
@@ -89,9 +90,6 @@ class ToolCallRecord:
     is_error: bool
     result: str
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class SetAside:
@@ -101,9 +99,6 @@ class SetAside:
     kind: str
     reason: str
     text: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -134,26 +129,11 @@ class RunRecord:
 
     def to_json(self, *, tool_calls: bool = True) -> dict[str, Any]:
         """Plain data for `--json`; `tool_calls=False` for listings, which do not load them."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "stage": self.stage,
-            "started": self.started.isoformat(),
-            "ended": self.ended.isoformat() if self.ended else None,
-            "status": self.status,
-            "dry_run": self.dry_run,
-            "model": self.model,
-            "turns": self.turns,
-            "usage": asdict(self.usage),
-            "cost_usd": self.cost_usd,
-            "files_changed": list(self.files_changed),
-            "versions": list(self.versions),
-            "proposals": list(self.proposals),
-            "error": self.error,
-            "summary": self.summary,
-        }
-        if tool_calls:
-            out["tool_calls"] = [call.to_json() for call in self.tool_calls]
-            out["set_aside"] = [item.to_json() for item in self.set_aside]
+        out = asdict(self)
+        ended = self.ended.isoformat() if self.ended else None
+        out |= {"started": self.started.isoformat(), "ended": ended}
+        if not tool_calls:
+            del out["tool_calls"], out["set_aside"]
         return out
 
 
@@ -526,47 +506,20 @@ class RunRecorder:
 
 def _to_row(rec: RunRecord) -> dict[str, Any]:
     """A record as the named parameters of its `run_records` row."""
-    return {
-        "id": rec.id,
-        "stage": rec.stage,
-        "started": to_db_time(rec.started),
-        "ended": to_db_time(rec.ended) if rec.ended else None,
-        "status": rec.status,
-        "dry_run": int(rec.dry_run),
-        "model": rec.model,
-        "turns": rec.turns,
-        **asdict(rec.usage),
-        "cost_usd": rec.cost_usd,
-        "files_changed": _dumps(rec.files_changed),
-        "versions": _dumps(rec.versions),
-        "proposals": _dumps(rec.proposals),
-        "error": rec.error,
-        "summary": rec.summary,
-    }
+    row = {k: getattr(rec, k) for k in _SCALARS if k not in _USAGE_COLUMNS}
+    row |= {k: _dumps(row[k]) for k in _LISTS} | asdict(rec.usage)
+    ended = to_db_time(rec.ended) if rec.ended else None
+    return row | {"started": to_db_time(rec.started), "ended": ended, "dry_run": int(rec.dry_run)}
 
 
 def _from_row(values: tuple[Any, ...]) -> RunRecord:
     row = dict(zip(_SCALARS, values, strict=True))
-    usage = Usage(*(row[k] for k in _USAGE_COLUMNS))
-    started = from_db_time(row["started"])
+    usage = Usage(*(row.pop(k) for k in _USAGE_COLUMNS))
+    row |= {k: json.loads(row[k]) for k in _LISTS}
+    started = from_db_time(row.pop("started"))
     assert started is not None  # NOT NULL column
-    return RunRecord(
-        id=row["id"],
-        stage=row["stage"],
-        started=started,
-        ended=from_db_time(row["ended"]),
-        status=row["status"],
-        dry_run=bool(row["dry_run"]),
-        model=row["model"],
-        turns=row["turns"],
-        usage=usage,
-        cost_usd=row["cost_usd"],
-        files_changed=json.loads(row["files_changed"]),
-        versions=json.loads(row["versions"]),
-        proposals=json.loads(row["proposals"]),
-        error=row["error"],
-        summary=row["summary"],
-    )
+    ended, dry_run = from_db_time(row.pop("ended")), bool(row.pop("dry_run"))
+    return RunRecord(**row, started=started, ended=ended, dry_run=dry_run, usage=usage)
 
 
 # ---------------------------------------------------------------------------- queries
