@@ -95,7 +95,10 @@ def sniff_session(path: Path, fh: BinaryIO) -> SessionInfo:
     header: dict[str, Any] = {}
     first_user = ""
     for raw in head_lines(fh, SNIFF_BYTES):
-        record = _loads(raw)
+        try:
+            record = decode_json_line(raw)
+        except ValueError:
+            continue
         if not isinstance(record, dict):
             continue
         if record.get("type") == "session" and not header:
@@ -108,15 +111,6 @@ def sniff_session(path: Path, fh: BinaryIO) -> SessionInfo:
     session = _session_id(path, header)
     automated = first_user.startswith("[cron:") or _names_automation(path, header, session)
     return SessionInfo(session, automated, parse_time(header.get("timestamp")))
-
-
-def _loads(raw: bytes | None) -> Any:
-    if not raw:
-        return None
-    try:
-        return decode_json_line(raw)
-    except ValueError:
-        return None
 
 
 def _session_id(path: Path, header: dict[str, Any]) -> str:

@@ -77,10 +77,6 @@ class Ops:
         )
 
 
-def _all_paths(store: Store) -> list[str]:
-    return [f.path for f in store.list_context_files()]
-
-
 def _apply(
     store: Store,
     changes: list[Change],
@@ -130,28 +126,13 @@ def deterministic_pass(
         paths, ws.daily_dir, today, ws.settings.archive.daily_after_days, existing
     )
     moves, ops.held = hold_uncurated(ws, store, moves)
-    _apply(
-        store,
-        [Change(m.src, "move", to=m.dst) for m in moves],
-        f"compile: archive {len(moves)} daily log(s)",
-        run_id,
-        ops,
-        src,
-    )
-    ops.archived = [f"{m.src} → {m.dst}" for m in moves]
+    ops.archived = _move(store, moves, f"archive {len(moves)} daily log(s)", run_id, ops, src)
     report(1, DETERMINISTIC_STEPS)
     existing |= {m.dst for m in moves}
     paths = src.paths()  # listed again only after a step wrote
     sweeps = plan_hook_sweep(paths, today, existing)
-    _apply(
-        store,
-        [Change(m.src, "move", to=m.dst) for m in sweeps],
-        f"compile: sweep {len(sweeps)} session-memory hook file(s)",
-        run_id,
-        ops,
-        src,
-    )
-    ops.swept = [f"{m.src} → {m.dst}" for m in sweeps]
+    what = f"sweep {len(sweeps)} session-memory hook file(s)"
+    ops.swept = _move(store, sweeps, what, run_id, ops, src)
     report(2, DETERMINISTIC_STEPS)
     _trash_step(store, run_id, ops, src)
     report(3, DETERMINISTIC_STEPS)
@@ -160,6 +141,21 @@ def deterministic_pass(
     _caps_step(ws, store, run_id, today, ops, src)
     report(5, DETERMINISTIC_STEPS)
     return ops
+
+
+def _move(
+    store: Store, moves: list[Move], what: str, run_id: str, ops: Ops, inputs: ReadInputs
+) -> list[str]:
+    """Whole files moved in one version; the digest's line for each."""
+    _apply(
+        store,
+        [Change(m.src, "move", to=m.dst) for m in moves],
+        f"compile: {what}",
+        run_id,
+        ops,
+        inputs,
+    )
+    return [f"{m.src} → {m.dst}" for m in moves]
 
 
 def hold_uncurated(ws: Workspace, store: Store, moves: list[Move]) -> tuple[list[Move], list[str]]:
@@ -268,7 +264,7 @@ def _caps_step(
 def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
     today = ws.today(now)
     files = {}
-    for path in _all_paths(store):
+    for path in (f.path for f in store.list_context_files()):
         if path.startswith(("memory/", "knowledge/")) and path.endswith(".md"):
             try:
                 mtime = datetime.fromtimestamp(os.stat(ws.root / path).st_mtime, UTC)
