@@ -307,6 +307,7 @@ class RunRecorder:
     ) -> None:
         self.ws = ws
         self._repair_fn = repair
+        self._repaired: tuple[bool, int] = (False, 0)  # interrupted write undone, stray temps
         self.clock = clock or wall_clock
         started = self.clock()
         self.record = RunRecord(
@@ -319,7 +320,12 @@ class RunRecorder:
     def __enter__(self) -> RunRecorder:
         self._lock.__enter__()
         try:
-            self._repair()
+            # A killed run may have left a half-applied write or temp files: clean up first, so
+            # this run reads only whole versions. The stage hands in its store's `repair` (a run
+            # record is ground floor; the store is not).
+            if self._repair_fn is not None:
+                undone, stray = self._repair_fn()
+                self._repaired = (undone, len(stray))
             self._db = open_state(self.ws)
             self.record.started = self.clock()
             stale = self._insert()
@@ -329,17 +335,9 @@ class RunRecorder:
             raise
         return self
 
-    def _repair(self) -> None:
-        """A killed run may have left a half-applied write or temp files: clean up first, so
-        this run reads only whole versions (a stage that trusted them could lose data). The
-        stage hands in its store's `repair` (a run record is ground floor; the store is not)."""
-        if self._repair_fn is not None:
-            undone, stray = self._repair_fn()
-            self._repaired = (undone, len(stray))
-
     def _log_start(self, stale: int) -> None:
         self.log(f"run {self.record.id}: stage {self.record.stage}, pid {os.getpid()}")
-        undone, stray = getattr(self, "_repaired", (False, 0))
+        undone, stray = self._repaired
         if undone or stray:
             self.log(
                 f"repaired the workspace first: interrupted write undone={undone}, "

@@ -181,15 +181,12 @@ def _mixed_case_after_colon(value: str) -> bool:
     return tail.lower() != tail and tail.upper() != tail
 
 
+_PEM = re.compile(rf"{_PEM_HEAD}(?:(?:(?!-----)[\s\S])*{_PEM_TAIL}|(?:\s+[\w+/=]{{16,}})*)")
+
+
 def _pem(text: str) -> Iterator[Span]:
-    rx = _compiled(rf"{_PEM_HEAD}(?:(?:(?!-----)[\s\S])*{_PEM_TAIL}|(?:\s+[\w+/=]{{16,}})*)")
-    for m in rx.finditer(text):
+    for m in _PEM.finditer(text):
         yield m.span()
-
-
-@cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
 
 
 @cache

@@ -143,24 +143,21 @@ def cadence(
     enabled: Mapping[str, bool],
     runs: list[RunRecord],
     now: datetime,
-    window: timedelta = WINDOW,
     *,
-    since: datetime | None = None,
     tz: tzinfo = UTC,
 ) -> Check:
-    """Missed schedule slots and failed runs of each enabled stage over `window`.
+    """Missed schedule slots and failed runs of each enabled stage over the last 30 days.
 
     A slot is missed when no run of its stage (any status, dry runs excepted) started between it
-    and the next slot. Only slots after `since` (default: the first-ever run of any stage) count.
+    and the next slot. Only slots after the first-ever run of any stage count.
     Fail when a stage's latest run failed or its last 3 due slots were all missed; warn on any
     other miss or failure.
     """
     real = [r for r in runs if counts_as_last(r)]  # runs.last_run's notion, for every stage
-    if not real and since is None:
+    if not real:
         return Check("cadence", "warn", "no runs recorded yet", figures={"runs": 0})
-    anchor = since if since is not None else min(r.started for r in real)
-    start = max(now - window, anchor)
-    figures: dict[str, Any] = {"window_days": window.days, "since": start.isoformat()}
+    start = max(now - WINDOW, min(r.started for r in real))
+    figures: dict[str, Any] = {"window_days": WINDOW.days, "since": start.isoformat()}
     missed: list[tuple[datetime, str]] = []
     failures: list[str] = []
     stopped: list[str] = []
@@ -188,7 +185,7 @@ def cadence(
             "last_run": mine[-1].started.isoformat() if mine else None,
             "last_status": mine[-1].status if mine else None,
         }
-    return _cadence_check(missed, failures, stopped, figures, window)
+    return _cadence_check(missed, failures, stopped, figures)
 
 
 def _cadence_check(
@@ -196,11 +193,10 @@ def _cadence_check(
     failures: list[str],
     stopped: list[str],
     figures: dict[str, Any],
-    window: timedelta,
 ) -> Check:
     figures |= {"missed": len(missed), "failed": len(failures), "stopped": stopped}
     status = "fail" if stopped else "warn" if missed or failures else "ok"
-    summary = f"{len(missed)} missed run(s), {len(failures)} failed run(s) in {window.days} days"
+    summary = f"{len(missed)} missed run(s), {len(failures)} failed run(s) in {WINDOW.days} days"
     if stopped:
         summary += f"; not working: {', '.join(stopped)}"
     lines = [f"{stage} missed its {_stamp(slot)} slot" for slot, stage in sorted(missed)[::-1]]
@@ -213,9 +209,9 @@ def _cadence_check(
 _KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
-def cost(runs: list[RunRecord], now: datetime, window: timedelta = WINDOW) -> Check:
-    """Tokens by kind and estimated dollars per stage over `window` (dry runs cost too)."""
-    recent = [r for r in runs if now - window <= r.started <= now]
+def cost(runs: list[RunRecord], now: datetime) -> Check:
+    """Tokens by kind and estimated dollars per stage over the last 30 days (dry runs cost too)."""
+    recent = [r for r in runs if now - WINDOW <= r.started <= now]
     stages: dict[str, dict[str, Any]] = {}
     for r in recent:
         row = stages.setdefault(r.stage, {"runs": 0, "cost_usd": 0.0, **dict.fromkeys(_KINDS, 0)})
@@ -232,8 +228,8 @@ def cost(runs: list[RunRecord], now: datetime, window: timedelta = WINDOW) -> Ch
         for s in order
         for v in [stages[s]]
     ]
-    summary = f"${total['cost_usd']:.4f} over {total['runs']} run(s) in {window.days} days"
-    figures = {"window_days": window.days, "total": total, "stages": {s: stages[s] for s in order}}
+    summary = f"${total['cost_usd']:.4f} over {total['runs']} run(s) in {WINDOW.days} days"
+    figures = {"window_days": WINDOW.days, "total": total, "stages": {s: stages[s] for s in order}}
     return Check("cost", "ok", summary, tuple(details), figures)
 
 
