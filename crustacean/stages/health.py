@@ -625,11 +625,8 @@ def _daily_texts(files: _Files, daily_dir: str) -> dict[date, str]:
     return logs
 
 
-def _frontmatter_problems(files: _Files) -> tuple[list[str], int]:
-    paths = [
-        p for p in files.under("memory/", "knowledge/") if p.endswith(".md") and not is_hidden(p)
-    ]
-    paths += [p for p in (WORKING_MEMORY, *FOUNDATION_FILES) if p in files.paths]
+def _frontmatter_problems(files: _Files, md: list[str]) -> tuple[list[str], int]:
+    paths = md + [p for p in (WORKING_MEMORY, *FOUNDATION_FILES) if p in files.paths]
     problems = []
     for rel in paths:
         try:
@@ -674,9 +671,6 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
             tz=ws.tz,
         )
 
-    def frontmatter_() -> Check:
-        return frontmatter(*_frontmatter_problems(files))
-
     checks = [
         ("cadence", cadence_),
         ("cost", lambda: cost(runs(), now)),
@@ -693,7 +687,7 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
         ),
         ("orphans", lambda: folder_indexes(readmes, content, ws.daily_dir)),
         ("links", lambda: links(link_files, files.exists, frozenset({WORKING_MEMORY}))),
-        ("frontmatter", frontmatter_),
+        ("frontmatter", lambda: frontmatter(*_frontmatter_problems(files, md))),
         (
             "duplicates",
             lambda: duplicates({p: (ws.root / p).read_bytes() for p in content}),
