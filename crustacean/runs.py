@@ -252,12 +252,7 @@ class RunLock:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         """Remove the info file before releasing, so it never erases the next holder's."""
         if self._lock is None:
             return

@@ -291,10 +291,6 @@ class Chunk:
     text: str
     refs: dict[str, Message]
 
-    @property
-    def sessions(self) -> set[str]:
-        return {m.session for m in self.refs.values()}
-
 
 def _head(m: Message) -> str:
     return f"## {m.source} · session {m.session}"

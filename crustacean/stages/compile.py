@@ -380,7 +380,6 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
             shown.append(f"- … and {len(items) - cap} more (see `crustacean history`)")
         return "\n".join(shown) if shown else "- none"
 
-    sections = ops.sections
     return "\n".join(
         [
             f"# Weekly Digest — {start.isoformat()} to {today.isoformat()}",
@@ -404,26 +403,24 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
             f"- Other changes by the model: {len(ops.model_changes) - len(moved) - len(cut)}",
             lines([c for c in ops.model_changes if c not in moved and c not in cut]),
             "",
-            "## Lessons Extracted",
-            lines(sections.get("lessons", [])),
-            "",
-            "## Content Graduated",
-            lines(sections.get("graduated", [])),
-            "",
-            "## Contradictions Resolved",
-            lines(sections.get("contradictions", [])),
-            "",
-            "## Patterns Noted",
-            lines(sections.get("patterns", [])),
-            "",
-            "## Flagged for Calibrate",
-            lines(sections.get("flagged", [])),
-            "",
+            *(
+                f"## {title}\n{lines(ops.sections.get(key, []))}\n"
+                for key, title in _TITLES.items()
+            ),
             "---",
             f"*Compiled: {now.astimezone(ws.tz).isoformat(timespec='minutes')} (run {record_id})*",
             "",
         ]
     )
+
+
+_TITLES = {  # the model's record_digest sections, under the digest's headings
+    "lessons": "Lessons Extracted",
+    "graduated": "Content Graduated",
+    "contradictions": "Contradictions Resolved",
+    "patterns": "Patterns Noted",
+    "flagged": "Flagged for Calibrate",
+}
 
 
 def write_digest(ws: Workspace, store: Store, ops: Ops, now: datetime, run_id: str) -> str:

@@ -85,11 +85,6 @@ class Run:
     dry_run: bool
 
     @property
-    def store(self) -> Store:
-        """The store the run reads and writes (the overlay in a dry run)."""
-        return self.session.store
-
-    @property
     def id(self) -> str:
         return self.rec.record.id
 
