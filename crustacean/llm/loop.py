@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -62,19 +63,12 @@ def tool_specs(req: StageRequest) -> list[ToolSpec]:
     return [TOOLS[n] for n in req.tools] + list(req.extra_tools)
 
 
-def preamble_for(stage: str) -> str:
-    return (
-        contract.preamble(stage) if stage in contract.CONTRACTS else contract.actor_preamble(stage)
-    )
-
-
 def build_params(req: StageRequest, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The request of one turn (pure, so tests can read it): the stable prefix is cached."""
     tools = [t.for_anthropic() for t in tool_specs(req)]
-    system: dict[str, Any] = {
-        "type": "text",
-        "text": preamble_for(req.stage) + "\n" + contract.sent_doc(req.stage, req.system_doc),
-    }
+    head = contract.preamble if req.stage in contract.CONTRACTS else contract.actor_preamble
+    text = head(req.stage) + "\n" + contract.sent_doc(req.stage, req.system_doc)
+    system: dict[str, Any] = {"type": "text", "text": text}
     prefix_tokens = (len(system["text"]) + len(json.dumps(tools))) // 4
     if prefix_tokens >= req.min_cache_tokens:
         system["cache_control"] = EPHEMERAL
@@ -250,15 +244,7 @@ def _run_tools(
 def _block(block: Any) -> dict[str, Any]:
     """An SDK content block as a plain param dict (what the next request sends back)."""
     data = block.model_dump(exclude_none=True) if hasattr(block, "model_dump") else dict(block)
-    if data.get("type") == "tool_use" and not isinstance(data.get("input"), dict):
-        data["input"] = _coerce_input(data.get("input"))
+    if data.get("type") == "tool_use" and isinstance(data.get("input"), str):
+        with suppress(ValueError):  # a string that is no JSON stays as it came
+            data["input"] = json.loads(data["input"])
     return {k: v for k, v in data.items() if k not in ("citations", "caller") or v}
-
-
-def _coerce_input(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw

@@ -416,11 +416,11 @@ def folder_indexes(readmes: Mapping[str, str], files: list[str], daily_dir: str)
 # ---------------------------------------------------------------------------- links
 
 
-def broken_links(
-    files: Mapping[str, str], exists: Callable[[str], bool], pointers: frozenset[str]
-) -> list[str]:
-    """`file:line → target` for each link whose target exists neither relative to the file's
-    folder nor to the workspace root."""
+def links(
+    files: Mapping[str, str], exists: Callable[[str], bool], pointers: frozenset[str] = frozenset()
+) -> Check:
+    """Broken markdown links (and MEMORY.md pointers, for the paths in `pointers`): each link
+    whose target exists neither relative to the file's folder nor to the workspace root."""
     broken = []
     for path in sorted(files):
         folder = PurePosixPath(path).parent
@@ -430,14 +430,6 @@ def broken_links(
             here = os.path.normpath(str(folder / target))
             if not (exists(here) or exists(os.path.normpath(target.lstrip("/")))):
                 broken.append(f"{path}:{n} → {target}")
-    return broken
-
-
-def links(
-    files: Mapping[str, str], exists: Callable[[str], bool], pointers: frozenset[str] = frozenset()
-) -> Check:
-    """Broken markdown links (and MEMORY.md pointers, for the paths in `pointers`)."""
-    broken = broken_links(files, exists, pointers)
     summary = f"{len(broken)} broken link(s) in {len(files)} file(s)"
     figures = {"files": len(files), "broken": len(broken)}
     return Check("links", "warn" if broken else "ok", summary, _capped(broken), figures)
@@ -535,14 +527,6 @@ def security(texts: Mapping[str, str]) -> Check:
 # ---------------------------------------------------------------------------- gathering
 
 
-def walk_files(root: Path, problems: list[tuple[str, str]] | None = None) -> list[str]:
-    """Every file under root as a posix path, skipping git, crustacean state and tool caches
-    (and what the walker leaves out: FIFOs, symlink loops, named in `problems`)."""
-    return sorted(
-        rel for rel, entry in walk(root, CHECKED, problems=problems) if not _is_dir(entry)
-    )
-
-
 def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()  # a symlink to a folder is not a file
@@ -576,8 +560,9 @@ class _Files:
 
     @classmethod
     def read(cls, root: Path) -> _Files:
-        problems: list[tuple[str, str]] = []
-        paths = walk_files(root, problems)
+        problems: list[tuple[str, str]] = []  # what the walker leaves out: FIFOs, symlink loops
+        # every file as a posix path, skipping git, crustacean state and tool caches
+        paths = sorted(rel for rel, e in walk(root, CHECKED, problems=problems) if not _is_dir(e))
         texts = {p: t for p in paths if (t := _read_text(root, p)) is not None}
         return cls(root, paths, texts, [f"{rel}: {why}" for rel, why in problems])
 
