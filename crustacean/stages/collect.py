@@ -54,7 +54,6 @@ from crustacean.stages.collect_notes import (
     cursors_after,
     direct_marker,
     earlier_items,
-    estimate_tokens,
     finish_batch,
     first_day,
     gather,
@@ -442,7 +441,9 @@ def _ask(
             max_turns=budget.max_turns - (rec.record.turns - turns0),
             max_input_tokens=budget.max_input_tokens - (rec.record.usage.total_input - input0),
         )
-        if k and (left.max_turns <= 0 or estimate_tokens(ws, req) > left.max_input_tokens):
+        if k and (
+            left.max_turns <= 0 or plan_stage(ws, req).est_input_tokens > left.max_input_tokens
+        ):
             return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(queue)} chunks)")
         answer = Answer(chunk.refs, ws.tz, first)
         try:

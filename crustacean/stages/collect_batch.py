@@ -19,7 +19,7 @@ from typing import Any
 
 from crustacean.errors import CrustaceanError
 from crustacean.llm.loop import build_params
-from crustacean.llm.runner import ModelSession
+from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import RECORD_NOTES
 from crustacean.sources import Message
 from crustacean.stages.collect_notes import (
@@ -30,7 +30,6 @@ from crustacean.stages.collect_notes import (
     append_changes,
     bind_items,
     build_request,
-    estimate_tokens,
     finish_batch,
     save_pending,
 )
@@ -102,7 +101,7 @@ def submit(
     requests, chosen, tokens = [], {}, 0
     for k, chunk in enumerate(chunks):
         req = build_request(ws, chunk)  # a batch's chunks are answered at once: none sees another
-        est = estimate_tokens(ws, req)
+        est = plan_stage(ws, req).est_input_tokens
         if k and (tokens + est > budget.max_input_tokens or k >= budget.max_turns):
             break
         tokens += est

@@ -18,7 +18,7 @@ from crustacean import daily
 from crustacean.config import SourceConfig
 from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
-from crustacean.llm.runner import model_for, plan_stage
+from crustacean.llm.runner import model_for
 from crustacean.llm.stage_tools import CATEGORIES, RECORD_NOTES
 from crustacean.runs import one_line
 from crustacean.secrets import find_secrets, redact
@@ -292,14 +292,6 @@ class Chunk:
     refs: dict[str, Message]
 
 
-def _head(m: Message) -> str:
-    return f"## {m.source} · session {m.session}"
-
-
-def _day_line(day: date) -> str:
-    return f"-- {day.isoformat()} {day.strftime('%a')}"
-
-
 def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]:
     """Session blocks of `m12 HH:MM role: text` lines under a `-- YYYY-MM-DD Mon` line per
     day (local time), packed under `limit` characters; every chunk starts with the header of
@@ -321,13 +313,13 @@ def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]
                 out.append(Chunk("\n".join(lines), refs))
                 lines, refs, size, opened = [], {}, 0, False
             if not opened:
-                head = ("\n" if lines else "") + _head(m)
+                head = ("\n" if lines else "") + f"## {m.source} · session {m.session}"
                 lines.append(head)
                 size += len(head) + 1
                 opened, day = True, None
             if local.date() != day:
                 day = local.date()
-                lines.append(_day_line(day))
+                lines.append(f"-- {day.isoformat()} {day:%a}")
                 size += len(lines[-1]) + 1
             lines.append(line)
             refs[f"m{n}"] = m
@@ -415,10 +407,6 @@ def first_day(ws: Workspace, messages: Iterable[Message]) -> date | None:
 
 def chunk_limit(ws: Workspace) -> int:
     return max(4_000, min(CHUNK_CHARS, ws.settings.budget.max_input_tokens * 4 // 3))
-
-
-def estimate_tokens(ws: Workspace, req: StageRequest) -> int:
-    return plan_stage(ws, req).est_input_tokens
 
 
 # ------------------------------------------------------------ binding items to messages

@@ -262,6 +262,9 @@ def _caps_step(
 
 
 def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
+    def text(path: str) -> str:
+        return (store.read_bytes(path) or b"").decode("utf-8", "replace")
+
     today = ws.today(now)
     files = {}
     for path in (f.path for f in store.list_context_files()):
@@ -271,20 +274,10 @@ def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
             except FileNotFoundError:  # written by this run's pass, only in memory (dry run, plan)
                 mtime = now
             files[path] = (store.read_bytes(path) or b"", mtime)
-    logs = {}
-    for d in range(7):
-        day = today - timedelta(days=d)
-        data = store.read_bytes(ws.daily_log(day))
-        if data:
-            logs[day] = data.decode("utf-8", "replace")
-    memory_md = (store.read_bytes(WORKING_MEMORY) or b"").decode("utf-8", "replace")
-    owners = owner_names(
-        *(
-            (store.read_bytes(f) or b"").decode("utf-8", "replace")
-            for f in ("USER.md", "IDENTITY.md")
-        )
-    )
-    return find_candidates(memory_md, files, logs, today, now, owners).to_prompt()
+    week = (today - timedelta(days=d) for d in range(7))
+    logs = {day: log for day in week if (log := text(ws.daily_log(day)))}
+    owners = owner_names(text("USER.md"), text("IDENTITY.md"))
+    return find_candidates(text(WORKING_MEMORY), files, logs, today, now, owners).to_prompt()
 
 
 WEEK_CHARS = 40_000  # the week's logs handed with their text; past this, by path and sha256

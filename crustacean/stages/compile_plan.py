@@ -196,12 +196,6 @@ def is_empty(data: bytes) -> bool:
     return not data.removeprefix(_BOM).strip()
 
 
-def _keep_key(path: str) -> tuple[int, str]:
-    """Keep rule: the deepest folder (most specific: `knowledge/topics/x.md` over `memory/x.md`),
-    then the first path in sort order (dated names sort oldest first)."""
-    return (-path.count("/"), path)
-
-
 def plan_empty_and_duplicates(files: dict[str, bytes], protected: set[str]) -> list[Trash]:
     """Empty files, and every byte-identical copy but one, → trash (sorted by path).
 
@@ -222,10 +216,12 @@ def plan_empty_and_duplicates(files: dict[str, bytes], protected: set[str]) -> l
 
 
 def _duplicates(paths: list[str], protected: set[str]) -> list[Trash]:
-    """All copies but the kept one; a protected copy wins, then the keep rule."""
+    """All copies but the kept one: a protected copy wins, then the deepest folder (most
+    specific: `knowledge/topics/x.md` over `memory/x.md`), then the first path in sort order
+    (dated names sort oldest first)."""
     if len(paths) < 2:
         return []
-    kept = min(paths, key=lambda p: (p not in protected, _keep_key(p)))
+    kept = min(paths, key=lambda p: (p not in protected, -p.count("/"), p))
     return [Trash(p, f"duplicate of {kept}") for p in paths if p != kept and p not in protected]
 
 
