@@ -17,7 +17,7 @@ import secrets
 import sqlite3
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -29,7 +29,7 @@ from crustacean.config import STAGES
 from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
 from crustacean.secrets import redact
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
-from crustacean.usage import Usage
+from crustacean.usage import KINDS, Usage
 from crustacean.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -46,29 +46,7 @@ INTERRUPTED = "interrupted (the process was killed)"
 CTRL_C = "interrupted by the user (Ctrl-C)"
 NO_STATUS = "the run ended without recording a status"
 
-_SCALARS = (
-    "id",
-    "stage",
-    "started",
-    "ended",
-    "status",
-    "dry_run",
-    "model",
-    "turns",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cost_usd",
-    "files_changed",
-    "versions",
-    "proposals",
-    "error",
-    "summary",
-)
-_USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _LISTS = ("files_changed", "versions", "proposals")  # JSON lists in their columns
-_SELECT = f"SELECT {', '.join(_SCALARS)} FROM run_records"
 
 
 class RunNotFoundError(CrustaceanError):
@@ -135,6 +113,16 @@ class RunRecord:
         if not tool_calls:
             del out["tool_calls"], out["set_aside"]
         return out
+
+
+# The run_records columns: the record's fields, its usage as one column per token kind.
+_SCALARS = tuple(
+    column
+    for f in fields(RunRecord)
+    if f.name not in ("tool_calls", "set_aside")
+    for column in (KINDS if f.name == "usage" else (f.name,))
+)
+_SELECT = f"SELECT {', '.join(_SCALARS)} FROM run_records"
 
 
 def new_run_id(moment: datetime) -> str:
@@ -499,7 +487,7 @@ class RunRecorder:
 
 def _to_row(rec: RunRecord) -> dict[str, Any]:
     """A record as the named parameters of its `run_records` row."""
-    row = {k: getattr(rec, k) for k in _SCALARS if k not in _USAGE_COLUMNS}
+    row = {k: getattr(rec, k) for k in _SCALARS if k not in KINDS}
     row |= {k: _dumps(row[k]) for k in _LISTS} | asdict(rec.usage)
     ended = to_db_time(rec.ended) if rec.ended else None
     return row | {"started": to_db_time(rec.started), "ended": ended, "dry_run": int(rec.dry_run)}
@@ -507,7 +495,7 @@ def _to_row(rec: RunRecord) -> dict[str, Any]:
 
 def _from_row(values: tuple[Any, ...]) -> RunRecord:
     row = dict(zip(_SCALARS, values, strict=True))
-    usage = Usage(*(row.pop(k) for k in _USAGE_COLUMNS))
+    usage = Usage(*(row.pop(k) for k in KINDS))
     row |= {k: json.loads(row[k]) for k in _LISTS}
     started = from_db_time(row.pop("started"))
     assert started is not None  # NOT NULL column

@@ -3,7 +3,7 @@ and the batch path share (ground floor, so none of them imports another for it).
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, fields
 from typing import Any
 
 from crustacean.config import PriceConfig
@@ -28,6 +28,9 @@ class Usage:
     def total_input(self) -> int:
         """Every prompt token the model read: uncached, read from cache and written to it."""
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+KINDS = tuple(f.name for f in fields(Usage))  # the billed kinds, as run_records' columns
 
 
 def usage_of(response_usage: Any) -> Usage:

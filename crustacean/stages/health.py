@@ -36,6 +36,7 @@ from crustacean.stages.compile_plan import (
     recorded_day,
 )
 from crustacean.store.proposals import Proposal, list_proposals
+from crustacean.usage import KINDS
 from crustacean.workspace import CHECKED, FOUNDATION_FILES, WORKING_MEMORY, Workspace, walk
 
 STATUSES = ("ok", "warn", "fail")
@@ -206,20 +207,17 @@ def _cadence_check(
 # ---------------------------------------------------------------------------- cost
 
 
-_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-
-
 def cost(runs: list[RunRecord], now: datetime) -> Check:
     """Tokens by kind and estimated dollars per stage over the last 30 days (dry runs cost too)."""
     recent = [r for r in runs if now - WINDOW <= r.started <= now]
     stages: dict[str, dict[str, Any]] = {}
     for r in recent:
-        row = stages.setdefault(r.stage, {"runs": 0, "cost_usd": 0.0, **dict.fromkeys(_KINDS, 0)})
+        row = stages.setdefault(r.stage, {"runs": 0, "cost_usd": 0.0, **dict.fromkeys(KINDS, 0)})
         row["runs"] += 1
         row["cost_usd"] += r.cost_usd
-        for kind in _KINDS:
+        for kind in KINDS:
             row[kind] += getattr(r.usage, kind)
-    total = {k: sum(s[k] for s in stages.values()) for k in ("runs", "cost_usd", *_KINDS)}
+    total = {k: sum(s[k] for s in stages.values()) for k in ("runs", "cost_usd", *KINDS)}
     order = sorted(stages, key=lambda s: (STAGES.index(s) if s in STAGES else len(STAGES), s))
     details = [
         f"{s}: {v['runs']} run(s), ${v['cost_usd']:.4f}; input {v['input_tokens']:,}, output "
