@@ -60,6 +60,7 @@ from crustacean.stages.collect_notes import (
     recover_batches,
     save_pending,
     worth_a_call,
+    write_appends,
 )
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
@@ -300,15 +301,8 @@ class Collect(Stage[None, CollectResult]):
         cursors = cursors_after(intake.files, done)
         if not dry_run:
             save_pending(db, run.id, marker, sent_ids, cursors, now)
-        if appended.changes:
-            written = session.store.write_context(
-                appended.changes,
-                actor=STAGE,
-                message=_message(result),
-                run_id=run.id,
-                max_files=len(appended.changes),
-            )
-            rec.wrote(list(written.files), written.version, written.proposal)
+        new = f"{result.appended} item(s) from {result.new_messages} new message(s)"
+        write_appends(session, appended, f"collect: {new}")
         if not dry_run:
             finish_batch(db, run.id, cursors, sent_ids, now)
         return Finish(result, asked.status, _summary(result), asked.error)
@@ -525,10 +519,6 @@ def _plan(ws: Workspace, intake: Intake, batch: bool) -> CollectResult:
             result.left_for_next_run = sum(len(c.refs) for c in chunks[k:])
             break
     return result
-
-
-def _message(result: CollectResult) -> str:
-    return f"collect: {result.appended} item(s) from {result.new_messages} new message(s)"
 
 
 def _summary(result: CollectResult) -> str:

@@ -23,7 +23,6 @@ from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import RECORD_NOTES
 from crustacean.sources import Message
 from crustacean.stages.collect_notes import (
-    STAGE,
     Appended,
     Chunk,
     Item,
@@ -32,6 +31,7 @@ from crustacean.stages.collect_notes import (
     build_request,
     finish_batch,
     save_pending,
+    write_appends,
 )
 from crustacean.state import StateDB
 from crustacean.usage import cost, usage_of
@@ -191,15 +191,7 @@ def _append_batch(
     appended = append_changes(ws, session.store.read_bytes, items, marker)
     key = f"{rec.record.id}:{batch_id}"
     save_pending(db, key, marker, done, [], now, batch_id=batch_id)
-    if appended.changes:
-        written = session.store.write_context(
-            appended.changes,
-            actor=STAGE,
-            message=f"collect: {appended.appended} item(s) from batch {batch_id}",
-            run_id=rec.record.id,
-            max_files=len(appended.changes),
-        )
-        rec.wrote(list(written.files), written.version, written.proposal)
+    write_appends(session, appended, f"collect: {appended.appended} item(s) from batch {batch_id}")
     finish_batch(db, key, [], done, now, batch_id=batch_id)
     out.append.changes += appended.changes
     out.append.appended += appended.appended

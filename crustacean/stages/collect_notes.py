@@ -18,7 +18,7 @@ from crustacean import daily
 from crustacean.config import SourceConfig
 from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
-from crustacean.llm.runner import model_for
+from crustacean.llm.runner import ModelSession, model_for
 from crustacean.llm.stage_tools import CATEGORIES, RECORD_NOTES
 from crustacean.runs import one_line
 from crustacean.secrets import find_secrets, redact
@@ -655,6 +655,16 @@ def append_changes(
         sha = sha256_hex(current) if current is not None else None
         out.changes.append(Change(path, "append", content=body, expected_sha256=sha))
     return out
+
+
+def write_appends(session: ModelSession, appended: Appended, message: str) -> None:
+    """The day files' appends as one version, noted in the run record."""
+    if appended.changes:
+        changes, rec = appended.changes, session.rec
+        written = session.store.write_context(
+            changes, actor=STAGE, message=message, run_id=rec.record.id, max_files=len(changes)
+        )
+        rec.wrote(list(written.files), written.version, written.proposal)
 
 
 def _block(ws: Workspace, session: str, group: list[Item], marker: str) -> str:
