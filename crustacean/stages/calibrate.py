@@ -36,7 +36,6 @@ AUDIT_KEYS = ("foundation", "pipeline", "lessons", "meta", "human_review")
 class Review:
     audit: dict[str, Any] = field(default_factory=dict)
     archived_lessons: list[str] = field(default_factory=list)
-    changes: list[str] = field(default_factory=list)
 
 
 def recent_routings(ws: Workspace, n: int = 5) -> list[str]:
@@ -112,13 +111,7 @@ def _handlers(session: ModelSession, run_id: str, review: Review) -> dict[str, A
             and isinstance(inp.get("changes"), list)
         ):
             for ch in inp["changes"]:
-                if not isinstance(ch, dict):
-                    continue
-                review.changes.append(
-                    f"{ch.get('mode')} {ch.get('path')}"
-                    + (f" → {ch['to']}" if ch.get("to") else "")
-                )
-                if str(ch.get("to", "")).startswith("archive/lessons/"):
+                if isinstance(ch, dict) and str(ch.get("to", "")).startswith("archive/lessons/"):
                     review.archived_lessons.append(str(ch.get("path")))
         return out
 

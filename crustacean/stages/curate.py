@@ -64,9 +64,8 @@ def normalize(text: str) -> str:
 
 
 def entry_id(day: str, text: str) -> str:
-    return hashlib.sha1(f"{day}\n{normalize(text)}".encode(), usedforsecurity=False).hexdigest()[
-        :12
-    ]
+    key = f"{day}\n{normalize(text)}".encode()
+    return hashlib.sha1(key, usedforsecurity=False).hexdigest()[:12]
 
 
 def parse_entries(day: str, text: str) -> list[Entry]:
