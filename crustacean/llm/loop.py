@@ -8,11 +8,12 @@ import json
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from crustacean.config import BudgetConfig, PriceConfig
 from crustacean.llm import contract
 from crustacean.llm.tools import TOOLS, ToolExecutor, ToolOutcome, ToolSpec
+from crustacean.runs import RunRecorder
 from crustacean.usage import Usage, cost, usage_of
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -103,14 +104,6 @@ def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class Recorder(Protocol):
-    """What the loop reports to the run record (runs.RunRecorder implements it)."""
-
-    def log(self, message: str) -> None: ...
-    def tool_call(self, name: str, input: dict[str, Any], is_error: bool, result: str) -> None: ...
-    def wrote(self, files: list[str], version: str | None, proposal: int | None) -> None: ...
-
-
 @dataclass
 class LoopOutcome:
     status: str  # ok | partial | failed
@@ -124,17 +117,14 @@ class LoopOutcome:
     last_reply_stop: str = ""  # the last response's stop_reason (max_tokens: maybe truncated)
 
 
-Create = Callable[..., Any]
-
-
 def run_loop(
-    create: Create,
+    create: Callable[..., Any],
     req: StageRequest,
     model: str,
     executor: ToolExecutor,
     budget: BudgetConfig,
     price: PriceConfig,
-    recorder: Recorder,
+    recorder: RunRecorder,
     on_turn: Callable[[Usage, float], None] | None = None,
     on_send: Callable[[Usage, float], None] | None = None,
 ) -> LoopOutcome:
@@ -218,7 +208,7 @@ def _partial(out: LoopOutcome, stop: str, error: str) -> LoopOutcome:
 
 
 def _run_tools(
-    calls: list[dict[str, Any]], executor: ToolExecutor, recorder: Recorder
+    calls: list[dict[str, Any]], executor: ToolExecutor, recorder: RunRecorder
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Run every tool_use block of one reply, in order; all get a tool_result."""
     results, finished = [], None
