@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO
 
 from crustacean.sources import base
 from crustacean.sources.base import (
@@ -31,13 +31,9 @@ from crustacean.sources.plain import read_plain
 KINDS = ("openclaw", "claude_code", "plain")
 
 
-class LineParser(Protocol):
-    """A format: messages of one parsed JSON line, [] for a non-message, None for bad shape."""
-
-    def parse(self, record: Any, raw: bytes, line: int) -> list[Message] | None: ...
-
-
-PARSERS: dict[str, type[OpenClawParser] | type[ClaudeCodeParser]] = {
+# A format's `parse`: messages of one parsed JSON line, [] for a non-message, None for bad shape.
+LineParser = OpenClawParser | ClaudeCodeParser
+PARSERS: dict[str, type[LineParser]] = {
     "openclaw": OpenClawParser,
     "claude_code": ClaudeCodeParser,
 }

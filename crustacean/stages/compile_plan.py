@@ -759,8 +759,7 @@ def _old_lessons(
         if found:
             age, why = (today - found[0]).days, f"{found[1]} {found[0]}"
         else:
-            age, why = _age_days(now, mtime), "unchanged since"
-            why = f"{why} {mtime.date()}"
+            age, why = _age_days(now, mtime), f"unchanged since {mtime.date()}"
         if age > OLD_LESSON_DAYS:
             items.append(f"{path} ({why}, {age} days ago)")
     return items
