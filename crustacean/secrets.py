@@ -193,9 +193,11 @@ def _pem(text: str) -> Iterator[Span]:
 def _plugin(name: str) -> Any:
     """One detect-secrets detector, `module.Class` under `detect_secrets.plugins`, imported on
     first use (the package pulls in requests)."""
+    from detect_secrets import plugins
+
     module, _, detector = name.partition(".")
     try:
-        return getattr(import_module(f"detect_secrets.plugins.{module}"), detector)()
+        return getattr(import_module(f"{plugins.__name__}.{module}"), detector)()
     except (ImportError, AttributeError):
         raise LookupError(
             f"detect-secrets has no detector {name}; pin a version that has it"
