@@ -113,17 +113,11 @@ def _stamp(moment: datetime) -> str:
 # ---------------------------------------------------------------------------- cadence
 
 
-@dataclass(frozen=True)
-class _StageCadence:
-    expected: int
-    missed: list[datetime]
-    due_missed_tail: int  # how many of the latest due slots in a row were missed
-
-
 def _stage_cadence(
     schedule: str, starts: list[datetime], start: datetime, now: datetime, tz: tzinfo
-) -> _StageCadence:
-    """Due slots of one stage and which had no run between them and the next slot."""
+) -> tuple[int, list[datetime], int]:
+    """How many slots of one stage were due, which had no run between them and the next slot,
+    and how many of the latest due slots in a row were missed."""
     slots = expected_slots(schedule, start, now, tz)
     bounds = [*slots[1:], slot_at_or_after(schedule, now, tz)]
     missed, expected, tail = [], 0, 0
@@ -136,7 +130,7 @@ def _stage_cadence(
         else:
             missed.append(slot)
             tail += 1
-    return _StageCadence(expected, missed, tail)
+    return expected, missed, tail
 
 
 def cadence(
@@ -167,20 +161,20 @@ def cadence(
             figures[stage] = {"enabled": False}
             continue
         mine = sorted((r for r in real if r.stage == stage), key=lambda r: r.started)
-        sc = _stage_cadence(schedule, [r.started for r in mine], start, now, tz)
+        expected, gaps, tail = _stage_cadence(schedule, [r.started for r in mine], start, now, tz)
         recent = [r for r in mine if r.started >= start]
         failed = [r for r in recent if r.status == "failed"]
-        missed += [(slot, stage) for slot in sc.missed]
+        missed += [(slot, stage) for slot in gaps]
         failures += [
             f"{stage} failed {_stamp(r.started)} ({r.id}): {r.error or '—'}" for r in failed
         ]
-        if (mine and mine[-1].status == "failed") or sc.due_missed_tail >= STOPPED_AFTER:
+        if (mine and mine[-1].status == "failed") or tail >= STOPPED_AFTER:
             stopped.append(stage)
         figures[stage] = {
             "enabled": True,
             "schedule": schedule,
-            "expected": sc.expected,
-            "missed": len(sc.missed),
+            "expected": expected,
+            "missed": len(gaps),
             "runs": len(recent),
             "failed": len(failed),
             "last_run": mine[-1].started.isoformat() if mine else None,
