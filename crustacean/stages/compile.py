@@ -41,7 +41,7 @@ from crustacean.stages.compile_plan import (
 )
 from crustacean.stages.curate import backfilled_days, uncurated
 from crustacean.stages.indexer import index_created
-from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
+from crustacean.stages.skeleton import Finish, Run, Stage, StageResult, report_change
 from crustacean.state import open_state
 from crustacean.store import Store
 from crustacean.store.changes import Change, sha256_hex
@@ -419,12 +419,7 @@ _TITLES = {  # the model's record_digest sections, under the digest's headings
 def write_digest(ws: Workspace, store: Store, ops: Ops, now: datetime, run_id: str) -> str:
     path = f"archive/digests/{ws.today(now).isoformat()}-weekly.md"
     text = digest_text(ws, ops, now, run_id).encode()
-    current = store.read_bytes(path)
-    if current is None:
-        change = Change(path, "create", content=text)
-    else:  # a second compile the same day: its digest follows the first
-        change = Change(path, "append", content=b"\n" + text, expected_sha256=sha256_hex(current))
-    _apply(store, [change], f"compile: weekly digest {path}", run_id, ops)
+    _apply(store, [report_change(store, path, text)], f"compile: weekly digest {path}", run_id, ops)
     return path
 
 
