@@ -25,14 +25,9 @@ def folder(setting: str) -> str:
     return ROOT_FOLDER if setting == "root" else SUB_FOLDER
 
 
-def log_name(day: date | str) -> str:
-    """The file name of `day`'s log (`day` a date or its ISO form)."""
-    return f"{day.isoformat() if isinstance(day, date) else day}.md"
-
-
 def log_path(daily_folder: str, day: date | str) -> str:
-    """Workspace-relative path of `day`'s log in `daily_folder`."""
-    return f"{daily_folder}/{log_name(day)}"
+    """Workspace-relative path of `day`'s log in `daily_folder` (`day` a date or its ISO form)."""
+    return f"{daily_folder}/{day.isoformat() if isinstance(day, date) else day}.md"
 
 
 def _name(path: str) -> str:
@@ -66,10 +61,12 @@ def dated_day(path: str) -> date | None:
 
 
 def _day(match: re.Match[str] | None) -> date | None:
-    """A calendar date, or None for no match or for `2026-13-40`."""
-    if match is None:
-        return None
+    return calendar_day(*match.groups()) if match else None
+
+
+def calendar_day(year: str, month: str, day: str) -> date | None:
+    """A calendar date, or None for `2026-13-40`."""
     try:
-        return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        return date(int(year), int(month), int(day))
     except ValueError:
         return None

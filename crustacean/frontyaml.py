@@ -190,7 +190,7 @@ def yaml_scalar(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"cannot write {type(value).__name__} into frontmatter: {value!r}")
     plain = _dump(value, None)
-    if "\n" not in plain and _reads_back(plain, value):
+    if "\n" not in plain and _reads_as(plain, value):
         return plain
     return _dump(value, '"')
 
@@ -198,14 +198,6 @@ def yaml_scalar(value: Any) -> str:
 def _dump(value: str, style: str | None) -> str:
     out = yaml.safe_dump(value, default_style=style, allow_unicode=True, width=2**31)
     return out.removesuffix("\n").removesuffix("\n...").removesuffix("\n")
-
-
-def _reads_back(text: str, value: str) -> bool:
-    try:
-        loaded: object = yaml.load(text, Loader=_Loader)
-        return loaded == value
-    except _YAML_FAILURES:
-        return False
 
 
 def entry(key: str, value: Any, eol: str) -> str:
@@ -265,7 +257,7 @@ def _expected(yaml_text: str, updates: dict[str, Any]) -> dict[Any, Any]:
     return {**old, **new}
 
 
-def _reads_as(yaml_text: str, want: dict[Any, Any]) -> bool:
+def _reads_as(yaml_text: str, want: object) -> bool:
     try:
         got = yaml.load(yaml_text, Loader=_Loader)
     except _YAML_FAILURES:

@@ -17,7 +17,7 @@ import secrets
 import sqlite3
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -29,7 +29,7 @@ from crustacean.config import STAGES
 from crustacean.errors import EXIT_USAGE, CrustaceanError, LockedError, UsageError
 from crustacean.secrets import redact
 from crustacean.state import StateDB, from_db_time, open_state, to_db_time
-from crustacean.usage import Usage
+from crustacean.usage import KINDS, Usage
 from crustacean.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -46,28 +46,7 @@ INTERRUPTED = "interrupted (the process was killed)"
 CTRL_C = "interrupted by the user (Ctrl-C)"
 NO_STATUS = "the run ended without recording a status"
 
-_SCALARS = (
-    "id",
-    "stage",
-    "started",
-    "ended",
-    "status",
-    "dry_run",
-    "model",
-    "turns",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cost_usd",
-    "files_changed",
-    "versions",
-    "proposals",
-    "error",
-    "summary",
-)
-_USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-_SELECT = f"SELECT {', '.join(_SCALARS)} FROM run_records"
+_LISTS = ("files_changed", "versions", "proposals")  # JSON lists in their columns
 
 
 class RunNotFoundError(CrustaceanError):
@@ -89,9 +68,6 @@ class ToolCallRecord:
     is_error: bool
     result: str
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class SetAside:
@@ -101,9 +77,6 @@ class SetAside:
     kind: str
     reason: str
     text: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -134,27 +107,22 @@ class RunRecord:
 
     def to_json(self, *, tool_calls: bool = True) -> dict[str, Any]:
         """Plain data for `--json`; `tool_calls=False` for listings, which do not load them."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "stage": self.stage,
-            "started": self.started.isoformat(),
-            "ended": self.ended.isoformat() if self.ended else None,
-            "status": self.status,
-            "dry_run": self.dry_run,
-            "model": self.model,
-            "turns": self.turns,
-            "usage": asdict(self.usage),
-            "cost_usd": self.cost_usd,
-            "files_changed": list(self.files_changed),
-            "versions": list(self.versions),
-            "proposals": list(self.proposals),
-            "error": self.error,
-            "summary": self.summary,
-        }
-        if tool_calls:
-            out["tool_calls"] = [call.to_json() for call in self.tool_calls]
-            out["set_aside"] = [item.to_json() for item in self.set_aside]
+        out = asdict(self)
+        ended = self.ended.isoformat() if self.ended else None
+        out |= {"started": self.started.isoformat(), "ended": ended}
+        if not tool_calls:
+            del out["tool_calls"], out["set_aside"]
         return out
+
+
+# The run_records columns: the record's fields, its usage as one column per token kind.
+_SCALARS = tuple(
+    column
+    for f in fields(RunRecord)
+    if f.name not in ("tool_calls", "set_aside")
+    for column in (KINDS if f.name == "usage" else (f.name,))
+)
+_SELECT = f"SELECT {', '.join(_SCALARS)} FROM run_records"
 
 
 def new_run_id(moment: datetime) -> str:
@@ -272,12 +240,7 @@ class RunLock:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         """Remove the info file before releasing, so it never erases the next holder's."""
         if self._lock is None:
             return
@@ -327,6 +290,7 @@ class RunRecorder:
     ) -> None:
         self.ws = ws
         self._repair_fn = repair
+        self._repaired: tuple[bool, int] = (False, 0)  # interrupted write undone, stray temps
         self.clock = clock or wall_clock
         started = self.clock()
         self.record = RunRecord(
@@ -339,7 +303,12 @@ class RunRecorder:
     def __enter__(self) -> RunRecorder:
         self._lock.__enter__()
         try:
-            self._repair()
+            # A killed run may have left a half-applied write or temp files: clean up first, so
+            # this run reads only whole versions. The stage hands in its store's `repair` (a run
+            # record is ground floor; the store is not).
+            if self._repair_fn is not None:
+                undone, stray = self._repair_fn()
+                self._repaired = (undone, len(stray))
             self._db = open_state(self.ws)
             self.record.started = self.clock()
             stale = self._insert()
@@ -349,17 +318,9 @@ class RunRecorder:
             raise
         return self
 
-    def _repair(self) -> None:
-        """A killed run may have left a half-applied write or temp files: clean up first, so
-        this run reads only whole versions (a stage that trusted them could lose data). The
-        stage hands in its store's `repair` (a run record is ground floor; the store is not)."""
-        if self._repair_fn is not None:
-            undone, stray = self._repair_fn()
-            self._repaired = (undone, len(stray))
-
     def _log_start(self, stale: int) -> None:
         self.log(f"run {self.record.id}: stage {self.record.stage}, pid {os.getpid()}")
-        undone, stray = getattr(self, "_repaired", (False, 0))
+        undone, stray = self._repaired
         if undone or stray:
             self.log(
                 f"repaired the workspace first: interrupted write undone={undone}, "
@@ -526,47 +487,20 @@ class RunRecorder:
 
 def _to_row(rec: RunRecord) -> dict[str, Any]:
     """A record as the named parameters of its `run_records` row."""
-    return {
-        "id": rec.id,
-        "stage": rec.stage,
-        "started": to_db_time(rec.started),
-        "ended": to_db_time(rec.ended) if rec.ended else None,
-        "status": rec.status,
-        "dry_run": int(rec.dry_run),
-        "model": rec.model,
-        "turns": rec.turns,
-        **asdict(rec.usage),
-        "cost_usd": rec.cost_usd,
-        "files_changed": _dumps(rec.files_changed),
-        "versions": _dumps(rec.versions),
-        "proposals": _dumps(rec.proposals),
-        "error": rec.error,
-        "summary": rec.summary,
-    }
+    row = {k: getattr(rec, k) for k in _SCALARS if k not in KINDS}
+    row |= {k: _dumps(row[k]) for k in _LISTS} | asdict(rec.usage)
+    ended = to_db_time(rec.ended) if rec.ended else None
+    return row | {"started": to_db_time(rec.started), "ended": ended, "dry_run": int(rec.dry_run)}
 
 
 def _from_row(values: tuple[Any, ...]) -> RunRecord:
     row = dict(zip(_SCALARS, values, strict=True))
-    usage = Usage(*(row[k] for k in _USAGE_COLUMNS))
-    started = from_db_time(row["started"])
+    usage = Usage(*(row.pop(k) for k in KINDS))
+    row |= {k: json.loads(row[k]) for k in _LISTS}
+    started = from_db_time(row.pop("started"))
     assert started is not None  # NOT NULL column
-    return RunRecord(
-        id=row["id"],
-        stage=row["stage"],
-        started=started,
-        ended=from_db_time(row["ended"]),
-        status=row["status"],
-        dry_run=bool(row["dry_run"]),
-        model=row["model"],
-        turns=row["turns"],
-        usage=usage,
-        cost_usd=row["cost_usd"],
-        files_changed=json.loads(row["files_changed"]),
-        versions=json.loads(row["versions"]),
-        proposals=json.loads(row["proposals"]),
-        error=row["error"],
-        summary=row["summary"],
-    )
+    ended, dry_run = from_db_time(row.pop("ended")), bool(row.pop("dry_run"))
+    return RunRecord(**row, started=started, ended=ended, dry_run=dry_run, usage=usage)
 
 
 # ---------------------------------------------------------------------------- queries

@@ -126,14 +126,11 @@ def fmt(moment: datetime, tz: tzinfo = UTC) -> str:
     return f"{_utc(moment).astimezone(tz):%Y-%m-%d %H:%M %Z}"
 
 
-def _count(n: int) -> str:
-    return f"{n}+" if n >= COUNT_CAP else str(n)
-
-
 def _due_reason(slot: datetime, now: datetime, missed: int, since: str, tz: tzinfo) -> str:
     """`due: slot … [missed] [(N slots missed, caught up once)] (since…)`."""
     late = " missed" if now - slot > LATE_AFTER else ""
-    extra = f"; {_count(missed)} slots missed, caught up once" if missed > 1 else ""
+    shown = f"{missed}+" if missed >= COUNT_CAP else str(missed)
+    extra = f"; {shown} slots missed, caught up once" if missed > 1 else ""
     return f"due: slot {fmt(slot, tz)}{late}{extra} ({since})"
 
 

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from types import ModuleType
+from importlib import import_module
 from typing import Any
 
 
@@ -181,49 +181,27 @@ def _mixed_case_after_colon(value: str) -> bool:
     return tail.lower() != tail and tail.upper() != tail
 
 
+_PEM = re.compile(rf"{_PEM_HEAD}(?:(?:(?!-----)[\s\S])*{_PEM_TAIL}|(?:\s+[\w+/=]{{16,}})*)")
+
+
 def _pem(text: str) -> Iterator[Span]:
-    rx = _compiled(rf"{_PEM_HEAD}(?:(?:(?!-----)[\s\S])*{_PEM_TAIL}|(?:\s+[\w+/=]{{16,}})*)")
-    for m in rx.finditer(text):
+    for m in _PEM.finditer(text):
         yield m.span()
 
 
 @cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-@cache
 def _plugin(name: str) -> Any:
-    """One detect-secrets detector, imported on first use (the package pulls in requests)."""
-    from detect_secrets.plugins import (
-        aws,
-        azure_storage_key,
-        basic_auth,
-        discord,
-        github_token,
-        gitlab_token,
-        jwt,
-        mailchimp,
-        npm,
-        openai,
-        private_key,
-        pypi_token,
-        sendgrid,
-        slack,
-        square_oauth,
-        stripe,
-        telegram_token,
-        twilio,
-    )
+    """One detect-secrets detector, `module.Class` under `detect_secrets.plugins`, imported on
+    first use (the package pulls in requests)."""
+    from detect_secrets import plugins
 
-    modules: tuple[ModuleType, ...] = (aws, azure_storage_key, basic_auth, discord, github_token)
-    modules += (gitlab_token, jwt)
-    modules += (mailchimp, npm, openai, private_key, pypi_token, sendgrid, slack, square_oauth)
-    modules += (stripe, telegram_token, twilio)
-    for module in modules:
-        if hasattr(module, name):
-            return getattr(module, name)()
-    raise LookupError(f"detect-secrets has no detector {name}; pin a version that has it")
+    module, _, detector = name.partition(".")
+    try:
+        return getattr(import_module(f"{plugins.__name__}.{module}"), detector)()
+    except (ImportError, AttributeError):
+        raise LookupError(
+            f"detect-secrets has no detector {name}; pin a version that has it"
+        ) from None
 
 
 def _library(
@@ -292,11 +270,11 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "private key block",
         ("private key", "putty-user-key"),
-        _library("PrivateKeyDetector"),
+        _library("private_key.PrivateKeyDetector"),
     ),
     _Rule("Anthropic API key", ("sk-ant-",), _regex(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
     _token("OpenRouter API key", ("sk-or-",), r"sk-or-v1-(?P<r>[a-f0-9]{64})"),
-    _Rule("OpenAI API key", ("t3blbkfj",), _library("OpenAIDetector")),
+    _Rule("OpenAI API key", ("t3blbkfj",), _library("openai.OpenAIDetector")),
     _Rule("OpenAI API key", ("sk-",), _regex(r"\bsk-(?!ant-)(?P<r>[A-Za-z0-9_-]{32,})")),
     _token("ElevenLabs API key", ("sk_",), r"sk_(?P<r>[a-f0-9]{48})"),
     _Rule(
@@ -317,9 +295,11 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "AWS access key id",
         ("akia", "asia", "abia", "acca", "a3t", "aws"),
-        _library("AWSKeyDetector", value_group=True),
+        _library("aws.AWSKeyDetector", value_group=True),
     ),
-    _Rule("Azure storage key", ("accountkey=",), _library("AzureStorageKeyDetector")),
+    _Rule(
+        "Azure storage key", ("accountkey=",), _library("azure_storage_key.AzureStorageKeyDetector")
+    ),
     _Rule(
         "Azure SAS token",
         ("sig=",),
@@ -332,13 +312,15 @@ _RULES: tuple[_Rule, ...] = (
         _regex(r"\b(?:gh[pousr]_[A-Za-z0-9]{36}(?![A-Za-z0-9])|github_pat_\w{22,})"),
     ),
     _Rule(
-        "GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _library("GitHubTokenDetector")
+        "GitHub token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        _library("github_token.GitHubTokenDetector"),
     ),
-    _Rule("GitLab token", _GITLAB_PREFIXES, _library("GitLabTokenDetector")),
+    _Rule("GitLab token", _GITLAB_PREFIXES, _library("gitlab_token.GitLabTokenDetector")),
     _token("Hugging Face token", ("hf_", "api_org_"), r"(?:hf|api_org)_(?P<r>[A-Za-z0-9]{30,})"),
-    _Rule("npm token", ("_authtoken",), _library("NpmDetector", value_group=True)),
+    _Rule("npm token", ("_authtoken",), _library("npm.NpmDetector", value_group=True)),
     _Rule("npm token", ("npm_",), _regex(r"\bnpm_[A-Za-z0-9]{36}(?![\w-])")),
-    _Rule("PyPI token", ("pypi-ag",), _library("PypiTokenDetector")),
+    _Rule("PyPI token", ("pypi-ag",), _library("pypi_token.PypiTokenDetector")),
     _Rule("Google OAuth token", ("ya29.",), _regex(r"\bya29\.[\w-]{20,}")),
     _Rule("Google API key", ("aiza",), _regex(r"\bAIza[\w-]{35}(?![\w-])")),
     _token("Google OAuth client secret", ("gocspx-",), r"GOCSPX-(?P<r>[\w-]{28})"),
@@ -349,26 +331,26 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _token("Slack token", ("xapp-",), r"xapp-\d-(?P<r>[A-Z0-9]+-\d+-[A-Za-z0-9]+)"),
     _Rule("Slack token", ("xox",), _regex(r"(?<![\w-])xox[abeoprs]-(?P<r>[A-Za-z0-9-]{10,})")),
-    _Rule("Slack token", ("xox",), _library("SlackDetector")),
+    _Rule("Slack token", ("xox",), _library("slack.SlackDetector")),
     _Rule("Stripe key", ("k_live_", "k_test_"), _regex(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
-    _Rule("Stripe key", ("k_live_",), _library("StripeDetector")),
+    _Rule("Stripe key", ("k_live_",), _library("stripe.StripeDetector")),
     _token("Stripe key", ("whsec_",), r"whsec_(?P<r>[A-Za-z0-9]{32,})"),
-    _Rule("SendGrid API key", ("sg.",), _library("SendGridDetector")),
-    _Rule("Square OAuth secret", ("sq0csp-",), _library("SquareOAuthDetector")),
+    _Rule("SendGrid API key", ("sg.",), _library("sendgrid.SendGridDetector")),
+    _Rule("Square OAuth secret", ("sq0csp-",), _library("square_oauth.SquareOAuthDetector")),
     _token("Square access token", ("sq0atp-",), r"sq0atp-(?P<r>[\w-]{22,60})"),
     _token("Square access token", ("eaaa",), _NOT_IN_BASE64 + r"EAAA(?P<r>[\w-]{60})"),
     _token("Facebook access token", ("eaa",), _NOT_IN_BASE64 + r"EAA(?P<r>[A-Za-z0-9]{100,})"),
-    _Rule("Mailchimp API key", ("-us",), _library("MailchimpDetector")),
+    _Rule("Mailchimp API key", ("-us",), _library("mailchimp.MailchimpDetector")),
     _Rule(
         "Telegram bot token",
         (),
-        _library("TelegramBotTokenDetector", accept=_mixed_case_after_colon),
+        _library("telegram_token.TelegramBotTokenDetector", accept=_mixed_case_after_colon),
         pre=re.compile(r"\d{8}:[\w-]{30}"),
     ),
     _Rule(
         "Discord bot token",
         (),
-        _library("DiscordBotTokenDetector"),
+        _library("discord.DiscordBotTokenDetector"),
         pre=re.compile(r"[MNO][\w-]{23,25}\.[\w-]{6}\."),
     ),
     _Rule(
@@ -381,7 +363,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "Twilio key",
         (),
-        _library("TwilioKeyDetector"),
+        _library("twilio.TwilioKeyDetector"),
         pre=re.compile(r"(?:AC|SK)[a-z0-9]{32}"),
     ),
     _token("Brave API key", ("bsa",), r"BSA(?P<r>[\w-]{25,32})"),
@@ -438,8 +420,8 @@ _RULES: tuple[_Rule, ...] = (
         r"access_token\$production\$(?P<r>[a-z0-9]{16}\$[a-f0-9]{32})",
     ),
     _Rule("JWT", ("eyj",), _regex(r"\beyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}")),
-    _Rule("JWT", ("eyj",), _library("JwtTokenDetector")),
-    _Rule("URL credentials", ("://",), _library("BasicAuthDetector", value_group=True)),
+    _Rule("JWT", ("eyj",), _library("jwt.JwtTokenDetector")),
+    _Rule("URL credentials", ("://",), _library("basic_auth.BasicAuthDetector", value_group=True)),
     _Rule(
         "URL credentials",
         ("://",),

@@ -3,7 +3,7 @@ and the batch path share (ground floor, so none of them imports another for it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from typing import Any
 
 from crustacean.config import PriceConfig
@@ -19,17 +19,18 @@ class Usage:
     cache_write_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-        )
+        return Usage(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+    def __neg__(self) -> Usage:
+        return Usage(*(-n for n in astuple(self)))
 
     @property
     def total_input(self) -> int:
         """Every prompt token the model read: uncached, read from cache and written to it."""
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+KINDS = tuple(f.name for f in fields(Usage))  # the billed kinds, as run_records' columns
 
 
 def usage_of(response_usage: Any) -> Usage:

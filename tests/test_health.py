@@ -297,7 +297,7 @@ def test_a_broken_check_becomes_a_warning(ws: Workspace, monkeypatch: pytest.Mon
     def boom(*_: object) -> list:
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(h, "_pending", boom)
+    monkeypatch.setattr(h, "list_proposals", boom)
     by = {c.name: c for c in h.check_workspace(ws, NOW).checks}
     assert by["proposals"].status == "warn" and "OSError: disk on fire" in by["proposals"].summary
 

@@ -13,8 +13,9 @@ from mcp import Client
 from test_mcp import payload
 
 from conftest import snapshot
-from crustacean.llm.tools import MODES_ALL, write_spec
+from crustacean.llm.tools import write_spec
 from crustacean.mcp_server import build_server
+from crustacean.store.policy import MODES
 from crustacean.workspace import Workspace
 
 CHANGE_FIELDS = ["path", "mode", "content", "old", "new", "to", "expected_sha256"]
@@ -93,10 +94,10 @@ def test_write_context_says_what_each_mode_needs(ws: Workspace) -> None:
 
 
 def test_every_mode_and_field_of_the_full_write_spec_is_described() -> None:
-    item = write_spec(MODES_ALL).input_schema["properties"]["changes"]["items"]
+    item = write_spec(MODES).input_schema["properties"]["changes"]["items"]
     assert list(item["properties"]) == CHANGE_FIELDS
     mode = item["properties"]["mode"]["description"]
-    for name in MODES_ALL:
+    for name in MODES:
         assert f"{name} (" in mode
     assert "move (to the path `to`; needs to)" in mode
     assert item["properties"]["to"]["description"].startswith("For move: ")

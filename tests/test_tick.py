@@ -61,7 +61,8 @@ def test_a_failing_stage_does_not_block_the_others(
     def boom(*args: object, **kwargs: object) -> None:
         raise CrustaceanError("transcripts unreadable")
 
-    monkeypatch.setitem(registry.REGISTRY, "collect", boom)
+    real = registry.stage
+    monkeypatch.setattr(registry, "stage", lambda name: boom() if name == "collect" else real(name))
     result = tick(utc_ws, env={}, clock=fixed("2026-11-29 04:10"))
     got = by_stage(result)
     assert got["collect"] == (True, "failed", "CrustaceanError: transcripts unreadable")

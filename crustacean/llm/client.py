@@ -32,12 +32,10 @@ def resolve_credentials(settings: Settings, env: Mapping[str, str] | None = None
     file = env_file_path(settings, env)
     from_file = read_env_file(file)
     base_url = settings.llm.base_url or env.get(URL_ENV) or from_file.get(URL_ENV) or None
-    for name in (KEY_ENV, TOKEN_ENV):
-        if env.get(name):
-            return Credentials(env[name], base_url, f"${name}", name == TOKEN_ENV)
-    for name in (KEY_ENV, TOKEN_ENV):
-        if from_file.get(name):
-            return Credentials(from_file[name], base_url, str(file), name == TOKEN_ENV)
+    for values, where in ((env, ""), (from_file, str(file))):
+        for name in (KEY_ENV, TOKEN_ENV):
+            if values.get(name):
+                return Credentials(values[name], base_url, where or f"${name}", name == TOKEN_ENV)
     if base_url:
         return Credentials(LOCAL_KEY, base_url, "none (local server)")
     raise ConfigError(

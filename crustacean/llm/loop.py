@@ -6,22 +6,18 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from crustacean.config import BudgetConfig, PriceConfig
 from crustacean.llm import contract
 from crustacean.llm.tools import TOOLS, ToolExecutor, ToolOutcome, ToolSpec
+from crustacean.runs import RunRecorder
 from crustacean.usage import Usage, cost, usage_of
 
 EPHEMERAL = {"type": "ephemeral"}
-DEFAULT_TOOLS = (
-    "list_context_files",
-    "read_context_file",
-    "search_memory",
-    "write_context",
-    "finish",
-)
+DEFAULT_TOOLS = tuple(TOOLS)
 
 
 @dataclass(frozen=True)
@@ -68,19 +64,12 @@ def tool_specs(req: StageRequest) -> list[ToolSpec]:
     return [TOOLS[n] for n in req.tools] + list(req.extra_tools)
 
 
-def preamble_for(stage: str) -> str:
-    return (
-        contract.preamble(stage) if stage in contract.CONTRACTS else contract.actor_preamble(stage)
-    )
-
-
 def build_params(req: StageRequest, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The request of one turn (pure, so tests can read it): the stable prefix is cached."""
     tools = [t.for_anthropic() for t in tool_specs(req)]
-    system: dict[str, Any] = {
-        "type": "text",
-        "text": preamble_for(req.stage) + "\n" + contract.sent_doc(req.stage, req.system_doc),
-    }
+    head = contract.preamble if req.stage in contract.CONTRACTS else contract.actor_preamble
+    text = head(req.stage) + "\n" + contract.sent_doc(req.stage, req.system_doc)
+    system: dict[str, Any] = {"type": "text", "text": text}
     prefix_tokens = (len(system["text"]) + len(json.dumps(tools))) // 4
     if prefix_tokens >= req.min_cache_tokens:
         system["cache_control"] = EPHEMERAL
@@ -115,14 +104,6 @@ def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class Recorder(Protocol):
-    """What the loop reports to the run record (runs.RunRecorder implements it)."""
-
-    def log(self, message: str) -> None: ...
-    def tool_call(self, name: str, input: dict[str, Any], is_error: bool, result: str) -> None: ...
-    def wrote(self, files: list[str], version: str | None, proposal: int | None) -> None: ...
-
-
 @dataclass
 class LoopOutcome:
     status: str  # ok | partial | failed
@@ -136,17 +117,14 @@ class LoopOutcome:
     last_reply_stop: str = ""  # the last response's stop_reason (max_tokens: maybe truncated)
 
 
-Create = Callable[..., Any]
-
-
 def run_loop(
-    create: Create,
+    create: Callable[..., Any],
     req: StageRequest,
     model: str,
     executor: ToolExecutor,
     budget: BudgetConfig,
     price: PriceConfig,
-    recorder: Recorder,
+    recorder: RunRecorder,
     on_turn: Callable[[Usage, float], None] | None = None,
     on_send: Callable[[Usage, float], None] | None = None,
 ) -> LoopOutcome:
@@ -174,10 +152,10 @@ def run_loop(
             resp = create(**params)
         except Exception:
             if on_send:
-                on_send(_negated(pending), 0.0)
+                on_send(-pending, 0.0)
             raise
         if on_send:
-            on_send(_negated(pending), 0.0)
+            on_send(-pending, 0.0)
         out.turns += 1
         out.last_reply_stop = str(resp.stop_reason)
         used = usage_of(resp.usage)
@@ -205,15 +183,6 @@ def run_loop(
             return done
 
 
-def _negated(usage: Usage) -> Usage:
-    return Usage(
-        -usage.input_tokens,
-        -usage.output_tokens,
-        -usage.cache_read_tokens,
-        -usage.cache_write_tokens,
-    )
-
-
 def _stop(out: LoopOutcome, reason: str | None) -> LoopOutcome | None:
     """What each stop reason means for the run; None means keep going."""
     match reason:
@@ -239,7 +208,7 @@ def _partial(out: LoopOutcome, stop: str, error: str) -> LoopOutcome:
 
 
 def _run_tools(
-    calls: list[dict[str, Any]], executor: ToolExecutor, recorder: Recorder
+    calls: list[dict[str, Any]], executor: ToolExecutor, recorder: RunRecorder
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Run every tool_use block of one reply, in order; all get a tool_result."""
     results, finished = [], None
@@ -265,15 +234,7 @@ def _run_tools(
 def _block(block: Any) -> dict[str, Any]:
     """An SDK content block as a plain param dict (what the next request sends back)."""
     data = block.model_dump(exclude_none=True) if hasattr(block, "model_dump") else dict(block)
-    if data.get("type") == "tool_use" and not isinstance(data.get("input"), dict):
-        data["input"] = _coerce_input(data.get("input"))
+    if data.get("type") == "tool_use" and isinstance(data.get("input"), str):
+        with suppress(ValueError):  # a string that is no JSON stays as it came
+            data["input"] = json.loads(data["input"])
     return {k: v for k, v in data.items() if k not in ("citations", "caller") or v}
-
-
-def _coerce_input(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw

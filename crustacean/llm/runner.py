@@ -14,8 +14,9 @@ from typing import Any
 
 from crustacean.config import BudgetConfig
 from crustacean.llm.client import ModelClient, resolve_credentials
+from crustacean.llm.contract import CONTRACTS, check_changes
 from crustacean.llm.loop import LoopOutcome, StageRequest, build_params, run_loop, tool_specs
-from crustacean.llm.tools import ToolExecutor, ToolSpec
+from crustacean.llm.tools import ToolExecutor
 from crustacean.runs import RunRecorder
 from crustacean.store import Store
 from crustacean.store.overlay import OverlayStore
@@ -128,7 +129,7 @@ class ModelSession:
             _searcher(self.ws),
             handlers,
             offered=tuple(t.name for t in tool_specs(req)),
-            guard=_guard(req.stage),
+            guard=(lambda c: check_changes(req.stage, c)) if req.stage in CONTRACTS else None,
         )
         return run_loop(
             lambda **p: client.create(tier_key=self.tier_key, **p),
@@ -146,14 +147,6 @@ class ModelSession:
         return self.store.diff() if isinstance(self.store, OverlayStore) else None
 
 
-def _guard(stage: str) -> Callable[[object], None] | None:
-    from crustacean.llm.contract import CONTRACTS, check_changes
-
-    if stage not in CONTRACTS:
-        return None
-    return lambda changes: check_changes(stage, changes)
-
-
 def _count(rec: RunRecorder, used: Usage, usd: float) -> None:
     rec.turn()
     rec.add_usage(used, usd)
@@ -167,12 +160,3 @@ def _searcher(ws: Workspace) -> Callable[[str, int | None, int | None], list[dic
             return [h.to_json() for h in index.search(query, limit, budget_chars=budget)]
 
     return search
-
-
-__all__ = [
-    "ModelSession",
-    "RunPlan",
-    "StageRequest",
-    "ToolSpec",
-    "plan_stage",
-]

@@ -11,8 +11,8 @@ from typing import Any
 
 from crustacean.errors import CrustaceanError
 from crustacean.store import Store, WriteResult
+from crustacean.store.policy import MODES
 
-MODES_ALL = ("create", "append", "edit", "overwrite", "delete", "move")
 SHA256 = "^[0-9a-fA-F]{64}$"
 CHANGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -25,7 +25,7 @@ CHANGE_SCHEMA: dict[str, Any] = {
         },
         "mode": {
             "type": "string",
-            "enum": list(MODES_ALL),
+            "enum": list(MODES),
             "description": "What to do to the file.",
         },
         "content": {"type": "string", "description": "The text to write (markdown)."},
@@ -51,8 +51,6 @@ CHANGE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-
-MODES = MODES_ALL
 MODE_HELP = {
     "create": "create (a new file; needs content)",
     "append": "append (adds content at the end; needs content)",
@@ -62,8 +60,7 @@ MODE_HELP = {
     "move": "move (to the path `to`; needs to)",
 }
 FIELD_MODES = {"content": ("create", "append", "overwrite"), "old": ("edit",), "new": ("edit",)}
-FIELD_MODES["to"] = ("move",)
-FIELD_MODES["expected_sha256"] = tuple(m for m in MODES_ALL if m != "create")
+FIELD_MODES |= {"to": ("move",), "expected_sha256": tuple(m for m in MODES if m != "create")}
 
 
 @dataclass(frozen=True)

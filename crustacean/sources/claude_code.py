@@ -95,7 +95,9 @@ class ClaudeCodeParser:
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 name = self.tool_name(str(block.get("tool_use_id")))
-                line = tool_result_line(name, _result_text(block), block.get("is_error") is True)
+                line = tool_result_line(
+                    name, block_texts(block.get("content")), block.get("is_error") is True
+                )
                 if line:
                     out.append(ctx.make("tool", trim(ctx.prefix + line, TOOL_LINE_MAX + 11)))
         return out
@@ -133,11 +135,6 @@ class ClaudeCodeParser:
                 self.tool_names[str(block.get("id"))] = name
                 out.append(ctx.make("tool", ctx.prefix + tool_call_line(name, block.get("input"))))
         return out
-
-
-def _result_text(block: dict[str, Any]) -> str:
-    """A tool_result's text: a string, or its text blocks."""
-    return block_texts(block.get("content"))
 
 
 class _Context:

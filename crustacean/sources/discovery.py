@@ -73,20 +73,16 @@ def discover(
         return [(root, kind)] if kind != "unknown" else []
     if not root.is_dir():
         return []
-    patterns = split_globs(source.glob) or DEFAULT_GLOBS[source.kind]
+    patterns = [p.strip() for p in source.glob.split(",") if p.strip()]  # a, b: several globs
+    patterns = patterns or list(DEFAULT_GLOBS[source.kind])
     spec = pathspec.PathSpec.from_lines("gitignore", patterns)
     files = [p for p in walk(root) if spec.match_file(p.relative_to(root).as_posix())]
-    if not source.glob:
-        files = _prefer(files, PREFERRED_DIR.get(source.kind))
+    if not source.glob and (folder := PREFERRED_DIR.get(source.kind)):
+        files = [p for p in files if folder in p.parent.parts] or files  # when there are any
     if source.kind != "auto":
         return [(p, source.kind) for p in sorted(files)]
     found = [(p, detect_kind(p)) for p in sorted(files)]
     return [(p, kind) for p, kind in found if kind != "unknown"]
-
-
-def split_globs(glob: str) -> tuple[str, ...]:
-    """A source's `glob` may list several patterns separated by commas."""
-    return tuple(part.strip() for part in glob.split(",") if part.strip())
 
 
 def walk(root: Path) -> Iterator[Path]:
@@ -107,14 +103,6 @@ def walk(root: Path) -> Iterator[Path]:
             path = Path(folder, name)
             if not name.startswith(".") and path.is_file():
                 yield path
-
-
-def _prefer(files: list[Path], folder: str | None) -> list[Path]:
-    """Only the files under a `folder` directory, when there are any."""
-    if folder is None:
-        return files
-    preferred = [p for p in files if folder in p.parent.parts]
-    return preferred or files
 
 
 def detect_kind(path: Path) -> str:

@@ -60,12 +60,6 @@ def is_copy(path: str | Path) -> bool:
     return any(mark in name for mark in _COPY_MARKS)
 
 
-def file_session(path: Path) -> str:
-    """The session id a file name implies (`<id>` or `<id>-topic-<n>`)."""
-    name = canonical_name(path)
-    return name.removesuffix(".jsonl")
-
-
 def source_label(path: Path) -> str:
     """`openclaw:<agentId>` from `.../agents/<agentId>/sessions/...`."""
     parts = path.parts
@@ -101,7 +95,10 @@ def sniff_session(path: Path, fh: BinaryIO) -> SessionInfo:
     header: dict[str, Any] = {}
     first_user = ""
     for raw in head_lines(fh, SNIFF_BYTES):
-        record = _loads(raw)
+        try:
+            record = decode_json_line(raw)
+        except ValueError:
+            continue
         if not isinstance(record, dict):
             continue
         if record.get("type") == "session" and not header:
@@ -116,18 +113,10 @@ def sniff_session(path: Path, fh: BinaryIO) -> SessionInfo:
     return SessionInfo(session, automated, parse_time(header.get("timestamp")))
 
 
-def _loads(raw: bytes | None) -> Any:
-    if not raw:
-        return None
-    try:
-        return decode_json_line(raw)
-    except ValueError:
-        return None
-
-
 def _session_id(path: Path, header: dict[str, Any]) -> str:
-    """Header id, else the file name; a `-topic-<n>` file is its own session."""
-    from_name = file_session(path)
+    """Header id, else the file name (`<id>` or `<id>-topic-<n>`); a `-topic-<n>` file is its
+    own session."""
+    from_name = canonical_name(path).removesuffix(".jsonl")
     base = header.get("id")
     if not isinstance(base, str) or not base.strip():
         return from_name

@@ -60,11 +60,8 @@ def read_plain(path: Path, cursor: Cursor | None, *, since: datetime | None) -> 
 
 def _unchanged(old: Cursor, new: Cursor) -> bool:
     """Same file, same size and first KB, and (when known) the same mtime."""
-    same_file = (old.device, old.inode, old.size, old.head_hash) == (
-        new.device,
-        new.inode,
-        new.size,
-        new.head_hash,
+    same_file = all(
+        getattr(old, k) == getattr(new, k) for k in ("device", "inode", "size", "head_hash")
     )
     return same_file and (old.mtime_ns == 0 or old.mtime_ns == new.mtime_ns)
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO
 
 from crustacean.sources import base
 from crustacean.sources.base import (
@@ -31,13 +31,9 @@ from crustacean.sources.plain import read_plain
 KINDS = ("openclaw", "claude_code", "plain")
 
 
-class LineParser(Protocol):
-    """A format: messages of one parsed JSON line, [] for a non-message, None for bad shape."""
-
-    def parse(self, record: Any, raw: bytes, line: int) -> list[Message] | None: ...
-
-
-PARSERS: dict[str, type[OpenClawParser] | type[ClaudeCodeParser]] = {
+# A format's `parse`: messages of one parsed JSON line, [] for a non-message, None for bad shape.
+LineParser = OpenClawParser | ClaudeCodeParser
+PARSERS: dict[str, type[LineParser]] = {
     "openclaw": OpenClawParser,
     "claude_code": ClaudeCodeParser,
 }
@@ -134,14 +130,9 @@ def cursor_before(cursor: Cursor, message: Message) -> Cursor:
     return replace(cursor, offset=offset, lines=max(0, message.line - 1), head_hash=head)
 
 
-def parse_line(parser: LineParser, raw: bytes | None, line: int) -> list[Message] | None:
-    """One line through the parser; any surprise in the data is a bad line, not a crash."""
-    found = parse_line_or_why(parser, raw, line)
-    return None if isinstance(found, str) else found
-
-
 def parse_line_or_why(parser: LineParser, raw: bytes | None, line: int) -> list[Message] | str:
-    """`parse_line`, with why a bad line is bad instead of None."""
+    """One line through the parser, or why it is bad: any surprise in the data is a bad line,
+    not a crash."""
     if raw is None:
         return f"longer than {base.MAX_LINE_BYTES // (1024 * 1024)} MB"
     if not raw.strip():

@@ -21,10 +21,9 @@ from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
 from crustacean.stages.health import Health, check_workspace
-from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
+from crustacean.stages.skeleton import Finish, Run, Stage, StageResult, report_change
 from crustacean.state import open_state
 from crustacean.store import Store, proposals
-from crustacean.store.changes import Change, sha256_hex
 from crustacean.workspace import FOUNDATION_FILES, Workspace, stage_doc
 
 STAGE = "calibrate"
@@ -36,7 +35,6 @@ AUDIT_KEYS = ("foundation", "pipeline", "lessons", "meta", "human_review")
 class Review:
     audit: dict[str, Any] = field(default_factory=dict)
     archived_lessons: list[str] = field(default_factory=list)
-    changes: list[str] = field(default_factory=list)
 
 
 def recent_routings(ws: Workspace, n: int = 5) -> list[str]:
@@ -112,13 +110,7 @@ def _handlers(session: ModelSession, run_id: str, review: Review) -> dict[str, A
             and isinstance(inp.get("changes"), list)
         ):
             for ch in inp["changes"]:
-                if not isinstance(ch, dict):
-                    continue
-                review.changes.append(
-                    f"{ch.get('mode')} {ch.get('path')}"
-                    + (f" → {ch['to']}" if ch.get("to") else "")
-                )
-                if str(ch.get("to", "")).startswith("archive/lessons/"):
+                if isinstance(ch, dict) and str(ch.get("to", "")).startswith("archive/lessons/"):
                     review.archived_lessons.append(str(ch.get("path")))
         return out
 
@@ -237,12 +229,7 @@ class Calibrate(Stage[Health, CalibrateResult]):
             health = check_workspace(ws, now)
         path = f"archive/audits/{now.astimezone(ws.tz):%Y-%m}-calibrate.md"
         text = audit_text(ws, now, health, review, new, pending).encode()
-        current = session.store.read_bytes(path)
-        change = (
-            Change(path, "create", content=text)
-            if current is None
-            else Change(path, "append", content=b"\n" + text, expected_sha256=sha256_hex(current))
-        )
+        change = report_change(session.store, path, text)
         written = session.store.write_context(
             [change], actor=STAGE, message=f"calibrate: audit {path}", run_id=run.id
         )

@@ -33,7 +33,7 @@ from crustacean.errors import CrustaceanError, UsageError
 from crustacean.llm.loop import LoopOutcome
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome
-from crustacean.runs import RunRecord, RunRecorder
+from crustacean.runs import RunRecorder
 from crustacean.sources import Message
 from crustacean.stages import collect_batch
 from crustacean.stages.collect_notes import (
@@ -54,13 +54,13 @@ from crustacean.stages.collect_notes import (
     cursors_after,
     direct_marker,
     earlier_items,
-    estimate_tokens,
     finish_batch,
     first_day,
     gather,
     recover_batches,
     save_pending,
     worth_a_call,
+    write_appends,
 )
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
@@ -301,15 +301,8 @@ class Collect(Stage[None, CollectResult]):
         cursors = cursors_after(intake.files, done)
         if not dry_run:
             save_pending(db, run.id, marker, sent_ids, cursors, now)
-        if appended.changes:
-            written = session.store.write_context(
-                appended.changes,
-                actor=STAGE,
-                message=_message(result),
-                run_id=run.id,
-                max_files=len(appended.changes),
-            )
-            rec.wrote(list(written.files), written.version, written.proposal)
+        new = f"{result.appended} item(s) from {result.new_messages} new message(s)"
+        write_appends(session, appended, f"collect: {new}")
         if not dry_run:
             finish_batch(db, run.id, cursors, sent_ids, now)
         return Finish(result, asked.status, _summary(result), asked.error)
@@ -431,7 +424,7 @@ def _ask(
     whose answer outgrew max_tokens is sent again as two halves, so a long one cannot stall."""
     budget = ws.settings.budget
     asked = Asked("ok", None, 0)
-    turns0, input0 = rec.record.turns, _input_used(rec.record)
+    turns0, input0 = rec.record.turns, rec.record.usage.total_input
     queue = list(chunks)
     first = first_day(ws, (m for c in chunks for m in c.refs.values()))
     k = 0
@@ -440,9 +433,11 @@ def _ask(
         req = build_request(ws, chunk, earlier_items(asked.items, chunk, ws.tz))
         left = budget._replace(
             max_turns=budget.max_turns - (rec.record.turns - turns0),
-            max_input_tokens=budget.max_input_tokens - (_input_used(rec.record) - input0),
+            max_input_tokens=budget.max_input_tokens - (rec.record.usage.total_input - input0),
         )
-        if k and (left.max_turns <= 0 or estimate_tokens(ws, req) > left.max_input_tokens):
+        if k and (
+            left.max_turns <= 0 or plan_stage(ws, req).est_input_tokens > left.max_input_tokens
+        ):
             return _stopped(asked, f"{_BUDGET_LEFT} (after {k} of {len(queue)} chunks)")
         answer = Answer(chunk.refs, ws.tz, first)
         try:
@@ -483,7 +478,7 @@ def _ask(
         asked.sent_ids += [m.id for m in chunk.refs.values()]
         k += 1
         if progress:
-            used = _input_used(rec.record) - input0
+            used = rec.record.usage.total_input - input0
             progress(Progress(asked.sent, len(queue), len(asked.items), used))
     return asked
 
@@ -498,10 +493,6 @@ def _halves(chunk: Chunk, tz: tzinfo) -> list[Chunk]:
 def _stopped(asked: Asked, error: str) -> Asked:
     asked.status, asked.error = ("partial" if asked.sent else "failed"), error
     return asked
-
-
-def _input_used(record: RunRecord) -> int:
-    return record.usage.total_input
 
 
 def _plan(ws: Workspace, intake: Intake, batch: bool) -> CollectResult:
@@ -528,10 +519,6 @@ def _plan(ws: Workspace, intake: Intake, batch: bool) -> CollectResult:
             result.left_for_next_run = sum(len(c.refs) for c in chunks[k:])
             break
     return result
-
-
-def _message(result: CollectResult) -> str:
-    return f"collect: {result.appended} item(s) from {result.new_messages} new message(s)"
 
 
 def _summary(result: CollectResult) -> str:

@@ -19,20 +19,19 @@ from typing import Any
 
 from crustacean.errors import CrustaceanError
 from crustacean.llm.loop import build_params
-from crustacean.llm.runner import ModelSession
+from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.stage_tools import RECORD_NOTES
 from crustacean.sources import Message
 from crustacean.stages.collect_notes import (
-    STAGE,
     Appended,
     Chunk,
     Item,
     append_changes,
     bind_items,
     build_request,
-    estimate_tokens,
     finish_batch,
     save_pending,
+    write_appends,
 )
 from crustacean.state import StateDB
 from crustacean.usage import cost, usage_of
@@ -102,7 +101,7 @@ def submit(
     requests, chosen, tokens = [], {}, 0
     for k, chunk in enumerate(chunks):
         req = build_request(ws, chunk)  # a batch's chunks are answered at once: none sees another
-        est = estimate_tokens(ws, req)
+        est = plan_stage(ws, req).est_input_tokens
         if k and (tokens + est > budget.max_input_tokens or k >= budget.max_turns):
             break
         tokens += est
@@ -192,15 +191,7 @@ def _append_batch(
     appended = append_changes(ws, session.store.read_bytes, items, marker)
     key = f"{rec.record.id}:{batch_id}"
     save_pending(db, key, marker, done, [], now, batch_id=batch_id)
-    if appended.changes:
-        written = session.store.write_context(
-            appended.changes,
-            actor=STAGE,
-            message=f"collect: {appended.appended} item(s) from batch {batch_id}",
-            run_id=rec.record.id,
-            max_files=len(appended.changes),
-        )
-        rec.wrote(list(written.files), written.version, written.proposal)
+    write_appends(session, appended, f"collect: {appended.appended} item(s) from batch {batch_id}")
     finish_batch(db, key, [], done, now, batch_id=batch_id)
     out.append.changes += appended.changes
     out.append.appended += appended.appended

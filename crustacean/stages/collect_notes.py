@@ -18,8 +18,9 @@ from crustacean import daily
 from crustacean.config import SourceConfig
 from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
-from crustacean.llm.runner import model_for, plan_stage
+from crustacean.llm.runner import ModelSession, model_for
 from crustacean.llm.stage_tools import CATEGORIES, RECORD_NOTES
+from crustacean.runs import one_line
 from crustacean.secrets import find_secrets, redact
 from crustacean.source_roots import source_roots
 from crustacean.sources import Cursor, Message, ReadResult, cursor_before, discover, read_new
@@ -290,18 +291,6 @@ class Chunk:
     text: str
     refs: dict[str, Message]
 
-    @property
-    def sessions(self) -> set[str]:
-        return {m.session for m in self.refs.values()}
-
-
-def _head(m: Message) -> str:
-    return f"## {m.source} · session {m.session}"
-
-
-def _day_line(day: date) -> str:
-    return f"-- {day.isoformat()} {day.strftime('%a')}"
-
 
 def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]:
     """Session blocks of `m12 HH:MM role: text` lines under a `-- YYYY-MM-DD Mon` line per
@@ -324,13 +313,13 @@ def build_chunks(messages: list[Message], tz: tzinfo, limit: int) -> list[Chunk]
                 out.append(Chunk("\n".join(lines), refs))
                 lines, refs, size, opened = [], {}, 0, False
             if not opened:
-                head = ("\n" if lines else "") + _head(m)
+                head = ("\n" if lines else "") + f"## {m.source} · session {m.session}"
                 lines.append(head)
                 size += len(head) + 1
                 opened, day = True, None
             if local.date() != day:
                 day = local.date()
-                lines.append(_day_line(day))
+                lines.append(f"-- {day.isoformat()} {day:%a}")
                 size += len(lines[-1]) + 1
             lines.append(line)
             refs[f"m{n}"] = m
@@ -420,10 +409,6 @@ def chunk_limit(ws: Workspace) -> int:
     return max(4_000, min(CHUNK_CHARS, ws.settings.budget.max_input_tokens * 4 // 3))
 
 
-def estimate_tokens(ws: Workspace, req: StageRequest) -> int:
-    return plan_stage(ws, req).est_input_tokens
-
-
 # ------------------------------------------------------------ binding items to messages
 
 
@@ -454,7 +439,7 @@ class BadItem:
     reason: str
 
     def line(self) -> str:
-        return f"item {self.n} ({trim_item(redact(self.text))!r}): {self.reason}"
+        return f"item {self.n} ({one_line(redact(self.text), 80)!r}): {self.reason}"
 
 
 @dataclass
@@ -466,11 +451,6 @@ class Bound:
     unbound: int = 0  # cited nothing valid; given to the chunk's only session
     bad: list[BadItem] = field(default_factory=list)
     bogus_refs: int = 0  # references naming no message of the chunk (next to valid ones too)
-
-
-def trim_item(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def clean_text(text: str) -> str:
@@ -504,7 +484,7 @@ def event_day(value: object, said: datetime, tz: tzinfo, first: date | None) -> 
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     when = parse_when(value, tz)
-    shown = trim_item(str(value), 30)
+    shown = one_line(str(value), 30)
     if when is None:
         return f"its when {shown!r} is not a date; give YYYY-MM-DD (or YYYY-MM-DD HH:MM)"
     day, own = when.astimezone(tz).date(), said.astimezone(tz).date()
@@ -519,13 +499,9 @@ def event_day(value: object, said: datetime, tz: tzinfo, first: date | None) -> 
     return None if day == own else day
 
 
-def cited(value: object, refs: Mapping[str, Message]) -> list[Message]:
-    """The chunk's messages an item names (`m12`, `[m12]`, or a comma list)."""
-    return cited_and_bogus(value, refs)[0]
-
-
 def cited_and_bogus(value: object, refs: Mapping[str, Message]) -> tuple[list[Message], list[str]]:
-    """The chunk's messages an item names, and the names that name none of them."""
+    """The chunk's messages an item names (`m12`, `[m12]`, or a comma list), and the names
+    that name none of them."""
     names = value.split(",") if isinstance(value, str) else value
     if not isinstance(names, list):
         return [], [] if value is None else [str(value)[:40]]
@@ -679,6 +655,16 @@ def append_changes(
         sha = sha256_hex(current) if current is not None else None
         out.changes.append(Change(path, "append", content=body, expected_sha256=sha))
     return out
+
+
+def write_appends(session: ModelSession, appended: Appended, message: str) -> None:
+    """The day files' appends as one version, noted in the run record."""
+    if appended.changes:
+        changes, rec = appended.changes, session.rec
+        written = session.store.write_context(
+            changes, actor=STAGE, message=message, run_id=rec.record.id, max_files=len(changes)
+        )
+        rec.wrote(list(written.files), written.version, written.proposal)
 
 
 def _block(ws: Workspace, session: str, group: list[Item], marker: str) -> str:

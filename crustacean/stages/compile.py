@@ -31,8 +31,8 @@ from crustacean.stages import compile_skip
 from crustacean.stages.compile_inputs import CachedInputs, ReadInputs
 from crustacean.stages.compile_plan import (
     Move,
-    _is_empty,
     find_candidates,
+    is_empty,
     owner_names,
     plan_daily_archive,
     plan_empty_and_duplicates,
@@ -41,7 +41,7 @@ from crustacean.stages.compile_plan import (
 )
 from crustacean.stages.curate import backfilled_days, uncurated
 from crustacean.stages.indexer import index_created
-from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
+from crustacean.stages.skeleton import Finish, Run, Stage, StageResult, report_change
 from crustacean.state import open_state
 from crustacean.store import Store
 from crustacean.store.changes import Change, sha256_hex
@@ -75,10 +75,6 @@ class Ops:
         return any(
             (self.archived, self.swept, self.trashed, self.tiers, self.promoted, self.model_changes)
         )
-
-
-def _all_paths(store: Store) -> list[str]:
-    return [f.path for f in store.list_context_files()]
 
 
 def _apply(
@@ -130,28 +126,13 @@ def deterministic_pass(
         paths, ws.daily_dir, today, ws.settings.archive.daily_after_days, existing
     )
     moves, ops.held = hold_uncurated(ws, store, moves)
-    _apply(
-        store,
-        [Change(m.src, "move", to=m.dst) for m in moves],
-        f"compile: archive {len(moves)} daily log(s)",
-        run_id,
-        ops,
-        src,
-    )
-    ops.archived = [f"{m.src} → {m.dst}" for m in moves]
+    ops.archived = _move(store, moves, f"archive {len(moves)} daily log(s)", run_id, ops, src)
     report(1, DETERMINISTIC_STEPS)
     existing |= {m.dst for m in moves}
     paths = src.paths()  # listed again only after a step wrote
     sweeps = plan_hook_sweep(paths, today, existing)
-    _apply(
-        store,
-        [Change(m.src, "move", to=m.dst) for m in sweeps],
-        f"compile: sweep {len(sweeps)} session-memory hook file(s)",
-        run_id,
-        ops,
-        src,
-    )
-    ops.swept = [f"{m.src} → {m.dst}" for m in sweeps]
+    what = f"sweep {len(sweeps)} session-memory hook file(s)"
+    ops.swept = _move(store, sweeps, what, run_id, ops, src)
     report(2, DETERMINISTIC_STEPS)
     _trash_step(store, run_id, ops, src)
     report(3, DETERMINISTIC_STEPS)
@@ -160,6 +141,21 @@ def deterministic_pass(
     _caps_step(ws, store, run_id, today, ops, src)
     report(5, DETERMINISTIC_STEPS)
     return ops
+
+
+def _move(
+    store: Store, moves: list[Move], what: str, run_id: str, ops: Ops, inputs: ReadInputs
+) -> list[str]:
+    """Whole files moved in one version; the digest's line for each."""
+    _apply(
+        store,
+        [Change(m.src, "move", to=m.dst) for m in moves],
+        f"compile: {what}",
+        run_id,
+        ops,
+        inputs,
+    )
+    return [f"{m.src} → {m.dst}" for m in moves]
 
 
 def hold_uncurated(ws: Workspace, store: Store, moves: list[Move]) -> tuple[list[Move], list[str]]:
@@ -191,7 +187,7 @@ def _trash_step(store: Store, run_id: str, ops: Ops, inputs: ReadInputs) -> None
     # A file with bytes of its own (not empty, no copy) is never trashed nor kept over a copy:
     # the planner need not see the thousands of those.
     copies = Counter(data for data, _ in files.values())
-    shared = {p: d for p, (d, _) in files.items() if copies[d] > 1 or _is_empty(d)}
+    shared = {p: d for p, (d, _) in files.items() if copies[d] > 1 or is_empty(d)}
     trash = plan_empty_and_duplicates(shared, protected)
     _apply(
         store,
@@ -266,29 +262,22 @@ def _caps_step(
 
 
 def candidates_prompt(ws: Workspace, store: Store, now: datetime) -> str:
+    def text(path: str) -> str:
+        return (store.read_bytes(path) or b"").decode("utf-8", "replace")
+
     today = ws.today(now)
     files = {}
-    for path in _all_paths(store):
+    for path in (f.path for f in store.list_context_files()):
         if path.startswith(("memory/", "knowledge/")) and path.endswith(".md"):
             try:
                 mtime = datetime.fromtimestamp(os.stat(ws.root / path).st_mtime, UTC)
             except FileNotFoundError:  # written by this run's pass, only in memory (dry run, plan)
                 mtime = now
             files[path] = (store.read_bytes(path) or b"", mtime)
-    logs = {}
-    for d in range(7):
-        day = today - timedelta(days=d)
-        data = store.read_bytes(ws.daily_log(day))
-        if data:
-            logs[day] = data.decode("utf-8", "replace")
-    memory_md = (store.read_bytes(WORKING_MEMORY) or b"").decode("utf-8", "replace")
-    owners = owner_names(
-        *(
-            (store.read_bytes(f) or b"").decode("utf-8", "replace")
-            for f in ("USER.md", "IDENTITY.md")
-        )
-    )
-    return find_candidates(memory_md, files, logs, today, now, owners).to_prompt()
+    week = (today - timedelta(days=d) for d in range(7))
+    logs = {day: log for day in week if (log := text(ws.daily_log(day)))}
+    owners = owner_names(text("USER.md"), text("IDENTITY.md"))
+    return find_candidates(text(WORKING_MEMORY), files, logs, today, now, owners).to_prompt()
 
 
 WEEK_CHARS = 40_000  # the week's logs handed with their text; past this, by path and sha256
@@ -384,7 +373,6 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
             shown.append(f"- … and {len(items) - cap} more (see `crustacean history`)")
         return "\n".join(shown) if shown else "- none"
 
-    sections = ops.sections
     return "\n".join(
         [
             f"# Weekly Digest — {start.isoformat()} to {today.isoformat()}",
@@ -408,21 +396,10 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
             f"- Other changes by the model: {len(ops.model_changes) - len(moved) - len(cut)}",
             lines([c for c in ops.model_changes if c not in moved and c not in cut]),
             "",
-            "## Lessons Extracted",
-            lines(sections.get("lessons", [])),
-            "",
-            "## Content Graduated",
-            lines(sections.get("graduated", [])),
-            "",
-            "## Contradictions Resolved",
-            lines(sections.get("contradictions", [])),
-            "",
-            "## Patterns Noted",
-            lines(sections.get("patterns", [])),
-            "",
-            "## Flagged for Calibrate",
-            lines(sections.get("flagged", [])),
-            "",
+            *(
+                f"## {title}\n{lines(ops.sections.get(key, []))}\n"
+                for key, title in _TITLES.items()
+            ),
             "---",
             f"*Compiled: {now.astimezone(ws.tz).isoformat(timespec='minutes')} (run {record_id})*",
             "",
@@ -430,15 +407,19 @@ def digest_text(ws: Workspace, ops: Ops, now: datetime, record_id: str) -> str:
     )
 
 
+_TITLES = {  # the model's record_digest sections, under the digest's headings
+    "lessons": "Lessons Extracted",
+    "graduated": "Content Graduated",
+    "contradictions": "Contradictions Resolved",
+    "patterns": "Patterns Noted",
+    "flagged": "Flagged for Calibrate",
+}
+
+
 def write_digest(ws: Workspace, store: Store, ops: Ops, now: datetime, run_id: str) -> str:
     path = f"archive/digests/{ws.today(now).isoformat()}-weekly.md"
     text = digest_text(ws, ops, now, run_id).encode()
-    current = store.read_bytes(path)
-    if current is None:
-        change = Change(path, "create", content=text)
-    else:  # a second compile the same day: its digest follows the first
-        change = Change(path, "append", content=b"\n" + text, expected_sha256=sha256_hex(current))
-    _apply(store, [change], f"compile: weekly digest {path}", run_id, ops)
+    _apply(store, [report_change(store, path, text)], f"compile: weekly digest {path}", run_id, ops)
     return path
 
 

@@ -28,7 +28,7 @@ from datetime import datetime
 
 from crustacean import __version__
 from crustacean.recall.memories import MEMORY_ROOTS, is_memory_path, load_memories, read_memory
-from crustacean.stages.compile_plan import _is_empty
+from crustacean.stages.compile_plan import TRASH_ROOTS, is_empty
 from crustacean.state import open_state
 from crustacean.store import Store, walk_entries
 from crustacean.store.changes import sha256_hex
@@ -36,7 +36,6 @@ from crustacean.tiers import Memory, with_stored
 from crustacean.tree import WRITABLE, is_temp
 from crustacean.workspace import Workspace
 
-TRASH_ROOTS = ("memory/", "knowledge/")  # the files the empty/duplicate step compares
 FORMAT = f"compile-files-2 {__version__}"  # bump when what an entry holds changes
 STAMP = "compile-scan.stamp"
 Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
@@ -192,7 +191,7 @@ class CachedInputs(ReadInputs):
                 e = self.entries[p]
                 if e.sha is None:
                     data = self.store.read_bytes(p) or b""
-                    e.sha, e.empty = hashlib.sha256(data).digest(), not _has_text(data)
+                    e.sha, e.empty = hashlib.sha256(data).digest(), is_empty(data)
                     if e.memory is None and not self.odd and is_memory_path(p):
                         e.memory = self._memory_of(p, data)  # the tier step's, from one read
                     self.reads += 1
@@ -255,11 +254,6 @@ class CachedInputs(ReadInputs):
             rows,
         )
         self.kept, self.read = dict(self.entries), set()
-
-
-def _has_text(data: bytes) -> bool:
-    """Not only whitespace (a BOM included): the planner's own emptiness test on the bytes."""
-    return not _is_empty(data)
 
 
 def _memory_row(e: Entry) -> tuple[object, ...]:

@@ -18,7 +18,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from crustacean.daily import ARCHIVE_DAILY, DAILY_FOLDERS, dated_day, hook_day, log_day
+from crustacean.daily import (
+    ARCHIVE_DAILY,
+    DAILY_FOLDERS,
+    calendar_day,
+    dated_day,
+    hook_day,
+    log_day,
+)
 from crustacean.markdown import Section, count_lines, heading, split_lines, split_sections
 from crustacean.workspace import FOUNDATION_FILES, WORKING_MEMORY
 
@@ -32,14 +39,6 @@ MIN_AGE_DAYS = 2
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def _valid_date(year: str, month: str, day: str) -> date | None:
-    """A calendar date, or None for `2026-13-40`."""
-    try:
-        return date(int(year), int(month), int(day))
-    except ValueError:
-        return None
 
 
 def _folder_and_name(path: str) -> tuple[str, str]:
@@ -181,22 +180,20 @@ def _trashable(path: str, protected: set[str]) -> bool:
     daily logs or hook files, or anything the caller protects."""
     if path in protected or not path.startswith(TRASH_ROOTS) or path.startswith(FOREIGN):
         return False
-    parts = path.split("/")
-    if any(part.startswith(".") for part in parts) or _dated_raw(path):
+    if is_hidden(path) or _dated_raw(path):
         return False
-    name = parts[-1]
+    name = path.rpartition("/")[2]
     return name.casefold() not in INDEX_NAMES and name not in (WORKING_MEMORY, *FOUNDATION_FILES)
 
 
-def _is_empty(data: bytes) -> bool:
+def is_hidden(path: str) -> bool:
+    """A dot file or a file in a dot folder (`.gitkeep`, `memory/.system/`)."""
+    return any(part.startswith(".") for part in path.split("/"))
+
+
+def is_empty(data: bytes) -> bool:
     """0 bytes, or only whitespace (a BOM included): nothing anyone could lose."""
     return not data.removeprefix(_BOM).strip()
-
-
-def _keep_key(path: str) -> tuple[int, str]:
-    """Keep rule: the deepest folder (most specific: `knowledge/topics/x.md` over `memory/x.md`),
-    then the first path in sort order (dated names sort oldest first)."""
-    return (-path.count("/"), path)
 
 
 def plan_empty_and_duplicates(files: dict[str, bytes], protected: set[str]) -> list[Trash]:
@@ -209,9 +206,9 @@ def plan_empty_and_duplicates(files: dict[str, bytes], protected: set[str]) -> l
     for path in sorted(files):
         data = files[path]
         eligible = _trashable(path, protected)
-        if eligible and _is_empty(data):
+        if eligible and is_empty(data):
             trash.append(Trash(path, "empty file"))
-        elif (eligible or path in protected) and not _is_empty(data):
+        elif (eligible or path in protected) and not is_empty(data):
             groups.setdefault(data, []).append(path)
     for paths in groups.values():
         trash += _duplicates(paths, protected)
@@ -219,10 +216,12 @@ def plan_empty_and_duplicates(files: dict[str, bytes], protected: set[str]) -> l
 
 
 def _duplicates(paths: list[str], protected: set[str]) -> list[Trash]:
-    """All copies but the kept one; a protected copy wins, then the keep rule."""
+    """All copies but the kept one: a protected copy wins, then the deepest folder (most
+    specific: `knowledge/topics/x.md` over `memory/x.md`), then the first path in sort order
+    (dated names sort oldest first)."""
     if len(paths) < 2:
         return []
-    kept = min(paths, key=lambda p: (p not in protected, _keep_key(p)))
+    kept = min(paths, key=lambda p: (p not in protected, -p.count("/"), p))
     return [Trash(p, f"duplicate of {kept}") for p in paths if p != kept and p not in protected]
 
 
@@ -243,18 +242,18 @@ NEVER_MOVE = (
 _RULE = re.compile(r"\*\*(?:firm )?rule:\*\*", re.IGNORECASE)
 
 
-def _norm(text: str) -> str:
+def norm_heading(text: str) -> str:
     """Letters and digits only, case-folded: emoji, `/`, `&` and spacing do not matter."""
     return "".join(c for c in text.casefold() if c.isalnum())
 
 
-_NEVER = tuple(_norm(name) for name in NEVER_MOVE)
+_NEVER = tuple(norm_heading(name) for name in NEVER_MOVE)
 
 
 def is_never_move(heading: str) -> bool:
     """True for the sections upstream never moves (the name anywhere in the heading)."""
-    norm = _norm(heading)
-    return any(name in norm for name in _NEVER)
+    key = norm_heading(heading)
+    return any(name in key for name in _NEVER)
 
 
 @dataclass(frozen=True)
@@ -562,7 +561,7 @@ def mentions(
 
 def _dates(text: str) -> list[date]:
     """Every real calendar date in the text, in order (`2026-02-30` is not one)."""
-    return [d for y, m, dd in _DATE.findall(text) if (d := _valid_date(y, m, dd))]
+    return [d for y, m, dd in _DATE.findall(text) if (d := calendar_day(y, m, dd))]
 
 
 def _age_days(now: datetime, then: datetime) -> int:
@@ -584,7 +583,7 @@ def _content_file(path: str, *folders: str) -> bool:
         path.startswith(folders)
         and path.endswith(".md")
         and name.casefold() not in INDEX_NAMES
-        and not any(part.startswith(".") for part in path.split("/"))
+        and not is_hidden(path)
     )
 
 
@@ -678,7 +677,7 @@ def due_date(line: str) -> date | None:
     "Due"); else the latest date outside parentheses, so provenance such as "(moved from
     2026-11-30)" or "(daily log 2026-03-16)" is never read as the due date."""
     item = _BULLET.sub("", line.strip(), count=1)
-    if (lead := _LEAD.match(item)) and (day := _valid_date(*lead.groups())):
+    if (lead := _LEAD.match(item)) and (day := calendar_day(*lead.groups())):
         return day
     dates = _dates(_PAREN.sub(" ", item))
     return max(dates) if dates else None
@@ -733,9 +732,15 @@ def _reminders(
     return found
 
 
+def recorded_day(text: str) -> date | None:
+    """The day a lesson's `recorded:`/`**Learned:**` says, when it is a real date."""
+    match = _RECORDED.search(text)
+    return calendar_day(*match.groups()) if match else None
+
+
 def _lesson_date(text: str) -> tuple[date, str] | None:
     """When a lesson was recorded: `recorded:`/`**Learned:**`, else the first date in it."""
-    if (match := _RECORDED.search(text)) and (day := _valid_date(*match.groups())):
+    if day := recorded_day(text):
         return day, "recorded"
     dates = _dates(text)
     return (dates[0], "first date") if dates else None
@@ -754,8 +759,7 @@ def _old_lessons(
         if found:
             age, why = (today - found[0]).days, f"{found[1]} {found[0]}"
         else:
-            age, why = _age_days(now, mtime), "unchanged since"
-            why = f"{why} {mtime.date()}"
+            age, why = _age_days(now, mtime), f"unchanged since {mtime.date()}"
         if age > OLD_LESSON_DAYS:
             items.append(f"{path} ({why}, {age} days ago)")
     return items

@@ -23,14 +23,13 @@ from typing import Any, ClassVar
 
 from crustacean import daily
 from crustacean.clock import Clock
-from crustacean.documents import parse_document
 from crustacean.llm.contract import FOLDER_READMES, file_block
 from crustacean.llm.loop import StageRequest
 from crustacean.llm.runner import ModelSession, plan_stage
 from crustacean.llm.tools import ToolOutcome, write_call
-from crustacean.markdown import first_heading, headings
+from crustacean.markdown import headings
 from crustacean.recall.memories import memory_paths
-from crustacean.stages.indexer import index_created
+from crustacean.stages.indexer import index_created, title
 from crustacean.stages.skeleton import Finish, Run, Stage, StageResult
 from crustacean.state import StateDB, open_state
 from crustacean.store import Store
@@ -65,9 +64,8 @@ def normalize(text: str) -> str:
 
 
 def entry_id(day: str, text: str) -> str:
-    return hashlib.sha1(f"{day}\n{normalize(text)}".encode(), usedforsecurity=False).hexdigest()[
-        :12
-    ]
+    key = f"{day}\n{normalize(text)}".encode()
+    return hashlib.sha1(key, usedforsecurity=False).hexdigest()[:12]
 
 
 def parse_entries(day: str, text: str) -> list[Entry]:
@@ -204,13 +202,8 @@ def handed_files(store: Store, entries: list[Entry], labels: Mapping[str, str]) 
 
 def destination_labels(ws: Workspace, store: Store) -> dict[str, str]:
     """Each existing memory file's name or first heading (what the map shows)."""
-    labels = {}
-    for rel in memory_paths(ws.root)[:MAP_LIMIT]:
-        data = store.read_bytes(rel) or b""
-        doc = parse_document(data[:4096].decode("utf-8", "replace"), rel)
-        heading = first_heading(doc.body)
-        labels[rel] = str(doc.meta.get("name") or heading)
-    return labels
+    paths = memory_paths(ws.root)[:MAP_LIMIT]
+    return {rel: title(store.read_bytes(rel) or b"", rel) for rel in paths}
 
 
 def build_request(
@@ -285,11 +278,7 @@ class CurateResult(StageResult):
 
     def fields(self) -> dict[str, Any]:
         return {
-            "entries": self.entries,
-            "routed": self.routed,
-            "skipped": self.skipped,
-            "unreported": self.unreported,
-            "indexed": self.indexed,
+            k: getattr(self, k) for k in ("entries", "routed", "skipped", "unreported", "indexed")
         }
 
     def head(self) -> list[str]:

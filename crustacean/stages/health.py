@@ -13,7 +13,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -27,8 +27,16 @@ from crustacean.markdown import count_lines, heading, link_targets, split_lines,
 from crustacean.runs import RunRecord, counts_as_last, error_line, list_runs
 from crustacean.schedule import expected_slots, slot_at_or_after
 from crustacean.secrets import find_secrets
-from crustacean.stages.compile_plan import plan_empty_and_duplicates
+from crustacean.stages.compile_plan import (
+    INDEX_NAMES,
+    OLD_LESSON_DAYS,
+    is_hidden,
+    norm_heading,
+    plan_empty_and_duplicates,
+    recorded_day,
+)
 from crustacean.store.proposals import Proposal, list_proposals
+from crustacean.usage import KINDS
 from crustacean.workspace import CHECKED, FOUNDATION_FILES, WORKING_MEMORY, Workspace, walk
 
 STATUSES = ("ok", "warn", "fail")
@@ -37,11 +45,9 @@ DUE_GRACE = timedelta(hours=1)
 STOPPED_AFTER = 3  # this many latest due slots of a stage all missed: the stage has stopped
 BOOTSTRAP_LIMIT = 20_000  # OpenClaw's bootstrap per-file character limit
 WARN_SHARE = 0.85
-OLD_LESSON_DAYS = 183
 OLD_PROPOSAL_DAYS = 14
 NOISE_SHORT = 20
 DETAIL_LIMIT = 20
-INDEX_NAMES = frozenset({"readme.md", "index.md", "_index.md"})
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,7 @@ class Check:
     figures: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "summary": self.summary,
-            "details": list(self.details),
-            "figures": self.figures,
-        }
+        return {**asdict(self), "details": list(self.details)}
 
 
 @dataclass(frozen=True)
@@ -113,17 +113,11 @@ def _stamp(moment: datetime) -> str:
 # ---------------------------------------------------------------------------- cadence
 
 
-@dataclass(frozen=True)
-class _StageCadence:
-    expected: int
-    missed: list[datetime]
-    due_missed_tail: int  # how many of the latest due slots in a row were missed
-
-
 def _stage_cadence(
     schedule: str, starts: list[datetime], start: datetime, now: datetime, tz: tzinfo
-) -> _StageCadence:
-    """Due slots of one stage and which had no run between them and the next slot."""
+) -> tuple[int, list[datetime], int]:
+    """How many slots of one stage were due, which had no run between them and the next slot,
+    and how many of the latest due slots in a row were missed."""
     slots = expected_slots(schedule, start, now, tz)
     bounds = [*slots[1:], slot_at_or_after(schedule, now, tz)]
     missed, expected, tail = [], 0, 0
@@ -136,7 +130,7 @@ def _stage_cadence(
         else:
             missed.append(slot)
             tail += 1
-    return _StageCadence(expected, missed, tail)
+    return expected, missed, tail
 
 
 def cadence(
@@ -144,24 +138,21 @@ def cadence(
     enabled: Mapping[str, bool],
     runs: list[RunRecord],
     now: datetime,
-    window: timedelta = WINDOW,
     *,
-    since: datetime | None = None,
     tz: tzinfo = UTC,
 ) -> Check:
-    """Missed schedule slots and failed runs of each enabled stage over `window`.
+    """Missed schedule slots and failed runs of each enabled stage over the last 30 days.
 
     A slot is missed when no run of its stage (any status, dry runs excepted) started between it
-    and the next slot. Only slots after `since` (default: the first-ever run of any stage) count.
+    and the next slot. Only slots after the first-ever run of any stage count.
     Fail when a stage's latest run failed or its last 3 due slots were all missed; warn on any
     other miss or failure.
     """
     real = [r for r in runs if counts_as_last(r)]  # runs.last_run's notion, for every stage
-    if not real and since is None:
+    if not real:
         return Check("cadence", "warn", "no runs recorded yet", figures={"runs": 0})
-    anchor = since if since is not None else min(r.started for r in real)
-    start = max(now - window, anchor)
-    figures: dict[str, Any] = {"window_days": window.days, "since": start.isoformat()}
+    start = max(now - WINDOW, min(r.started for r in real))
+    figures: dict[str, Any] = {"window_days": WINDOW.days, "since": start.isoformat()}
     missed: list[tuple[datetime, str]] = []
     failures: list[str] = []
     stopped: list[str] = []
@@ -170,26 +161,26 @@ def cadence(
             figures[stage] = {"enabled": False}
             continue
         mine = sorted((r for r in real if r.stage == stage), key=lambda r: r.started)
-        sc = _stage_cadence(schedule, [r.started for r in mine], start, now, tz)
+        expected, gaps, tail = _stage_cadence(schedule, [r.started for r in mine], start, now, tz)
         recent = [r for r in mine if r.started >= start]
         failed = [r for r in recent if r.status == "failed"]
-        missed += [(slot, stage) for slot in sc.missed]
+        missed += [(slot, stage) for slot in gaps]
         failures += [
             f"{stage} failed {_stamp(r.started)} ({r.id}): {r.error or '—'}" for r in failed
         ]
-        if (mine and mine[-1].status == "failed") or sc.due_missed_tail >= STOPPED_AFTER:
+        if (mine and mine[-1].status == "failed") or tail >= STOPPED_AFTER:
             stopped.append(stage)
         figures[stage] = {
             "enabled": True,
             "schedule": schedule,
-            "expected": sc.expected,
-            "missed": len(sc.missed),
+            "expected": expected,
+            "missed": len(gaps),
             "runs": len(recent),
             "failed": len(failed),
             "last_run": mine[-1].started.isoformat() if mine else None,
             "last_status": mine[-1].status if mine else None,
         }
-    return _cadence_check(missed, failures, stopped, figures, window)
+    return _cadence_check(missed, failures, stopped, figures)
 
 
 def _cadence_check(
@@ -197,11 +188,10 @@ def _cadence_check(
     failures: list[str],
     stopped: list[str],
     figures: dict[str, Any],
-    window: timedelta,
 ) -> Check:
     figures |= {"missed": len(missed), "failed": len(failures), "stopped": stopped}
     status = "fail" if stopped else "warn" if missed or failures else "ok"
-    summary = f"{len(missed)} missed run(s), {len(failures)} failed run(s) in {window.days} days"
+    summary = f"{len(missed)} missed run(s), {len(failures)} failed run(s) in {WINDOW.days} days"
     if stopped:
         summary += f"; not working: {', '.join(stopped)}"
     lines = [f"{stage} missed its {_stamp(slot)} slot" for slot, stage in sorted(missed)[::-1]]
@@ -211,20 +201,17 @@ def _cadence_check(
 # ---------------------------------------------------------------------------- cost
 
 
-_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-
-
-def cost(runs: list[RunRecord], now: datetime, window: timedelta = WINDOW) -> Check:
-    """Tokens by kind and estimated dollars per stage over `window` (dry runs cost too)."""
-    recent = [r for r in runs if now - window <= r.started <= now]
+def cost(runs: list[RunRecord], now: datetime) -> Check:
+    """Tokens by kind and estimated dollars per stage over the last 30 days (dry runs cost too)."""
+    recent = [r for r in runs if now - WINDOW <= r.started <= now]
     stages: dict[str, dict[str, Any]] = {}
     for r in recent:
-        row = stages.setdefault(r.stage, {"runs": 0, "cost_usd": 0.0, **dict.fromkeys(_KINDS, 0)})
+        row = stages.setdefault(r.stage, {"runs": 0, "cost_usd": 0.0, **dict.fromkeys(KINDS, 0)})
         row["runs"] += 1
         row["cost_usd"] += r.cost_usd
-        for kind in _KINDS:
+        for kind in KINDS:
             row[kind] += getattr(r.usage, kind)
-    total = {k: sum(s[k] for s in stages.values()) for k in ("runs", "cost_usd", *_KINDS)}
+    total = {k: sum(s[k] for s in stages.values()) for k in ("runs", "cost_usd", *KINDS)}
     order = sorted(stages, key=lambda s: (STAGES.index(s) if s in STAGES else len(STAGES), s))
     details = [
         f"{s}: {v['runs']} run(s), ${v['cost_usd']:.4f}; input {v['input_tokens']:,}, output "
@@ -233,8 +220,8 @@ def cost(runs: list[RunRecord], now: datetime, window: timedelta = WINDOW) -> Ch
         for s in order
         for v in [stages[s]]
     ]
-    summary = f"${total['cost_usd']:.4f} over {total['runs']} run(s) in {window.days} days"
-    figures = {"window_days": window.days, "total": total, "stages": {s: stages[s] for s in order}}
+    summary = f"${total['cost_usd']:.4f} over {total['runs']} run(s) in {WINDOW.days} days"
+    figures = {"window_days": WINDOW.days, "total": total, "stages": {s: stages[s] for s in order}}
     return Check("cost", "ok", summary, tuple(details), figures)
 
 
@@ -351,15 +338,11 @@ _TICKED = re.compile(r"`([^`\n]+)`")
 _PLACEHOLDER = re.compile(r"[<>*{}\s]|YYYY|://")
 
 
-def _norm_heading(text: str) -> str:
-    return "".join(c for c in text.casefold() if c.isalnum())
-
-
 def map_section(memory_text: str) -> str | None:
     """The text of MEMORY.md's `## … Memory Structure Map` section, or None."""
     lines = split_lines(memory_text)
     for sec in split_sections(memory_text):
-        if sec.level == 2 and "memorystructuremap" in _norm_heading(sec.heading):
+        if sec.level == 2 and "memorystructuremap" in norm_heading(sec.heading):
             return "".join(lines[sec.start + 1 : sec.end])
     return None
 
@@ -409,7 +392,7 @@ def folder_indexes(readmes: Mapping[str, str], files: list[str], daily_dir: str)
     orphans = []
     for rel in files:
         parent, _, name = rel.rpartition("/")
-        if _is_index(rel) or _hidden(rel) or not rel.endswith(".md"):
+        if _is_index(rel) or is_hidden(rel) or not rel.endswith(".md"):
             continue
         if parent == daily_dir and dated_day(name) is not None:
             continue
@@ -425,11 +408,11 @@ def folder_indexes(readmes: Mapping[str, str], files: list[str], daily_dir: str)
 # ---------------------------------------------------------------------------- links
 
 
-def broken_links(
-    files: Mapping[str, str], exists: Callable[[str], bool], pointers: frozenset[str]
-) -> list[str]:
-    """`file:line → target` for each link whose target exists neither relative to the file's
-    folder nor to the workspace root."""
+def links(
+    files: Mapping[str, str], exists: Callable[[str], bool], pointers: frozenset[str] = frozenset()
+) -> Check:
+    """Broken markdown links (and MEMORY.md pointers, for the paths in `pointers`): each link
+    whose target exists neither relative to the file's folder nor to the workspace root."""
     broken = []
     for path in sorted(files):
         folder = PurePosixPath(path).parent
@@ -439,14 +422,6 @@ def broken_links(
             here = os.path.normpath(str(folder / target))
             if not (exists(here) or exists(os.path.normpath(target.lstrip("/")))):
                 broken.append(f"{path}:{n} → {target}")
-    return broken
-
-
-def links(
-    files: Mapping[str, str], exists: Callable[[str], bool], pointers: frozenset[str] = frozenset()
-) -> Check:
-    """Broken markdown links (and MEMORY.md pointers, for the paths in `pointers`)."""
-    broken = broken_links(files, exists, pointers)
     summary = f"{len(broken)} broken link(s) in {len(files)} file(s)"
     figures = {"files": len(files), "broken": len(broken)}
     return Check("links", "warn" if broken else "ok", summary, _capped(broken), figures)
@@ -482,18 +457,6 @@ def duplicates(files: Mapping[str, bytes]) -> Check:
 # ---------------------------------------------------------------------------- lessons
 
 
-_LEARNED = re.compile(r"\b(?:recorded|learned)\b[*_:\s\[]*(\d{4}-\d{2}-\d{2})", re.I)
-
-
-def _learned(text: str) -> date | None:
-    if match := _LEARNED.search(text):
-        try:
-            return date.fromisoformat(match.group(1))
-        except ValueError:
-            return None
-    return None
-
-
 def lesson_items(path: str, text: str) -> list[tuple[str, str]]:
     """(label, text) of each lesson in a file: its `##` sections, else the whole file."""
     lines = split_lines(text)
@@ -512,7 +475,7 @@ def lessons(files: Mapping[str, tuple[str, datetime]], now: datetime) -> Check:
         text, mtime = files[path]
         for label, body in lesson_items(path, text):
             items += 1
-            day = _learned(body) or mtime.astimezone(UTC).date()
+            day = recorded_day(body) or mtime.astimezone(UTC).date()
             if (age := (today - day).days) > OLD_LESSON_DAYS:
                 old.append(f"{label} ({day}, {age} days old)")
     summary = f"{items} lesson(s) in {len(files)} file(s); {len(old)} older than 6 months"
@@ -556,14 +519,6 @@ def security(texts: Mapping[str, str]) -> Check:
 # ---------------------------------------------------------------------------- gathering
 
 
-def walk_files(root: Path, problems: list[tuple[str, str]] | None = None) -> list[str]:
-    """Every file under root as a posix path, skipping git, crustacean state and tool caches
-    (and what the walker leaves out: FIFOs, symlink loops, named in `problems`)."""
-    return sorted(
-        rel for rel, entry in walk(root, CHECKED, problems=problems) if not _is_dir(entry)
-    )
-
-
 def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()  # a symlink to a folder is not a file
@@ -597,8 +552,9 @@ class _Files:
 
     @classmethod
     def read(cls, root: Path) -> _Files:
-        problems: list[tuple[str, str]] = []
-        paths = walk_files(root, problems)
+        problems: list[tuple[str, str]] = []  # what the walker leaves out: FIFOs, symlink loops
+        # every file as a posix path, skipping git, crustacean state and tool caches
+        paths = sorted(rel for rel, e in walk(root, CHECKED, problems=problems) if not _is_dir(e))
         texts = {p: t for p in paths if (t := _read_text(root, p)) is not None}
         return cls(root, paths, texts, [f"{rel}: {why}" for rel, why in problems])
 
@@ -614,10 +570,6 @@ class _Files:
 
 def _is_index(path: str) -> bool:
     return PurePosixPath(path).name.casefold() in INDEX_NAMES
-
-
-def _hidden(path: str) -> bool:
-    return any(part.startswith(".") for part in path.split("/"))
 
 
 def _top_level(root: Path, daily_dir: str) -> list[str]:
@@ -650,11 +602,8 @@ def _daily_texts(files: _Files, daily_dir: str) -> dict[date, str]:
     return logs
 
 
-def _frontmatter_problems(files: _Files) -> tuple[list[str], int]:
-    paths = [
-        p for p in files.under("memory/", "knowledge/") if p.endswith(".md") and not _hidden(p)
-    ]
-    paths += [p for p in (WORKING_MEMORY, *FOUNDATION_FILES) if p in files.paths]
+def _frontmatter_problems(files: _Files, md: list[str]) -> tuple[list[str], int]:
+    paths = md + [p for p in (WORKING_MEMORY, *FOUNDATION_FILES) if p in files.paths]
     problems = []
     for rel in paths:
         try:
@@ -675,10 +624,6 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
         return Check(name, "warn", f"could not run this check ({error_line(e)})")
 
 
-def _pending(ws: Workspace) -> list[Proposal]:
-    return list_proposals(ws)
-
-
 def check_workspace(ws: Workspace, now: datetime) -> Health:
     """Run every check on the workspace; never raises on bad files."""
     files = _Files.read(ws.root)
@@ -686,7 +631,7 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
     stages = {s: getattr(settings.stages, s) for s in STAGES}
     memory_text = files.texts.get(WORKING_MEMORY)
     runs = cache(lambda: list_runs(ws, limit=1_000_000))  # a broken state.db fails 2 checks
-    md = [p for p in files.under("memory/", "knowledge/") if p.endswith(".md") and not _hidden(p)]
+    md = [p for p in files.under("memory/", "knowledge/") if p.endswith(".md") and not is_hidden(p)]
     link_files = {p: files.texts[p] for p in [*md, WORKING_MEMORY] if p in files.texts}
     lesson_paths = [
         p for p in files.under("memory/lessons/") if p.endswith(".md") and not _is_index(p)
@@ -702,9 +647,6 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
             now,
             tz=ws.tz,
         )
-
-    def frontmatter_() -> Check:
-        return frontmatter(*_frontmatter_problems(files))
 
     checks = [
         ("cadence", cadence_),
@@ -722,7 +664,7 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
         ),
         ("orphans", lambda: folder_indexes(readmes, content, ws.daily_dir)),
         ("links", lambda: links(link_files, files.exists, frozenset({WORKING_MEMORY}))),
-        ("frontmatter", frontmatter_),
+        ("frontmatter", lambda: frontmatter(*_frontmatter_problems(files, md))),
         (
             "duplicates",
             lambda: duplicates({p: (ws.root / p).read_bytes() for p in content}),
@@ -733,7 +675,7 @@ def check_workspace(ws: Workspace, now: datetime) -> Health:
                 {p: (files.texts.get(p, ""), files.mtime(p)) for p in lesson_paths}, now
             ),
         ),
-        ("proposals", lambda: proposals(_pending(ws), now)),
+        ("proposals", lambda: proposals(list_proposals(ws), now)),
         ("security", lambda: security(files.texts)),
     ]
     return Health(tuple(_guarded(name, fn) for name, fn in checks))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from crustacean.documents import parse_document
 from crustacean.folder_index import insert_line, is_indexed
+from crustacean.markdown import first_heading
 from crustacean.store import Store
 from crustacean.store.changes import Change, sha256_hex
 
@@ -24,7 +25,7 @@ def index_created(store: Store, created: list[str], actor: str, run_id: str) -> 
             texts[readme] = data.decode("utf-8", "replace")
         if name == "README.md" or is_indexed(texts[readme], f"{sub}/{name}" if sub else name):
             continue
-        line = f"  - `{name}` — {_title(store, rel) or 'new file'}"
+        line = f"  - `{name}` — {title(store.read_bytes(rel) or b'', rel)[:80] or 'new file'}"
         texts[readme] = insert_line(texts[readme], sub, line)
         added.append(f"{readme}: {line.strip()}")
     changes = []
@@ -53,7 +54,8 @@ def _split(rel: str) -> tuple[str, str, str]:
     return (top, sub, name) if name else (top, "", sub)
 
 
-def _title(store: Store, rel: str) -> str:
-    doc = parse_document((store.read_bytes(rel) or b"")[:4096].decode("utf-8", "replace"), rel)
-    heading = next((x.lstrip("# ").strip() for x in doc.body.splitlines() if x.startswith("#")), "")
-    return str(doc.meta.get("name") or heading)[:80]
+def title(data: bytes, rel: str) -> str:
+    """What a file is listed by (its Index line, curate's map): its `name:`, else its first
+    heading (from its first 4 KB)."""
+    doc = parse_document(data[:4096].decode("utf-8", "replace"), rel)
+    return str(doc.meta.get("name") or first_heading(doc.body))

@@ -22,6 +22,7 @@ from crustacean.clock import Clock, wall_clock
 from crustacean.llm.runner import ModelSession, RunPlan
 from crustacean.runs import RunRecord, RunRecorder
 from crustacean.store import Store
+from crustacean.store.changes import Change, sha256_hex
 from crustacean.workspace import Workspace
 
 
@@ -85,11 +86,6 @@ class Run:
     dry_run: bool
 
     @property
-    def store(self) -> Store:
-        """The store the run reads and writes (the overlay in a dry run)."""
-        return self.session.store
-
-    @property
     def id(self) -> str:
         return self.rec.record.id
 
@@ -149,3 +145,12 @@ class Stage(ABC, Generic[B, R]):
     @abstractmethod
     def execute(self, run: Run, before: B) -> Finish[R]:
         """Pre-pass → model → post-pass, under the lock; the skeleton records the finish."""
+
+
+def report_change(store: Store, path: str, text: bytes) -> Change:
+    """A stage's report (the digest, the audit) as a new file, or appended after the one an
+    earlier run of the same day or month wrote."""
+    current = store.read_bytes(path)
+    if current is None:
+        return Change(path, "create", content=text)
+    return Change(path, "append", content=b"\n" + text, expected_sha256=sha256_hex(current))
