@@ -861,16 +861,18 @@ def env_file_path(settings: Settings, env: Mapping[str, str] | None = None) -> P
     return Path(configured).expanduser() if configured else default_env_file(env)
 
 
-_PLACEHOLDER_KEY = re.compile(
+# Patterns, not compiled here: only doctor and status use them, and `re` compiles
+# and keeps each on its first use (~0.2 ms every other command need not pay).
+_PLACEHOLDER_KEY = (
     r"(?i)\.\.\.|…|<[^>]*>|your[_ -]?(?:api[_ -]?)?key|changeme|placeholder|replace[_ -]?me"
     r"|^\$|^(?:sk-ant-(?:api\d+-)?)?[x*]{4,}$"
 )
-_ENV_LINE = re.compile(r"(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\s*=.*")
+_ENV_LINE = r"(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\s*=.*"
 
 
 def is_placeholder_key(value: str) -> bool:
     """A key copied from a guide (`sk-ant-...`, `<your key>`, `xxxx`), not a real one."""
-    return bool(_PLACEHOLDER_KEY.search(value.strip()))
+    return bool(re.search(_PLACEHOLDER_KEY, value.strip()))
 
 
 def env_file_lines_unread(text: str) -> list[int]:
@@ -881,7 +883,7 @@ def env_file_lines_unread(text: str) -> list[int]:
         for n, line in enumerate(text.splitlines(), 1)
         if line.strip()
         and not line.strip().startswith("#")
-        and not _ENV_LINE.fullmatch(line.strip())
+        and not re.fullmatch(_ENV_LINE, line.strip())
     ]
 
 

@@ -19,10 +19,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from crustacean.errors import CrustaceanError
-from crustacean.tiers import Recalls, StoredTier
 from crustacean.workspace import Workspace
+
+if TYPE_CHECKING:
+    from crustacean.tiers import Recalls, StoredTier
 
 DB_NAME = "state.db"
 BUSY_TIMEOUT_MS = 10_000
@@ -512,6 +515,8 @@ class StateDB:
 
     def recalls_of(self, path: str) -> Recalls:
         """The recall record of one path; never recalled gives `Recalls()`."""
+        from crustacean.tiers import Recalls  # lazy: a no-op tick opens state.db, never tiers
+
         row = self.conn.execute(
             "SELECT uses, last_recalled FROM recalls WHERE path = ?", (path,)
         ).fetchone()
@@ -519,6 +524,8 @@ class StateDB:
 
     def recalls(self) -> dict[str, Recalls]:
         """Every recorded path's usage."""
+        from crustacean.tiers import Recalls  # lazy: as in recalls_of
+
         rows = self.conn.execute("SELECT path, uses, last_recalled FROM recalls ORDER BY path")
         return {path: Recalls(uses, from_db_time(last)) for path, uses, last in rows}
 
@@ -545,6 +552,8 @@ class StateDB:
 
     def stored_tiers(self) -> dict[str, StoredTier]:
         """Every tier kept here (the lifecycle's and `tier set`'s), by path."""
+        from crustacean.tiers import StoredTier  # lazy: as in recalls_of
+
         rows = self.conn.execute("SELECT path, tier, manual, tier_set FROM memory_tiers")
         return {p: StoredTier(t, bool(m), from_db_time(s)) for p, t, m, s in rows}
 

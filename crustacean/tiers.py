@@ -18,9 +18,9 @@ wins over anything stored, and the lifecycle leaves that memory alone (`Memory.p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 TIERS = ("hot", "warm", "cold", "archive")
 DAY_SECONDS = 86_400
@@ -35,16 +35,17 @@ STEPS: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Recalls:
-    """How often a memory was recalled, from the recall ledger."""
+class Recalls(NamedTuple):
+    """How often a memory was recalled, from the recall ledger. This module's value types are
+    NamedTuples (not frozen dataclasses, ~0.5 ms of generated code each at import, which every
+    `context`, hook and search pays); `Memory` stays a dataclass, as compile's cache tells its
+    rows (tuples) from it by type."""
 
     uses: int = 0
     last_recalled: datetime | None = None
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(NamedTuple):
     """The thresholds of seed 002 (config section `[tiers]`)."""
 
     hot_days: int = 7
@@ -57,7 +58,7 @@ class Rules:
     @classmethod
     def from_config(cls, tiers_config: Any) -> Rules:
         """From `crustacean.config.TiersConfig` (same field names)."""
-        return cls(**{f.name: getattr(tiers_config, f.name) for f in fields(cls)})
+        return cls(**{name: getattr(tiers_config, name) for name in cls._fields})
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,7 @@ class Memory:
     pinned: bool = False
 
 
-@dataclass(frozen=True)
-class StoredTier:
+class StoredTier(NamedTuple):
     """A tier kept in state.db, outside the file: the lifecycle's (`manual` False) or a
     `tier set` override (`manual`, with the moment it was set)."""
 
@@ -93,15 +93,14 @@ def with_stored(mem: Memory, stored: StoredTier | None) -> Memory:
     return replace(mem, tier=stored.tier, manual=stored.manual, tier_set=stored.tier_set)
 
 
-@dataclass(frozen=True)
-class TierDecision:
+class TierDecision(NamedTuple):
     """Where one memory goes, which rules fired (in order) and the figures they compared."""
 
     path: str
     current: str
     next: str
     rules: tuple[str, ...] = ()
-    figures: dict[str, int | str] = field(default_factory=dict)
+    figures: dict[str, int | str] = {}  # noqa: RUF012  # never changed in place: rules copy it
 
     @property
     def changed(self) -> bool:
@@ -260,7 +259,7 @@ def _demoted(d: TierDecision, rules: Rules, extra: Mapping[str, int | str]) -> T
     figures = {**d.figures, **extra}
     days, uses = int(figures["days_unrecalled"]), int(figures["uses"])
     tier, fired = _descend("warm", days, uses, rules, figures)
-    return replace(d, next=tier, rules=(*d.rules, "hot_limit", *fired), figures=figures)
+    return d._replace(next=tier, rules=(*d.rules, "hot_limit", *fired), figures=figures)
 
 
 def _apply_memory_cap(
@@ -279,7 +278,7 @@ def _apply_memory_cap(
     chosen = {d.path for d in cold[:need]}
     extra = {"memory_count": count, "memory_cap": rules.memory_cap}
     return [
-        replace(d, next="archive", rules=(*d.rules, "memory_cap"), figures={**d.figures, **extra})
+        d._replace(next="archive", rules=(*d.rules, "memory_cap"), figures={**d.figures, **extra})
         if d.path in chosen
         else d
         for d in decisions

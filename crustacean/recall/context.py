@@ -31,7 +31,6 @@ load whole, as "found for the topic". Without a topic, only hot memories load.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -210,6 +209,8 @@ class Context:
         characters in all: entries go in whole, most needed first (`_hook_rank`), while they
         fit; the first foundation file that does not is cut at a line, the rest are left out,
         and the end says what was left out and how to find it."""
+        import json  # lazy: only the hook prints JSON here; `context --for main` never needs it
+
         budget = limit
         for _ in range(6):
             out = json.dumps(
