@@ -532,9 +532,9 @@ class Reader:
 
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
         """The memories a topic can pick, newest first (`newest`): hot ones, and the others
-        the ranking found relevant (`choose` drops the rest), so 10,000 memories are not
-        weighed one by one."""
-        found = [m for m in mems if m.path in shares or m.tier == "hot"]
+        whose share is at least RELEVANT (`choose` drops the rest, and any below it), so
+        10,000 memories are not weighed one by one."""
+        found = [m for m in mems if shares.get(m.path, 0.0) >= RELEVANT or m.tier == "hot"]
         return sorted(found, key=newest, reverse=True)
 
 
