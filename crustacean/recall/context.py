@@ -429,10 +429,16 @@ def choose(
     topic_words = words(topic or "")
     picked: list[tuple[MemoryDoc, str, float]] = []  # the reason is worded for those kept
     cut: list[tuple[str, str]] = []
+    over = f"over memory.max_entries {caps.max_entries}"
+    tail: list[tuple[str, str]] = []  # ordered: what is picked after max_entries, cut as met
+    full = caps.max_entries if ordered else -1
     for mem in mems:
         tier = mem.tier
         if tier == "hot":
-            picked.append((mem, tier, 1.0))
+            if len(picked) == full:
+                tail.append((mem.path, over))
+            else:
+                picked.append((mem, tier, 1.0))
             continue
         if tier == "archive":
             continue  # never loaded, and not news to anyone
@@ -442,7 +448,10 @@ def choose(
             score, asked = relevance(topic_words, mem), bool(topic_words)
         need = RELEVANT if tier == "warm" else HIGHLY_RELEVANT
         if asked and score >= need:
-            picked.append((mem, tier, score))
+            if len(picked) == full:
+                tail.append((mem.path, over))
+            else:
+                picked.append((mem, tier, score))
     if not ordered:
         picked.sort(key=lambda pair: newest(pair[0]), reverse=True)
     kept, used = [], 0
@@ -455,9 +464,8 @@ def choose(
         else:
             kept.append((mem, "hot" if tier == "hot" else f"{tier}, relevance {score:.2f}"))
             used += size
-    over = f"over memory.max_entries {caps.max_entries}"
     cut += [(mem.path, over) for mem, _, _ in picked[caps.max_entries :]]
-    return kept, cut
+    return kept, cut + tail
 
 
 def _foundation_paths(ws: Workspace, audience: Audience, now: datetime) -> list[tuple[str, str]]:
@@ -652,14 +660,17 @@ class _BestLines(Mapping[str, str]):
         self._done: dict[str, str | None] = {}
 
     def __getitem__(self, path: str) -> str:
+        found = self._lookup(path)
+        if found is None:
+            raise KeyError(path)
+        return found
+
+    def _lookup(self, path: str) -> str | None:
         if path not in self._done:
             hits = self._ranking.file_hits(path, WINDOW_CHARS) if path in self._long else []
             ordered = sorted(hits, key=_line)
             self._done[path] = "\n…\n".join(h.text for h in ordered) if hits else None
-        found = self._done[path]
-        if found is None:
-            raise KeyError(path)
-        return found
+        return self._done[path]
 
     def __iter__(self) -> Iterator[str]:
         return (path for path in self._long if path in self)
