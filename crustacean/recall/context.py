@@ -5,7 +5,8 @@ The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
 - `main` loads MEMORY.md first; every context: SOUL.md, IDENTITY.md, USER.md, today's and
   yesterday's daily logs; `dm:NAME` adds the person's contact file, `group:NAME` the group's;
 - what loads is `loadable`: HTML comments (a template's notes to the human) and the empty
-  headings and list items they leave are taken out;
+  headings and list items they leave are taken out; with a topic, a foundation file that is
+  still init's template (`untouched`) is listed, not loaded: nothing in it is about the user;
 - memories: hot always; warm when relevant to the topic; cold only when highly relevant;
   archive never. Lessons are presented as settled rulings;
 - caps: `max_entries` memories, newest first, then `budget_chars` over the memory section.
@@ -25,7 +26,8 @@ the topic's words its best line holds, with its heading and file name: `RELEVANT
 for warm, `HIGHLY_RELEVANT` (0.8) or more for cold. A picked memory longer than `LONG_CHARS`
 loads its best lines for the topic (up to `WINDOW_CHARS`), not the whole file. What is left of
 `budget_chars` then goes to the topic's best lines in the daily logs and knowledge/ that did not
-load whole, as "found for the topic". Without a topic, only hot memories load.
+load whole, as "found for the topic": one entry a file, its windows under one heading
+(`_packed`), filling a whole budget as printed (`_fill`). Without a topic, only hot memories load.
 """
 
 from __future__ import annotations
