@@ -402,3 +402,65 @@ def test_not_loaded_summary_groups_reasons_per_folder_in_the_order_cut(
     cut: list[tuple[str, str]], summary: str
 ) -> None:
     assert not_loaded_summary(cut, 2) == summary
+
+
+def test_a_topic_leaves_out_foundation_files_that_are_still_inits_template(
+    ws: Workspace,
+) -> None:
+    """An untouched template holds nothing about the user: with a topic it does not take the
+    topic's room (listed, so the agent can read it), a filled-in one loads; without a topic
+    the templates load as before."""
+    user = (ws.root / "USER.md").read_text()
+    put(ws, "USER.md", user.replace("- **Name:**", "- **Name:** Ana Lima", 1))
+    put(ws, "memory/2026-05-02.md", "# 2026-05-02\n\n### [19:05] evening\n\n- **Ana**: soup.\n")
+    ctx = assemble(ws, parse_for("main"), "soup", caps(), NOW)
+    foundation = [e.path for e in ctx.entries if e.section == "foundation"]
+    assert foundation == ["USER.md"]
+    untouched = {p for p, why in ctx.not_loaded if why == "init's template, unchanged"}
+    assert untouched == {"MEMORY.md", "SOUL.md", "IDENTITY.md"}
+    assert "MEMORY.md, SOUL.md, IDENTITY.md (init's template, unchanged)" in ctx.to_markdown()
+    plain = assemble(ws, parse_for("main"), None, caps(), NOW)
+    assert [e.path for e in plain.entries if e.section == "foundation"] == [
+        "MEMORY.md",
+        "SOUL.md",
+        "IDENTITY.md",
+        "USER.md",
+    ]
+
+
+def test_found_lines_are_packed_one_heading_a_file(ws: Workspace) -> None:
+    """A file's windows print under one heading naming their lines, in line order, joined by a
+    `…` line; a session's time once when they share it, per window when they do not."""
+    filler = "".join(f"- **Ana**: filler talk {k}.\n" for k in range(8))
+    put(
+        ws,
+        "memory/2026-05-02.md",
+        "# 2026-05-02\n\n### [19:05] evening\n\n- **Ana**: The kite flew well.\n"
+        f"{filler}- **Ana**: My kite string broke.\n\n### [21:40] late\n\n"
+        "- **Ana**: Kite repaired.\n",
+    )
+    ctx = assemble(ws, parse_for("main"), "kite", caps(), NOW)
+    [found] = [e for e in ctx.entries if e.section == "found"]
+    assert found.title == "memory/2026-05-02.md#L5, L14 (19:05), L18 (21:40)"
+    assert found.why == ""
+    assert found.text == (
+        "- **Ana**: The kite flew well.\n…\n- **Ana**: My kite string broke.\n…\n"
+        "- **Ana**: Kite repaired."
+    )
+    md = ctx.to_markdown()
+    assert md.count("### memory/2026-05-02.md") == 1
+
+
+def test_a_whole_budget_is_filled_with_found_lines_to_the_character(ws: Workspace) -> None:
+    """`--budget-chars`: the found lines take what the rest left, more than a search's 50
+    windows when they fit, and the output stays within the budget."""
+    for i in range(40):
+        day = f"2026-0{1 + i // 10}-{10 + i % 10}"
+        turns = "".join(f"- **Ana**: talk {k} about the weather.\n" for k in range(6))
+        turns += "".join(f"- **Ana**: the soup number {i}-{k} was cold.\n\n" for k in range(4))
+        put(ws, f"memory/{day}.md", f"# {day}\n\n### [19:05] evening\n\n{turns}")
+    request = ContextRequest("main", "soup", budget_chars=8000)
+    md = build_context(ws, request, NOW).to_markdown()
+    assert 8000 - 200 <= len(md) <= 8000
+    assert md.count("the soup number") > 50
+    assert "over budget_chars" not in md  # found lines are not listed as files not loaded

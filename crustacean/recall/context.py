@@ -5,7 +5,8 @@ The loading table of seed 004, the tiers of seed 002 and the caps of seed 000:
 - `main` loads MEMORY.md first; every context: SOUL.md, IDENTITY.md, USER.md, today's and
   yesterday's daily logs; `dm:NAME` adds the person's contact file, `group:NAME` the group's;
 - what loads is `loadable`: HTML comments (a template's notes to the human) and the empty
-  headings and list items they leave are taken out;
+  headings and list items they leave are taken out; with a topic, a foundation file that is
+  still init's template (`untouched`) is listed, not loaded: nothing in it is about the user;
 - memories: hot always; warm when relevant to the topic; cold only when highly relevant;
   archive never. Lessons are presented as settled rulings;
 - caps: `max_entries` memories, newest first, then `budget_chars` over the memory section.
@@ -25,7 +26,8 @@ the topic's words its best line holds, with its heading and file name: `RELEVANT
 for warm, `HIGHLY_RELEVANT` (0.8) or more for cold. A picked memory longer than `LONG_CHARS`
 loads its best lines for the topic (up to `WINDOW_CHARS`), not the whole file. What is left of
 `budget_chars` then goes to the topic's best lines in the daily logs and knowledge/ that did not
-load whole, as "found for the topic". Without a topic, only hot memories load.
+load whole, as "found for the topic": one entry a file, its windows under one heading
+(`_packed`), filling a whole budget as printed (`_fill`). Without a topic, only hot memories load.
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ RULINGS = (
     "them. If the code or facts in front of you contradict one, say so plainly instead of "
     "ignoring it."
 )
+HEADS = {  # each section's heading, in the order they print
+    "foundation": "Foundation and recent days",
+    "person": "Who this is with",
+    "found": "Found for the topic (best lines of daily logs and knowledge)",
+    "lesson": "Settled rulings (memory/lessons/)",
+    "memory": "Memories",
+}
+UNTOUCHED = "init's template, unchanged"
+FILL_SLACK = 200  # a whole budget's found lines stop asking for more within this of its end
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 _STOP_WORDS = (
     "the and for with that this from what when where which who how are was were you your "
@@ -154,22 +165,14 @@ class Context:
             ("lesson", RULINGS),
             ("memory", None),
         )
-        heads = {
-            "foundation": "Foundation and recent days",
-            "person": "Who this is with",
-            "found": "Found for the topic (best lines of daily logs and knowledge)",
-            "lesson": "Settled rulings (memory/lessons/)",
-            "memory": "Memories",
-        }
         for section, preamble in sections:
             chosen = [e for e in self.entries if e.section == section]
             if not chosen:
                 continue
-            out.append(f"## {heads[section]}\n")
+            out.append(f"## {HEADS[section]}\n")
             if preamble:
                 out.append(f"> {preamble}\n")
-            for e in chosen:
-                out.append(f"### {_heading(e)}\n\n{e.text.strip()}\n")
+            out += map(_rendered, chosen)
         out.append("## Not loaded\n" if self.not_loaded else "## More memory\n")
         if self.not_loaded:
             out.append(
@@ -193,7 +196,10 @@ class Context:
 
     def within(self, limit: int) -> Context:
         """This context fitted so that its markdown, headings and notes included, is at most
-        `limit` characters (`--budget-chars`): entries kept most needed first, as in a hook."""
+        `limit` characters (`--budget-chars`): entries kept most needed first, as in a hook;
+        itself when it fits already (`assemble` fills a whole budget to the character)."""
+        if len(self.to_markdown()) <= limit:
+            return self
         budget = limit
         fitted = self
         for _ in range(6):
@@ -339,6 +345,17 @@ def loadable(text: str) -> str:
     return text + "\n" if text else ""
 
 
+def untouched(rel: str, text: str) -> bool:
+    """Whether a foundation file's `text` is init's template for `rel` still (every line a
+    line of it, search's rule for scaffold text): it holds nothing about the user yet."""
+    from crustacean.recall.search import template_lines
+
+    template = template_lines(rel)
+    return bool(template) and all(
+        not line.strip() or line.strip() in template for line in text.split("\n")
+    )
+
+
 def not_loaded_summary(items: Iterable[tuple[str, str]], per_folder: int) -> str:
     """What was cut, bounded whatever its number: per folder a count for each reason and the
     first `per_folder` names (newest first, as the caps cut them), at most MAX_FOLDERS folders."""
@@ -366,6 +383,11 @@ def not_loaded_summary(items: Iterable[tuple[str, str]], per_folder: int) -> str
         n = sum(len(names) for _, reasons in rest for names in reasons.values())
         parts.append(f"and {n:,} more in {len(rest):,} other folders")
     return "; ".join(parts)
+
+
+def _rendered(e: Entry) -> str:
+    """An entry as `to_markdown` prints it: its `### heading`, then its text."""
+    return f"### {_heading(e)}\n\n{e.text.strip()}\n"
 
 
 def _heading(e: Entry) -> str:
@@ -410,10 +432,16 @@ def choose(
     topic_words = words(topic or "")
     picked: list[tuple[MemoryDoc, str, float]] = []  # the reason is worded for those kept
     cut: list[tuple[str, str]] = []
+    over = f"over memory.max_entries {caps.max_entries}"
+    tail: list[tuple[str, str]] = []  # ordered: what is picked after max_entries, cut as met
+    full = caps.max_entries if ordered else -1
     for mem in mems:
         tier = mem.tier
         if tier == "hot":
-            picked.append((mem, tier, 1.0))
+            if len(picked) == full:
+                tail.append((mem.path, over))
+            else:
+                picked.append((mem, tier, 1.0))
             continue
         if tier == "archive":
             continue  # never loaded, and not news to anyone
@@ -423,7 +451,10 @@ def choose(
             score, asked = relevance(topic_words, mem), bool(topic_words)
         need = RELEVANT if tier == "warm" else HIGHLY_RELEVANT
         if asked and score >= need:
-            picked.append((mem, tier, score))
+            if len(picked) == full:
+                tail.append((mem.path, over))
+            else:
+                picked.append((mem, tier, score))
     if not ordered:
         picked.sort(key=lambda pair: newest(pair[0]), reverse=True)
     kept, used = [], 0
@@ -436,9 +467,8 @@ def choose(
         else:
             kept.append((mem, "hot" if tier == "hot" else f"{tier}, relevance {score:.2f}"))
             used += size
-    over = f"over memory.max_entries {caps.max_entries}"
     cut += [(mem.path, over) for mem, _, _ in picked[caps.max_entries :]]
-    return kept, cut
+    return kept, cut + tail
 
 
 def _foundation_paths(ws: Workspace, audience: Audience, now: datetime) -> list[tuple[str, str]]:
@@ -513,9 +543,9 @@ class Reader:
 
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
         """The memories a topic can pick, newest first (`newest`): hot ones, and the others
-        the ranking found relevant (`choose` drops the rest), so 10,000 memories are not
-        weighed one by one."""
-        found = [m for m in mems if m.path in shares or m.tier == "hot"]
+        whose share is at least RELEVANT (`choose` drops the rest, and any below it), so
+        10,000 memories are not weighed one by one."""
+        found = [m for m in mems if shares.get(m.path, 0.0) >= RELEVANT or m.tier == "hot"]
         return sorted(found, key=newest, reverse=True)
 
 
@@ -563,12 +593,16 @@ def _assemble(
         text = reader.loaded(doc.text)
         if not text:
             continue  # a template never filled in: only comments and empty headings
+        if topic and untouched(rel, doc.text):
+            not_loaded.append((rel, UNTOUCHED))  # nothing about the user: the topic's room
+            continue
         if used + len(text) > room:
             cap = "context.foundation_chars" if room == caps.foundation_chars else "half the budget"
             not_loaded.append((rel, f"over {cap} {room}"))
             continue
         used += len(text)
         entries.append(Entry(rel, "foundation", rel, text, why))
+    limit = caps.budget_chars if caps.whole else None
     if caps.whole:  # what the foundation took is not left for memories and found lines
         caps = replace(caps, budget_chars=max(caps.budget_chars - used - WHOLE_OVERHEAD, 0))
     mems, bad = reader.memories(ranking)
@@ -601,16 +635,18 @@ def _assemble(
         text = reader.loaded(best if best is not None else doc.body)
         entries.append(Entry(mem.path, section, doc.name, text, why, mem.tier))
         spent += len(text)
-    if ranking is not None:
-        entries += _found(ranking, {e.path for e in entries}, caps.budget_chars - spent)
-    return Context(
-        audience,
-        topic,
-        tuple(entries),
-        tuple(not_loaded + cut),
-        tuple(problems),
-        caps.listed_paths,
+    ctx = Context(
+        audience, topic, tuple(entries), tuple(not_loaded + cut), tuple(problems), caps.listed_paths
     )
+    if ranking is None:
+        return ctx
+    loaded = {e.path for e in entries}
+    if limit is None:
+        return replace(
+            ctx, entries=ctx.entries + tuple(_found(ranking, loaded, caps.budget_chars - spent))
+        )
+    room = limit - len(ctx.to_markdown()) - len(f"## {HEADS['found']}\n") - 1  # the printed rest
+    return replace(ctx, entries=ctx.entries + tuple(_found(ranking, loaded, room, room)))
 
 
 class _BestLines(Mapping[str, str]):
@@ -627,14 +663,17 @@ class _BestLines(Mapping[str, str]):
         self._done: dict[str, str | None] = {}
 
     def __getitem__(self, path: str) -> str:
+        found = self._lookup(path)
+        if found is None:
+            raise KeyError(path)
+        return found
+
+    def _lookup(self, path: str) -> str | None:
         if path not in self._done:
             hits = self._ranking.file_hits(path, WINDOW_CHARS) if path in self._long else []
             ordered = sorted(hits, key=_line)
             self._done[path] = "\n…\n".join(h.text for h in ordered) if hits else None
-        found = self._done[path]
-        if found is None:
-            raise KeyError(path)
-        return found
+        return self._done[path]
 
     def __iter__(self) -> Iterator[str]:
         return (path for path in self._long if path in self)
@@ -655,19 +694,74 @@ def _findable(path: str) -> bool:
     return path.startswith("knowledge/") or log_day(path) is not None
 
 
-def _found(ranking: Ranking, loaded: set[str], budget: int) -> list[Entry]:
-    """The topic's best lines in daily logs and knowledge/ not loaded yet, within `budget`."""
+def _found(ranking: Ranking, loaded: set[str], budget: int, room: int | None = None) -> list[Entry]:
+    """The topic's best lines in daily logs and knowledge/ not loaded yet, within `budget`
+    characters of lines and, when `room` is given, `room` characters as printed (headings
+    included): one entry a file (`_packed`), the files in the order of their best lines."""
     if budget <= 0:
         return []
 
     def keep(path: str) -> bool:
         return path not in loaded and _findable(path)
 
+    if room is None:
+        return _packed(ranking.hits(keep, budget))  # best first: the budget read only in part
+    hits = ranking.hits(keep, budget, budget)  # packed, more than MAX_HITS windows may fit
+    for _ in range(3):  # headings took part of `room`: ask for more lines while they fit
+        fitted, used = _fill(hits, room)
+        if room - used < FILL_SLACK or len(hits) == len(fitted):
+            break
+        budget += room - used
+        more = ranking.hits(keep, budget, budget)
+        if len(more) == len(hits):
+            break
+        hits = more
+    return _packed(fitted)
+
+
+def _fill(hits: list[Hit], room: int) -> tuple[list[Hit], int]:
+    """The best hits whose packed entries print within `room` characters, and their size: a
+    window that does not fit is left out, a smaller one after it may fit."""
+    by_file: dict[str, list[Hit]] = {}
+    sizes: dict[str, int] = {}
+    used = 0
+    for h in hits:
+        mine = [*by_file.get(h.path, []), h]
+        size = len(_rendered(_packed(mine)[0])) + 1  # + the newline joining it to the next
+        if used - sizes.get(h.path, 0) + size > room:
+            continue
+        used += size - sizes.get(h.path, 0)
+        by_file[h.path], sizes[h.path] = mine, size
+    return [h for mine in by_file.values() for h in mine], used
+
+
+def _packed(hits: list[Hit]) -> list[Entry]:
+    """One entry per file for its windows, in line order, joined by a `…` line (touching ones
+    made one), named `path#L3-L5, L9 (19:05)` as search names a window: one heading a file,
+    not one a window, so the budget holds lines, not headings. Files in `hits`'s order."""
+    by_file: dict[str, list[Hit]] = {}
+    for h in hits:
+        by_file.setdefault(h.path, []).append(h)
     out = []
-    for h in ranking.hits(keep, budget):  # best first: the budget may be read only in part
-        lines = f"L{h.start_line}" + (f"-L{h.end_line}" if h.end_line > h.start_line else "")
-        at = h.when.split()[-1] if h.when and " " in h.when else ""
-        out.append(Entry(h.path, "found", f"{h.path}#{lines}", h.text, at))
+    for path, mine in by_file.items():
+        spans: list[tuple[int, int, str, list[str]]] = []  # first, last line, [HH:MM], texts
+        for h in sorted(mine, key=_line):
+            at = h.when.split()[-1] if h.when and " " in h.when else ""
+            if spans and spans[-1][1] + 1 == h.start_line and spans[-1][2] == at:
+                first, _, at, texts = spans.pop()
+                spans.append((first, h.end_line, at, [*texts, h.text]))
+            else:
+                spans.append((h.start_line, h.end_line, at, [h.text]))
+        times = {at for _, _, at, _ in spans}
+        named = []
+        for k, (first, last, at, _) in enumerate(spans):
+            lines = f"L{first}" + (f"-L{last}" if last > first else "")
+            if len(times) > 1 and at and (k + 1 == len(spans) or spans[k + 1][2] != at):
+                lines += f" ({at})"  # several sessions: each run of windows says its time
+            named.append(lines)
+        why = next(iter(times)) if len(times) == 1 else ""
+        text = "\n…\n".join("\n".join(t.strip("\n") for t in texts) for *_, texts in spans)
+        out.append(Entry(path, "found", f"{path}#{', '.join(named)}", text, why))
     return out
 
 

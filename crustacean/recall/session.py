@@ -22,7 +22,7 @@ from time import time_ns
 from typing import TYPE_CHECKING
 
 from crustacean.documents import Document
-from crustacean.recall.context import Reader, loadable, newest
+from crustacean.recall.context import RELEVANT, Reader, loadable, newest
 from crustacean.recall.memories import MemoryDoc
 from crustacean.recall.memory_index import RACY_NS, load_memories, read_doc
 from crustacean.state import StateDB, open_state
@@ -100,13 +100,19 @@ class SessionReader(Reader):
 
     def candidates(self, mems: list[MemoryDoc], shares: Mapping[str, float]) -> list[MemoryDoc]:
         """`Reader.candidates` from the memories sorted newest first once per sweep: each
-        call picks the places of the hot ones and of those the ranking found, and sorts them."""
+        call picks the places of the hot ones and of those the ranking found relevant, and
+        sorts them (a topic of common words touches thousands of memories, a few hundred
+        of them relevant)."""
         kept = self._by_path
         if kept is None or kept[0] is not mems:  # sorted by the sweep: not in a call
             kept = self._by_path = _ordered(mems)
             self.kept += 1
         _, order, hot, others = kept
-        places = hot + [i for p in shares if (i := others.get(p)) is not None]
+        places = hot + [
+            i
+            for p, share in shares.items()
+            if share >= RELEVANT and (i := others.get(p)) is not None
+        ]
         places.sort()
         return [order[i] for i in places]
 
