@@ -451,16 +451,18 @@ class IndexReader:
 
     def reranked(self, query: Query, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """The best lines reordered by the rerank extra's encoder when it is installed
-        (rerank.py): each candidate embedded with the line before it."""
+        (rerank.py): the best `rerank.TOP` of distinct text among the best `rerank.SCAN`, each
+        with the line after it, each embedded with the line before it."""
         from crustacean.recall import rerank
 
         model = rerank.load() if ranked and query.text.strip() else None
         if model is None:
             return ranked
-        head = [r for r, _ in ranked[: rerank.TOP]]
-        rows = self._rows_of(head, before=1)
+        scan = [r for r, _ in ranked[: rerank.SCAN]]
+        rows = self._rows_of(scan, before=1)
+        head = rerank.distinct(((r, rows[r].body) for r in scan if r in rows), rerank.TOP)
         after = {r: r + 1 for r in head if r + 1 in rows and rows[r + 1].path == rows[r].path}
-        lead = rerank.candidates(ranked, rerank.TOP, after)
+        lead = rerank.candidates(head, after)
         pool = [r for r in lead if r in rows]
         texts = []
         for r in pool:  # rows holds the line before each (a widened line's: its head line)
