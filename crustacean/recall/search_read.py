@@ -475,7 +475,8 @@ class IndexReader:
     def _fused(
         self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
     ) -> list[tuple[int, float]]:
-        """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py)."""
+        """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py),
+        copies of one text after the first of each (`semantic.copies_last`)."""
         from crustacean.recall import semantic
 
         embedder = semantic.load()
@@ -506,7 +507,12 @@ class IndexReader:
             if cos[k] > floor and r not in fused:
                 fused[r] = semantic.WEIGHT * float(cos[k])
         ranked = sorted(fused.items(), key=lambda p: (-p[1], p[0]))
-        return ranked[:n]
+        at = np.searchsorted(ids, [r for r, _ in ranked]).tolist()
+        keys = [  # each line's stored vector: copies of one text share it
+            matrix[k].tobytes() if k < len(ids) and ids[k] == r else b""
+            for (r, _), k in zip(ranked, at, strict=True)
+        ]
+        return semantic.copies_last(ranked, keys)[:n]
 
     def _scored(self, query: Query, scope: _Scope) -> Scored:
         """Every line holding a query word; a date is one more word, held by that day's lines.
