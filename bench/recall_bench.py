@@ -449,13 +449,14 @@ def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
                 label = f"recall with the rerank extra, {m} (all kinds)"
                 row(label, _cell(runs, "all kinds", m), unit="share")
     rerank.TOP, rerank.WEIGHT = kept
-    distinct = rerank.distinct
+    distinct, copies_last = rerank.distinct, semantic.copies_last
     rerank.distinct = lambda lines, top: [r for r, _ in lines][:top]
-    try:  # session 9's rule, side by side: the best lines, copies of one text included
+    semantic.copies_last = lambda ranked, keys: list(ranked)
+    try:  # session 9's rules, side by side: the best lines, copies of one text included
         name = f"semantic + rerank {kept[0]}, copies included (session 9), weight {kept[1]}"
         _variant_row(name, run(dense, reranked=True))
     finally:
-        rerank.distinct = distinct
+        rerank.distinct, semantic.copies_last = distinct, copies_last
     base_ms = statistics.fmean(before["semantic"].times) * 1000
     print(f"\nModel load in this process (imports + weights, once per process): {load_s:.1f} s.")
     for top, (mean, p95, cpu) in rerank_cost(dense, RERANK_TOPS).items():
