@@ -15,9 +15,10 @@ bounds the output (where the code takes it: its length is reported), and the mea
 main table is lexical search (the default install); when the `semantic` extra is installed the same
 questions run again with it, and a second table shows both. When the `rerank` extra is installed
 too (and CRUSTACEAN_RERANK is not 0), they run again on the same workspaces with its encoder at
-each candidate count and weight of RERANK_TOPS x RERANK_WEIGHTS, and a third table shows every
-variant, with what the encoder costs: its load, a query with nothing kept (wall and CPU), and a
-CLI search's start-up with it on and off. No language model anywhere; the same seed gives the
+each candidate count and weight of RERANK_TOPS x RERANK_WEIGHTS (and session 9's rule, the
+best lines with copies of one text included), and a third table shows every variant, with what
+the encoder costs: its load, a query with nothing kept (wall and CPU), and a CLI search's
+start-up with it on and off. No language model anywhere; the same seed gives the
 same figures.
 """
 
@@ -345,7 +346,7 @@ def report_semantic(lexical: Run, dense: Run) -> None:
 
 
 RERANK_TOPS = (30, 60)  # candidate lines reranked (each widened by the line after it)
-RERANK_WEIGHTS = (0.5, 1.0, 2.0)  # of the encoder's cosine against lexical / best lexical
+RERANK_WEIGHTS = (1.0,)  # of the encoder's cosine (0.5 and 2.0: bench/RESULTS.md, session 9)
 TIMED = 12  # questions timed with nothing kept, for the per-query cost
 STARTS = 2  # CLI searches timed, each way
 RERANK_KINDS = ("reworded", "paraphrase", "all kinds")
@@ -437,21 +438,25 @@ def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
     for name, r in before.items():
         _variant_row(name, r)
     kept = rerank.TOP, rerank.WEIGHT
-    order = [kept] + [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS if (t, w) != kept]
-    for top, weight in order:
+    grid = [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS if (t, w) != kept]
+    for top, weight in [kept, *grid]:
         rerank.TOP, rerank.WEIGHT = top, weight
-        name = f"semantic + rerank {top}, weight {weight}"
+        name = f"semantic + rerank {top} lines of distinct text, weight {weight}"
         runs = run(dense, reranked=True)
         _variant_row(name, runs)
         if (top, weight) == kept:
             for m in ("some within 2,000", "context bounded some"):
                 label = f"recall with the rerank extra, {m} (all kinds)"
                 row(label, _cell(runs, "all kinds", m), unit="share")
-    for top, weight in [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS]:
-        rerank.TOP, rerank.WEIGHT, rerank.LEAD = top, weight, True
-        name = f"semantic + rerank {top}, weight {weight}, a line after with its candidate's score"
+    rerank.TOP, rerank.WEIGHT = kept
+    distinct, copies_last = rerank.distinct, semantic.copies_last
+    rerank.distinct = lambda lines, top: [r for r, _ in lines][:top]
+    semantic.copies_last = lambda ranked, keys: list(ranked)
+    try:  # session 9's rules, side by side: the best lines, copies of one text included
+        name = f"semantic + rerank {kept[0]}, copies included (session 9), weight {kept[1]}"
         _variant_row(name, run(dense, reranked=True))
-    rerank.TOP, rerank.WEIGHT, rerank.LEAD = (*kept, False)
+    finally:
+        rerank.distinct, semantic.copies_last = distinct, copies_last
     base_ms = statistics.fmean(before["semantic"].times) * 1000
     print(f"\nModel load in this process (imports + weights, once per process): {load_s:.1f} s.")
     for top, (mean, p95, cpu) in rerank_cost(dense, RERANK_TOPS).items():

@@ -17,26 +17,48 @@ from crustacean.workspace import Workspace
 
 
 @pytest.mark.parametrize(
-    ("ranked", "top", "after", "want"),
+    ("head", "after", "want"),
     [
-        # each of the best `top`, then the line after it, brought by it
-        ([(5, 3.0), (9, 2.0), (2, 1.0)], 2, {5: 6, 9: 10}, {5: 5, 6: 5, 9: 9, 10: 9}),
-        # a line after that is itself ranked comes once, where first met
-        ([(5, 3.0), (6, 2.0), (9, 1.0)], 3, {5: 6, 6: 7}, {5: 5, 6: 5, 7: 6, 9: 9}),
-        # a ranked line met first as a line after stays brought by the line before it
-        ([(5, 3.0), (4, 2.0)], 2, {4: 5}, {5: 5, 4: 4}),
+        # each head line, then the line after it, brought by it
+        ([5, 9], {5: 6, 9: 10}, {5: 5, 6: 5, 9: 9, 10: 9}),
+        # a line after that is itself a head line comes once, where first met
+        ([5, 6, 9], {5: 6, 6: 7}, {5: 5, 6: 5, 7: 6, 9: 9}),
+        # a head line met first as a line after stays brought by the line before it
+        ([5, 4], {4: 5}, {5: 5, 4: 4}),
         # no line after (the file's last line, or another file's first): the line alone
-        ([(5, 3.0), (9, 2.0)], 5, {}, {5: 5, 9: 9}),
-        # fewer lines than `top`
-        ([(1, 1.0)], 30, {1: 2}, {1: 1, 2: 1}),
-        ([], 30, {}, {}),
+        ([5, 9], {}, {5: 5, 9: 9}),
+        ([1], {1: 2}, {1: 1, 2: 1}),
+        ([], {}, {}),
     ],
 )
-def test_candidates_are_the_best_lines_each_with_the_next(
-    ranked: list[tuple[int, float]], top: int, after: dict[int, int], want: dict[int, int]
+def test_candidates_are_the_head_lines_each_with_the_next(
+    head: list[int], after: dict[int, int], want: dict[int, int]
 ) -> None:
-    got = rerank.candidates(ranked, top, after)
+    got = rerank.candidates(head, after)
     assert got == want and list(got) == list(want)
+
+
+@pytest.mark.parametrize(
+    ("lines", "top", "want"),
+    [
+        # a copy of an earlier line's text takes no place; the next distinct one does
+        (
+            [(1, "- Ana: the dog barked."), (7, "- Ana: the dog barked."), (9, "- Ana: a pet.")],
+            2,
+            [1, 9],
+        ),
+        # the same text with other spaces around it is a copy
+        ([(1, "- a dog "), (2, "- a dog"), (3, "- a cat")], 5, [1, 3]),
+        # in order, at most `top`
+        ([(4, "x"), (2, "y"), (3, "z")], 2, [4, 2]),
+        ([(4, "x")], 30, [4]),
+        ([], 30, []),
+    ],
+)
+def test_the_head_is_the_best_lines_of_distinct_text(
+    lines: list[tuple[int, str]], top: int, want: list[int]
+) -> None:
+    assert rerank.distinct(lines, top) == want
 
 
 @pytest.mark.parametrize(
@@ -195,6 +217,23 @@ def test_the_encoder_brings_up_the_answer_that_shares_no_word(
         t.replace("- ", "") for t in embedded
     ]
     assert len(embedded) <= 2 * rerank.TOP + 1  # the query and the candidates, never every line
+
+
+def test_copies_of_one_line_take_one_candidate(ws: Workspace, encoder: PlainEncoder) -> None:
+    """40 copies of one line rank above the question (file order breaks the tie): the best
+    30 lines would all be that text, so the answer after the question would never be embedded."""
+    path = ws.root / "memory" / "notes" / "chat.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    copies = "- Ana: the shelter dog barked all night.\n" * 40
+    garden = "".join(f"- Ana: compost for the garden, day {k}.\n" for k in range(250))
+    pair = "- Rui: Did you adopt a puppy from the shelter?\n- Ana: Yes, we named her Biscuit.\n"
+    path.write_text(f"# Chat\n\n{copies}{pair}{garden}", "utf-8")
+    with SearchIndex(ws) as index:
+        hits = index.search("shelter pet", 3)
+    assert "Biscuit" in hits[0].text, [h.text for h in hits]
+    embedded = [t for call in encoder.calls for t in call]
+    # the first copy, the copy after it, and the question read after the last copy
+    assert sum("barked" in t for t in embedded) <= 3
 
 
 def test_switched_off_the_ranking_is_the_lexical_one(

@@ -44,6 +44,43 @@ def lines(ws: Workspace) -> int:
         return index.db.conn.execute("SELECT count(*) FROM search_lines").fetchone()[0]
 
 
+@pytest.mark.parametrize(
+    ("ranked", "keys", "want"),
+    [
+        # a copy goes after every first line, scored no higher than the last of them
+        ([(1, 0.9), (2, 0.8), (3, 0.7)], [b"a", b"a", b"b"], [(1, 0.9), (3, 0.7), (2, 0.7)]),
+        # copies keep their order among themselves
+        (
+            [(1, 0.9), (2, 0.8), (3, 0.6), (4, 0.5)],
+            [b"a", b"a", b"a", b"b"],
+            [(1, 0.9), (4, 0.5), (2, 0.5), (3, 0.5)],
+        ),
+        # a line with no vector (an empty key) is no copy of anything
+        ([(1, 0.9), (2, 0.8), (3, 0.7)], [b"", b"", b"a"], [(1, 0.9), (2, 0.8), (3, 0.7)]),
+        # no copies: the ranking as it was
+        ([(1, 0.9), (2, 0.8)], [b"a", b"b"], [(1, 0.9), (2, 0.8)]),
+        ([], [], []),
+    ],
+)
+def test_copies_of_one_text_come_after_the_first_lines(
+    ranked: list[tuple[int, float]], keys: list[bytes], want: list[tuple[int, float]]
+) -> None:
+    assert semantic.copies_last(ranked, keys) == want
+
+
+def test_a_line_logged_on_many_days_takes_one_place(ws: Workspace, extra: None) -> None:
+    """30 copies of one line hold both words; the one other line holding "dog" comes right
+    after the first copy in the ranking (not 31st), so among the first hits, not after four
+    windows of copies."""
+    copies = "- Ana: the dog barked all night.\n" * 30
+    garden = "".join(f"- Ana: compost for the garden, day {k}.\n" for k in range(200))
+    lake = "- Ana: walked the dog to the lake.\n"
+    write(ws, "memory/notes/dog.md", f"# Dog\n\n{copies}{garden}{lake}")
+    with SearchIndex(ws) as index:
+        hits = index.search("dog barked", 3)
+    assert any("lake" in h.text for h in hits), [h.text for h in hits]
+
+
 def test_installed_it_finds_a_line_worded_differently(ws: Workspace, extra: None) -> None:
     write(ws, "memory/notes/pets.md", "# Notes\n\nWe adopted a puppy from the shelter.\n")
     write(ws, "memory/notes/work.md", "# Work\n\nThe invoice for March is late.\n")

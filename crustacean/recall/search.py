@@ -20,7 +20,8 @@ holds some only in its heading or file name (`TITLE_WEIGHT`). A date in the quer
 word, held by the lines of the daily logs of those days. CJK pieces and queries of more than
 `TIER_WORDS` words are scored by IDF times the squared share of the words held. With the
 `semantic` extra (semantic.py) the lexical score is fused with the cosine of local embeddings;
-with the `rerank` extra (rerank.py) a sentence encoder then reorders the best `rerank.TOP` lines.
+with the `rerank` extra (rerank.py) a sentence encoder then reorders the best `rerank.TOP` lines
+of distinct text.
 `raw=True` passes FTS5 syntax through (phrases, `NEAR`, `title:word`, prefix `word*`), ranked by
 BM25.
 

@@ -451,16 +451,18 @@ class IndexReader:
 
     def reranked(self, query: Query, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """The best lines reordered by the rerank extra's encoder when it is installed
-        (rerank.py): each candidate embedded with the line before it."""
+        (rerank.py): the best `rerank.TOP` of distinct text among the best `rerank.SCAN`, each
+        with the line after it, each embedded with the line before it."""
         from crustacean.recall import rerank
 
         model = rerank.load() if ranked and query.text.strip() else None
         if model is None:
             return ranked
-        head = [r for r, _ in ranked[: rerank.TOP]]
-        rows = self._rows_of(head, before=1)
+        scan = [r for r, _ in ranked[: rerank.SCAN]]
+        rows = self._rows_of(scan, before=1)
+        head = rerank.distinct(((r, rows[r].body) for r in scan if r in rows), rerank.TOP)
         after = {r: r + 1 for r in head if r + 1 in rows and rows[r + 1].path == rows[r].path}
-        lead = rerank.candidates(ranked, rerank.TOP, after)
+        lead = rerank.candidates(head, after)
         pool = [r for r in lead if r in rows]
         texts = []
         for r in pool:  # rows holds the line before each (a widened line's: its head line)
@@ -473,7 +475,8 @@ class IndexReader:
     def _fused(
         self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
     ) -> list[tuple[int, float]]:
-        """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py)."""
+        """Weighted score fusion: lexical / best lexical + WEIGHT x cosine (semantic.py),
+        copies of one text after the first of each (`semantic.copies_last`)."""
         from crustacean.recall import semantic
 
         embedder = semantic.load()
@@ -504,7 +507,12 @@ class IndexReader:
             if cos[k] > floor and r not in fused:
                 fused[r] = semantic.WEIGHT * float(cos[k])
         ranked = sorted(fused.items(), key=lambda p: (-p[1], p[0]))
-        return ranked[:n]
+        at = np.searchsorted(ids, [r for r, _ in ranked]).tolist()
+        keys = [  # each line's stored vector: copies of one text share it
+            matrix[k].tobytes() if k < len(ids) and ids[k] == r else b""
+            for (r, _), k in zip(ranked, at, strict=True)
+        ]
+        return semantic.copies_last(ranked, keys)[:n]
 
     def _scored(self, query: Query, scope: _Scope) -> Scored:
         """Every line holding a query word; a date is one more word, held by that day's lines.

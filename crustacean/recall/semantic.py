@@ -506,6 +506,28 @@ def _unpack(flat: Any) -> BpeTable | None:
     return BpeTable(size, space_id, pairs, merged, chars, [int(b) for b in bytes_])
 
 
+def copies_last(ranked: list[tuple[int, float]], keys: list[bytes]) -> list[tuple[int, float]]:
+    """The ranking with each line whose key (its stored vector: the same text has the same
+    one) an earlier line holds moved after every first one, in their order, scored no higher
+    than the last first one. A filler line logged on many days ("My neighbour's dog barked
+    all night") would fill a budget with copies of one text (session 10: some evidence within
+    2,000 characters 0.766 -> 0.786 on seed 7, 0.781 -> 0.807 on seed 11). An empty key is
+    no copy of anything (a line with no vector)."""
+    seen: set[bytes] = set()
+    first: list[tuple[int, float]] = []
+    later: list[tuple[int, float]] = []
+    for line, key in zip(ranked, keys, strict=True):
+        if key and key in seen:
+            later.append(line)
+        else:
+            seen.add(key)
+            first.append(line)
+    if not later:
+        return list(ranked)
+    low = first[-1][1]
+    return first + [(r, min(s, low)) for r, s in later]
+
+
 def wanted() -> bool:
     """Whether the extra is switched on (CRUSTACEAN_SEMANTIC), before any import."""
     return switched_on(ENV)
