@@ -77,25 +77,23 @@ def test_init_on_a_file_is_a_usage_error(tmp_path: Path) -> None:
     assert (tmp_path / "f").read_text() == "x"
 
 
-def test_workspace_flag_names_the_folder_init_makes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty folder the shell is in."""
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    return tmp_path / "project"
+
+
+def test_workspace_flag_names_the_folder_init_makes(tmp_path: Path, here: Path) -> None:
     """`crustacean -w X init` inits X, never the folder the shell is in (as `git -C X init`)."""
-    here = tmp_path / "project"
-    here.mkdir()
-    monkeypatch.chdir(here)
     run_cli("-w", str(tmp_path / "ws"), "init", "--no-detect")
     assert (tmp_path / "ws/crustacean.toml").is_file()
     assert list(here.iterdir()) == []
     run_cli("-w", str(tmp_path / "ws"), "init", str(tmp_path / "ws"), "--no-detect")  # the same
 
 
-def test_two_different_folders_for_init_is_a_usage_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    here = tmp_path / "project"
-    here.mkdir()
-    monkeypatch.chdir(here)
+def test_two_different_folders_for_init_is_a_usage_error(here: Path) -> None:
     result = run_cli("-w", str(here / "a"), "init", str(here / "b"), code=2)
     assert "init was given two folders" in result.stderr
     assert "give the folder once" in result.stderr
