@@ -663,17 +663,14 @@ class _BestLines(Mapping[str, str]):
         self._done: dict[str, str | None] = {}
 
     def __getitem__(self, path: str) -> str:
-        found = self._lookup(path)
-        if found is None:
-            raise KeyError(path)
-        return found
-
-    def _lookup(self, path: str) -> str | None:
         if path not in self._done:
             hits = self._ranking.file_hits(path, WINDOW_CHARS) if path in self._long else []
             ordered = sorted(hits, key=_line)
             self._done[path] = "\n…\n".join(h.text for h in ordered) if hits else None
-        return self._done[path]
+        found = self._done[path]
+        if found is None:
+            raise KeyError(path)
+        return found
 
     def __iter__(self) -> Iterator[str]:
         return (path for path in self._long if path in self)
