@@ -72,8 +72,14 @@ def notes(*items: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_lone_surrogate_becomes_a_replacement_character_and_collect_goes_on(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+    ws: Workspace,
+    env: dict[str, str],
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # the CLI's stages run at the fixture's time, not today's: collect reads the last two days
+    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", lambda: NOW)
     (project(tmp_path) / "s1.jsonl").write_text(
         cc_record(1, "s1", "user", "We sow the beans on Friday.")
         + cc_record(2, "s1", "assistant", "@CUT@")
@@ -130,11 +136,17 @@ def test_a_bad_line_is_set_aside_with_its_reason_and_the_rest_is_collected(
 
 
 def test_several_sessions_a_miscited_item_and_a_credential_are_refused_then_set_aside(
-    ws: Workspace, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+    ws: Workspace,
+    env: dict[str, str],
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Two Claude Code sessions in one chunk: the model cites m9 (no such message) and puts a
     key in an item; it is told both in one tool result, fixes the citation and not the key.
     The fixed and the good items land, the key's item is set aside (redacted), cursors move."""
+    # the CLI's stages run at the fixture's time, not today's: collect reads the last two days
+    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", lambda: NOW)
     folder = project(tmp_path)
     (folder / "a.jsonl").write_text(
         cc_record(1, "a", "user", "Ana likes green tea.")
