@@ -271,6 +271,8 @@ def test_memory_md_caps_refuse_growth_with_guidance(setup: dict[str, Any]) -> No
 def test_cli_curate_plan_and_dry_run(
     setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the CLI dates "the last 3 days" by the stages' clock: the fixture's days, not today's
+    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", clock)
     fake, root = setup["fake"], setup["ws"].root
     w = ("-w", str(root))
     out = run_cli(*w, "curate", "--plan", "--days", "3").stdout
