@@ -137,8 +137,6 @@ FIRST = (
     "tests/test_docs.py::test_guide_commands_run_in_order[claude-code.md]",
     "tests/test_docs.py::test_guide_commands_run_in_order[openclaw.md]",
     "tests/test_readme.py::test_the_tour_runs_in_order",
-    "tests/test_ui_rollback_summary.py::test_roll_back_600_files_in_the_browser[390]",
-    "tests/test_ui_rollback_summary.py::test_roll_back_600_files_in_the_browser[1280]",
     "tests/reliability/test_crash.py::test_crash_curate_short",
     "tests/reliability/test_crash.py::test_crash_collect_short",
     "tests/reliability/test_crash.py::test_kills_at_the_index_sync_point_lose_nothing",

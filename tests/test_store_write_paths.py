@@ -63,6 +63,28 @@ def test_no_version_yet_has_no_head(tmp_path: Path) -> None:
     assert Git(root).head_blobs(["a.md"]) == (None, {})
 
 
+def test_files_at_reads_what_one_file_at_a_time_reads(ws: Workspace) -> None:
+    """The batch read a rollback uses agrees with `file_at` on every kind of entry."""
+    odd = {
+        "memory/notes/with space.md": b"- a name with a space\n",
+        "memory/notes/empty.md": b"",
+        "memory/notes/no-newline.md": b"- no newline at the end",
+        "memory/notes/bytes.md": b"\x00\xff\n\nmissing\n",
+        "memory/notes/two\nlines.md": b"- a name the batch cannot carry\n",
+    }
+    for rel, data in odd.items():
+        (ws.root / rel).write_bytes(data)
+    git(ws.root, "add", "-A")
+    git(ws.root, "commit", "-q", "-m", "odd files")
+    rev = git(ws.root, "rev-parse", "HEAD").strip()
+    asked = [*odd, "MEMORY.md", "memory/notes", "memory/notes/never.md", "memory/notes/empty.md"]
+    one_by_one = {p: Git(ws.root).file_at(rev, p) for p in asked}
+    assert Git(ws.root).files_at(rev, asked) == one_by_one
+    plain = [p for p in asked if "\n" not in p]  # the batch itself, not the longer way
+    assert Git(ws.root).files_at(rev, plain) == {p: one_by_one[p] for p in plain}
+    assert one_by_one["memory/notes"] is None and one_by_one["memory/notes/never.md"] is None
+
+
 def put(ws: Workspace, lines: list[str]) -> bytes:
     data = ("\n".join(lines) + "\n").encode()
     Store(ws).write_context(

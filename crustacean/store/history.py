@@ -67,7 +67,7 @@ def rollback_changes(store: Store, version: str, paths: list[str]) -> tuple[str,
     head = store.git.head()
     if paths:
         rels = [jail(store.root, p) for p in paths]
-        missing = [p for p in rels if store.git.file_at(target, p) is None]
+        missing = [p for p, old in store.git.files_at(target, rels).items() if old is None]
         if missing:
             raise VersionError(
                 f"{missing[0]} did not exist at version {target[:12]}, so there is nothing to "
@@ -86,8 +86,7 @@ def _restoring(store: Store, rev: str, rels: list[str]) -> list[Change]:
     """The changes that put each of `rels` back as it was at `rev` (a file missing then goes
     to the trash), pinned to the bytes there now; a file that already matches is left out."""
     changes = []
-    for rel in rels:
-        old = store.git.file_at(rev, rel)
+    for rel, old in store.git.files_at(rev, rels).items():
         now = store.read_bytes(rel)
         if old == now:
             continue

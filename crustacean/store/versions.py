@@ -363,6 +363,29 @@ class Git:
         proc = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
         return proc.stdout if proc.returncode == 0 else None
 
+    def files_at(self, rev: str, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """Each path's bytes at commit `rev` (None: absent there), from one `git cat-file
+        --batch`: a rollback of 600 files read them one process each, 2 s a page."""
+        if not paths:
+            return {}
+        if any("\n" in p for p in paths):  # the batch is line-based: ask git the longer way
+            return {p: self.file_at(rev, p) for p in paths}
+        asked = "".join(f"{rev}:{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+        out = self.run("cat-file", "--batch", input=asked).stdout
+        found: dict[str, bytes | None] = {}
+        at = 0
+        for path in paths:
+            end = out.index(b"\n", at)
+            header = out[at:end].split(b" ")
+            at = end + 1
+            if header[-1] == b"missing":
+                found[path] = None
+                continue
+            size = int(header[2])  # "<id> <type> <size>", then the content and a newline
+            found[path] = out[at : at + size] if header[1] == b"blob" else None  # a folder: none
+            at += size + 1
+        return found
+
     def changed_between(self, old: str, new: str) -> list[str]:
         out = self.run("diff", "--name-only", "-z", "--no-renames", old, new, "--").stdout
         return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
