@@ -33,6 +33,7 @@ os.environ.update(
 )
 
 import hashlib  # noqa: E402  (after the environment is fixed)
+from datetime import datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -101,6 +102,13 @@ def run_cli(*args: str, code: int = 0, env: dict[str, str] | None = None):
     result = CliRunner().invoke(app, list(args), prog_name="crustacean", env=env)
     assert result.exit_code == code, (result.exit_code, result.output, result.exception)
     return result
+
+
+def stages_at(monkeypatch: pytest.MonkeyPatch, now: datetime) -> None:
+    """The CLI's stages run at `now`, a fixture's time, not today's: collect reads the last two
+    days and curate "the last N days" by this clock, so on the real one a fixture's transcripts
+    and logs fall out of range as the calendar moves on."""
+    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", lambda: now)
 
 
 def snapshot(root: Path) -> dict[str, str]:

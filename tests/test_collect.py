@@ -15,7 +15,7 @@ from stagekit import write_call
 from store_helpers import git
 from test_collect_exact import header, line
 
-from conftest import run_cli, snapshot
+from conftest import run_cli, snapshot, stages_at
 from crustacean.config import load_config
 from crustacean.runs import list_runs
 from crustacean.stages import collect as collect_mod
@@ -362,8 +362,7 @@ def test_a_wildcard_source_path_covers_every_folder_it_matches(
 
 def test_cli_collect(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     s, fake = setup, setup["fake"]
-    # collect reads the last two days: the CLI's stages run at the fixture's time, not today's
-    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", lambda: NOW)
+    stages_at(monkeypatch, NOW)
     w = ("-w", str(s["ws"].root))
     out = run_cli(*w, "collect", "--plan").stdout
     assert "4 new message(s)" in out and "Plan: claude-haiku-5-5" in out

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from fakeapi import FakeAnthropic, error, prompt_of, tool_use
 
-from conftest import run_cli, snapshot
+from conftest import run_cli, snapshot, stages_at
 from crustacean.config import load_config
 from crustacean.errors import UsageError
 from crustacean.llm.loop import StageRequest, build_params, min_cacheable_tokens
@@ -193,8 +193,7 @@ def test_an_item_citing_nothing_in_a_two_session_chunk_is_refused_and_corrected_
 def test_cli_an_item_still_miscited_after_one_correction_is_set_aside(
     k: Kit, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the CLI's stages run at the fixture's time, not today's: collect reads the last two days
-    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", lambda: NOW)
+    stages_at(monkeypatch, NOW)
     two_sessions(k.home)
     wrong = {"category": "fact", "text": "Unbound.", "refs": ["m99"]}
     k.api.enqueue(

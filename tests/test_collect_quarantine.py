@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fakeapi import FakeAnthropic, prompt_of, tool_use
 
-from conftest import run_cli
+from conftest import run_cli, stages_at
 from crustacean.config import load_config
 from crustacean.runs import get_run
 from crustacean.sources import read_new
@@ -78,8 +78,7 @@ def test_a_lone_surrogate_becomes_a_replacement_character_and_collect_goes_on(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # the CLI's stages run at the fixture's time, not today's: collect reads the last two days
-    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", lambda: NOW)
+    stages_at(monkeypatch, NOW)
     (project(tmp_path) / "s1.jsonl").write_text(
         cc_record(1, "s1", "user", "We sow the beans on Friday.")
         + cc_record(2, "s1", "assistant", "@CUT@")
@@ -145,8 +144,7 @@ def test_several_sessions_a_miscited_item_and_a_credential_are_refused_then_set_
     """Two Claude Code sessions in one chunk: the model cites m9 (no such message) and puts a
     key in an item; it is told both in one tool result, fixes the citation and not the key.
     The fixed and the good items land, the key's item is set aside (redacted), cursors move."""
-    # the CLI's stages run at the fixture's time, not today's: collect reads the last two days
-    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", lambda: NOW)
+    stages_at(monkeypatch, NOW)
     folder = project(tmp_path)
     (folder / "a.jsonl").write_text(
         cc_record(1, "a", "user", "Ana likes green tea.")

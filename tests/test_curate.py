@@ -12,7 +12,7 @@ from fakeapi import text, tool_use
 from stagekit import write_call
 from store_helpers import commit_all, git
 
-from conftest import run_cli
+from conftest import run_cli, stages_at
 from crustacean.config import load_config
 from crustacean.errors import LimitError
 from crustacean.stages.curate import curate, parse_entries
@@ -271,8 +271,7 @@ def test_memory_md_caps_refuse_growth_with_guidance(setup: dict[str, Any]) -> No
 def test_cli_curate_plan_and_dry_run(
     setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the CLI dates "the last 3 days" by the stages' clock: the fixture's days, not today's
-    monkeypatch.setattr("crustacean.stages.skeleton.wall_clock", clock)
+    stages_at(monkeypatch, NOW)
     fake, root = setup["fake"], setup["ws"].root
     w = ("-w", str(root))
     out = run_cli(*w, "curate", "--plan", "--days", "3").stdout
