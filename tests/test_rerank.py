@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import date
 
 import numpy as np
 import pytest
 
 from crustacean.recall import rerank
 from crustacean.recall.search import SearchIndex
+from crustacean.recall.search_query import parse_query
 from crustacean.workspace import Workspace
 
 
@@ -216,7 +218,7 @@ def test_the_encoder_brings_up_the_answer_that_shares_no_word(
     assert "Rui: Did you adopt a puppy from the shelter?\nAna: Yes, we named her Biscuit." in [
         t.replace("- ", "") for t in embedded
     ]
-    assert len(embedded) <= 2 * rerank.TOP + 1  # the query and the candidates, never every line
+    assert len(embedded) <= 2 * rerank.TOP + rerank.ANSWERS + 1  # never every line
 
 
 def test_copies_of_one_line_take_one_candidate(ws: Workspace, encoder: PlainEncoder) -> None:
@@ -303,3 +305,90 @@ def test_a_topic_context_is_reranked_within_its_budget(
     text = build_context(ws, request, now).to_markdown()
     assert len(text) <= 1200
     assert "Biscuit" not in text and "shelter on day 0." in text
+
+
+# ---------------------------------------------------------------- answers to copies of a question
+
+
+@pytest.mark.parametrize(
+    ("line", "turn"),
+    [
+        ("- **Joe**: What language are you studying?", ("Joe", "What language are you studying?")),
+        ("* **Ana Silva**: Yes, Welsh.", ("Ana Silva", "Yes, Welsh.")),
+        ("  - **Joe**:", ("Joe", "")),
+        ("- Ana: a plain line", None),
+        ("### [10:05] quick call", None),
+        ("- **bold** words, no speaker", None),
+        ("I said **Joe**: no", None),
+    ],
+)
+def test_a_chat_turn_is_a_speaker_and_what_they_said(
+    line: str, turn: tuple[str, str] | None
+) -> None:
+    assert rerank.turn(line) == turn
+
+
+ASKED = "Did you adopt a puppy from the shelter?"
+
+
+@pytest.mark.parametrize(
+    ("copy", "after", "names", "answers"),
+    [
+        (f"- **Joe**: {ASKED}", "- **Priya**: Yes, we named her Biscuit.", {"priya"}, True),
+        (f"- **Joe**: {ASKED}", "- **Priya Rao**: Yes, Biscuit.", {"priya", "pet"}, True),
+        (f"- **Joe**: {ASKED}", "- **Ana**: Yes, we named him Rex.", {"priya"}, False),
+        ("- **Joe**: Did you adopt a kitten?", "- **Priya**: Yes.", {"priya"}, False),
+        (f"- **Joe**: {ASKED}", "Priya said yes.", {"priya"}, False),
+        (f"Joe asked: {ASKED}", "- **Priya**: Yes.", {"priya"}, False),
+    ],
+)
+def test_an_answer_to_a_copy_counts_when_the_query_names_who_answers(
+    copy: str, after: str, names: set[str], answers: bool
+) -> None:
+    assert rerank.named_answer(copy, ASKED, after, names) is answers
+
+
+def _conversations(ws: Workspace) -> None:
+    """Priya asks the question in her own log, first; 40 lines of Mo's after it hold the
+    query's three words too, and Joe's copy, which Priya answers, holds two: it ranks below
+    them all, past the 30 candidates. Rui's copy is answered by Ana, whom the query does not
+    name."""
+    notes = ws.root / "memory" / "notes"
+    notes.mkdir(parents=True, exist_ok=True)
+    filler = "".join(f"- **Mo**: Priya might adopt from the shelter, day {k}.\n" for k in range(40))
+    garden = "".join(f"- **Mo**: compost for the garden, day {k}.\n" for k in range(600))
+    (notes / "priya.md").write_text(f"# Priya\n\n- **Priya**: {ASKED}\n{filler}{garden}")
+    (notes / "joe.md").write_text(
+        f"# Joe\n\n- **Joe**: {ASKED}\n- **Priya**: Yes, we named her Biscuit.\n"
+    )
+    (notes / "rui.md").write_text(
+        f"# Rui\n\n- **Rui**: {ASKED}\n- **Ana**: Yes, we named him Rex.\n"
+    )
+
+
+def test_the_answers_to_copies_of_a_candidate_are_those_of_a_person_the_query_names(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _conversations(ws)
+    with SearchIndex(ws) as index:
+        index.update()
+        ids = {
+            body: rowid
+            for rowid, body in index.conn.execute("SELECT rowid, body FROM search_lines")
+        }
+        head = [ids[f"- **Priya**: {ASKED}"]]  # her copy, as a candidate
+        biscuit = ids["- **Priya**: Yes, we named her Biscuit."]
+        rows = index._rows_of(head, before=1)
+        query = parse_query("Priya adopt shelter", date(2026, 12, 1))
+
+        def answers(taken: dict[int, int], prefix: str = "") -> dict[int, tuple[str, str]]:
+            scope = index._scope(prefix, archive=False)
+            got = index._named_answers(query, head, rows, taken, scope)
+            return {r: (answer.body, asked.body) for r, (answer, asked) in got.items()}
+
+        joe = ("- **Priya**: Yes, we named her Biscuit.", f"- **Joe**: {ASKED}")
+        assert answers({}) == {biscuit: joe}  # Ana's answer to Rui: the query names no Ana
+        assert answers({biscuit: biscuit}) == {}  # a candidate already
+        assert answers({}, "memory/notes/priya.md") == {}  # outside the path searched
+        monkeypatch.setattr(rerank, "ANSWERS", 0)
+        assert answers({}) == {}

@@ -412,7 +412,8 @@ class SearchIndex(IndexReader):
         scope = self._scope("", archive=False)
         lexical = self._scored(query, scope).ranked(None, n)
         shares = {r: share for r, _, share in lexical}
-        ranked = self.reranked(query, self._fused(query, [(r, s) for r, s, _ in lexical], scope, n))
+        fused = self._fused(query, [(r, s) for r, s, _ in lexical], scope, n)
+        ranked = self.reranked(query, fused, scope)
         sql = (
             "SELECT first_rowid, lines, path FROM search_files "
             f"WHERE lines > 0 AND first_rowid < {SCAFFOLD_ROWIDS} ORDER BY first_rowid"

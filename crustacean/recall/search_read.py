@@ -14,7 +14,7 @@ import re
 import sqlite3
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime
 from itertools import combinations
 from operator import itemgetter
@@ -447,12 +447,16 @@ class IndexReader:
         """Lines as (rowid, score), best first: all the words, then most, by IDF; fused with
         the cosine of the semantic extra's vectors when it is installed."""
         ranked = self._scored(query, scope).ranked(scope.keep, n)
-        return self.reranked(query, self._fused(query, [(r, s) for r, s, _ in ranked], scope, n))
+        scored = self._fused(query, [(r, s) for r, s, _ in ranked], scope, n)
+        return self.reranked(query, scored, scope)
 
-    def reranked(self, query: Query, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    def reranked(
+        self, query: Query, ranked: list[tuple[int, float]], scope: _Scope
+    ) -> list[tuple[int, float]]:
         """The best lines reordered by the rerank extra's encoder when it is installed
         (rerank.py): the best `rerank.TOP` of distinct text among the best `rerank.SCAN`, each
-        with the line after it, each embedded with the line before it."""
+        with the line after it, and the answers a person the query names gave to copies of
+        them (`_named_answers`), each embedded with the line before it."""
         from crustacean.recall import rerank
 
         model = rerank.load() if ranked and query.text.strip() else None
@@ -463,6 +467,9 @@ class IndexReader:
         head = rerank.distinct(((r, rows[r].body) for r in scan if r in rows), rerank.TOP)
         after = {r: r + 1 for r in head if r + 1 in rows and rows[r + 1].path == rows[r].path}
         lead = rerank.candidates(head, after)
+        for r, (row, brought) in self._named_answers(query, head, rows, lead, scope).items():
+            rows[r - 1], rows[r] = brought, row  # the copy it answers, and the answer
+            lead[r] = r
         pool = [r for r in lead if r in rows]
         texts = []
         for r in pool:  # rows holds the line before each (a widened line's: its head line)
@@ -471,6 +478,45 @@ class IndexReader:
             texts.append(rerank.context_text(rows[r].body, prev.body if same and prev else None))
         cos = dict(zip(pool, model.cosines(query.text, texts), strict=True))
         return rerank.fuse(ranked, cos, rerank.WEIGHT, lead)
+
+    def _named_answers(
+        self,
+        query: Query,
+        head: list[int],
+        rows: dict[int, _Row],
+        taken: Mapping[int, int],
+        scope: _Scope,
+    ) -> dict[int, tuple[_Row, _Row]]:
+        """For each head line that is a chat turn, the line after each copy of its words
+        elsewhere when a person the query names says it (`rerank.named_answer`): up to
+        `rerank.ANSWERS` lines, each with the copy before it, in the head's order."""
+        from crustacean.recall import rerank
+
+        names = {w.lower() for w in re.findall(r"\w+", query.text)}
+        out: dict[int, tuple[_Row, _Row]] = {}
+        sql = f"SELECT rowid FROM search_lines WHERE search_lines MATCH ?{scope.sql} LIMIT 500"
+        for h in head:
+            said = rerank.turn(rows[h].body) if h in rows else None
+            if said is None or len(said[1]) < rerank.MIN_SAID:
+                continue
+            words = " ".join(re.findall(r"\w+", said[1]))
+            if not words:
+                continue
+            copies = [r for (r,) in self.conn.execute(sql, (f"body : {fts_string(words)}",))]
+            found = self._rows_of([c for c in copies if c != h], before=0)
+            for c in copies:
+                here, nxt = found.get(c), found.get(c + 1)
+                if c == h or here is None or nxt is None or nxt.path != here.path:
+                    continue
+                if c + 1 in taken or c + 1 in out:
+                    continue
+                if scope.keep is not None and not scope.keep(c + 1):
+                    continue
+                if len(out) >= rerank.ANSWERS:
+                    return out
+                if rerank.named_answer(here.body, said[1], nxt.body, names):
+                    out[c + 1] = (nxt, here)
+        return out
 
     def _fused(
         self, query: Query, lexical: list[tuple[int, float]], scope: _Scope, n: int
