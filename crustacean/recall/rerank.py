@@ -18,8 +18,9 @@ text), widened by the line after each of them (the answer to a question whose wo
 line not ranked has lexical score 0); the lines below the candidates keep their order after
 them. In a chat log a candidate turn is often one copy of a question asked in many
 conversations, and the semantic extra ranks copies last: the reply to another copy, when a
-person the query names gives it (`named_answer`), is a candidate too (`ANSWERS`). Vectors are kept per process by text
-(`KEEP_TEXTS`), so a server that is asked again about the same lines embeds only the new ones.
+person the query names gives it (`named_answer`), is a candidate too (`ANSWERS`). Vectors are
+kept per process by text (`KEEP_TEXTS`), so a server that is asked again about the same lines
+embeds only the new ones.
 What it costs (the model's load once per process, then each query) is in bench/RESULTS.md,
 "Rerank with a contextual encoder".
 
