@@ -307,6 +307,33 @@ def test_a_topic_context_is_reranked_within_its_budget(
     assert "Biscuit" not in text and "shelter on day 0." in text
 
 
+def test_a_topic_reranks_twice_the_lines_a_search_does(
+    ws: Workspace, encoder: PlainEncoder
+) -> None:
+    """`context --topic` fills four times a search's budget: the encoder reads `TOPIC_TOP`
+    candidates for it (each with the line after it), `TOP` for a search."""
+    from datetime import UTC, datetime
+
+    _chat(ws, "2026-10-01.md")
+    more = "".join(f"- Ana: the shelter cat, day {k}.\n" for k in range(80))
+    more += "".join(f"- Ana: weeds in the garden, day {k}.\n" for k in range(800))
+    (ws.root / "memory" / "2026-10-02.md").write_text(f"# More\n\n{more}")  # 131 "shelter"
+
+    def read() -> int:
+        return sum(len(call) for call in encoder.calls) - 1  # less the query
+
+    with SearchIndex(ws) as index:
+        index.search("shelter pet", 10)
+        searched = read()
+        encoder.calls.clear()
+        rerank.load().forget_texts()  # type: ignore[union-attr]  # loaded by the fixture
+        index.ranking("shelter pet", datetime(2026, 12, 2, 4, 0, tzinfo=UTC))
+        topic = read()
+    assert rerank.TOPIC_TOP == 2 * rerank.TOP
+    assert rerank.TOP < searched <= 2 * rerank.TOP
+    assert 2 * rerank.TOP < topic <= 2 * rerank.TOPIC_TOP
+
+
 # ---------------------------------------------------------------- answers to copies of a question
 
 

@@ -413,7 +413,9 @@ class SearchIndex(IndexReader):
         lexical = self._scored(query, scope).ranked(None, n)
         shares = {r: share for r, _, share in lexical}
         fused = self._fused(query, [(r, s) for r, s, _ in lexical], scope, n)
-        ranked = self.reranked(query, fused, scope)
+        from crustacean.recall import rerank  # lazy, as `reranked` imports it: no model loads
+
+        ranked = self.reranked(query, fused, scope, rerank.TOPIC_TOP)
         sql = (
             "SELECT first_rowid, lines, path FROM search_files "
             f"WHERE lines > 0 AND first_rowid < {SCAFFOLD_ROWIDS} ORDER BY first_rowid"

@@ -451,20 +451,26 @@ class IndexReader:
         return self.reranked(query, scored, scope)
 
     def reranked(
-        self, query: Query, ranked: list[tuple[int, float]], scope: _Scope
+        self,
+        query: Query,
+        ranked: list[tuple[int, float]],
+        scope: _Scope,
+        top: int | None = None,
     ) -> list[tuple[int, float]]:
         """The best lines reordered by the rerank extra's encoder when it is installed
-        (rerank.py): the best `rerank.TOP` of distinct text among the best `rerank.SCAN`, each
-        with the line after it, and the answers a person the query names gave to copies of
-        them (`_named_answers`), each embedded with the line before it."""
+        (rerank.py): the best `top` (default `rerank.TOP`) of distinct text among the best
+        `rerank.SCAN`, each with the line after it, and the answers a person the query names
+        gave to copies of them (`_named_answers`), each embedded with the line before it."""
         from crustacean.recall import rerank
+
+        top = rerank.TOP if top is None else top
 
         model = rerank.load() if ranked and query.text.strip() else None
         if model is None:
             return ranked
         scan = [r for r, _ in ranked[: rerank.SCAN]]
         rows = self._rows_of(scan, before=1)
-        head = rerank.distinct(((r, rows[r].body) for r in scan if r in rows), rerank.TOP)
+        head = rerank.distinct(((r, rows[r].body) for r in scan if r in rows), top)
         after = {r: r + 1 for r in head if r + 1 in rows and rows[r + 1].path == rows[r].path}
         lead = rerank.candidates(head, after)
         for r, (row, brought) in self._named_answers(query, head, rows, lead, scope).items():
