@@ -438,10 +438,15 @@ def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
     for name, r in before.items():
         _variant_row(name, r)
     kept = rerank.TOP, rerank.WEIGHT
+    topic_top = rerank.TOPIC_TOP
     grid = [(t, w) for t in RERANK_TOPS for w in RERANK_WEIGHTS if (t, w) != kept]
     for top, weight in [kept, *grid]:
-        rerank.TOP, rerank.WEIGHT = top, weight
-        name = f"semantic + rerank {top} lines of distinct text, weight {weight}"
+        # a topic reranks twice a search's lines (rerank.TOPIC_TOP): so in every variant
+        rerank.TOP, rerank.WEIGHT, rerank.TOPIC_TOP = top, weight, 2 * top
+        name = (
+            f"semantic + rerank {top} lines of distinct text ({2 * top} for a topic), "
+            f"weight {weight}"
+        )
         runs = run(dense, reranked=True)
         _variant_row(name, runs)
         if (top, weight) == kept:
@@ -449,6 +454,7 @@ def rerank_runs(lexical: Built, dense: Built, before: dict[str, Run]) -> None:
                 label = f"recall with the rerank extra, {m} (all kinds)"
                 row(label, _cell(runs, "all kinds", m), unit="share")
     rerank.TOP, rerank.WEIGHT = kept
+    rerank.TOPIC_TOP = topic_top
     distinct, copies_last = rerank.distinct, semantic.copies_last
     rerank.distinct = lambda lines, top: [r for r, _ in lines][:top]
     semantic.copies_last = lambda ranked, keys: list(ranked)
