@@ -124,13 +124,19 @@ def turn(line: str) -> tuple[str, str] | None:
     return (m.group(1).strip(), m.group(2).strip()) if m else None
 
 
+def words(text: str) -> set[str]:
+    """The lowercase words of `text`: a query's, to find the people it names in a turn's
+    speaker (`named_answer`)."""
+    return set(_NAME_WORDS.findall(text.lower()))
+
+
 def named_answer(copy: str, said: str, after: str, names: AbstractSet[str]) -> bool:
     """Whether `after`, the line after `copy`, is a turn a person the query names says in
     answer to the same words `said` (`copy` is them, said by anyone)."""
     asked, answer = turn(copy), turn(after)
     if asked is None or answer is None or asked[1] != said:
         return False
-    return bool(set(_NAME_WORDS.findall(answer[0].lower())) & names)
+    return bool(words(answer[0]) & names)
 
 
 def context_text(line: str, before: str | None) -> str:

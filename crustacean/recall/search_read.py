@@ -498,7 +498,7 @@ class IndexReader:
         `rerank.ANSWERS` lines, each with the copy before it, in the head's order."""
         from crustacean.recall import rerank
 
-        names = {w.lower() for w in re.findall(r"\w+", query.text)}
+        names = rerank.words(query.text)
         out: dict[int, tuple[_Row, _Row]] = {}
         sql = f"SELECT rowid FROM search_lines WHERE search_lines MATCH ?{scope.sql} LIMIT 500"
         for h in head:
