@@ -49,10 +49,10 @@ from bench.recall_bench import (
     CONTEXT_CHARS,
     Scores,
     _switch,
-    measures,
     one_line_bm25,
     ours,
     score,
+    search_table,
 )
 from crustacean.config import load_config
 from crustacean.ops.init import init_workspace
@@ -240,18 +240,13 @@ def measure(
 
 def report(t: Totals, mode: str, every: int) -> None:
     kinds = [*KINDS.values(), "all kinds"]
-    counts = {k: len(t.ours.got.get((k, "some in top 10"), [])) for k in kinds}
     sample = "every question" if every == 1 else f"1 question in {every}"
     print(
         f"\nHeld-out ({mode}): {t.asked} questions ({sample}; {t.dropped} left out, their "
         f"evidence ids name no turn) over {t.logs} daily logs ({t.chars:,} chars). Each cell: "
         "crustacean search / one-line BM25.\n"
     )
-    print("| measure | " + " | ".join(f"{k} ({counts[k]})" for k in kinds) + " |")
-    print("|---|" + "--:|" * len(kinds))
-    for m in measures():
-        cells = [f"{t.ours.share(k, m):.3f} / {t.base.share(k, m):.3f}" for k in kinds]
-        print(f"| {m} | " + " | ".join(cells) + " |")
+    search_table(t.ours, t.base, kinds)
     for m in ("some", "all"):
         cells = [f"{t.context.share(k, m):.3f}" for k in kinds]
         print(

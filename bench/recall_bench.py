@@ -277,6 +277,16 @@ def _pct(values: list[int], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
+def search_table(mine: Scores, base: Scores, kinds: list[str]) -> None:
+    """Each measure a row, each kind (with its count of questions) a column: ours / BM25's."""
+    counts = {k: len(mine.got.get((k, "some in top 10"), [])) for k in kinds}
+    print("| measure | " + " | ".join(f"{k} ({counts[k]})" for k in kinds) + " |")
+    print("|---|" + "--:|" * len(kinds))
+    for m in measures():
+        cells = [f"{mine.share(k, m):.3f} / {base.share(k, m):.3f}" for k in kinds]
+        print(f"| {m} | " + " | ".join(cells) + " |")
+
+
 def report(run: Run, sessions: int) -> None:
     """The bench's own table, and the headline figures as rows for `python -m bench`."""
     data_size(
@@ -284,16 +294,11 @@ def report(run: Run, sessions: int) -> None:
         f"{run.questions} questions"
     )
     kinds = [*KINDS, "all kinds"]
-    counts = {k: len(run.ours.got.get((k, "some in top 10"), [])) for k in kinds}
     print(
         f"\n{run.questions} questions over {run.files} daily logs ({run.chars:,} chars); "
         "each cell: crustacean search / one-line BM25.\n"
     )
-    print("| measure | " + " | ".join(f"{k} ({counts[k]})" for k in kinds) + " |")
-    print("|---|" + "--:|" * len(kinds))
-    for m in measures():
-        cells = [f"{run.ours.share(k, m):.3f} / {run.base.share(k, m):.3f}" for k in kinds]
-        print(f"| {m} | " + " | ".join(cells) + " |")
+    search_table(run.ours, run.base, kinds)
     for m in ("some", "all"):
         cells = [f"{run.context.share(k, m):.3f}" for k in kinds]
         print(f"| context --topic, {m} within {CONTEXT_CHARS:,} | " + " | ".join(cells) + " |")
