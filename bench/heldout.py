@@ -78,12 +78,30 @@ def load(path: Path) -> list[dict[str, Any]]:
     )
     out: list[dict[str, Any]] = []
     for f in files:
-        data = json.loads(f.read_text("utf-8"))
+        try:
+            data = json.loads(f.read_text("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{f} is not JSON ({e}): give LoCoMo's locomo10.json") from None
         for i, conv in enumerate(data if isinstance(data, list) else [data]):
+            body = conv.get("conversation", conv) if isinstance(conv, dict) else {}
+            if "speaker_a" not in body or not isinstance(body.get("session_1"), list):
+                where = f"conversation {i + 1} of {f}" if isinstance(data, list) else str(f)
+                raise ValueError(f"{where} has no speaker_a or session_1: not LoCoMo's shape")
+            for key in body:
+                if _SESSION.match(key) and isinstance(body[key], list) and body[key]:
+                    _checked_when(f, key, body.get(f"{key}_date_time"))
             name = conv.get("sample_id") or (f"{f.stem}-{i}" if isinstance(data, list) else f.stem)
-            body = conv.get("conversation", conv)
             out.append(body | {"qa": conv.get("qa", []), "sample_id": name})
     return out
+
+
+def _checked_when(f: Path, key: str, text: object) -> None:
+    try:
+        when(str(text))
+    except ValueError:
+        raise ValueError(
+            f"{f}: {key}_date_time {text!r} is not a time like '1:56 pm on 8 May, 2023'"
+        ) from None
 
 
 def when(text: str) -> datetime:
@@ -280,7 +298,12 @@ def main() -> None:
     args = parser.parse_args()
     if not args.path.exists():
         parser.error(f"{args.path} does not exist: give LoCoMo's locomo10.json or its folder")
-    convs = load(args.path)[: args.conversations]
+    if args.every < 1:
+        parser.error(f"--every {args.every}: ask every K-th question, K 1 or more")
+    try:
+        convs = load(args.path)[: args.conversations]
+    except ValueError as e:
+        parser.error(str(e))
     if not convs:
         parser.error(f"{args.path} holds no conversation")
     dense = args.semantic or args.rerank

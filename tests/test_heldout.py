@@ -17,6 +17,19 @@ from bench import heldout
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _bench(path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python bench/heldout.py PATH`, as the README runs it."""
+    script = str(REPO / "bench" / "heldout.py")
+    return subprocess.run(
+        [sys.executable, script, str(path)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def _conversation() -> dict[str, Any]:
     """Two sessions on two days, a shared photo, and one question of each kind the bench keeps
     or leaves out, with LoCoMo's own quirks in the evidence ids."""
@@ -103,14 +116,7 @@ def test_the_bench_runs_on_a_file_of_locomos_shape(shape: str, tmp_path: Path) -
         data.mkdir()
         (data / "26.json").write_text(json.dumps(_conversation()))
     env = {**os.environ, "TMPDIR": str(tmp_path), "CRUSTACEAN_SEMANTIC": "0"}
-    done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "heldout.py"), str(data)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _bench(data, env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Held-out (lexical): 4 questions (every question; 1 left out" in done.stdout
     assert "| some within 2,000 | " in done.stdout
@@ -118,12 +124,33 @@ def test_the_bench_runs_on_a_file_of_locomos_shape(shape: str, tmp_path: Path) -
 
 
 def test_a_path_that_is_not_there_says_what_to_give(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "heldout.py"), str(tmp_path / "nope.json")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _bench(tmp_path / "nope.json")
     assert done.returncode == 2
     assert "nope.json does not exist: give LoCoMo's locomo10.json or its folder" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{not json", "is not JSON (Expecting property name enclosed in double quotes"),
+        ('[{"sample_id": "x", "qa": []}]', "conversation 1 of "),
+        (
+            json.dumps(_conversation() | {"session_2_date_time": "June 27"}),
+            "session_2_date_time 'June 27' is not a time like '1:56 pm on 8 May, 2023'",
+        ),
+        (
+            json.dumps({k: v for k, v in _conversation().items() if k != "session_1_date_time"}),
+            "session_1_date_time None is not a time like",
+        ),
+    ],
+)
+def test_a_file_not_of_locomos_shape_says_what_is_wrong(
+    text: str, says: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "locomo10.json"
+    data.write_text(text)
+    done = _bench(data)
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout == ""  # nothing was measured, nothing written but the error
