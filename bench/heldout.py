@@ -2,7 +2,7 @@
 
 `bench/recall_bench.py` measures search and context on conversations we generate, so its figures
 can drift toward what we tuned. This script asks the same measures of data we did not write:
-LoCoMo (Maharana et al., 2024: ten conversations between two people, 19 to 35 sessions each,
+LoCoMo (Maharana et al., 2024: ten conversations between two people, 19 to 32 sessions each,
 about 1,500 questions whose evidence is marked per turn). Get it from the project's repository
 (github.com/snap-research/locomo, `data/locomo10.json`, or the folder of per-conversation files
 its `data/locomo10.zip` holds) and run
@@ -21,8 +21,10 @@ For each question it walks `SearchIndex.search`'s hits as bench/recall_bench.py 
 "some" and "all" evidence lines reached within 1,000, 2,000 and 4,000 characters and in the top
 10, beside one-line BM25 on the same files; and whether `context --topic QUESTION
 --budget-chars 8000` (the whole output) holds them. `--semantic` turns on the semantic extra,
-`--rerank` the rerank extra too (about 1 s a search and 2 s a topic on 2 CPUs: `--every 3` asks
-every third question). No language model anywhere; the same data gives the same figures.
+`--rerank` the rerank extra too: the whole set takes about 5 minutes on 2 CPUs with both, as the
+encoder's vectors are kept by text from one question to the next, as an MCP server keeps them
+(`--every K` asks every K-th question). No language model anywhere; the same data gives the
+same figures.
 """
 
 from __future__ import annotations
