@@ -98,6 +98,7 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 
 def _checked_when(f: Path, key: str, text: object) -> None:
+    """A session's time that `when` cannot read, named with its file, before any is written."""
     try:
         when(str(text))
     except ValueError:
@@ -119,7 +120,7 @@ def turn_id(dia_id: str) -> tuple[int, int] | None:
 
 def line(turn: dict[str, Any], captions: bool = False) -> str:
     """One turn as a daily log's chat line; with `captions`, the photo it shares after its
-    text (LoCoMo's machine caption of it, which the people in the conversation never saw)."""
+    text (LoCoMo's machine caption of the photo: words no one in the conversation said)."""
     text = " ".join(str(turn.get("text", "")).split())
     caption = " ".join(str(turn.get("blip_caption", "")).split()) if captions else ""
     if caption:
