@@ -17,11 +17,13 @@ from bench import heldout
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _bench(path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`python bench/heldout.py PATH`, as the README runs it."""
+def _bench(
+    path: Path, env: dict[str, str] | None = None, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`python bench/heldout.py PATH [ARGS]`, as the README runs it."""
     script = str(REPO / "bench" / "heldout.py")
     return subprocess.run(
-        [sys.executable, script, str(path)],
+        [sys.executable, script, str(path), *args],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -154,3 +156,12 @@ def test_a_file_not_of_locomos_shape_says_what_is_wrong(
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
     assert done.stdout == ""  # nothing was measured, nothing written but the error
+
+
+def test_every_must_ask_some_questions(tmp_path: Path) -> None:
+    data = tmp_path / "26.json"
+    data.write_text(json.dumps(_conversation()))
+    done = _bench(data, None, "--every", "0")
+    assert done.returncode == 2
+    assert "--every 0: ask every K-th question, K 1 or more" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
