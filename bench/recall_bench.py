@@ -151,20 +151,27 @@ def one_line_bm25(root: Path) -> Callable[[str], list[Span]]:
 
 
 def context_share(
-    ws: Workspace, bench: Bench, lines: Callable[[str], list[str]], sizes: list[int]
+    ws: Workspace,
+    bench: Bench,
+    lines: Callable[[str], list[str]],
+    sizes: list[int],
+    whole: bool = True,
 ) -> Scores:
     """Whether `context --topic QUESTION` holds the evidence lines in its first 8,000 chars
-    ("some"/"all"), and in its whole output asked with `--budget-chars 8000` ("some bounded",
-    "all bounded"; each output's length goes to `sizes`)."""
+    ("some"/"all", unless not `whole`), and in its whole output asked with `--budget-chars
+    8000` ("some bounded", "all bounded"; each output's length goes to `sizes`)."""
     from crustacean.recall.context import ContextRequest, build_context
 
     out = Scores()
     for q in bench.questions:
-        whole = build_context(ws, ContextRequest("main", q.text), bench.now).to_markdown()
         bounded = ContextRequest("main", q.text, budget_chars=CONTEXT_CHARS)
         fitted = build_context(ws, bounded, bench.now).to_markdown()
         sizes.append(len(fitted))
-        for name, text in (("", whole[:CONTEXT_CHARS]), (" bounded", fitted)):
+        outputs = [(" bounded", fitted)]
+        if whole:
+            text = build_context(ws, ContextRequest("main", q.text), bench.now).to_markdown()
+            outputs.insert(0, ("", text[:CONTEXT_CHARS]))
+        for name, text in outputs:
             have = [lines(p)[n - 1].strip() in text for p, n in q.evidence]
             out.add(q.kind, "some" + name, any(have))
             out.add(q.kind, "all" + name, all(have))
@@ -224,16 +231,23 @@ def build(
     bench = generate(root, seed=seed, sessions=sessions)
     bench.questions = first_of_each_kind(bench.questions, per_kind)
     ws = Workspace(root, load_config(root))
-    cache: dict[str, list[str]] = {}
+    with SearchIndex(ws) as index:
+        index.rebuild()
+    return Built(ws, bench, line_reader(root), dense)
+
+
+def line_reader(
+    root: Path, known: dict[str, list[str]] | None = None
+) -> Callable[[str], list[str]]:
+    """A file's lines by its workspace path, each file read once (`known`: already in hand)."""
+    cache = dict(known or {})
 
     def lines(path: str) -> list[str]:
         if path not in cache:
             cache[path] = (root / path).read_text("utf-8").split("\n")
         return cache[path]
 
-    with SearchIndex(ws) as index:
-        index.rebuild()
-    return Built(ws, bench, lines, dense)
+    return lines
 
 
 def _switch(dense: bool, reranked: bool) -> None:
